@@ -1,0 +1,97 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Outcome says how a request ended. Every request ends with exactly one.
+type Outcome string
+
+// The outcomes of protocol.md.
+const (
+	OutcomeAnswered  Outcome = "answered"
+	OutcomeTimedOut  Outcome = "timed_out" // the value is the default
+	OutcomeCancelled Outcome = "cancelled" // the value is null: the session is ending
+	OutcomeInvalid   Outcome = "invalid"   // a supervisor's answer failed validation; the value is the default
+)
+
+// Response is the runtime's answer to one request.
+type Response struct {
+	InReplyTo Type
+	ID        string
+	Value     json.RawMessage // nil is written as null
+	Outcome   Outcome
+}
+
+// AppendResponse appends r as one line, "\n" included. The value is compacted, so no
+// answer can carry a line break into the agent's stdin.
+func AppendResponse(dst []byte, r Response) []byte {
+	id := quote(r.ID)
+	dst = append(dst, `{"type":"response","in_reply_to":`...)
+	dst = append(dst, quote(string(r.InReplyTo))...)
+	dst = append(dst, `,"id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"answer_to":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"value":`...)
+	dst = appendCompact(dst, r.Value)
+	dst = append(dst, `,"outcome":`...)
+	dst = append(dst, quote(string(r.Outcome))...)
+	return append(dst, "}\n"...)
+}
+
+// AppendInit appends the init line carrying the host's params.
+func AppendInit(dst []byte, params json.RawMessage) []byte {
+	dst = append(dst, `{"type":"init","params":`...)
+	dst = appendCompact(dst, params)
+	return append(dst, "}\n"...)
+}
+
+// AppendPrompt appends a session's prompt in the JSON input format.
+func AppendPrompt(dst []byte, text, session string) []byte {
+	dst = append(dst, `{"type":"prompt","text":`...)
+	dst = append(dst, quote(text)...)
+	dst = append(dst, `,"session":`...)
+	dst = append(dst, quote(session)...)
+	return append(dst, "}\n"...)
+}
+
+// AppendPromptText appends a prompt in the text input format: one raw line, with the
+// prompt's own line breaks sent as spaces.
+func AppendPromptText(dst []byte, text string) []byte {
+	text = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(text)
+	return append(append(dst, text...), '\n')
+}
+
+// AppendMessageLine appends a mid-session message for agents that declared "message".
+func AppendMessageLine(dst []byte, text string) []byte {
+	dst = append(dst, `{"type":"message","text":`...)
+	dst = append(dst, quote(text)...)
+	return append(dst, "}\n"...)
+}
+
+// AppendInterrupt appends an interrupt for agents that declared "interrupt".
+func AppendInterrupt(dst []byte, reason string) []byte {
+	dst = append(dst, `{"type":"interrupt","reason":`...)
+	dst = append(dst, quote(reason)...)
+	return append(dst, "}\n"...)
+}
+
+func quote(s string) []byte {
+	b, _ := json.Marshal(s) // a string always marshals
+	return b
+}
+
+func appendCompact(dst []byte, v json.RawMessage) []byte {
+	if len(v) == 0 {
+		return append(dst, "null"...)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		// Not JSON: send it as a string rather than corrupt the stream.
+		return append(dst, quote(string(v))...)
+	}
+	return append(dst, buf.Bytes()...)
+}

@@ -1,0 +1,123 @@
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxLineBytes is the line limit when a host sets no max_line_bytes.
+const DefaultMaxLineBytes = 1 << 20
+
+// readBufferSize is the bufio buffer each Reader keeps. Lines longer than this are
+// gathered in a separate buffer that is released again when it grew large, so an idle
+// session costs only this much.
+const readBufferSize = 4 << 10
+
+// keepBufferSize is the largest gathering buffer a Reader keeps between lines.
+const keepBufferSize = 64 << 10
+
+// LineTooLongError reports a line that exceeded the limit. The line was dropped whole;
+// the Reader is positioned at the start of the next line and may be used again.
+type LineTooLongError struct {
+	Size  int // bytes in the dropped line, without its terminator
+	Limit int
+}
+
+func (e *LineTooLongError) Error() string {
+	return fmt.Sprintf("protocol: line of %d bytes exceeds the limit of %d bytes; dropped", e.Size, e.Limit)
+}
+
+// Reader splits a byte stream into lines of at most a limit, with memory bounded by the
+// limit and never by the line.
+type Reader struct {
+	br    *bufio.Reader
+	limit int
+	buf   []byte // gathers lines longer than the bufio buffer
+}
+
+// NewReader returns a Reader over r that drops lines longer than limit bytes.
+// A limit of zero or less means DefaultMaxLineBytes.
+func NewReader(r io.Reader, limit int) *Reader {
+	if limit <= 0 {
+		limit = DefaultMaxLineBytes
+	}
+	return &Reader{br: bufio.NewReaderSize(r, readBufferSize), limit: limit}
+}
+
+// Next returns the next non-empty line without its "\n" or "\r\n" terminator. The slice
+// is only valid until the next call. A line over the limit yields *LineTooLongError and
+// the stream stays usable. At the end of the stream Next returns io.EOF; a final line
+// without a terminator is returned first.
+func (r *Reader) Next() ([]byte, error) {
+	r.releaseIfLarge() // the previous line's slice is no longer the caller's
+	for {
+		line, err := r.line()
+		if err != nil {
+			return nil, err
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if len(line) == 0 {
+			continue
+		}
+		return line, nil
+	}
+}
+
+// line reads one line, gathering it across bufio fills when it is long.
+func (r *Reader) line() ([]byte, error) {
+	frag, err := r.br.ReadSlice('\n')
+	if err == nil || (len(frag) > 0 && errors.Is(err, io.EOF)) {
+		if err == nil {
+			frag = frag[:len(frag)-1]
+		}
+		return r.limited(frag)
+	}
+	if !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, err
+	}
+	r.buf = append(r.buf[:0], frag...)
+	size := len(frag)
+	for {
+		frag, err = r.br.ReadSlice('\n')
+		n := len(frag)
+		if err == nil {
+			n-- // the terminator
+		}
+		size += n
+		if size <= r.limit+1 { // +1: a trailing '\r' does not count against the limit
+			r.buf = append(r.buf, frag[:n]...)
+		}
+		switch {
+		case err == nil || errors.Is(err, io.EOF):
+			if size > r.limit+1 {
+				return nil, &LineTooLongError{Size: size, Limit: r.limit}
+			}
+			return r.limited(r.buf)
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return nil, err
+		}
+	}
+}
+
+func (r *Reader) releaseIfLarge() {
+	if cap(r.buf) > keepBufferSize {
+		r.buf = nil
+	}
+}
+
+// limited enforces the limit on a whole line; a trailing '\r' does not count.
+func (r *Reader) limited(line []byte) ([]byte, error) {
+	n := len(line)
+	if n > 0 && line[n-1] == '\r' {
+		n--
+	}
+	if n > r.limit {
+		return nil, &LineTooLongError{Size: len(line), Limit: r.limit}
+	}
+	return line, nil
+}
