@@ -1,0 +1,166 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestArchitectureManifestLoads(t *testing.T) {
+	m, err := Load("testdata/architecture.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := m.Hosts["worker"]
+	if w == nil || w.Command != "python3" || w.Pool != 2 || w.InputFormat != "json" {
+		t.Fatalf("worker host: %+v", w)
+	}
+	if w.Timeout.D() != 600*time.Second || w.QuestionTimeout.D() != 5*time.Second {
+		t.Fatalf("durations: timeout %v question_timeout %v", w.Timeout.D(), w.QuestionTimeout.D())
+	}
+	if string(w.QuestionDefaultJSON) != `"skip"` || string(w.ApprovalDefaultJSON) != `"no"` {
+		t.Fatalf("defaults: %s %s", w.QuestionDefaultJSON, w.ApprovalDefaultJSON)
+	}
+	if string(w.ParamsJSON) != `{"allowed_tools":["read","write"],"model":"opus"}` {
+		t.Fatalf("params = %s", w.ParamsJSON)
+	}
+	sec := m.Supervisors["security"]
+	if sec.Strategy != "rule" || len(sec.Rules) != 2 || !sec.Rules[0].Re.MatchString("the AUTH token") || string(sec.Rules[1].AnswerJSON) != `"no"` {
+		t.Fatalf("security supervisor: %+v", sec)
+	}
+	def := m.Supervisors["default"]
+	if string(def.AnswersJSON["tool_call"]) != `{"error":"no tools here"}` || string(def.AnswersJSON["approval"]) != `"yes"` {
+		t.Fatalf("default answers: %v", def.AnswersJSON)
+	}
+	if len(m.Routes) != 2 || m.Routes[0].Supervisor != "security" || m.Routes[1].Re != nil {
+		t.Fatalf("routes: %+v", m.Routes)
+	}
+	if m.NATS.Listen != DefaultNATSListen || m.Metrics.Addr != DefaultMetricsAddr {
+		t.Fatalf("node defaults: %+v %+v", m.NATS, m.Metrics)
+	}
+}
+
+func TestConcertoManifestLoads(t *testing.T) {
+	m, err := Load("testdata/concerto.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Hosts["claude_code"].Timeout.D() != 300*time.Second || m.Hosts["custom_agent"].Command != "python" {
+		t.Fatalf("hosts: %+v", m.Hosts)
+	}
+	if m.Connections["openai"].DefaultModel != "gpt-4o" {
+		t.Fatalf("connections: %+v", m.Connections)
+	}
+}
+
+func parseErr(t *testing.T, src string) *Error {
+	t.Helper()
+	_, err := Parse("dir/agentmux.toml", []byte(src))
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Parse = %v; want a config.Error", err)
+	}
+	return e
+}
+
+func TestProblemsHavePositions(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"unknown key", "[hosts.w]\ncommand = \"x\"\ntimout = 5\n",
+			`config: hosts.w.timout (agentmux.toml:3:1): unknown key "timout"; known keys here: command`},
+		{"bad duration", "[hosts.w]\ncommand = \"x\"\ntimeout = \"10x\"\n",
+			`config: hosts.w.timeout (agentmux.toml:3:12): "10x" is not a duration; use seconds or "90s"`},
+		{"syntax", "[hosts.w]\ncommand = \"x\n",
+			`config: hosts.w.command (agentmux.toml:2:`},
+		{"missing command", "[agents.w]\nargs = []\n",
+			`config: agents.w (agentmux.toml:1:1): a host needs a command`},
+		{"route to nobody", "[supervisors.a]\nstrategy = \"static\"\nanswers = { question = \"ok\" }\n\n[[routes]]\nsupervisor = \"a\"\n\n[[routes]]\nmatch = \"x\"\nsupervisor = \"b\"\n",
+			`config: routes.1.supervisor (agentmux.toml:10:1): no supervisor "b"; define [supervisors.b] or name one of a`},
+		{"bad regex in inline rule", "[supervisors.s]\nstrategy = \"rule\"\nrules = [\n  { match = \"ok\", answer = \"x\" },\n  { match = \"(\", answer = \"y\" },\n]\n",
+			`config: supervisors.s.rules.1.match (agentmux.toml:4:5): "(" is not a regular expression`},
+		{"negative pool", "[hosts.w]\ncommand = \"x\"\npool = -1\n",
+			`config: hosts.w.pool (agentmux.toml:3:1): -1 is negative`},
+		{"bad approval default", "[hosts.w]\ncommand = \"x\"\napproval_default = \"maybe\"\n",
+			`config: hosts.w.approval_default (agentmux.toml:3:1): "maybe" is not an approval answer; use "yes" or "no"`},
+		{"unknown section", "[nodes]\nx = 1\n",
+			`unknown key "nodes"; the sections are`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := parseErr(t, tc.src)
+			if !strings.Contains(e.Error(), tc.want) {
+				t.Fatalf("got:\n%s\nwant it to contain:\n%s", e, tc.want)
+			}
+		})
+	}
+}
+
+func TestAllProblemsAtOnce(t *testing.T) {
+	e := parseErr(t, "[hosts.w]\ncommand = \"\"\ninput_format = \"xml\"\n\n[supervisors.s]\nstrategy = \"oracle\"\n")
+	if len(e.Problems) != 3 {
+		t.Fatalf("want 3 problems, got:\n%s", e)
+	}
+	if e.Problems[0].Line > e.Problems[1].Line {
+		t.Fatalf("problems not in file order:\n%s", e)
+	}
+}
+
+func TestDurationForms(t *testing.T) {
+	m, err := Parse("m.toml", []byte("[hosts.w]\ncommand = \"x\"\ntimeout = 90\nidle_timeout = \"1m30s\"\ninit_timeout = 0.5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Hosts["w"]
+	if h.Timeout.D() != 90*time.Second || h.IdleTimeout.D() != 90*time.Second || h.InitTimeout.D() != 500*time.Millisecond {
+		t.Fatalf("durations: %v %v %v", h.Timeout.D(), h.IdleTimeout.D(), h.InitTimeout.D())
+	}
+}
+
+func TestWorkingDirRelativeToManifest(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.toml")
+	if err := os.WriteFile(path, []byte("[hosts.w]\ncommand = \"x\"\nworking_dir = \"sub\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Hosts["w"].WorkingDir; got != filepath.Join(dir, "sub") {
+		t.Fatalf("working_dir = %q", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, p := range []string{"testdata/architecture.toml", "testdata/concerto.toml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("[[routes]]\nmatch = \"(\"\n[hosts.\"a b\"]\ncommand=1"))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		m, err := Parse("fuzz.toml", src)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || len(e.Problems) == 0 {
+				t.Fatalf("error is not a config.Error with problems: %v", err)
+			}
+			for _, p := range e.Problems {
+				if p.Msg == "" || p.File != "fuzz.toml" {
+					t.Fatalf("problem without a message or file: %+v", p)
+				}
+			}
+			return
+		}
+		for name, h := range m.Hosts {
+			if h.Command == "" || h.Pool < 1 || h.MaxLineBytes < 1024 || h.ApprovalDefaultJSON == nil {
+				t.Fatalf("host %q passed validation without its defaults: %+v", name, h)
+			}
+		}
+	})
+}

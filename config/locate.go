@@ -1,0 +1,133 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+)
+
+// locator finds where a key path is written in the TOML source, for messages. The TOML
+// library reports positions only for syntax and type errors, so this scans the text: it
+// follows table headers ([a.b], [[a]]) and then looks for "key =" after them. It is a
+// best effort; a key it cannot find is reported at its table, or without a position.
+type locator struct {
+	lines []string
+}
+
+func newLocator(src []byte) *locator {
+	return &locator{lines: strings.Split(string(src), "\n")}
+}
+
+// find returns the 1-based line and column of path, e.g. ["hosts","w","timeout"] or
+// ["routes","2","match"]; 0, 0 when not found.
+func (l *locator) find(path []string) (line, col int) {
+	// Longest table header that is a prefix of path, with [[array]] index counting.
+	bestLine, bestLen := -1, 0
+	counts := map[string]int{}
+	for i, raw := range l.lines {
+		s := strings.TrimSpace(raw)
+		if !strings.HasPrefix(s, "[") {
+			continue
+		}
+		array := strings.HasPrefix(s, "[[")
+		name := strings.Trim(strings.SplitN(s, "]", 2)[0], "[ ")
+		parts := splitKey(name)
+		if array {
+			n := counts[name]
+			counts[name] = n + 1
+			parts = append(parts, strconv.Itoa(n))
+		}
+		if hasPrefix(path, parts) && len(parts) > bestLen {
+			bestLine, bestLen = i, len(parts)
+		}
+	}
+	start := 0
+	if bestLine >= 0 {
+		start = bestLine + 1
+		if bestLen == len(path) {
+			return bestLine + 1, strings.Index(l.lines[bestLine], "[") + 1
+		}
+	}
+	// Then each remaining key in order, inline tables included.
+	line, col = 0, 0
+	if bestLine >= 0 {
+		line, col = bestLine+1, 1
+	}
+	pos := start
+	for _, key := range path[bestLen:] {
+		if _, err := strconv.Atoi(key); err == nil {
+			continue // an index into an inline array: stay at the array's key
+		}
+		found := false
+		for i := pos; i < len(l.lines); i++ {
+			s := l.lines[i]
+			if i > pos && strings.HasPrefix(strings.TrimSpace(s), "[") && !strings.HasPrefix(strings.TrimSpace(s), "[ ") {
+				if t := strings.TrimSpace(s); len(t) > 1 && (t[1] == '[' || isKeyChar(t[1])) {
+					break // the next table: not in this one
+				}
+			}
+			if c := keyColumn(s, key); c > 0 {
+				line, col, pos, found = i+1, c, i, true
+				break
+			}
+		}
+		if !found {
+			return line, col
+		}
+	}
+	return line, col
+}
+
+func hasPrefix(path, prefix []string) bool {
+	if len(prefix) > len(path) {
+		return false
+	}
+	for i := range prefix {
+		if prefix[i] != path[i] && !(i == 0 && aliases(prefix[i], path[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// aliases: [agents.X] is [hosts.X].
+func aliases(a, b string) bool {
+	return (a == "agents" && b == "hosts") || (a == "hosts" && b == "agents")
+}
+
+// keyColumn returns the 1-based column of key used as "key =" or "key.x =" in s, or 0.
+func keyColumn(s, key string) int {
+	for from := 0; from < len(s); {
+		i := strings.Index(s[from:], key)
+		if i < 0 {
+			return 0
+		}
+		i += from
+		from = i + len(key)
+		if i > 0 && (isKeyChar(s[i-1]) || s[i-1] == '"') {
+			continue
+		}
+		rest := strings.TrimLeft(s[i+len(key):], " \t")
+		if strings.HasPrefix(rest, "\"") {
+			rest = strings.TrimLeft(rest[1:], " \t")
+		}
+		if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, ".") {
+			if i > 0 && s[i-1] == '"' {
+				return i
+			}
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func isKeyChar(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func splitKey(name string) []string {
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return parts
+}

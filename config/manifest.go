@@ -1,0 +1,138 @@
+package config
+
+import (
+	"encoding/json"
+	"regexp"
+	"time"
+)
+
+// Defaults for a host, applied by Load where the manifest says nothing.
+const (
+	DefaultInitTimeout     = 10 * time.Second
+	DefaultQuestionTimeout = 60 * time.Second
+	DefaultStopGrace       = 5 * time.Second
+	DefaultMaxLineBytes    = 1 << 20
+	DefaultConcurrency     = 64
+	DefaultNATSListen      = "127.0.0.1:4222"
+	DefaultMetricsAddr     = "127.0.0.1:9464"
+)
+
+// Strategies a supervisor can use.
+const (
+	StrategyRule     = "rule"
+	StrategyStatic   = "static"
+	StrategyExternal = "external" // served by some other process on agentmux.ask.<name>
+)
+
+// Manifest is a loaded, validated manifest.
+type Manifest struct {
+	Path        string
+	NATS        NATS
+	Metrics     Metrics
+	Hosts       map[string]*Host
+	Supervisors map[string]*Supervisor
+	Routes      []*Route
+	Tools       map[string]*Tool
+	Connections map[string]*Connection
+}
+
+// NATS says where the node's NATS is. An empty URL runs an embedded server.
+type NATS struct {
+	URL         string `toml:"url"`
+	Listen      string `toml:"listen"`      // embedded server's client listener
+	StoreDir    string `toml:"store_dir"`   // embedded server's JetStream store
+	Credentials string `toml:"credentials"` // a .creds file for an external server
+}
+
+// Metrics says where /metrics, /healthz and /readyz are served.
+type Metrics struct {
+	Addr string `toml:"addr"`
+}
+
+// Host is one agent command and how its sessions run. [hosts.X] and [agents.X] decode
+// into it alike.
+type Host struct {
+	Name            string            `toml:"-"`
+	Transport       string            `toml:"transport"` // Concerto's; only "stdio"
+	Command         string            `toml:"command"`
+	Args            []string          `toml:"args"`
+	Env             map[string]string `toml:"env"`
+	InheritEnv      []string          `toml:"inherit_env"`
+	WorkingDir      string            `toml:"working_dir"`
+	Dialect         string            `toml:"dialect"`
+	InputFormat     string            `toml:"input_format"`
+	OutputFormat    string            `toml:"output_format"` // Concerto's; framing handles both
+	PlainText       string            `toml:"plain_text"`
+	Timeout         Duration          `toml:"timeout"`
+	IdleTimeout     Duration          `toml:"idle_timeout"`
+	InitTimeout     Duration          `toml:"init_timeout"`
+	QuestionTimeout Duration          `toml:"question_timeout"`
+	StopGrace       Duration          `toml:"stop_grace"`
+	QuestionDefault any               `toml:"question_default"`
+	ApprovalDefault string            `toml:"approval_default"`
+	MaxLineBytes    int               `toml:"max_line_bytes"`
+	Pool            int               `toml:"pool"`
+	Retries         int               `toml:"retries"`
+	Params          map[string]any    `toml:"params"`
+
+	// Filled by Load.
+	ParamsJSON          json.RawMessage `toml:"-"` // nil when params is empty: no init line
+	QuestionDefaultJSON json.RawMessage `toml:"-"`
+	ApprovalDefaultJSON json.RawMessage `toml:"-"`
+}
+
+// Supervisor is one decision maker.
+type Supervisor struct {
+	Name        string         `toml:"-"`
+	Strategy    string         `toml:"strategy"`
+	Concurrency int            `toml:"concurrency"`
+	Rules       []*Rule        `toml:"rules"`
+	Answers     map[string]any `toml:"answers"` // static: question, approval, tool_call
+
+	AnswersJSON map[string]json.RawMessage `toml:"-"`
+}
+
+// Rule is one rule of a rule supervisor: a regex over the request text and its answer.
+type Rule struct {
+	Type   string `toml:"type"`
+	Match  string `toml:"match"`
+	Answer any    `toml:"answer"`
+
+	Re         *regexp.Regexp  `toml:"-"`
+	AnswerJSON json.RawMessage `toml:"-"`
+}
+
+// Route sends requests to a supervisor. Empty fields match everything.
+type Route struct {
+	Type       string `toml:"type"`
+	Host       string `toml:"host"`
+	Match      string `toml:"match"`
+	Supervisor string `toml:"supervisor"`
+
+	Re *regexp.Regexp `toml:"-"`
+}
+
+// Tool is a tool agents may call. Without a command it is served on agentmux.tool.<name>.
+type Tool struct {
+	Name        string            `toml:"-"`
+	Command     string            `toml:"command"`
+	Args        []string          `toml:"args"`
+	Env         map[string]string `toml:"env"`
+	Timeout     Duration          `toml:"timeout"`
+	Description string            `toml:"description"`
+}
+
+// Connection configures an LLM provider, as in Concerto.
+type Connection struct {
+	Name         string            `toml:"-"`
+	Provider     string            `toml:"provider"`
+	APIKeyEnv    string            `toml:"api_key_env"`
+	BaseURL      string            `toml:"base_url"`
+	DefaultModel string            `toml:"default_model"`
+	Timeout      Duration          `toml:"timeout"`
+	Organization string            `toml:"organization"`
+	Project      string            `toml:"project"`
+	Models       map[string]string `toml:"models"`
+	Retry        map[string]any    `toml:"retry"`
+	RateLimit    map[string]any    `toml:"rate_limit"`
+}
