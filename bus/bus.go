@@ -1,0 +1,252 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Defaults for the embedded server and the connection.
+const (
+	defaultReadyTimeout   = 10 * time.Second
+	defaultMaxPayload     = 8 << 20 // events carry lines of up to max_line_bytes
+	defaultReconnectWait  = 250 * time.Millisecond
+	defaultReconnectBuf   = 64 << 20
+	defaultAuditDupWindow = 2 * time.Minute
+	defaultDrainTimeout   = 5 * time.Second
+)
+
+var (
+	// ErrNotReady is returned when the embedded server did not start accepting clients.
+	ErrNotReady = errors.New("bus: embedded NATS server did not become ready")
+)
+
+// Config says which NATS to use. With an empty URL an embedded server is started.
+type Config struct {
+	URL         string // external server or cluster, e.g. nats://10.0.0.1:4222,nats://10.0.0.2:4222
+	Credentials string // .creds file for URL
+	Listen      string // embedded server's client listener; port 0 picks a free port
+	StoreDir    string // embedded server's JetStream store; empty: a temporary directory removed on Close
+	Name        string // connection name, shown by the server
+
+	OnDisconnect func(error) // called from NATS goroutines; must not block
+	OnReconnect  func()
+	OnAsyncError func(error) // slow consumers and other asynchronous errors
+}
+
+// Bus is one process's NATS: connection, JetStream, and the embedded server if any.
+type Bus struct {
+	Conn *nats.Conn
+	JS   jetstream.JetStream
+
+	log     *slog.Logger
+	srv     *server.Server // nil when connected to an external server
+	tempDir string         // removed on Close
+
+	closeOnce sync.Once
+}
+
+// Open starts or connects to NATS, and declares the streams.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
+	b := &Bus{log: log}
+	url := cfg.URL
+	if url == "" {
+		if err := b.startServer(cfg); err != nil {
+			return nil, err
+		}
+		url = b.srv.ClientURL()
+	}
+	opts := []nats.Option{
+		nats.Name(cfg.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(defaultReconnectWait),
+		nats.ReconnectBufSize(defaultReconnectBuf),
+		nats.RetryOnFailedConnect(false),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if cfg.OnDisconnect != nil {
+				cfg.OnDisconnect(err)
+			}
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			if cfg.OnReconnect != nil {
+				cfg.OnReconnect()
+			}
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.Warn("nats asynchronous error", "err", err)
+			if cfg.OnAsyncError != nil {
+				cfg.OnAsyncError(err)
+			}
+		}),
+	}
+	if cfg.Credentials != "" {
+		opts = append(opts, nats.UserCredentials(cfg.Credentials))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("bus: connect to %s: %w; check [nats] url or that the server is running", url, err)
+	}
+	b.Conn = nc
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("bus: jetstream: %w", err)
+	}
+	b.JS = js
+	if err := b.ensureStreams(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Connect connects a CLI client to an existing node's NATS without declaring anything.
+func Connect(url, credentials, name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name)}
+	if credentials != "" {
+		opts = append(opts, nats.UserCredentials(credentials))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bus: connect to %s: %w; is `runtime up` running, and does [nats] say where?", url, err)
+	}
+	return nc, nil
+}
+
+func (b *Bus) startServer(cfg Config) error {
+	host, port, err := splitListen(cfg.Listen)
+	if err != nil {
+		return err
+	}
+	dir := cfg.StoreDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "agentmux-nats-"); err != nil {
+			return fmt.Errorf("bus: temporary JetStream store: %w", err)
+		}
+		b.tempDir = dir
+	} else if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("bus: JetStream store %s: %w", dir, err)
+	}
+	srv, err := server.NewServer(&server.Options{
+		ServerName: cfg.Name,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   dir,
+		MaxPayload: defaultMaxPayload,
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		b.removeTemp()
+		return fmt.Errorf("bus: embedded NATS server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(defaultReadyTimeout) {
+		srv.Shutdown()
+		b.removeTemp()
+		return fmt.Errorf("%w on %s within %v; is the port already in use? set [nats] listen", ErrNotReady, cfg.Listen, defaultReadyTimeout)
+	}
+	b.srv = srv
+	return nil
+}
+
+func splitListen(listen string) (string, int, error) {
+	if listen == "" {
+		return "127.0.0.1", server.RANDOM_PORT, nil
+	}
+	host, p, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("bus: [nats] listen %q: %w; use host:port, e.g. 127.0.0.1:4222", listen, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bus: [nats] listen %q: bad port; use 0 for any free port", listen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	return host, port, nil
+}
+
+func (b *Bus) ensureStreams(ctx context.Context) error {
+	if _, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        TaskStream,
+		Description: "agentmux tasks, one subject per host, pulled by capacity",
+		Subjects:    []string{TaskSubjects},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  defaultAuditDupWindow,
+	}); err != nil {
+		return fmt.Errorf("bus: declare stream %s: %w", TaskStream, err)
+	}
+	if _, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        AuditStream,
+		Description: "agentmux audit trail: sessions, requests and who answered them",
+		Subjects:    []string{AuditSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  defaultAuditDupWindow,
+	}); err != nil {
+		return fmt.Errorf("bus: declare stream %s: %w", AuditStream, err)
+	}
+	return nil
+}
+
+// ClientURL is the URL CLI commands use to reach this bus.
+func (b *Bus) ClientURL() string {
+	if b.srv != nil {
+		return b.srv.ClientURL()
+	}
+	return b.Conn.ConnectedUrl()
+}
+
+// Server is the embedded server, or nil.
+func (b *Bus) Server() *server.Server { return b.srv }
+
+// Close drains the connection and stops the embedded server. It is idempotent and
+// nil-safe.
+func (b *Bus) Close() {
+	if b == nil {
+		return
+	}
+	b.closeOnce.Do(func() {
+		if b.Conn != nil {
+			done := make(chan struct{})
+			b.Conn.SetClosedHandler(func(*nats.Conn) { close(done) })
+			if err := b.Conn.Drain(); err != nil {
+				b.Conn.Close()
+			} else {
+				select {
+				case <-done:
+				case <-time.After(defaultDrainTimeout):
+					b.Conn.Close()
+				}
+			}
+		}
+		if b.srv != nil {
+			b.srv.Shutdown()
+			b.srv.WaitForShutdown()
+		}
+		b.removeTemp()
+	})
+}
+
+func (b *Bus) removeTemp() {
+	if b.tempDir != "" {
+		if err := os.RemoveAll(b.tempDir); err != nil {
+			b.log.Warn("remove temporary JetStream store", "dir", b.tempDir, "err", err)
+		}
+	}
+}

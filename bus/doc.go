@@ -1,0 +1,16 @@
+// Package bus connects agentmux to NATS: it runs an embedded server or connects to an
+// external server or cluster, names every subject and header of the public subject API,
+// declares the JetStream streams, and defines the JSON payloads that travel on them.
+//
+// The subject scheme is a public API; a supervisor or a tool written in any language
+// with a NATS client is a first-class citizen:
+//
+//	agentmux.task.<host>                     JetStream work queue AGENTMUX_TASKS: Task
+//	agentmux.evt.<host>.<session>.<type>     core publish: every message and lifecycle event
+//	agentmux.ask.<supervisor>                request/reply: Ask → Reply
+//	agentmux.audit.<host>.<session>          JetStream AGENTMUX_AUDIT: AuditRecord
+//	agentmux.ctl.<node>.<verb>               control requests to one node
+//
+// A Bus holds one connection for the whole process (no subscription per session). Its
+// methods are safe for concurrent use; Close is idempotent.
+package bus

@@ -1,0 +1,84 @@
+package bus
+
+import "encoding/json"
+
+// Task asks a node to run one session on a host.
+type Task struct {
+	ID     string         `json:"id"`
+	Host   string         `json:"host"`
+	Prompt string         `json:"prompt"`
+	Meta   map[string]any `json:"meta,omitempty"`
+}
+
+// Ask is what a supervisor receives on agentmux.ask.<supervisor>.
+type Ask struct {
+	Session  string          `json:"session"`
+	Host     string          `json:"host"`
+	Type     string          `json:"type"` // question, approval or tool_call
+	ID       string          `json:"id"`
+	Text     string          `json:"text"`     // what routes matched: question, description or tool
+	Deadline int64           `json:"deadline"` // unix milliseconds
+	Default  json.RawMessage `json:"default"`  // what the runtime writes if no answer fits in time
+	Request  json.RawMessage `json:"request"`  // the canonical request as the agent sent it, id included
+}
+
+// Reply is a supervisor's answer. Exactly one of Value, UseDefault and Cancelled says
+// what to write; Decider names who decided ("rule:security", "static:default").
+type Reply struct {
+	Value      json.RawMessage `json:"value,omitempty"`
+	UseDefault bool            `json:"use_default,omitempty"` // answer with the host default, outcome answered
+	Cancelled  bool            `json:"cancelled,omitempty"`   // decline to answer: the default is written
+	Decider    string          `json:"decider,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+}
+
+// AuditRecord is one entry of the audit stream.
+type AuditRecord struct {
+	Kind     string          `json:"kind"` // session.started, request, answer, session.ended
+	Time     int64           `json:"time"` // unix milliseconds
+	Node     string          `json:"node"`
+	Host     string          `json:"host"`
+	Session  string          `json:"session"`
+	Request  string          `json:"request,omitempty"`
+	Type     string          `json:"type,omitempty"`
+	Text     string          `json:"text,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Outcome  string          `json:"outcome,omitempty"`
+	Decider  string          `json:"decider,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Latency  float64         `json:"latency_ms,omitempty"`
+	Duration float64         `json:"duration_ms,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// SessionEnded is the payload of a session.ended event.
+type SessionEnded struct {
+	Session  string          `json:"session"`
+	Host     string          `json:"host"`
+	Task     string          `json:"task,omitempty"`
+	Outcome  string          `json:"outcome"` // ok or error
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Duration float64         `json:"duration_ms"`
+}
+
+// SessionStarted is the payload of a session.started event.
+type SessionStarted struct {
+	Session string `json:"session"`
+	Host    string `json:"host"`
+	Task    string `json:"task,omitempty"`
+	Node    string `json:"node"`
+	PID     int    `json:"pid"`
+	Attempt int    `json:"attempt"`
+}
+
+// RequestAnswered is the payload of a request.answered event.
+type RequestAnswered struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Value   json.RawMessage `json:"value"`
+	Outcome string          `json:"outcome"`
+	Decider string          `json:"decider"`
+	Reason  string          `json:"reason,omitempty"`
+	Latency float64         `json:"latency_ms"`
+}

@@ -1,0 +1,55 @@
+package bus
+
+// Subject prefixes and stream names of the public subject API.
+const (
+	TaskStream  = "AGENTMUX_TASKS"
+	AuditStream = "AGENTMUX_AUDIT"
+
+	taskPrefix  = "agentmux.task."
+	evtPrefix   = "agentmux.evt."
+	askPrefix   = "agentmux.ask."
+	auditPrefix = "agentmux.audit."
+	ctlPrefix   = "agentmux.ctl."
+	toolPrefix  = "agentmux.tool."
+)
+
+// Headers set on events, asks and audit records.
+const (
+	HeaderSession  = "Agentmux-Session"
+	HeaderRequest  = "Agentmux-Request"
+	HeaderHost     = "Agentmux-Host"
+	HeaderDeadline = "Agentmux-Deadline" // unix milliseconds
+	HeaderType     = "Agentmux-Type"
+)
+
+// TaskSubject is where tasks for host are queued.
+func TaskSubject(host string) string { return taskPrefix + host }
+
+// TaskSubjects matches every task subject.
+const TaskSubjects = taskPrefix + ">"
+
+// EventSubject is where one event of a session is published.
+func EventSubject(host, session, typ string) string {
+	return evtPrefix + host + "." + session + "." + typ
+}
+
+// SessionEvents matches every event of one session.
+func SessionEvents(host, session string) string { return evtPrefix + host + "." + session + ".>" }
+
+// AllEvents matches every event of every session.
+const AllEvents = evtPrefix + ">"
+
+// AskSubject is where requests for supervisor are sent; members share queue group supervisor.
+func AskSubject(supervisor string) string { return askPrefix + supervisor }
+
+// AuditSubject is where a session's audit records go.
+func AuditSubject(host, session string) string { return auditPrefix + host + "." + session }
+
+// AuditSubjects matches every audit subject.
+const AuditSubjects = auditPrefix + ">"
+
+// CtlSubject is where node answers verb.
+func CtlSubject(node, verb string) string { return ctlPrefix + node + "." + verb }
+
+// ToolSubject is where a tool served by another process answers calls.
+func ToolSubject(tool string) string { return toolPrefix + tool }

@@ -1,0 +1,11 @@
+// Package metrics holds every Prometheus metric family of agentmux in a private
+// registry (never the default one), and serves /metrics, /healthz and /readyz.
+//
+//	m := metrics.New()
+//	m.Messages.WithLabelValues("worker", "progress").Inc()
+//	srv, err := metrics.Serve("127.0.0.1:9464", m, ready, log)
+//	defer srv.Close()
+//
+// Labels are bounded: host, type, outcome, reason, supervisor; never a session id.
+// All methods are safe for concurrent use.
+package metrics

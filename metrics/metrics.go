@@ -1,0 +1,106 @@
+package metrics
+
+import (
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+const namespace = "agentmux"
+
+// waitBuckets are the classic buckets of request wait: 1 ms to 15 min.
+var waitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 900}
+
+// Set is the metric families of one node.
+type Set struct {
+	Registry *prometheus.Registry
+
+	SessionsActive  *prometheus.GaugeVec   // host
+	Sessions        *prometheus.CounterVec // host, outcome (ok, error)
+	SessionDuration *prometheus.HistogramVec
+	Agents          *prometheus.GaugeVec   // host, state (idle, busy)
+	AgentStarts     *prometheus.CounterVec // host
+	AgentExits      *prometheus.CounterVec // host, reason
+	Messages        *prometheus.CounterVec // host, type
+	FrameErrors     *prometheus.CounterVec // host, reason
+	StderrLines     *prometheus.CounterVec // host, disposition (published, dropped)
+	Requests        *prometheus.CounterVec // host, type, outcome
+	RequestWait     *prometheus.HistogramVec
+	LateAnswers     *prometheus.CounterVec // host
+	StdinWrites     *prometheus.CounterVec // host, outcome (ok, timeout, error)
+	AskRequests     *prometheus.CounterVec // outcome (answered, no_responders, timeout, error)
+	Decisions       *prometheus.CounterVec // supervisor, outcome
+	DecisionTime    *prometheus.HistogramVec
+	Tasks           *prometheus.CounterVec // host, outcome (ok, error, invalid)
+	PublishErrors   *prometheus.CounterVec // kind (event, audit)
+	AuditPublishes  prometheus.Counter
+	NATSReconnects  prometheus.Counter
+	NATSDisconnects prometheus.Counter
+	NATSAsyncErrors prometheus.Counter
+}
+
+// New builds a Set in a fresh registry, with the Go, process and build-info collectors.
+func New() *Set {
+	r := prometheus.NewRegistry()
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+		r.MustRegister(c)
+		return c
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
+		r.MustRegister(g)
+		return g
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: name, Help: help, Buckets: buckets,
+			NativeHistogramBucketFactor:     1.1,
+			NativeHistogramMaxBucketNumber:  160,
+			NativeHistogramMinResetDuration: time.Hour,
+		}, labels)
+		r.MustRegister(h)
+		return h
+	}
+	plain := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+		r.MustRegister(c)
+		return c
+	}
+	s := &Set{
+		Registry:        r,
+		SessionsActive:  gauge("sessions_active", "Sessions running now.", "host"),
+		Sessions:        counter("sessions_total", "Sessions ended, by outcome (ok, error).", "host", "outcome"),
+		SessionDuration: histogram("session_duration_seconds", "Wall time of ended sessions.", prometheus.ExponentialBuckets(0.01, 4, 10), "host"),
+		Agents:          gauge("agents", "Agent processes alive, by state (idle, busy).", "host", "state"),
+		AgentStarts:     counter("agent_starts_total", "Agent processes started.", "host"),
+		AgentExits:      counter("agent_exits_total", "Agent processes exited, by reason (exit_ok, exit_error, signal, killed, start_failed).", "host", "reason"),
+		Messages:        counter("messages_total", "Agent messages read, by canonical type.", "host", "type"),
+		FrameErrors:     counter("frame_errors_total", "Lines dropped, by reason (too_long, invalid_json, invalid_utf8, duplicate_key, bad_field).", "host", "reason"),
+		StderrLines:     counter("agent_stderr_lines_total", "Agent stderr lines, published or dropped by the rate limit.", "host", "disposition"),
+		Requests:        counter("requests_total", "Requests ended, by type and outcome (answered, timed_out, cancelled, invalid).", "host", "type", "outcome"),
+		RequestWait:     histogram("request_wait_seconds", "Time from a request being read to its answer being written.", waitBuckets, "type"),
+		LateAnswers:     counter("late_answers_total", "Supervisor answers that arrived after their request had ended.", "host"),
+		StdinWrites:     counter("stdin_writes_total", "Writes to agents' stdin, by outcome (ok, timeout, error).", "host", "outcome"),
+		AskRequests:     counter("ask_requests_total", "NATS requests to supervisors, by outcome (answered, no_responders, timeout, error).", "outcome"),
+		Decisions:       counter("supervisor_decisions_total", "Decisions made by local supervisors, by outcome (decided, default, error, expired).", "supervisor", "outcome"),
+		DecisionTime:    histogram("supervisor_decision_seconds", "Time local supervisors took to decide.", waitBuckets, "supervisor"),
+		Tasks:           counter("tasks_total", "Tasks taken from the work queue, by outcome (ok, error, invalid).", "host", "outcome"),
+		PublishErrors:   counter("publish_errors_total", "NATS publishes that failed, by kind (event, audit).", "kind"),
+		AuditPublishes:  plain("audit_publishes_total", "Audit records published."),
+		NATSReconnects:  plain("nats_reconnects_total", "Reconnections to NATS."),
+		NATSDisconnects: plain("nats_disconnects_total", "Disconnections from NATS."),
+		NATSAsyncErrors: plain("nats_async_errors_total", "Asynchronous NATS errors such as slow consumers."),
+	}
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	version := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		version = bi.Main.Version
+	}
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info", Help: "Build information; always 1."}, []string{"version"})
+	build.WithLabelValues(version).Set(1)
+	r.MustRegister(build)
+	return s
+}

@@ -1,0 +1,69 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const shutdownTimeout = 5 * time.Second
+
+// Server serves /metrics, /healthz and /readyz.
+type Server struct {
+	srv  *http.Server
+	ln   net.Listener
+	done chan struct{}
+	once sync.Once
+}
+
+// Serve listens on addr ("127.0.0.1:0" picks a port) and serves until Close. ready
+// reports whether the node can take work; /readyz answers 503 with its error otherwise.
+func Serve(addr string, s *Set, ready func() error, log *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %s: %w; set [metrics] addr to a free address", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry, EnableOpenMetrics: true}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := ready(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan struct{})}
+	go func() {
+		defer close(srv.done)
+		if err := srv.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	return srv, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close shuts the server down; it is idempotent and nil-safe.
+func (s *Server) Close() {
+	if s == nil {
+		return
+	}
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = s.srv.Shutdown(ctx) // Serve reports anything but ErrServerClosed
+		<-s.done
+	})
+}
