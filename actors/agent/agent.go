@@ -1,0 +1,423 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultDrainDelay   = 500 * time.Millisecond
+	termDelay           = 500 * time.Millisecond // stdin close → SIGTERM
+)
+
+// Config is what an Agent needs; zero fields take defaults.
+type Config struct {
+	Host    *config.Host
+	Node    string
+	Conn    *nats.Conn
+	Metrics *metrics.Set
+	Log     *slog.Logger
+	// Route names the supervisor for a request, or false when no route matches.
+	Route func(host string, m *protocol.Message) (supervisor string, ok bool)
+	// Audit records an audit entry under a deduplication id; it must not block.
+	Audit func(id string, rec *bus.AuditRecord)
+	// WriteTimeout bounds each write to the agent's stdin.
+	WriteTimeout time.Duration
+	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
+	// holding it) before it is closed and the group killed.
+	DrainDelay time.Duration
+}
+
+// Props returns the props that spawn an Agent for cfg.
+func Props(cfg Config) *actor.Props {
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.DrainDelay == 0 {
+		cfg.DrainDelay = DefaultDrainDelay
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = func(string, *bus.AuditRecord) {}
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Log.With("host", cfg.Host.Name)} })
+}
+
+type state int
+
+const (
+	stateStarting state = iota
+	stateInitializing
+	stateReady
+)
+
+// Agent is the actor for one agent process.
+type Agent struct {
+	cfg    Config
+	host   *config.Host
+	log    *slog.Logger
+	system *actor.ActorSystem
+	self   *actor.PID
+	parent *actor.PID
+
+	proc       *process
+	state      state
+	caps       map[string]bool
+	served     int // sessions started on this process
+	exited     bool
+	exitErr    error
+	stdoutDone bool
+	drainArmed bool
+	stopping   bool // the stop ladder is under way: the process takes no more sessions
+	killed     bool // we sent a signal to the group
+	gone       bool // AgentExited sent
+	gen        uint64
+	stateLabel string
+	ladder     []*time.Timer // stop ladder and drain timers, stopped when the process is gone
+
+	waiting *StartSession // arrived before the process was ready
+	sess    *session
+}
+
+func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }
+
+// Receive implements actor.Actor. It never blocks.
+func (a *Agent) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
+		a.setState("starting")
+		go func() {
+			p, err := startProcess(a.host, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			a.send(&processStarted{proc: p, err: err})
+		}()
+	case *processStarted:
+		a.onStarted(m)
+	case *StartSession:
+		a.startSession(m)
+	case *lineRead:
+		a.onLine(m.msg)
+	case *frameError:
+		a.onFrameError(m)
+	case *stderrLine:
+		a.onStderr(m)
+	case *stdoutClosed:
+		a.stdoutDone = true
+		if m.err != nil {
+			a.log.Warn("agent stdout read failed", "pid", a.pid(), "err", m.err)
+		}
+		a.maybeGone()
+	case *processExited:
+		a.onExited(m)
+		a.maybeGone()
+	case *writeFailed:
+		a.onWriteFailed(m)
+	case *answerArrived:
+		a.onAnswer(m)
+	case *timerFired:
+		a.onTimer(c, m)
+	case *Interrupt:
+		a.interrupt(m.Reason)
+	case *SendMessage:
+		a.sendMessage(m.Text)
+	case *Shutdown:
+		a.shutdown(m.Reason)
+	case *actor.Stopping:
+		a.forceStop()
+	}
+}
+
+func (a *Agent) writeCounts() writeCounts {
+	h := a.host.Name
+	return writeCounts{
+		ok:      a.cfg.Metrics.StdinWrites.WithLabelValues(h, "ok"),
+		timeout: a.cfg.Metrics.StdinWrites.WithLabelValues(h, "timeout"),
+		failed:  a.cfg.Metrics.StdinWrites.WithLabelValues(h, "error"),
+	}
+}
+
+func (a *Agent) pid() int {
+	if a.proc == nil {
+		return 0
+	}
+	return a.proc.pid
+}
+
+// setState moves this process between the agents{state} gauges.
+func (a *Agent) setState(label string) {
+	if a.stateLabel == label {
+		return
+	}
+	if a.stateLabel != "" {
+		a.cfg.Metrics.Agents.WithLabelValues(a.host.Name, a.stateLabel).Dec()
+	}
+	if label != "" {
+		a.cfg.Metrics.Agents.WithLabelValues(a.host.Name, label).Inc()
+	}
+	a.stateLabel = label
+}
+
+func (a *Agent) onStarted(m *processStarted) {
+	if m.err != nil {
+		a.cfg.Metrics.AgentExits.WithLabelValues(a.host.Name, "start_failed").Inc()
+		a.log.Error("agent did not start", "err", m.err)
+		a.exited, a.stdoutDone, a.exitErr = true, true, m.err
+		a.failWaiting(m.err.Error())
+		a.finish(m.err.Error())
+		return
+	}
+	a.proc = m.proc
+	a.cfg.Metrics.AgentStarts.WithLabelValues(a.host.Name).Inc()
+	if a.stopping { // shut down while starting
+		a.stopping = false
+		a.stop()
+		return
+	}
+	if len(a.host.ParamsJSON) > 0 {
+		a.state = stateInitializing
+		a.proc.stdin.write(protocol.AppendInit(nil, a.host.ParamsJSON))
+		a.gen++
+		a.after(a.host.InitTimeout.D(), timerInit, a.gen, "")
+		return
+	}
+	a.ready()
+}
+
+func (a *Agent) ready() {
+	a.state = stateReady
+	a.setState("idle")
+	if w := a.waiting; w != nil {
+		a.waiting = nil
+		a.startSession(w)
+	}
+}
+
+// failWaiting ends a session that never started on this process.
+func (a *Agent) failWaiting(text string) {
+	w := a.waiting
+	if w == nil {
+		return
+	}
+	a.waiting = nil
+	a.report(&Result{Session: w.Session, Host: a.host.Name, Task: w.Task, Error: text, Attempt: w.Attempt, Duration: time.Since(w.Started)}, w, false)
+}
+
+func (a *Agent) report(r *Result, start *StartSession, reusable bool) {
+	a.system.Root.Send(a.parent, &SessionEnded{PID: a.self, Result: r, Reusable: reusable, Start: start})
+}
+
+func (a *Agent) onExited(m *processExited) {
+	a.exited, a.exitErr = true, m.err
+	reason := "exit_ok"
+	var exitErr *exec.ExitError
+	if errors.As(m.err, &exitErr) {
+		reason = "exit_error"
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			reason = "signal"
+			if a.killed {
+				reason = "killed"
+			}
+		}
+	} else if m.err != nil {
+		reason = "exit_error"
+	}
+	a.cfg.Metrics.AgentExits.WithLabelValues(a.host.Name, reason).Inc()
+	a.log.Debug("agent exited", "pid", a.pid(), "reason", reason, "err", m.err)
+	if a.proc != nil {
+		a.proc.stdin.close()
+	}
+}
+
+// maybeGone finishes once the process has exited and its stdout is read to the end; a
+// stdout held open by a grandchild is closed after the drain delay.
+func (a *Agent) maybeGone() {
+	if !a.exited || a.gone {
+		return
+	}
+	if !a.stdoutDone {
+		if !a.drainArmed {
+			a.drainArmed = true
+			a.ladder = append(a.ladder, a.after(a.cfg.DrainDelay, timerDrain, 0, ""))
+		}
+		return
+	}
+	text := "agent exited without result"
+	if a.state == stateInitializing && a.waiting != nil {
+		text = fmt.Sprintf("host '%s' exited during initialization: %v", a.host.Name, a.exitErr)
+	}
+	if s := a.sess; s != nil {
+		// A reused process that died before it said anything of this session: the
+		// session never really ran, so the router runs it again on a fresh process.
+		retry := a.served > 1 && s.lines == 0
+		a.endSession(&Result{Error: text, Retryable: retry}, false)
+	}
+	a.failWaiting(text)
+	a.finish(text) // the parent stops this actor once it has read everything sent before
+}
+
+// finish reports the process gone, once. The parent stops the actor on AgentExited: were
+// the actor to stop itself, the system message Terminated could overtake the
+// SessionEnded still queued in the parent's mailbox.
+func (a *Agent) finish(reason string) {
+	if a.gone {
+		return
+	}
+	a.gone = true
+	for _, t := range a.ladder {
+		t.Stop()
+	}
+	a.setState("")
+	a.system.Root.Send(a.parent, &AgentExited{PID: a.self, Reason: reason})
+}
+
+// stop runs the stop ladder: stdin close, SIGTERM to the group, SIGKILL to the group.
+func (a *Agent) stop() {
+	if a.stopping {
+		return
+	}
+	a.stopping = true
+	if a.proc == nil { // still starting: onStarted stops it
+		return
+	}
+	a.setState("stopping")
+	a.proc.stdin.close()
+	a.ladder = append(a.ladder,
+		a.after(termDelay, timerTerm, 0, ""),
+		a.after(termDelay+a.host.StopGrace.D(), timerKill, 0, ""))
+}
+
+// forceStop kills what is left when the actor stops for any reason.
+func (a *Agent) forceStop() {
+	if a.proc != nil && !a.exited {
+		a.killed = true
+		if err := signalGroup(a.proc.pid, syscall.SIGKILL); err != nil {
+			a.log.Error("kill agent process group", "pid", a.proc.pid, "err", err)
+		}
+		a.proc.stdin.close()
+	}
+	if a.proc != nil && !a.stdoutDone {
+		a.proc.stdout.Close() // unblocks the reader
+	}
+	a.finish("actor stopped")
+}
+
+func (a *Agent) onTimer(c actor.Context, m *timerFired) {
+	switch m.kind {
+	case timerInit:
+		if a.state == stateInitializing && m.gen == a.gen {
+			a.failWaiting(fmt.Sprintf("host '%s' did not acknowledge initialization", a.host.Name))
+			a.stop()
+		}
+	case timerSession, timerIdle, timerInterrupt, timerRequest:
+		a.onSessionTimer(m)
+	case timerDrain:
+		if !a.stdoutDone && a.proc != nil {
+			a.log.Warn("agent exited but its stdout stays open (a child holds it); closing", "pid", a.proc.pid)
+			a.killed = true
+			if err := signalGroup(a.proc.pid, syscall.SIGKILL); err != nil {
+				a.log.Error("kill agent process group", "pid", a.proc.pid, "err", err)
+			}
+			a.proc.stdout.Close()
+		}
+	case timerTerm, timerKill:
+		if a.proc == nil {
+			return
+		}
+		sig := syscall.SIGTERM
+		if m.kind == timerKill {
+			sig = syscall.SIGKILL
+		}
+		// Signal the group even after the leader exited: a grandchild may remain.
+		if a.exited && a.stdoutDone && m.kind == timerTerm {
+			return
+		}
+		a.killed = true
+		if err := signalGroup(a.proc.pid, sig); err != nil {
+			a.log.Error("signal agent process group", "pid", a.proc.pid, "signal", sig, "err", err)
+		}
+	}
+}
+
+func (a *Agent) onWriteFailed(m *writeFailed) {
+	if !m.timeout {
+		return // the process is going; its exit ends the session
+	}
+	a.log.Warn("agent stopped reading stdin", "pid", a.pid(), "timeout", a.cfg.WriteTimeout)
+	if a.sess != nil {
+		a.endSession(&Result{Error: fmt.Sprintf("agent stopped reading stdin: a write timed out after %v", a.cfg.WriteTimeout)}, false)
+	}
+	a.stop()
+}
+
+func (a *Agent) onStderr(m *stderrLine) {
+	h := a.host.Name
+	if m.dropped > 0 {
+		a.cfg.Metrics.StderrLines.WithLabelValues(h, "dropped").Add(float64(m.dropped))
+	}
+	a.cfg.Metrics.StderrLines.WithLabelValues(h, "published").Inc()
+	data, _ := json.Marshal(struct {
+		Line    string `json:"line"`
+		Dropped int    `json:"dropped,omitempty"`
+		PID     int    `json:"pid"`
+	}{m.line, m.dropped, a.pid()})
+	a.publish(a.sessionID(), EventStderr, data)
+}
+
+func (a *Agent) onFrameError(m *frameError) {
+	a.cfg.Metrics.FrameErrors.WithLabelValues(a.host.Name, m.reason).Inc()
+	typ := EventFrameInvalid
+	if m.reason == "too_long" {
+		typ = EventFrameTooLong
+	}
+	data, _ := json.Marshal(struct {
+		Reason string `json:"reason"`
+		Size   int    `json:"size"`
+		Limit  int    `json:"limit"`
+		Error  string `json:"error"`
+	}{m.reason, m.size, a.host.MaxLineBytes, m.err.Error()})
+	a.publish(a.sessionID(), typ, data)
+	if a.sess != nil {
+		a.sess.touch()
+	}
+}
+
+// sessionID is the current session's id, or "_" between sessions.
+func (a *Agent) sessionID() string {
+	if a.sess != nil {
+		return a.sess.id
+	}
+	return "_"
+}
+
+// publish sends one event; payloads over the server's limit are replaced by a stub.
+func (a *Agent) publish(session, typ string, data []byte) {
+	nc := a.cfg.Conn
+	if max := nc.MaxPayload(); int64(len(data)) > max-1024 {
+		data, _ = json.Marshal(struct {
+			Truncated bool `json:"truncated"`
+			Bytes     int  `json:"bytes"`
+		}{true, len(data)})
+	}
+	msg := &nats.Msg{
+		Subject: bus.EventSubject(a.host.Name, session, typ),
+		Data:    data,
+		Header:  nats.Header{bus.HeaderSession: []string{session}, bus.HeaderHost: []string{a.host.Name}},
+	}
+	if err := nc.PublishMsg(msg); err != nil {
+		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+	}
+}

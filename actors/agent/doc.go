@@ -1,0 +1,19 @@
+// Package agent runs one agent process as a protoactor actor: it spawns the process in
+// its own process group, frames and decodes its stdout, publishes every message as an
+// event, sends each request to a supervisor over NATS and writes exactly one answer back
+// within the request's deadline, and runs the session timers and the stop ladder.
+//
+// Place in the architecture: the Router spawns Agent actors as children, one per process,
+// and hands each a session at a time (a process serves many sessions in turn; init is
+// sent once). The Agent reports SessionEnded to its parent and stops itself when its
+// process is gone.
+//
+// Concurrency promise: Receive never blocks. Four goroutines per process do the blocking
+// work — the stdout reader, the stdin writer (with a write deadline), the waiter, and the
+// stderr reader — and report back by sending messages to the actor. Timers and NATS
+// requests do the same. Every goroutine ends when the process and its pipes are gone.
+//
+//	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Metrics: m, Log: log, Route: route})
+//	pid := c.Spawn(props)
+//	c.Send(pid, &agent.StartSession{Session: "s-1", Prompt: "fix the build", Reply: done})
+package agent

@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// StartSession asks the agent to run one session. The agent answers its parent with
+// SessionEnded, and, when Reply is set, sends the same Result there.
+type StartSession struct {
+	Session string
+	Task    string // the task id, when the session came from the work queue
+	Prompt  string
+	Attempt int
+	Reply   chan<- *Result // buffered by the sender; may be nil
+	Started time.Time      // when the session was asked for, for its duration
+}
+
+// Interrupt asks the agent to end its current session early.
+type Interrupt struct {
+	Reason string
+}
+
+// SendMessage delivers a mid-session message to agents that declared "message".
+type SendMessage struct {
+	Text string
+}
+
+// Shutdown asks the agent to answer its pending requests "cancelled", interrupt its
+// session and stop its process. The agent stops itself when the process is gone.
+type Shutdown struct {
+	Reason string
+}
+
+// SessionEnded tells the parent that a session ended. Reusable says whether the process
+// can take another session.
+type SessionEnded struct {
+	PID      *actor.PID
+	Result   *Result
+	Reusable bool
+	Start    *StartSession
+}
+
+// AgentExited tells the parent that the process is gone and the actor is stopping.
+type AgentExited struct {
+	PID    *actor.PID
+	Reason string
+}
+
+// Result is how a session ended.
+type Result struct {
+	Session  string
+	Host     string
+	Task     string
+	OK       bool
+	Payload  json.RawMessage // the result message, with partial_output when partials arrived
+	Error    string
+	Duration time.Duration
+	Attempt  int
+	Requests []RequestRecord
+	// Retryable is set when the session failed before the agent said anything of it on a
+	// reused process: the router runs it again on a fresh process without counting a retry.
+	Retryable bool
+}
+
+// RequestRecord is how one request of a session ended.
+type RequestRecord struct {
+	ID      string
+	Type    protocol.Type
+	Outcome protocol.Outcome
+	Decider string
+	Latency time.Duration
+}
+
+// Events published on agentmux.evt.<host>.<session>.<type> besides the agent's own types.
+const (
+	EventSessionStarted  = "session.started"
+	EventSessionEnded    = "session.ended"
+	EventRequestAnswered = "request.answered"
+	EventFrameTooLong    = "frame_too_long"
+	EventFrameInvalid    = "frame_invalid"
+	EventStderr          = "agent.stderr"
+)
+
+// Internal messages: events from the agent's goroutines and timers.
+type (
+	processStarted struct {
+		proc *process
+		err  error
+	}
+	lineRead struct {
+		msg *protocol.Message
+	}
+	frameError struct {
+		reason string
+		size   int
+		err    error
+	}
+	stdoutClosed struct {
+		err error
+	}
+	stderrLine struct {
+		line    string
+		dropped int // lines dropped by the rate limit since the last one sent
+	}
+	processExited struct {
+		err error
+	}
+	writeFailed struct {
+		timeout bool
+		err     error
+	}
+	answerArrived struct {
+		gen   uint64
+		id    string
+		reply *bus.Reply
+		err   error
+	}
+	timerFired struct {
+		kind timerKind
+		gen  uint64
+		id   string // request id for timerRequest
+	}
+)

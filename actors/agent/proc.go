@@ -1,0 +1,281 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// baseEnv are the variables every agent inherits: none of them carries a secret.
+// Anything else must be listed in the host's inherit_env or set in env.
+var baseEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR"}
+
+const (
+	stderrLineLimit = 16 << 10
+	stderrRate      = 50 // lines per second published per process
+	stderrBurst     = 200
+)
+
+// process is one running agent process and its pipes. The actor owns it; the goroutines
+// started by startProcess only send messages.
+type process struct {
+	cmd    *exec.Cmd
+	pid    int
+	stdin  *stdinWriter
+	stdout *os.File // read end; closed by the reader, or early by the actor after exit
+}
+
+// env builds the agent's explicit environment: the base variables and the host's
+// inherit_env from the runtime's own environment, then the host's env.
+func env(h *config.Host) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, names := range [][]string{baseEnv, h.InheritEnv} {
+		for _, name := range names {
+			if v, ok := os.LookupEnv(name); ok && !seen[name] {
+				seen[name] = true
+				out = append(out, name+"="+v)
+			}
+		}
+	}
+	for k, v := range h.Env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// startProcess starts h's command with its own process group and a parent-death signal,
+// and the goroutines that serve its pipes. send delivers their reports to the actor.
+func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+	cmd := exec.Command(h.Command, h.Args...)
+	cmd.Dir = h.WorkingDir
+	cmd.Env = env(h)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("agent: stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("agent: stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("agent: stderr pipe: %w", err)
+	}
+	// The child gets *os.File ends directly, so exec starts no copying goroutines and
+	// Wait returns when the process exits even if a grandchild keeps stdout open; the
+	// actor's drain timer then closes our read end (the role WaitDelay plays for
+	// exec-owned pipes).
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("agent: start %q: %w; check the host's command and working_dir", h.Command, err)
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR}
+	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
+	plain := protocol.PlainTextResult
+	if h.PlainText == "log" {
+		plain = protocol.PlainTextLog
+	}
+	go readStdout(outR, h.MaxLineBytes, plain, send)
+	go readStderr(errR, send)
+	go func() {
+		send(&processExited{err: cmd.Wait()})
+	}()
+	return p, nil
+}
+
+// readStdout frames and decodes the agent's stdout until it closes.
+func readStdout(f *os.File, limit int, plain protocol.PlainText, send func(any)) {
+	defer f.Close()
+	r := protocol.NewReader(f, limit)
+	for {
+		line, err := r.Next()
+		if err != nil {
+			var tooLong *protocol.LineTooLongError
+			if errors.As(err, &tooLong) {
+				send(&frameError{reason: "too_long", size: tooLong.Size, err: err})
+				continue
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+				err = nil
+			}
+			send(&stdoutClosed{err: err})
+			return
+		}
+		msg, err := protocol.Decode(line, plain)
+		if err != nil {
+			reason := "invalid_json"
+			var inv *protocol.InvalidFrameError
+			if errors.As(err, &inv) {
+				reason = inv.Reason
+			}
+			send(&frameError{reason: reason, size: len(line), err: err})
+			continue
+		}
+		send(&lineRead{msg: msg})
+	}
+}
+
+// readStderr forwards stderr lines, rate-limited; lines over the limit are counted as
+// dropped and reported with the next line that passes.
+func readStderr(f *os.File, send func(any)) {
+	defer f.Close()
+	r := protocol.NewReader(f, stderrLineLimit)
+	lim := rate.NewLimiter(stderrRate, stderrBurst)
+	dropped := 0
+	for {
+		line, err := r.Next()
+		var tooLong *protocol.LineTooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			dropped++
+			continue
+		case err != nil:
+			return
+		}
+		if !lim.Allow() {
+			dropped++
+			continue
+		}
+		send(&stderrLine{line: string(line), dropped: dropped})
+		dropped = 0
+	}
+}
+
+// signalGroup sends sig to the process group led by pid.
+func signalGroup(pid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil // already gone
+	}
+	return err
+}
+
+// stdinWriter writes lines to the agent's stdin from its own goroutine, each write with
+// a deadline, so the actor only ever enqueues.
+type stdinWriter struct {
+	f       *os.File
+	timeout time.Duration
+	send    func(any)
+	counts  writeCounts
+	wake    chan struct{}
+
+	mu      sync.Mutex // protects queue and closing
+	queue   [][]byte
+	closing bool // close f once the queue is written
+}
+
+// writeCounts are the stdin write counters of one host.
+type writeCounts struct {
+	ok, timeout, failed prometheus.Counter
+}
+
+func newStdinWriter(f *os.File, timeout time.Duration, counts writeCounts, send func(any)) *stdinWriter {
+	w := &stdinWriter{f: f, timeout: timeout, send: send, counts: counts, wake: make(chan struct{}, 1)}
+	go w.run()
+	return w
+}
+
+// write queues line; it never blocks.
+func (w *stdinWriter) write(line []byte) {
+	w.mu.Lock()
+	if !w.closing {
+		w.queue = append(w.queue, line)
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// close closes stdin after the lines already queued; idempotent.
+func (w *stdinWriter) close() {
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *stdinWriter) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *stdinWriter) run() {
+	defer w.f.Close()
+	for range w.wake {
+		w.mu.Lock()
+		batch, closing := w.queue, w.closing
+		w.queue = nil
+		w.mu.Unlock()
+		for _, line := range batch {
+			if err := w.f.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+				w.send(&writeFailed{err: err})
+				w.discard()
+				return
+			}
+			if _, err := w.f.Write(line); err != nil {
+				timeout := errors.Is(err, os.ErrDeadlineExceeded)
+				if timeout {
+					w.counts.timeout.Inc()
+				} else {
+					w.counts.failed.Inc()
+				}
+				w.send(&writeFailed{timeout: timeout, err: err})
+				w.discard()
+				return
+			}
+			w.counts.ok.Inc()
+		}
+		if closing {
+			w.mu.Lock()
+			empty := len(w.queue) == 0
+			w.mu.Unlock()
+			if empty {
+				return
+			}
+			w.poke()
+		}
+	}
+}
+
+// discard makes later writes no-ops after a failure.
+func (w *stdinWriter) discard() {
+	w.mu.Lock()
+	w.closing = true
+	w.queue = nil
+	w.mu.Unlock()
+}

@@ -1,0 +1,416 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// Backoff between attempts while no supervisor is subscribed.
+const (
+	minAskBackoff = 10 * time.Millisecond
+	maxAskBackoff = time.Second
+)
+
+// session is the state of the session a process is serving.
+type session struct {
+	id       string
+	start    *StartSession
+	gen      uint64
+	begun    time.Time
+	deadline time.Time // zero without a session timeout
+	lastLine time.Time
+	lines    int
+	partial  strings.Builder
+	seq      map[protocol.Type]int
+	pending  map[string]*pending
+	records  []RequestRecord
+	timers   []*time.Timer // session, idle and interrupt timers; stopped when it ends
+}
+
+func (s *session) touch() {
+	s.lastLine = time.Now()
+	s.lines++
+}
+
+// pending is one request waiting for its answer.
+type pending struct {
+	msg      *protocol.Message
+	id       string
+	readAt   time.Time
+	deadline time.Time
+	def      json.RawMessage
+	timer    *time.Timer
+	cancel   context.CancelFunc
+}
+
+func (a *Agent) startSession(m *StartSession) {
+	if a.sess != nil || a.stopping || a.exited {
+		a.report(&Result{Session: m.Session, Host: a.host.Name, Task: m.Task, Attempt: m.Attempt,
+			Error: "agent process is not available", Retryable: true}, m, false)
+		return
+	}
+	if a.state != stateReady {
+		a.waiting = m
+		return
+	}
+	now := time.Now()
+	a.served++
+	a.gen++
+	s := &session{id: m.Session, start: m, gen: a.gen, begun: now, lastLine: now,
+		seq: map[protocol.Type]int{}, pending: map[string]*pending{}}
+	if t := a.host.Timeout.D(); t > 0 {
+		s.deadline = now.Add(t)
+		s.timers = append(s.timers, a.after(t, timerSession, s.gen, ""))
+	}
+	if t := a.host.IdleTimeout.D(); t > 0 {
+		s.timers = append(s.timers, a.after(t, timerIdle, s.gen, ""))
+	}
+	a.sess = s
+	a.setState("busy")
+	if a.host.InputFormat == "text" {
+		a.proc.stdin.write(protocol.AppendPromptText(nil, m.Prompt))
+	} else {
+		a.proc.stdin.write(protocol.AppendPrompt(nil, m.Prompt, m.Session))
+	}
+}
+
+func (a *Agent) onLine(msg *protocol.Message) {
+	a.cfg.Metrics.Messages.WithLabelValues(a.host.Name, string(msg.Type)).Inc()
+	if a.state == stateInitializing {
+		a.onInitLine(msg)
+		return
+	}
+	s := a.sess
+	if s == nil {
+		a.publish("_", string(msg.Type), msg.Raw)
+		if msg.Type.IsTerminal() || msg.Type.IsRequest() {
+			a.log.Warn("agent sent a message outside any session; dropped", "pid", a.pid(), "type", msg.Type)
+		}
+		return
+	}
+	s.touch()
+	switch msg.Type {
+	case protocol.TypeQuestion, protocol.TypeApproval, protocol.TypeToolCall:
+		a.onRequest(s, msg)
+	case protocol.TypePartial:
+		s.partial.WriteString(msg.Text)
+		a.publish(s.id, string(msg.Type), msg.Raw)
+	case protocol.TypeResult:
+		a.publish(s.id, string(msg.Type), msg.Raw)
+		payload := msg.Raw
+		if s.partial.Len() > 0 {
+			payload = withField(payload, "partial_output", s.partial.String())
+		}
+		a.endSession(&Result{OK: true, Payload: payload}, true)
+	case protocol.TypeError:
+		a.publish(s.id, string(msg.Type), msg.Raw)
+		text := msg.Message
+		if text == "" {
+			text = "agent reported an error without a message"
+		}
+		a.endSession(&Result{Error: text, Payload: msg.Raw}, true)
+	default:
+		a.publish(s.id, string(msg.Type), msg.Raw)
+	}
+}
+
+func (a *Agent) onInitLine(msg *protocol.Message) {
+	switch msg.Type {
+	case protocol.TypeInitAck:
+		a.caps = map[string]bool{}
+		for _, c := range msg.Capabilities {
+			a.caps[c] = true
+		}
+		a.gen++ // retires the init timer
+		a.publish("_", string(msg.Type), msg.Raw)
+		a.ready()
+	case protocol.TypeError:
+		a.publish("_", string(msg.Type), msg.Raw)
+		text := msg.Message
+		if text == "" {
+			text = fmt.Sprintf("host '%s' failed to initialize", a.host.Name)
+		}
+		a.gen++
+		a.failWaiting(text)
+		a.stop()
+	default:
+		a.publish("_", string(msg.Type), msg.Raw)
+	}
+}
+
+func (a *Agent) onRequest(s *session, msg *protocol.Message) {
+	id := msg.ID
+	if id == "" {
+		s.seq[msg.Type]++
+		id = string(msg.Type) + "-" + strconv.Itoa(s.seq[msg.Type])
+	}
+	if _, dup := s.pending[id]; dup {
+		a.onFrameError(&frameError{reason: "duplicate_id", size: len(msg.Raw),
+			err: fmt.Errorf("request id %q is already waiting for an answer; ids must be unique among outstanding requests", id)})
+		return
+	}
+	raw := msg.WithID(id)
+	a.publish(s.id, string(msg.Type), raw)
+	now := time.Now()
+	p := &pending{msg: msg, id: id, readAt: now, def: a.defaultFor(msg)}
+	a.cfg.Audit(s.id+"."+id+".request", &bus.AuditRecord{Kind: "request", Time: now.UnixMilli(), Node: a.cfg.Node,
+		Host: a.host.Name, Session: s.id, Request: id, Type: string(msg.Type), Text: msg.RequestText()})
+
+	supervisor, ok := a.cfg.Route(a.host.Name, msg)
+	if !ok {
+		s.pending[id] = p
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", "no route matched")
+		return
+	}
+	timeout := a.host.QuestionTimeout.D()
+	if msg.Timeout > 0 {
+		timeout = time.Duration(msg.Timeout) * time.Millisecond
+	}
+	if !s.deadline.IsZero() {
+		timeout = min(timeout, max(time.Until(s.deadline), 0))
+	}
+	p.deadline = now.Add(timeout)
+	s.pending[id] = p
+	p.timer = a.after(timeout, timerRequest, s.gen, id)
+	ctx, cancel := context.WithDeadline(context.Background(), p.deadline)
+	p.cancel = cancel
+	data, _ := json.Marshal(&bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
+		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw})
+	req := &nats.Msg{Subject: bus.AskSubject(supervisor), Data: data, Header: nats.Header{
+		bus.HeaderSession:  []string{s.id},
+		bus.HeaderRequest:  []string{id},
+		bus.HeaderHost:     []string{a.host.Name},
+		bus.HeaderDeadline: []string{strconv.FormatInt(p.deadline.UnixMilli(), 10)},
+	}}
+	go a.ask(ctx, req, s.gen, id)
+}
+
+// ask sends a request to a supervisor, retrying with backoff while nobody is subscribed,
+// until an answer or the request's deadline. It reports to the actor.
+func (a *Agent) ask(ctx context.Context, req *nats.Msg, gen uint64, id string) {
+	counter := a.cfg.Metrics.AskRequests
+	backoff := minAskBackoff
+	for {
+		resp, err := a.cfg.Conn.RequestMsgWithContext(ctx, req)
+		if err == nil {
+			counter.WithLabelValues("answered").Inc()
+			var reply bus.Reply
+			if err := json.Unmarshal(resp.Data, &reply); err != nil {
+				// Not a Reply: validation turns it into the default, outcome invalid.
+				reply = bus.Reply{Value: resp.Data, Decider: "unknown", Reason: "supervisor reply is not a JSON object: " + err.Error()}
+			}
+			a.send(&answerArrived{gen: gen, id: id, reply: &reply})
+			return
+		}
+		switch {
+		case ctx.Err() != nil:
+			counter.WithLabelValues("timeout").Inc()
+			return // the request timer writes the default
+		case errors.Is(err, nats.ErrNoResponders):
+			counter.WithLabelValues("no_responders").Inc()
+		default:
+			counter.WithLabelValues("error").Inc()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, maxAskBackoff)
+	}
+}
+
+func (a *Agent) defaultFor(msg *protocol.Message) json.RawMessage {
+	switch msg.Type {
+	case protocol.TypeQuestion:
+		if len(msg.Default) > 0 {
+			return msg.Default
+		}
+		return a.host.QuestionDefaultJSON
+	case protocol.TypeApproval:
+		return a.host.ApprovalDefaultJSON
+	}
+	v, _ := json.Marshal(map[string]string{"error": "no such tool: " + msg.Tool})
+	return v
+}
+
+func (a *Agent) onAnswer(m *answerArrived) {
+	s := a.sess
+	var p *pending
+	if s != nil && s.gen == m.gen {
+		p = s.pending[m.id]
+	}
+	if p == nil {
+		a.cfg.Metrics.LateAnswers.WithLabelValues(a.host.Name).Inc()
+		return
+	}
+	r := m.reply
+	switch {
+	case r.UseDefault:
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, r.Reason)
+	case r.Cancelled:
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, "supervisor declined: "+r.Reason)
+	default:
+		value := normalize(p.msg, r.Value)
+		if err := protocol.ValidateAnswer(p.msg, value); err != nil {
+			a.answer(s, p, p.def, protocol.OutcomeInvalid, r.Decider, err.Error())
+			return
+		}
+		a.answer(s, p, value, protocol.OutcomeAnswered, r.Decider, r.Reason)
+	}
+}
+
+// normalize accepts true and false for approvals without options.
+func normalize(m *protocol.Message, v json.RawMessage) json.RawMessage {
+	if m.Type == protocol.TypeApproval && len(m.Options) == 0 {
+		switch string(bytes.TrimSpace(v)) {
+		case "true":
+			return json.RawMessage(`"yes"`)
+		case "false":
+			return json.RawMessage(`"no"`)
+		}
+	}
+	return v
+}
+
+// answer ends request p: it writes exactly one response line while the process lives.
+func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
+	delete(s.pending, p.id)
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	if p.cancel != nil {
+		p.cancel()
+	}
+	if !a.exited && a.proc != nil {
+		a.proc.stdin.write(protocol.AppendResponse(nil, protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}))
+	}
+	wait := time.Since(p.readAt)
+	a.cfg.Metrics.Requests.WithLabelValues(a.host.Name, string(p.msg.Type), string(outcome)).Inc()
+	a.cfg.Metrics.RequestWait.WithLabelValues(string(p.msg.Type)).Observe(wait.Seconds())
+	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Outcome: outcome, Decider: decider, Latency: wait})
+	ms := float64(wait.Microseconds()) / 1000
+	data, _ := json.Marshal(&bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Reason: reason, Latency: ms})
+	a.publish(s.id, EventRequestAnswered, data)
+	a.cfg.Audit(s.id+"."+p.id+".answer", &bus.AuditRecord{Kind: "answer", Time: time.Now().UnixMilli(), Node: a.cfg.Node,
+		Host: a.host.Name, Session: s.id, Request: p.id, Type: string(p.msg.Type), Value: value,
+		Outcome: string(outcome), Decider: decider, Reason: reason, Latency: ms})
+}
+
+func (a *Agent) onSessionTimer(m *timerFired) {
+	s := a.sess
+	if s == nil || s.gen != m.gen {
+		return
+	}
+	switch m.kind {
+	case timerRequest:
+		if p := s.pending[m.id]; p != nil {
+			a.answer(s, p, p.def, protocol.OutcomeTimedOut, "default", fmt.Sprintf("no answer within %v", p.deadline.Sub(p.readAt).Round(time.Millisecond)))
+		}
+	case timerSession:
+		a.timeOut(fmt.Sprintf("session timed out after %v", a.host.Timeout.D()))
+	case timerIdle:
+		idle := a.host.IdleTimeout.D()
+		if quiet := time.Since(s.lastLine); quiet < idle {
+			s.timers = append(s.timers, a.after(idle-quiet, timerIdle, s.gen, ""))
+			return
+		}
+		a.timeOut(fmt.Sprintf("session timed out after %v without output", idle))
+	case timerInterrupt:
+		a.endSession(&Result{Error: "session interrupted: the agent did not stop in time"}, false)
+		a.stop()
+	}
+}
+
+// timeOut ends the session on a timer: interrupt, then stop the process.
+func (a *Agent) timeOut(text string) {
+	if a.caps["interrupt"] {
+		a.proc.stdin.write(protocol.AppendInterrupt(nil, text))
+	}
+	a.endSession(&Result{Error: text}, false)
+	a.stop()
+}
+
+func (a *Agent) interrupt(reason string) {
+	s := a.sess
+	if s == nil {
+		return
+	}
+	if a.caps["interrupt"] && !a.stopping {
+		a.proc.stdin.write(protocol.AppendInterrupt(nil, reason))
+		s.timers = append(s.timers, a.after(a.host.StopGrace.D(), timerInterrupt, s.gen, ""))
+		return
+	}
+	a.endSession(&Result{Error: "session interrupted: " + reason}, false)
+	a.stop()
+}
+
+func (a *Agent) sendMessage(text string) {
+	if a.sess == nil || !a.caps["message"] || a.stopping {
+		a.log.Warn("message not delivered: no session, or the agent did not declare the message capability", "pid", a.pid())
+		return
+	}
+	a.proc.stdin.write(protocol.AppendMessageLine(nil, text))
+}
+
+func (a *Agent) shutdown(reason string) {
+	a.failWaiting("runtime shutting down: " + reason)
+	if s := a.sess; s != nil {
+		if a.caps["interrupt"] {
+			a.proc.stdin.write(protocol.AppendInterrupt(nil, reason))
+		}
+		a.endSession(&Result{Error: "runtime shutting down: " + reason}, false)
+	}
+	a.stop()
+}
+
+// endSession ends the current session with r: every pending request is answered
+// "cancelled" (written while the process lives), and the parent is told.
+func (a *Agent) endSession(r *Result, reusable bool) {
+	s := a.sess
+	if s == nil {
+		return
+	}
+	for _, p := range s.pending {
+		a.answer(s, p, nil, protocol.OutcomeCancelled, "runtime", "session ended")
+	}
+	for _, t := range s.timers {
+		t.Stop()
+	}
+	a.sess = nil
+	a.gen++ // retires this session's timers
+	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
+	r.Duration = time.Since(s.start.Started)
+	r.Requests = s.records
+	reusable = reusable && !a.stopping && !a.exited
+	if reusable {
+		a.setState("idle")
+	}
+	a.report(r, s.start, reusable)
+}
+
+// withField returns the JSON object obj with key set to the string value.
+func withField(obj json.RawMessage, key, value string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &m); err != nil {
+		return obj
+	}
+	v, _ := json.Marshal(value)
+	m[key] = v
+	out, err := json.Marshal(m)
+	if err != nil {
+		return obj
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package router
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+)
+
+const ctlTimeout = 2 * time.Second
+
+// SessionInfo is one running or queued session, as `list` reports it.
+type SessionInfo struct {
+	Session string  `json:"session"`
+	Host    string  `json:"host"`
+	Task    string  `json:"task,omitempty"`
+	State   string  `json:"state"` // running or queued
+	Attempt int     `json:"attempt"`
+	AgeMS   float64 `json:"age_ms"`
+}
+
+type (
+	listRequest struct{}
+	ctlSession  struct {
+		verb    string // interrupt or message
+		session string
+		text    string
+	}
+	ctlReply struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error,omitempty"`
+	}
+)
+
+func (r *Router) list() []SessionInfo {
+	out := []SessionInfo{}
+	now := time.Now()
+	for _, p := range r.pools {
+		for _, s := range p.busy {
+			out = append(out, SessionInfo{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task, State: "running",
+				Attempt: s.start.Attempt, AgeMS: float64(now.Sub(s.start.Started).Milliseconds())})
+		}
+		for _, s := range p.queue {
+			out = append(out, SessionInfo{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task, State: "queued",
+				Attempt: s.start.Attempt, AgeMS: float64(now.Sub(s.start.Started).Milliseconds())})
+		}
+	}
+	return out
+}
+
+func (r *Router) ctlSession(m *ctlSession) *ctlReply {
+	for _, p := range r.pools {
+		for id, s := range p.busy {
+			if s.start.Session != m.session {
+				continue
+			}
+			pid := p.procs[id]
+			if m.verb == "interrupt" {
+				r.c.Send(pid, &agent.Interrupt{Reason: m.text})
+			} else {
+				r.c.Send(pid, &agent.SendMessage{Text: m.text})
+			}
+			return &ctlReply{OK: true}
+		}
+	}
+	return &ctlReply{Error: "no running session " + m.session + " on this node"}
+}
+
+// ServeControl answers agentmux.ctl.<node>.{list,interrupt,message} for the router.
+// The request payload of interrupt and message is {"session": "...", "text": "..."}.
+func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, node string) ([]*nats.Subscription, error) {
+	var subs []*nats.Subscription
+	handle := func(verb string, fn func(m *nats.Msg) any) error {
+		sub, err := nc.Subscribe(bus.CtlSubject(node, verb), func(m *nats.Msg) {
+			data, _ := json.Marshal(fn(m))
+			_ = m.Respond(data) // the requester times out on its own if this fails
+		})
+		subs = append(subs, sub)
+		return err
+	}
+	ask := func(msg any) any {
+		res, err := system.Root.RequestFuture(router, msg, ctlTimeout).Result()
+		if err != nil {
+			return &ctlReply{Error: "router did not answer: " + err.Error()}
+		}
+		return res
+	}
+	err := handle("list", func(*nats.Msg) any { return ask(&listRequest{}) })
+	for _, verb := range []string{"interrupt", "message"} {
+		if err != nil {
+			break
+		}
+		err = handle(verb, func(m *nats.Msg) any {
+			var req struct{ Session, Text string }
+			if err := json.Unmarshal(m.Data, &req); err != nil || req.Session == "" {
+				return &ctlReply{Error: `want {"session": "<id>", "text": "…"}`}
+			}
+			return ask(&ctlSession{verb: verb, session: req.Session, text: req.Text})
+		})
+	}
+	return subs, err
+}

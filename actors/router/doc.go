@@ -1,0 +1,15 @@
+// Package router runs the Router actor, one per node: it takes sessions from local
+// callers and from the JetStream work queue (pulling only as many tasks per host as it
+// has free process slots), keeps a pool of agent processes per host (a process serves
+// many sessions in turn), retries failed sessions, routes requests to supervisors by the
+// manifest's [[routes]], publishes session lifecycle events and audit records, and shuts
+// everything down in order.
+//
+// Concurrency promise: Receive never blocks. Task pullers are goroutines (one per host)
+// that hold a slot before they fetch and send each task to the actor; slots are released
+// by the actor when the task's session ends. Control requests on agentmux.ctl.<node>.*
+// are answered from NATS callbacks through actor futures.
+//
+//	pid := system.Root.Spawn(router.Props(router.Config{Manifest: m, Node: "n1", Conn: nc, JS: js, ...}))
+//	system.Root.Send(pid, &router.Submit{Host: "worker", Start: &agent.StartSession{Session: "s-1", Prompt: "…", Reply: ch}})
+package router

@@ -1,0 +1,314 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// ErrShuttingDown ends sessions submitted or queued while the node stops.
+var ErrShuttingDown = errors.New("router: runtime shutting down")
+
+const (
+	taskAckWait      = 30 * time.Second
+	taskProgressTick = 10 * time.Second
+	taskFetchWait    = time.Second
+)
+
+// Config is what a Router needs.
+type Config struct {
+	Manifest *config.Manifest
+	Node     string
+	Conn     *nats.Conn
+	JS       jetstream.JetStream // nil: no work-queue intake
+	Metrics  *metrics.Set
+	Log      *slog.Logger
+	Audit    func(id string, rec *bus.AuditRecord)
+	// Stopped is closed when a Shutdown has completed: every process is gone.
+	Stopped chan struct{}
+}
+
+// Submit runs a session on a host. Start.Reply receives the final Result.
+type Submit struct {
+	Host  string
+	Start *agent.StartSession
+}
+
+// Shutdown stops intake, ends every session and stops every process.
+type Shutdown struct{ Reason string }
+
+type (
+	taskArrived struct {
+		host string
+		msg  jetstream.Msg
+	}
+	progressTick struct{}
+)
+
+// Props returns the props of a Router.
+func Props(cfg Config) *actor.Props {
+	if cfg.Audit == nil {
+		cfg.Audit = func(string, *bus.AuditRecord) {}
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return newRouter(cfg) },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
+			cfg.Log.Error("agent actor failed; stopping it", "reason", reason)
+			return actor.StopDirective
+		})))
+}
+
+// Router is the node's session router.
+type Router struct {
+	cfg      Config
+	pools    map[string]*pool
+	route    func(string, *protocol.Message) (string, bool)
+	c        actor.Context
+	cancel   context.CancelFunc // stops pullers and the progress ticker
+	stopping bool
+	stopOnce bool
+}
+
+// pool is one host's processes and waiting sessions.
+type pool struct {
+	host    *config.Host
+	procs   map[string]*actor.PID // every live agent actor, by PID id
+	idle    []*actor.PID
+	busy    map[string]*session // by PID id
+	queue   []*session
+	slots   chan struct{} // held by the task puller per task in flight
+	running map[string]bool
+}
+
+// session is a session the router is responsible for until its final Result.
+type session struct {
+	start   *agent.StartSession
+	host    string
+	task    jetstream.Msg // nil for local submissions
+	started bool          // session.started published
+}
+
+func newRouter(cfg Config) *Router {
+	r := &Router{cfg: cfg, pools: map[string]*pool{}, route: Route(cfg.Manifest.Routes)}
+	for name, h := range cfg.Manifest.Hosts {
+		r.pools[name] = &pool{host: h, procs: map[string]*actor.PID{}, busy: map[string]*session{},
+			slots: make(chan struct{}, h.Pool), running: map[string]bool{}}
+	}
+	return r
+}
+
+// Receive implements actor.Actor. It never blocks.
+func (r *Router) Receive(c actor.Context) {
+	r.c = c
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		r.start(c)
+	case *Submit:
+		r.submit(m)
+	case *taskArrived:
+		r.onTask(m)
+	case *agent.SessionEnded:
+		r.onSessionEnded(m)
+	case *agent.AgentExited:
+		r.onAgentGone(m.PID)
+		c.Stop(m.PID)
+	case *actor.Terminated:
+		r.onAgentGone(m.Who)
+	case *progressTick:
+		r.onProgressTick()
+	case *Shutdown:
+		r.shutdown(m.Reason)
+	case *listRequest:
+		c.Respond(r.list())
+	case *ctlSession:
+		c.Respond(r.ctlSession(m))
+	case *actor.Stopping:
+		if r.cancel != nil {
+			r.cancel()
+		}
+	}
+}
+
+func (r *Router) start(c actor.Context) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	if r.cfg.JS != nil {
+		for name, p := range r.pools {
+			cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, bus.TaskStream, jetstream.ConsumerConfig{
+				Durable:       "host_" + name,
+				FilterSubject: bus.TaskSubject(name),
+				AckPolicy:     jetstream.AckExplicitPolicy,
+				AckWait:       taskAckWait,
+				MaxDeliver:    -1,
+			})
+			if err != nil {
+				r.cfg.Log.Error("task consumer not created; this host takes no queued tasks", "host", name, "err", err)
+				continue
+			}
+			go pull(ctx, c.ActorSystem(), c.Self(), name, cons, p.slots, r.cfg.Log)
+		}
+		go tick(ctx, c.ActorSystem(), c.Self())
+	}
+}
+
+// pull fetches one task per free slot and hands it to the router.
+func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host string, cons jetstream.Consumer, slots chan struct{}, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case slots <- struct{}{}:
+		}
+		for {
+			msg, err := cons.Next(jetstream.FetchMaxWait(taskFetchWait), jetstream.FetchContext(ctx))
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+					log.Warn("fetch task", "host", host, "err", err)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(taskFetchWait):
+					}
+				}
+				continue
+			}
+			system.Root.Send(self, &taskArrived{host: host, msg: msg})
+			break
+		}
+	}
+}
+
+func tick(ctx context.Context, system *actor.ActorSystem, self *actor.PID) {
+	t := time.NewTicker(taskProgressTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			system.Root.Send(self, &progressTick{})
+		}
+	}
+}
+
+func (r *Router) onTask(m *taskArrived) {
+	p := r.pools[m.host]
+	var task bus.Task
+	if err := json.Unmarshal(m.msg.Data(), &task); err != nil || task.Prompt == "" {
+		r.cfg.Log.Error("task is not a JSON {id, host, prompt}; dropped", "subject", m.msg.Subject(), "err", err)
+		r.cfg.Metrics.Tasks.WithLabelValues(m.host, "invalid").Inc()
+		if err := m.msg.Term(); err != nil {
+			r.cfg.Log.Warn("terminate task", "err", err)
+		}
+		r.release(p)
+		return
+	}
+	if r.stopping {
+		r.nak(m.msg)
+		r.release(p)
+		return
+	}
+	id := task.ID
+	if !validID(id) {
+		id = newSessionID()
+	}
+	if p.running[id] { // redelivered while it still runs here
+		if err := m.msg.InProgress(); err != nil {
+			r.cfg.Log.Warn("task in progress", "err", err)
+		}
+		r.release(p)
+		return
+	}
+	r.enqueue(p, &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt, Started: time.Now()}})
+}
+
+func (r *Router) nak(msg jetstream.Msg) {
+	if err := msg.Nak(); err != nil {
+		r.cfg.Log.Warn("return task to the queue", "err", err)
+	}
+}
+
+func (r *Router) release(p *pool) {
+	select {
+	case <-p.slots:
+	default:
+	}
+}
+
+func (r *Router) onProgressTick() {
+	for _, p := range r.pools {
+		for _, s := range p.busy {
+			if s.task != nil {
+				if err := s.task.InProgress(); err != nil {
+					r.cfg.Log.Warn("task in progress", "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (r *Router) submit(m *Submit) {
+	p := r.pools[m.Host]
+	if m.Start.Started.IsZero() {
+		m.Start.Started = time.Now()
+	}
+	if m.Start.Session == "" {
+		m.Start.Session = newSessionID()
+	}
+	if p == nil || r.stopping {
+		text := "no host '" + m.Host + "' in the manifest"
+		if r.stopping {
+			text = ErrShuttingDown.Error()
+		}
+		deliver(m.Start, &agent.Result{Session: m.Start.Session, Host: m.Host, Error: text})
+		return
+	}
+	r.enqueue(p, &session{host: m.Host, start: m.Start})
+}
+
+func (r *Router) enqueue(p *pool, s *session) {
+	p.running[s.start.Session] = true
+	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Inc()
+	p.queue = append(p.queue, s)
+	r.dispatch(p)
+}
+
+// dispatch hands queued sessions to idle processes, spawning up to the pool size.
+func (r *Router) dispatch(p *pool) {
+	for len(p.queue) > 0 && !r.stopping {
+		var pid *actor.PID
+		switch {
+		case len(p.idle) > 0:
+			pid = p.idle[len(p.idle)-1]
+			p.idle = p.idle[:len(p.idle)-1]
+		case len(p.procs) < p.host.Pool:
+			pid = r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
+				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Route: r.route, Audit: r.cfg.Audit}))
+			p.procs[pid.Id] = pid
+		default:
+			return
+		}
+		s := p.queue[0]
+		p.queue = p.queue[1:]
+		p.busy[pid.Id] = s
+		if !s.started {
+			s.started = true
+			r.lifecycleStarted(s)
+		}
+		r.c.Send(pid, s.start)
+	}
+}

@@ -1,0 +1,26 @@
+package router
+
+import (
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// Route returns the route function of a manifest: the first [[routes]] entry whose type,
+// host and pattern all fit names the supervisor.
+func Route(routes []*config.Route) func(host string, m *protocol.Message) (string, bool) {
+	return func(host string, m *protocol.Message) (string, bool) {
+		for _, r := range routes {
+			if r.Type != "" && r.Type != string(m.Type) {
+				continue
+			}
+			if r.Host != "" && r.Host != host {
+				continue
+			}
+			if r.Re != nil && !r.Re.MatchString(m.RequestText()) {
+				continue
+			}
+			return r.Supervisor, true
+		}
+		return "", false
+	}
+}

@@ -1,0 +1,179 @@
+package router
+
+import (
+	"encoding/json"
+	"regexp"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+)
+
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// validID reports whether id can be a session id: it is a NATS subject token.
+func validID(id string) bool { return sessionIDPattern.MatchString(id) }
+
+func newSessionID() string { return "s-" + nuid.Next() }
+
+func (r *Router) onSessionEnded(m *agent.SessionEnded) {
+	p := r.pools[m.Result.Host]
+	if p == nil {
+		return
+	}
+	s := p.busy[m.PID.Id]
+	delete(p.busy, m.PID.Id)
+	if m.Reusable && !r.stopping {
+		p.idle = append(p.idle, m.PID)
+	}
+	if s == nil {
+		return
+	}
+	res := m.Result
+	switch {
+	case res.OK || r.stopping:
+	case res.Retryable:
+		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
+		p.queue = append([]*session{s}, p.queue...)
+		r.dispatch(p)
+		return
+	case res.Payload == nil && s.start.Attempt < p.host.Retries:
+		// Failed without the agent saying so (crash, timeout): run it again.
+		r.cfg.Log.Warn("session failed; retrying", "session", res.Session, "attempt", s.start.Attempt+1, "err", res.Error)
+		next := *s.start
+		next.Attempt++
+		s.start = &next
+		p.queue = append(p.queue, s)
+		r.dispatch(p)
+		return
+	}
+	r.finish(p, s, res)
+	r.dispatch(p)
+}
+
+// finish delivers a session's final result.
+func (r *Router) finish(p *pool, s *session, res *agent.Result) {
+	delete(p.running, s.start.Session)
+	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Dec()
+	outcome := "ok"
+	if !res.OK {
+		outcome = "error"
+	}
+	r.cfg.Metrics.Sessions.WithLabelValues(p.host.Name, outcome).Inc()
+	r.cfg.Metrics.SessionDuration.WithLabelValues(p.host.Name).Observe(res.Duration.Seconds())
+	ms := float64(res.Duration.Microseconds()) / 1000
+	ended := &bus.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Outcome: outcome,
+		Error: res.Error, Duration: ms}
+	if res.OK {
+		ended.Result = res.Payload
+	}
+	r.publish(p.host.Name, res.Session, agent.EventSessionEnded, ended)
+	r.cfg.Audit(res.Session+".ended", &bus.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Node: r.cfg.Node,
+		Host: p.host.Name, Session: res.Session, Outcome: outcome, Error: res.Error, Duration: ms, Value: ended.Result})
+	if s.task != nil {
+		if r.stopping && !res.OK {
+			r.nak(s.task) // another node runs it
+		} else {
+			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
+			if err := s.task.Ack(); err != nil {
+				r.cfg.Log.Warn("ack task", "session", res.Session, "err", err)
+			}
+		}
+		r.release(p)
+	}
+	deliver(s.start, res)
+	r.maybeStopped()
+}
+
+func deliver(start *agent.StartSession, res *agent.Result) {
+	if start.Reply == nil {
+		return
+	}
+	select {
+	case start.Reply <- res:
+	default: // the caller gave a full channel; it must buffer one result per session
+	}
+}
+
+func (r *Router) lifecycleStarted(s *session) {
+	r.publish(s.host, s.start.Session, agent.EventSessionStarted, &bus.SessionStarted{
+		Session: s.start.Session, Host: s.host, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt})
+	r.cfg.Audit(s.start.Session+".started", &bus.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli(),
+		Node: r.cfg.Node, Host: s.host, Session: s.start.Session, Text: s.start.Prompt})
+}
+
+func (r *Router) publish(host, session, typ string, v any) {
+	data, _ := json.Marshal(v)
+	msg := &nats.Msg{Subject: bus.EventSubject(host, session, typ), Data: data,
+		Header: nats.Header{bus.HeaderSession: []string{session}, bus.HeaderHost: []string{host}}}
+	if err := r.cfg.Conn.PublishMsg(msg); err != nil {
+		r.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+	}
+}
+
+// onAgentGone forgets an agent process; a session it still held (the actor failed)
+// ends with an error.
+func (r *Router) onAgentGone(pid *actor.PID) {
+	for _, p := range r.pools {
+		if _, ok := p.procs[pid.Id]; !ok {
+			continue
+		}
+		delete(p.procs, pid.Id)
+		for i, idle := range p.idle {
+			if idle.Id == pid.Id {
+				p.idle = append(p.idle[:i], p.idle[i+1:]...)
+				break
+			}
+		}
+		if s := p.busy[pid.Id]; s != nil {
+			delete(p.busy, pid.Id)
+			r.finish(p, s, &agent.Result{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task,
+				Error: "agent actor stopped unexpectedly", Duration: time.Since(s.start.Started)})
+		}
+		r.dispatch(p)
+	}
+	r.maybeStopped()
+}
+
+func (r *Router) shutdown(reason string) {
+	if r.stopping {
+		return
+	}
+	r.stopping = true
+	if r.cancel != nil {
+		r.cancel()
+	}
+	for _, p := range r.pools {
+		queued := p.queue
+		p.queue = nil
+		for _, s := range queued {
+			r.finish(p, s, &agent.Result{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task,
+				Error: ErrShuttingDown.Error(), Duration: time.Since(s.start.Started)})
+		}
+		for _, pid := range p.procs {
+			r.c.Send(pid, &agent.Shutdown{Reason: reason})
+		}
+		p.idle = nil
+	}
+	r.maybeStopped()
+}
+
+// maybeStopped closes Stopped once a shutdown has no process left.
+func (r *Router) maybeStopped() {
+	if !r.stopping || r.stopOnce {
+		return
+	}
+	for _, p := range r.pools {
+		if len(p.procs) > 0 {
+			return
+		}
+	}
+	r.stopOnce = true
+	if r.cfg.Stopped != nil {
+		close(r.cfg.Stopped)
+	}
+}

@@ -1,0 +1,136 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/metrics"
+)
+
+// Config is what a Supervisor needs.
+type Config struct {
+	Supervisor *config.Supervisor
+	Decider    decide.Decider
+	Conn       *nats.Conn
+	Metrics    *metrics.Set
+	Log        *slog.Logger
+}
+
+// Props returns the props of a Supervisor.
+func Props(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Supervisor{cfg: cfg, name: cfg.Supervisor.Name, log: cfg.Log.With("supervisor", cfg.Supervisor.Name)}
+	})
+}
+
+// Supervisor is the actor of one supervisor.
+type Supervisor struct {
+	cfg      Config
+	name     string
+	log      *slog.Logger
+	sub      *nats.Subscription
+	inflight int
+	queue    []*nats.Msg
+}
+
+type (
+	askArrived struct{ msg *nats.Msg }
+	decided    struct{}
+)
+
+// Receive implements actor.Actor. It never blocks.
+func (s *Supervisor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		system, self := c.ActorSystem(), c.Self()
+		sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, func(msg *nats.Msg) {
+			system.Root.Send(self, &askArrived{msg: msg})
+		})
+		if err != nil {
+			s.log.Error("subscribe; this supervisor answers nothing", "err", err)
+			return
+		}
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			s.log.Warn("pending limits", "err", err)
+		}
+		s.sub = sub
+	case *askArrived:
+		s.queue = append(s.queue, m.msg)
+		s.next(c)
+	case *decided:
+		s.inflight--
+		s.next(c)
+	case *actor.Stopping:
+		if s.sub != nil {
+			if err := s.sub.Unsubscribe(); err != nil {
+				s.log.Warn("unsubscribe", "err", err)
+			}
+		}
+	}
+}
+
+// next starts queued decisions up to the concurrency limit.
+func (s *Supervisor) next(c actor.Context) {
+	for s.inflight < s.cfg.Supervisor.Concurrency && len(s.queue) > 0 {
+		msg := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		var ask bus.Ask
+		if err := json.Unmarshal(msg.Data, &ask); err != nil {
+			s.log.Warn("request is not an Ask; declined", "err", err)
+			s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
+			continue
+		}
+		deadline := time.UnixMilli(ask.Deadline)
+		if ask.Deadline > 0 && time.Now().After(deadline) {
+			s.cfg.Metrics.Decisions.WithLabelValues(s.name, "expired").Inc()
+			continue
+		}
+		s.inflight++
+		system, self := c.ActorSystem(), c.Self()
+		go func() {
+			s.decide(msg, &ask, deadline)
+			system.Root.Send(self, &decided{})
+		}()
+	}
+}
+
+func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {
+	ctx := context.Background()
+	if ask.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	begun := time.Now()
+	dec, err := s.cfg.Decider.Decide(ctx, &decide.Request{Host: ask.Host, Session: ask.Session, Type: ask.Type,
+		ID: ask.ID, Text: ask.Text, Request: ask.Request, Default: ask.Default, Deadline: deadline})
+	s.cfg.Metrics.DecisionTime.WithLabelValues(s.name).Observe(time.Since(begun).Seconds())
+	if err != nil {
+		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "error").Inc()
+		s.log.Warn("decision failed; declining", "session", ask.Session, "request", ask.ID, "err", err)
+		s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: err.Error()})
+		return
+	}
+	outcome := "decided"
+	if dec.UseDefault {
+		outcome = "default"
+	}
+	s.cfg.Metrics.Decisions.WithLabelValues(s.name, outcome).Inc()
+	s.respond(msg, &bus.Reply{Value: dec.Value, UseDefault: dec.UseDefault, Cancelled: dec.Cancelled, Decider: dec.Decider, Reason: dec.Reason})
+}
+
+func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {
+	data, _ := json.Marshal(r)
+	if err := msg.Respond(data); err != nil {
+		s.log.Warn("reply", "err", err)
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+)
+
+const publishTimeout = 10 * time.Second
+
+// clientURL is where CLI commands find the node's NATS.
+func clientURL(m *config.Manifest) string {
+	if m.NATS.URL != "" {
+		return m.NATS.URL
+	}
+	return "nats://" + m.NATS.Listen
+}
+
+func submit(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("submit", stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
+	id := fs.String("id", "", "task `id` (default: a fresh one); also the session id")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(stderr, "runtime submit: want a host and a prompt: submit -c <manifest> <host> \"<prompt>\" [--follow]")
+		return exitUsage
+	}
+	m, code := loadManifest(*path, stderr)
+	if m == nil {
+		return code
+	}
+	host, prompt := pos[0], pos[1]
+	if _, ok := m.Hosts[host]; !ok {
+		fmt.Fprintf(stderr, "runtime submit: no host %q in %s\n", host, *path)
+		return exitUsage
+	}
+	if *id == "" {
+		*id = "t-" + nuid.Next()
+	}
+	nc, err := bus.Connect(clientURL(m), m.NATS.Credentials, "agentmux-submit")
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime submit:", err)
+		return exitError
+	}
+	defer nc.Close()
+	var printer *eventPrinter
+	if *follow {
+		if printer, err = followEvents(nc, bus.SessionEvents(host, *id), stderr); err != nil {
+			fmt.Fprintln(stderr, "runtime submit:", err)
+			return exitError
+		}
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime submit:", err)
+		return exitError
+	}
+	data, _ := json.Marshal(&bus.Task{ID: *id, Host: host, Prompt: prompt})
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if _, err := js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(*id)); err != nil {
+		fmt.Fprintf(stderr, "runtime submit: queue the task: %v; is `runtime up` running with this manifest?\n", err)
+		return exitError
+	}
+	if !*follow {
+		fmt.Fprintln(stdout, *id)
+		return exitOK
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case <-printer.ended:
+	case <-sigs:
+		fmt.Fprintln(stderr, "runtime submit: stopped following; the task goes on")
+		return exitError
+	}
+	printer.mu.Lock()
+	ended := printer.last
+	printer.mu.Unlock()
+	if ended.Outcome != "ok" {
+		fmt.Fprintf(stderr, "runtime: session %s failed: %s\n", ended.Session, ended.Error)
+		return exitError
+	}
+	fmt.Fprintln(stdout, string(ended.Result))
+	return exitOK
+}
+
+func watch(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("watch", stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	subject := fs.String("subject", bus.AllEvents, "event `subject` filter")
+	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
+	m, code := loadManifest(*path, stderr)
+	if m == nil {
+		return code
+	}
+	nc, err := bus.Connect(clientURL(m), m.NATS.Credentials, "agentmux-watch")
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime watch:", err)
+		return exitError
+	}
+	defer nc.Close()
+	if _, err := followEvents(nc, *subject, stdout); err != nil {
+		fmt.Fprintln(stderr, "runtime watch:", err)
+		return exitError
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	select {
+	case <-sigs:
+	case <-closed:
+		fmt.Fprintln(stderr, "runtime watch: connection closed")
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/agentmux/agentmux/node"
+)
+
+const upStopTimeout = 30 * time.Second
+
+func up(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("up", stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	name := fs.String("name", "", "node `name` (default: host name and a short id)")
+	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")
+	noSup := fs.Bool("no-supervisors", false, "leave the manifest's supervisors to other nodes")
+	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
+	m, code := loadManifest(*path, stderr)
+	if m == nil {
+		return code
+	}
+	log := newLogger(stderr, *logLevel)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	n, err := node.Start(context.Background(), node.Options{Manifest: m, Name: *name, Log: log, NoSupervisors: *noSup})
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime up:", err)
+		return exitError
+	}
+	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "metrics", n.MetricsAddr(), "hosts", len(m.Hosts), "supervisors", len(m.Supervisors))
+	sig := <-sigs
+	log.Info("stopping; a second signal forces", "signal", sig.String())
+	ctx, cancel := context.WithTimeout(context.Background(), upStopTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "runtime up: forced exit")
+			os.Exit(exitError)
+		case <-ctx.Done():
+		}
+	}()
+	if err := n.Stop(ctx); err != nil {
+		fmt.Fprintln(stderr, "runtime up:", err)
+		return exitError
+	}
+	log.Info("node stopped")
+	return exitOK
+}

@@ -1,0 +1,258 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/actors/router"
+	"github.com/agentmux/agentmux/actors/supervisor"
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/metrics"
+)
+
+const (
+	defaultStopTimeout  = 30 * time.Second
+	auditFlushTimeout   = 5 * time.Second
+	supervisorStopWait  = 5 * time.Second
+	metricsDisabledAddr = "-"
+)
+
+// ErrNotReady is what /readyz reports while the node cannot take work.
+var ErrNotReady = errors.New("node: not ready")
+
+// Options configure a Node.
+type Options struct {
+	Manifest *config.Manifest
+	Name     string // node name in subjects and audit; default: host name and a short id
+	Log      *slog.Logger
+	// Ephemeral runs the embedded NATS server on a free port with a temporary store, so
+	// `run`, `demo` and tests never collide with a node that is up.
+	Ephemeral bool
+	// NoSupervisors leaves the manifest's supervisors to other nodes.
+	NoSupervisors bool
+	// NoTasks leaves the work queue alone (run and demo submit locally).
+	NoTasks bool
+	// MetricsAddr overrides [metrics] addr; "-" serves no metrics.
+	MetricsAddr string
+}
+
+// Node is one running agentmux node.
+type Node struct {
+	Name    string
+	Bus     *bus.Bus
+	Metrics *metrics.Set
+
+	log      *slog.Logger
+	system   *actor.ActorSystem
+	router   *actor.PID
+	sups     []*actor.PID
+	audit    *auditor
+	msrv     *metrics.Server
+	ctlSubs  []*nats.Subscription
+	stopped  chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Start builds and starts a node.
+func Start(ctx context.Context, opts Options) (*Node, error) {
+	m := opts.Manifest
+	log := opts.Log
+	if opts.Name == "" {
+		host, _ := os.Hostname()
+		opts.Name = subjectToken(host) + "-" + nuid.Next()[:6]
+	}
+	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: log, stopped: make(chan struct{})}
+
+	addr := m.Metrics.Addr
+	if opts.MetricsAddr != "" {
+		addr = opts.MetricsAddr
+	}
+	if addr != metricsDisabledAddr {
+		srv, err := metrics.Serve(addr, n.Metrics, n.Ready, log)
+		if err != nil {
+			return nil, err
+		}
+		n.msrv = srv
+	}
+
+	bcfg := bus.Config{URL: m.NATS.URL, Credentials: m.NATS.Credentials, Listen: m.NATS.Listen, StoreDir: m.NATS.StoreDir, Name: "agentmux-" + n.Name,
+		OnDisconnect: func(error) { n.Metrics.NATSDisconnects.Inc() },
+		OnReconnect:  func() { n.Metrics.NATSReconnects.Inc() },
+		OnAsyncError: func(error) { n.Metrics.NATSAsyncErrors.Inc() }}
+	if opts.Ephemeral && m.NATS.URL == "" {
+		bcfg.Listen, bcfg.StoreDir = "127.0.0.1:0", ""
+	}
+	b, err := bus.Open(ctx, bcfg, log)
+	if err != nil {
+		n.msrv.Close()
+		return nil, err
+	}
+	n.Bus = b
+	n.audit = newAuditor(b.JS, n.Metrics, log)
+
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(levelHandler{min: slog.LevelError, Handler: log.Handler()}).With("lib", "protoactor")
+	}))
+
+	if !opts.NoSupervisors {
+		for _, s := range m.Supervisors {
+			if s.Strategy == config.StrategyExternal {
+				continue
+			}
+			d, err := decide.New(s)
+			if err != nil {
+				n.abort()
+				return nil, err
+			}
+			pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Metrics: n.Metrics, Log: log}))
+			n.sups = append(n.sups, pid)
+		}
+		// The queue subscriptions must reach the server before any agent asks.
+		if err := b.Conn.FlushTimeout(5 * time.Second); err != nil {
+			log.Warn("flush supervisor subscriptions", "err", err)
+		}
+	}
+
+	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped}
+	if !opts.NoTasks {
+		rcfg.JS = b.JS
+	}
+	n.router = n.system.Root.Spawn(router.Props(rcfg))
+	subs, err := router.ServeControl(b.Conn, n.system, n.router, n.Name)
+	n.ctlSubs = subs
+	if err != nil {
+		_ = n.Stop(ctx)
+		return nil, fmt.Errorf("node: control subjects: %w", err)
+	}
+	return n, nil
+}
+
+// abort undoes a partial start.
+func (n *Node) abort() {
+	n.audit.close(auditFlushTimeout)
+	n.Bus.Close()
+	n.msrv.Close()
+}
+
+// Ready reports whether the node can take work: NATS connected.
+func (n *Node) Ready() error {
+	if n.Bus == nil || n.Bus.Conn == nil {
+		return fmt.Errorf("%w: starting", ErrNotReady)
+	}
+	if st := n.Bus.Conn.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("%w: NATS connection is %v", ErrNotReady, st)
+	}
+	return nil
+}
+
+// MetricsAddr is where the metrics server listens, or "" without one.
+func (n *Node) MetricsAddr() string {
+	if n.msrv == nil {
+		return ""
+	}
+	return n.msrv.Addr()
+}
+
+// Submit starts a session on host; reply (buffered, capacity ≥ 1) gets its Result.
+// An empty session id gets a fresh one, returned.
+func (n *Node) Submit(host, session, prompt string, reply chan<- *agent.Result) string {
+	if session == "" {
+		session = "s-" + nuid.Next()
+	}
+	n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt, Reply: reply, Started: time.Now()}})
+	return session
+}
+
+// Run runs one session and waits for its result.
+func (n *Node) Run(ctx context.Context, host, session, prompt string) (*agent.Result, error) {
+	reply := make(chan *agent.Result, 1)
+	n.Submit(host, session, prompt, reply)
+	select {
+	case r := <-reply:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Stop shuts the node down in order; it waits for processes up to ctx's deadline (or
+// 30 s). It is idempotent.
+func (n *Node) Stop(ctx context.Context) error {
+	n.stopOnce.Do(func() { n.stopErr = n.stop(ctx) })
+	return n.stopErr
+}
+
+func (n *Node) stop(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultStopTimeout)
+		defer cancel()
+	}
+	var err error
+	n.system.Root.Send(n.router, &router.Shutdown{Reason: "node stopping"})
+	select {
+	case <-n.stopped:
+	case <-ctx.Done():
+		err = fmt.Errorf("node: agents still running at the stop deadline: %w", ctx.Err())
+	}
+	for _, s := range n.ctlSubs {
+		_ = s.Unsubscribe() // the connection drains next anyway
+	}
+	if stopErr := n.system.Root.StopFuture(n.router).Wait(); stopErr != nil {
+		n.log.Warn("router stop", "err", stopErr)
+	}
+	for _, pid := range n.sups {
+		if stopErr := n.system.Root.StopFuture(pid).Wait(); stopErr != nil {
+			n.log.Warn("supervisor stop", "err", stopErr)
+		}
+	}
+	n.system.Shutdown()
+	n.audit.close(auditFlushTimeout)
+	n.Bus.Close()
+	n.msrv.Close()
+	return err
+}
+
+// levelHandler drops records below min; protoactor is chatty at info level.
+type levelHandler struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func subjectToken(s string) string {
+	out := []byte(s)
+	for i, c := range out {
+		if !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			out[i] = '-'
+		}
+	}
+	if len(out) == 0 {
+		return "node"
+	}
+	return string(out)
+}
+
+func (h levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return levelHandler{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h levelHandler) WithGroup(name string) slog.Handler {
+	return levelHandler{Handler: h.Handler.WithGroup(name), min: h.min}
+}

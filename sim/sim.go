@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options configure the agent.
+type Options struct {
+	Script       *Script  // every session runs this; nil: the prompt's script or Generate
+	Generate     Generate // used when neither Script nor the prompt gives a script
+	Init         string   // answer to init: "ack" (default), "error" or "silent"
+	Capabilities []string // declared in init_ack
+	Stderr       io.Writer
+}
+
+// ErrExit is returned by Run for an exit step; Code is the exit code.
+type ErrExit struct{ Code int }
+
+func (e *ErrExit) Error() string { return fmt.Sprintf("sim: exit %d", e.Code) }
+
+type incoming struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Session  string          `json:"session"`
+	ID       string          `json:"id"`
+	Value    json.RawMessage `json:"value"`
+	Outcome  string          `json:"outcome"`
+	Reason   string          `json:"reason"`
+	Params   json.RawMessage `json:"params"`
+	raw      string
+	notJSON  bool
+	readErr  error
+	finished bool
+}
+
+type answer struct {
+	Value   json.RawMessage `json:"value"`
+	Outcome string          `json:"outcome"`
+}
+
+type agent struct {
+	opts     Options
+	out      io.Writer
+	lines    chan *incoming
+	answers  map[string]answer
+	sent     []string // request ids sent this session, for await "*"
+	messages []string
+	sessions int
+}
+
+// Run serves sessions read from in until in closes, writing to out.
+func Run(in io.Reader, out io.Writer, opts Options) error {
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	a := &agent{opts: opts, out: out, lines: make(chan *incoming, 64)}
+	go a.read(in)
+	for {
+		m := <-a.lines
+		if m.finished {
+			return m.readErr
+		}
+		switch {
+		case m.Type == "init":
+			switch opts.Init {
+			case "error":
+				a.write(map[string]any{"type": "error", "message": "sim: refusing to initialize"})
+			case "silent":
+			default:
+				a.write(map[string]any{"type": "init_ack", "version": "sim/1", "capabilities": opts.Capabilities})
+			}
+		case m.Type == "prompt" || m.notJSON:
+			text := m.Text
+			if m.notJSON {
+				text = m.raw
+			}
+			if err := a.session(text); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (a *agent) read(in io.Reader) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := r.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		if line != "" {
+			m := &incoming{raw: line}
+			if json.Unmarshal([]byte(line), m) != nil || m.Type == "" {
+				m.notJSON = true
+			}
+			a.lines <- m
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			a.lines <- &incoming{finished: true, readErr: err}
+			return
+		}
+	}
+}
+
+func (a *agent) write(v any) {
+	b, _ := json.Marshal(v)
+	a.writeLine(b)
+}
+
+func (a *agent) writeLine(b []byte) {
+	buf := make([]byte, 0, len(b)+1)
+	buf = append(append(buf, b...), '\n')
+	if _, err := a.out.Write(buf); err != nil {
+		os.Exit(5) // stdout is gone: nobody is listening
+	}
+}
+
+// errInterrupted ends a session early on an interrupt line.
+var errInterrupted = errors.New("interrupted")
+
+func (a *agent) session(prompt string) error {
+	a.sessions++
+	a.answers = map[string]answer{}
+	a.sent = nil
+	a.messages = nil
+	script := a.opts.Script
+	if script == nil && strings.HasPrefix(strings.TrimSpace(prompt), "{") {
+		s, err := ParseScript([]byte(prompt))
+		if err != nil {
+			a.write(map[string]any{"type": "error", "message": err.Error()})
+			return nil
+		}
+		script = s
+	}
+	if script == nil {
+		script = a.opts.Generate.Script()
+	}
+	for _, st := range script.Steps {
+		err := a.step(st)
+		if errors.Is(err, errInterrupted) {
+			a.write(map[string]any{"type": "result", "text": "interrupted", "interrupted": true, "answers": a.answers})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *agent) step(st Step) error {
+	switch {
+	case st.Send != nil:
+		var head struct {
+			Type string `json:"type"`
+			ID   string `json:"id"`
+		}
+		if json.Unmarshal(st.Send, &head) == nil && head.ID != "" {
+			a.sent = append(a.sent, head.ID)
+		}
+		a.writeLine(compact(st.Send))
+	case st.Raw != nil:
+		a.writeLine([]byte(*st.Raw))
+	case st.RawBytes > 0:
+		a.writeLine(bytes.Repeat([]byte("x"), st.RawBytes))
+	case st.Await != "":
+		return a.await(st.Await)
+	case st.Sleep > 0:
+		return a.pump(time.After(time.Duration(st.Sleep)), nil)
+	case st.Result != nil:
+		res := map[string]any{"type": "result", "text": *st.Result, "answers": a.answers, "session_number": a.sessions}
+		if len(a.messages) > 0 {
+			res["messages"] = a.messages
+		}
+		a.write(res)
+	case st.Error != nil:
+		a.write(map[string]any{"type": "error", "message": *st.Error})
+	case st.Exit != nil:
+		return &ErrExit{Code: *st.Exit}
+	case st.Hang:
+		select {}
+	case st.IgnoreTerm:
+		signal.Ignore(syscall.SIGTERM)
+	case st.Grandchild:
+		cmd := exec.Command("sleep", "3600")
+		cmd.Stdout = os.Stdout // holds our stdout open after we are gone
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("sim: grandchild: %w", err)
+		}
+	case st.Stderr != "":
+		fmt.Fprintln(a.opts.Stderr, st.Stderr)
+	}
+	return nil
+}
+
+// await waits for the answer to id, or to every request sent so far when id is "*".
+func (a *agent) await(id string) error {
+	done := func() bool {
+		_, ok := a.answers[id]
+		return ok
+	}
+	if id == "*" {
+		done = func() bool {
+			for _, id := range a.sent {
+				if _, ok := a.answers[id]; !ok {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return a.pump(nil, done)
+}
+
+// pump handles incoming lines until timeout fires or done reports true.
+func (a *agent) pump(timeout <-chan time.Time, done func() bool) error {
+	for done == nil || !done() {
+		select {
+		case <-timeout:
+			return nil
+		case m := <-a.lines:
+			if m.finished {
+				return m.readErr
+			}
+			switch m.Type {
+			case "response":
+				id := m.ID
+				a.answers[id] = answer{Value: m.Value, Outcome: m.Outcome}
+			case "interrupt":
+				return errInterrupted
+			case "message":
+				a.messages = append(a.messages, m.Text)
+			}
+		}
+	}
+	return nil
+}
+
+func compact(b []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return b
+	}
+	return buf.Bytes()
+}
