@@ -20,6 +20,9 @@ import (
 const (
 	minAskBackoff = 10 * time.Millisecond
 	maxAskBackoff = time.Second
+	// lateGrace is how long a timed-out request keeps listening, so that a supervisor's
+	// late answer reaches the actor and is counted as late rather than vanishing.
+	lateGrace = 2 * time.Second
 )
 
 // session is the state of the session a process is serving.
@@ -183,7 +186,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	p.deadline = now.Add(timeout)
 	s.pending[id] = p
 	p.timer = a.after(timeout, timerRequest, s.gen, id)
-	ctx, cancel := context.WithDeadline(context.Background(), p.deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), p.deadline.Add(lateGrace))
 	p.cancel = cancel
 	data, _ := json.Marshal(&bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
 		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw})
@@ -193,12 +196,12 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		bus.HeaderHost:     []string{a.host.Name},
 		bus.HeaderDeadline: []string{strconv.FormatInt(p.deadline.UnixMilli(), 10)},
 	}}
-	go a.ask(ctx, req, s.gen, id)
+	go a.ask(ctx, req, p.deadline, s.gen, id)
 }
 
 // ask sends a request to a supervisor, retrying with backoff while nobody is subscribed,
 // until an answer or the request's deadline. It reports to the actor.
-func (a *Agent) ask(ctx context.Context, req *nats.Msg, gen uint64, id string) {
+func (a *Agent) ask(ctx context.Context, req *nats.Msg, deadline time.Time, gen uint64, id string) {
 	counter := a.cfg.Metrics.AskRequests
 	backoff := minAskBackoff
 	for {
@@ -214,7 +217,7 @@ func (a *Agent) ask(ctx context.Context, req *nats.Msg, gen uint64, id string) {
 			return
 		}
 		switch {
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || time.Now().After(deadline):
 			counter.WithLabelValues("timeout").Inc()
 			return // the request timer writes the default
 		case errors.Is(err, nats.ErrNoResponders):
@@ -290,8 +293,8 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	if p.cancel != nil {
-		p.cancel()
+	if p.cancel != nil && outcome != protocol.OutcomeTimedOut {
+		p.cancel() // a timed-out ask keeps listening for lateGrace, then its context ends it
 	}
 	if !a.exited && a.proc != nil {
 		a.proc.stdin.write(protocol.AppendResponse(nil, protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}))

@@ -1,0 +1,406 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+)
+
+// fixture is one node on its own embedded NATS, with a marker in every agent's
+// environment so leftover processes can be found.
+type fixture struct {
+	t    *testing.T
+	n    *Node
+	mark string
+}
+
+// simHost is a host that runs this test binary as the scripted agent.
+func simHost(name, extra string) string {
+	return fmt.Sprintf("[hosts.%s]\ncommand = %q\nenv = { AGENTMUX_SIM = \"1\", AGENTMUX_TEST_MARK = \"@MARK@\" }\nstop_grace = \"1s\"\n%s\n", name, os.Args[0], extra)
+}
+
+func start(t *testing.T, manifest string) *fixture {
+	t.Helper()
+	mark := nuid.Next()
+	manifest = strings.ReplaceAll(manifest, "@MARK@", mark)
+	m, err := config.Parse(filepath.Join(t.TempDir(), "m.toml"), []byte(manifest))
+	if err != nil {
+		t.Fatalf("manifest: %v\n%s", err, manifest)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	n, err := Start(context.Background(), Options{Manifest: m, Log: log, Ephemeral: true, MetricsAddr: "-", Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, n: n, mark: mark}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := n.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		waitFor(t, 5*time.Second, func() error {
+			if pids := f.leftovers(); len(pids) > 0 {
+				return fmt.Errorf("agent processes still alive: %v", pids)
+			}
+			return nil
+		})
+	})
+	return f
+}
+
+// leftovers lists live processes carrying this fixture's marker.
+func (f *fixture) leftovers() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), "AGENTMUX_TEST_MARK="+f.mark) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
+			continue // a zombie is already dead
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func (f *fixture) run(host, prompt string) *agent.Result {
+	f.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := f.n.Run(ctx, host, "", prompt)
+	if err != nil {
+		f.t.Fatalf("session did not end: %v", err)
+	}
+	return res
+}
+
+func waitFor(t *testing.T, d time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for an event
+	}
+}
+
+// answers decodes the sim's report of what it was answered.
+func answers(t *testing.T, res *agent.Result) map[string]struct {
+	Value   json.RawMessage
+	Outcome string
+} {
+	t.Helper()
+	if !res.OK {
+		t.Fatalf("session failed: %s", res.Error)
+	}
+	var p struct {
+		Answers map[string]struct {
+			Value   json.RawMessage
+			Outcome string
+		}
+	}
+	if err := json.Unmarshal(res.Payload, &p); err != nil {
+		t.Fatalf("result payload %s: %v", res.Payload, err)
+	}
+	return p.Answers
+}
+
+func script(steps ...string) string { return `{"steps":[` + strings.Join(steps, ",") + `]}` }
+func send(msg string) string        { return `{"send":` + msg + `}` }
+func await(id string) string        { return `{"await":"` + id + `"}` }
+
+const result = `{"result":"done"}`
+
+func record(res *agent.Result, id string) agent.RequestRecord {
+	for _, r := range res.Requests {
+		if r.ID == id {
+			return r
+		}
+	}
+	return agent.RequestRecord{}
+}
+
+func TestPlainTextAgent(t *testing.T) {
+	f := start(t, "[hosts.echo]\ncommand = \"sh\"\nargs = [\"-c\", \"read line; echo \\\"you said: $line\\\"\"]\ninput_format = \"text\"\nenv = { AGENTMUX_TEST_MARK = \"@MARK@\" }\n")
+	res := f.run("echo", "two\nlines")
+	if !res.OK || !strings.Contains(string(res.Payload), `"text":"you said: two lines"`) {
+		t.Fatalf("result = %+v %s", res, res.Payload)
+	}
+}
+
+func TestRoutedSupervisorsAnswerTypedRequests(t *testing.T) {
+	f := start(t, simHost("w", "question_default = \"skip\"")+`
+[supervisors.security]
+strategy = "rule"
+rules = [{ type = "question", match = "(?i)token", answer = "RS256" }, { type = "approval", match = "rm -rf", answer = "no" }]
+[supervisors.default]
+strategy = "static"
+answers = { question = "ok", approval = "yes", tool_call = { rows = 2 } }
+[[routes]]
+match = "(?i)token|rm -rf"
+supervisor = "security"
+[[routes]]
+supervisor = "default"
+`)
+	res := f.run("w", script(
+		send(`{"type":"progress","message":"start"}`),
+		send(`{"type":"partial","text":"a"}`),
+		send(`{"type":"question","id":"q1","question":"Which token algorithm?"}`),
+		send(`{"type":"approval","id":"a1","description":"rm -rf /tmp/x"}`),
+		send(`{"type":"approval","id":"a2","description":"write a file"}`),
+		send(`{"type":"tool_call","tool":"grep","args":{}}`),
+		send(`{"type":"mystery","x":1}`),
+		send(`{"type":"partial","chunk":"b"}`),
+		await("*"), result))
+	got := answers(t, res)
+	for id, want := range map[string]string{"q1": `"RS256"`, "a1": `"no"`, "a2": `"yes"`, "tool_call-1": `{"rows":2}`} {
+		if string(got[id].Value) != want || got[id].Outcome != "answered" {
+			t.Errorf("%s = %s %s; want %s answered", id, got[id].Value, got[id].Outcome, want)
+		}
+	}
+	if r := record(res, "q1"); r.Decider != "rule:security" {
+		t.Errorf("q1 decided by %q", r.Decider)
+	}
+	if !strings.Contains(string(res.Payload), `"partial_output":"ab"`) {
+		t.Errorf("partial_output missing: %s", res.Payload)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.Messages.WithLabelValues("w", "listen:unhandled")); v != 1 {
+		t.Errorf("unhandled messages = %v", v)
+	}
+}
+
+// answerer is a supervisor written against the public subject API, as any language would.
+func answerer(t *testing.T, nc *nats.Conn, name string, handle func(*bus.Ask, *nats.Msg)) {
+	t.Helper()
+	sub, err := nc.QueueSubscribe(bus.AskSubject(name), name, func(m *nats.Msg) {
+		var ask bus.Ask
+		if err := json.Unmarshal(m.Data, &ask); err != nil {
+			t.Errorf("ask: %v", err)
+			return
+		}
+		handle(&ask, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reply(t *testing.T, m *nats.Msg, value string) {
+	data, _ := json.Marshal(&bus.Reply{Value: json.RawMessage(value), Decider: "test"})
+	if err := m.Respond(data); err != nil {
+		t.Errorf("respond: %v", err)
+	}
+}
+
+func TestConcurrentQuestionsAnsweredOutOfOrder(t *testing.T) {
+	f := start(t, simHost("w", "")+"[supervisors.ext]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"ext\"\n")
+	var mu sync.Mutex
+	held := map[string]*nats.Msg{}
+	answerer(t, f.n.Bus.Conn, "ext", func(ask *bus.Ask, m *nats.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		held[ask.ID] = m
+		if len(held) == 3 { // answer newest first
+			for _, id := range []string{"q3", "q2", "q1"} {
+				reply(t, held[id], `"answer to `+id+`"`)
+			}
+		}
+	})
+	res := f.run("w", script(
+		send(`{"type":"question","id":"q1","question":"one"}`),
+		send(`{"type":"question","id":"q2","question":"two"}`),
+		send(`{"type":"question","id":"q3","question":"three"}`),
+		await("*"), result))
+	got := answers(t, res)
+	for _, id := range []string{"q1", "q2", "q3"} {
+		if string(got[id].Value) != `"answer to `+id+`"` {
+			t.Errorf("%s got %s", id, got[id].Value)
+		}
+	}
+}
+
+func TestQuestionTimeoutWritesDefault(t *testing.T) {
+	f := start(t, simHost("w", "question_timeout = \"300ms\"\nquestion_default = \"skip\"")+"[supervisors.slow]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"slow\"\n")
+	late := make(chan *nats.Msg, 1)
+	answerer(t, f.n.Bus.Conn, "slow", func(_ *bus.Ask, m *nats.Msg) { late <- m })
+	res := f.run("w", script(send(`{"type":"question","id":"q1","question":"anyone?"}`), await("q1"),
+		send(`{"type":"question","id":"q2","question":"quick","timeout_ms":100}`), await("q2"), result))
+	got := answers(t, res)
+	if string(got["q1"].Value) != `"skip"` || got["q1"].Outcome != "timed_out" {
+		t.Fatalf("q1 = %s %s; want the default, timed_out", got["q1"].Value, got["q1"].Outcome)
+	}
+	if r := record(res, "q1"); r.Latency < 300*time.Millisecond {
+		t.Fatalf("default written after %v, before the 300ms deadline", r.Latency)
+	}
+	if r := record(res, "q2"); r.Outcome != "timed_out" || r.Latency < 100*time.Millisecond || r.Latency > 290*time.Millisecond {
+		t.Fatalf("q2 with timeout_ms 100: %+v", r)
+	}
+	// The supervisor answers after the deadline: dropped and counted.
+	reply(t, <-late, `"too late"`)
+	waitFor(t, 5*time.Second, func() error {
+		if v := testutil.ToFloat64(f.n.Metrics.LateAnswers.WithLabelValues("w")); v < 1 {
+			return fmt.Errorf("late answers = %v", v)
+		}
+		return nil
+	})
+}
+
+func TestNoSupervisorDefaultAtDeadlineNotBefore(t *testing.T) {
+	f := start(t, simHost("w", "question_timeout = \"400ms\"\napproval_default = \"no\"")+"[supervisors.nobody]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"nobody\"\n")
+	res := f.run("w", script(send(`{"type":"approval","id":"a1","description":"deploy"}`), await("a1"), result))
+	got := answers(t, res)
+	r := record(res, "a1")
+	if string(got["a1"].Value) != `"no"` || r.Outcome != "timed_out" || r.Latency < 400*time.Millisecond {
+		t.Fatalf("a1 = %s %+v; want \"no\", timed_out, not before 400ms", got["a1"].Value, r)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.AskRequests.WithLabelValues("no_responders")); v < 2 {
+		t.Fatalf("no-responder retries = %v; want the request retried until its deadline", v)
+	}
+}
+
+func TestInvalidTypedAnswerGetsDefault(t *testing.T) {
+	f := start(t, simHost("w", "question_default = \"skip\"")+"[supervisors.s]\nstrategy = \"static\"\nanswers = { question = \"not a boolean\" }\n[[routes]]\nsupervisor = \"s\"\n")
+	res := f.run("w", script(send(`{"type":"question","id":"q1","kind":"confirm","question":"ok?","default":false}`), await("q1"), result))
+	got := answers(t, res)
+	if string(got["q1"].Value) != `false` || got["q1"].Outcome != "invalid" {
+		t.Fatalf("q1 = %s %s; want the question's default false with outcome invalid", got["q1"].Value, got["q1"].Outcome)
+	}
+}
+
+func TestAgentExitsMidQuestion(t *testing.T) {
+	f := start(t, simHost("w", "")+"[supervisors.nobody]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"nobody\"\n")
+	res := f.run("w", script(send(`{"type":"question","id":"q1","question":"still there?"}`), `{"exit":3}`))
+	if res.OK || res.Error != "agent exited without result" {
+		t.Fatalf("result = %+v", res)
+	}
+	if r := record(res, "q1"); r.Outcome != "cancelled" {
+		t.Fatalf("pending request ended %q; want cancelled", r.Outcome)
+	}
+}
+
+func TestIdleTimeoutKillsHungAgentAndGrandchild(t *testing.T) {
+	f := start(t, simHost("w", "idle_timeout = \"500ms\""))
+	res := f.run("w", script(`{"grandchild":true}`, `{"ignore_term":true}`, send(`{"type":"progress","message":"working"}`), `{"hang":true}`))
+	if res.OK || res.Error != "session timed out after 500ms without output" {
+		t.Fatalf("result = %+v", res)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if pids := f.leftovers(); len(pids) > 0 {
+			return fmt.Errorf("still alive after the stop ladder: %v", pids)
+		}
+		return nil
+	})
+}
+
+func TestHugeLineThenNormalLine(t *testing.T) {
+	f := start(t, simHost("w", ""))
+	res := f.run("w", script(`{"raw_bytes":10485760}`, `{"raw":"{broken json"}`, send(`{"type":"progress","message":"after"}`), result))
+	if !res.OK {
+		t.Fatalf("result = %+v", res)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.FrameErrors.WithLabelValues("w", "too_long")); v != 1 {
+		t.Fatalf("too_long frames = %v", v)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.FrameErrors.WithLabelValues("w", "invalid_json")); v != 1 {
+		t.Fatalf("invalid_json frames = %v", v)
+	}
+}
+
+func TestInitHandshake(t *testing.T) {
+	params := "init_timeout = \"300ms\"\n[hosts.%s.params]\nmodel = \"opus\"\n"
+	f := start(t, simHost("ack", fmt.Sprintf(params, "ack"))+
+		strings.Replace(simHost("refuse", fmt.Sprintf(params, "refuse")), `AGENTMUX_SIM = "1"`, `AGENTMUX_SIM = "1", AGENTMUX_SIM_INIT = "error"`, 1)+
+		strings.Replace(simHost("silent", fmt.Sprintf(params, "silent")), `AGENTMUX_SIM = "1"`, `AGENTMUX_SIM = "1", AGENTMUX_SIM_INIT = "silent"`, 1))
+	if res := f.run("ack", script(result)); !res.OK {
+		t.Fatalf("ack: %+v", res)
+	}
+	if res := f.run("refuse", script(result)); res.OK || res.Error != "sim: refusing to initialize" {
+		t.Fatalf("refuse: %+v", res)
+	}
+	if res := f.run("silent", script(result)); res.OK || res.Error != "host 'silent' did not acknowledge initialization" {
+		t.Fatalf("silent: %+v", res)
+	}
+}
+
+func TestTwoSessionsOnOneProcess(t *testing.T) {
+	f := start(t, simHost("w", "pool = 1\n[hosts.w.params]\nx = 1\n"))
+	var numbers []int
+	for range 2 {
+		res := f.run("w", script(result))
+		var p struct {
+			SessionNumber int `json:"session_number"`
+		}
+		if err := json.Unmarshal(res.Payload, &p); err != nil || !res.OK {
+			t.Fatalf("result %+v: %v", res, err)
+		}
+		numbers = append(numbers, p.SessionNumber)
+	}
+	if numbers[0] != 1 || numbers[1] != 2 {
+		t.Fatalf("session numbers %v; want 1 then 2 on the same process", numbers)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.AgentStarts.WithLabelValues("w")); v != 1 {
+		t.Fatalf("processes started = %v; want 1", v)
+	}
+}
+
+func Test500ConcurrentSessions(t *testing.T) {
+	const sessions = 500
+	// A shell agent: one question, then a result carrying the answer line.
+	f := start(t, `[hosts.sh]
+command = "sh"
+args = ["-c", "read p; echo '{\"type\":\"question\",\"id\":\"q\",\"question\":\"go?\"}'; read a; echo \"answered: $a\""]
+pool = 500
+env = { AGENTMUX_TEST_MARK = "@MARK@" }
+[supervisors.s]
+strategy = "static"
+answers = { question = "yes" }
+[[routes]]
+supervisor = "s"
+`)
+	results := make(chan *agent.Result, sessions)
+	for range sessions {
+		f.n.Submit("sh", "", "go", results)
+	}
+	for range sessions {
+		select {
+		case r := <-results:
+			if !r.OK || !strings.Contains(string(r.Payload), `\"value\":\"yes\"`) {
+				t.Fatalf("session %s: %+v %s", r.Session, r, r.Payload)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("sessions did not all end")
+		}
+	}
+}
