@@ -68,7 +68,6 @@ type SessionStarted struct {
 	Host    string `json:"host"`
 	Task    string `json:"task,omitempty"`
 	Node    string `json:"node"`
-	PID     int    `json:"pid"`
 	Attempt int    `json:"attempt"`
 }
 
