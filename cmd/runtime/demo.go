@@ -264,7 +264,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

@@ -31,18 +31,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	if len(pos) != 2 {
-		fmt.Fprintln(stderr, "runtime run: want a host and a prompt: run -c <manifest> <host> \"<prompt>\"")
-		return exitUsage
-	}
-	m, code := loadManifest(*path, stderr)
+	m, host, prompt, code := sessionArgs("run", pos, *path, stderr)
 	if m == nil {
 		return code
-	}
-	host, prompt := pos[0], pos[1]
-	if _, ok := m.Hosts[host]; !ok {
-		fmt.Fprintf(stderr, "runtime run: no host %q in %s\n", host, *path)
-		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -37,18 +37,9 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	if len(pos) != 2 {
-		fmt.Fprintln(stderr, "runtime submit: want a host and a prompt: submit -c <manifest> <host> \"<prompt>\" [--follow]")
-		return exitUsage
-	}
-	m, code := loadManifest(*path, stderr)
+	m, host, prompt, code := sessionArgs("submit", pos, *path, stderr)
 	if m == nil {
 		return code
-	}
-	host, prompt := pos[0], pos[1]
-	if _, ok := m.Hosts[host]; !ok {
-		fmt.Fprintf(stderr, "runtime submit: no host %q in %s\n", host, *path)
-		return exitUsage
 	}
 	if *id == "" {
 		*id = "t-" + nuid.Next()

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 
 	"github.com/agentmux/agentmux/config"
 )
@@ -26,11 +27,36 @@ func validate(args []string, stdout, stderr io.Writer) int {
 func loadManifest(path string, stderr io.Writer) (*config.Manifest, int) {
 	m, err := config.Load(path)
 	if err != nil {
+		// A bad manifest (config.ErrInvalid) and an unreadable one are both usage errors.
 		fmt.Fprintln(stderr, err)
-		if errors.Is(err, config.ErrInvalid) {
-			return nil, exitUsage
-		}
 		return nil, exitUsage
 	}
 	return m, exitOK
+}
+
+// sessionArgs checks the <host> "<prompt>" arguments of run and submit against the
+// manifest at path; on failure it returns a nil manifest and the exit code.
+func sessionArgs(cmd string, pos []string, path string, stderr io.Writer) (*config.Manifest, string, string, int) {
+	if len(pos) != 2 {
+		fmt.Fprintf(stderr, "runtime %s: want a host and a prompt: %s -c <manifest> <host> \"<prompt>\"\n", cmd, cmd)
+		return nil, "", "", exitUsage
+	}
+	m, code := loadManifest(path, stderr)
+	if m == nil {
+		return nil, "", "", code
+	}
+	if _, ok := m.Hosts[pos[0]]; !ok {
+		fmt.Fprintf(stderr, "runtime %s: no host %q in %s; the hosts are %s\n", cmd, pos[0], path, hostNames(m))
+		return nil, "", "", exitUsage
+	}
+	return m, pos[0], pos[1], exitOK
+}
+
+func hostNames(m *config.Manifest) string {
+	names := make([]string, 0, len(m.Hosts))
+	for name := range m.Hosts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
