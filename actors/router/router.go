@@ -171,7 +171,9 @@ func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host 
 		case slots <- struct{}{}:
 		}
 		for {
-			msg, err := cons.Next(jetstream.FetchMaxWait(taskFetchWait), jetstream.FetchContext(ctx))
+			fetchCtx, cancel := context.WithTimeout(ctx, taskFetchWait)
+			msg, err := cons.Next(jetstream.FetchContext(fetchCtx))
+			cancel()
 			if ctx.Err() != nil {
 				return
 			}
