@@ -100,6 +100,8 @@ func (f *fixture) run(host, prompt string) *agent.Result {
 func waitFor(t *testing.T, d time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(d)
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
 	for {
 		err := check()
 		if err == nil {
@@ -108,7 +110,7 @@ func waitFor(t *testing.T, d time.Duration, check func() error) {
 		if time.Now().After(deadline) {
 			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for an event
+		<-poll.C
 	}
 }
 
