@@ -55,6 +55,7 @@ type agent struct {
 	lines    chan *incoming
 	answers  map[string]answer
 	sent     []string // request ids sent this session, for await "*"
+	unnamed  int      // requests sent without an id (the runtime assigns one)
 	messages []string
 	sessions int
 }
@@ -134,6 +135,7 @@ func (a *agent) session(prompt string) error {
 	a.sessions++
 	a.answers = map[string]answer{}
 	a.sent = nil
+	a.unnamed = 0
 	a.messages = nil
 	script := a.opts.Script
 	if script == nil && strings.HasPrefix(strings.TrimSpace(prompt), "{") {
@@ -167,8 +169,13 @@ func (a *agent) step(st Step) error {
 			Type string `json:"type"`
 			ID   string `json:"id"`
 		}
-		if json.Unmarshal(st.Send, &head) == nil && head.ID != "" {
-			a.sent = append(a.sent, head.ID)
+		if json.Unmarshal(st.Send, &head) == nil {
+			switch {
+			case head.ID != "":
+				a.sent = append(a.sent, head.ID)
+			case head.Type == "question" || head.Type == "approval" || head.Type == "tool_call":
+				a.unnamed++
+			}
 		}
 		a.writeLine(compact(st.Send))
 	case st.Raw != nil:
@@ -218,7 +225,7 @@ func (a *agent) await(id string) error {
 					return false
 				}
 			}
-			return true
+			return len(a.answers) >= len(a.sent)+a.unnamed
 		}
 	}
 	return a.pump(nil, done)
