@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -56,10 +57,30 @@ func TestPythonWorker(t *testing.T) {
 	}
 }
 
-func TestTypeScriptWorker(t *testing.T) {
-	if _, err := os.Stat(filepath.Join("typescript", "dist", "worker.js")); err != nil {
-		t.Fatalf("the TypeScript worker is not built: run `npm install && npm run build` in examples/typescript (.ci/run does): %v", err)
+// buildTypeScript compiles the TypeScript worker with the real tsc from npm when
+// dist/worker.js is missing or older than worker.ts.
+func buildTypeScript(t *testing.T) {
+	t.Helper()
+	src, err := os.Stat(filepath.Join("typescript", "worker.ts"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	if out, err := os.Stat(filepath.Join("typescript", "dist", "worker.js")); err == nil && !out.ModTime().Before(src.ModTime()) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{{"install", "--no-audit", "--no-fund"}, {"run", "build"}} {
+		cmd := exec.CommandContext(ctx, "npm", args...)
+		cmd.Dir = "typescript"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build the TypeScript worker: npm %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+func TestTypeScriptWorker(t *testing.T) {
+	buildTypeScript(t)
 	out := runExample(t, "examples/typescript.toml", "tsworker", "add tests")
 	if out["framework"] != "vitest" || out["approved"] != true || out["model"] != "sonnet" {
 		t.Fatalf("result = %v", out)
