@@ -213,32 +213,10 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	default:
 		v.add(at("dialect"), `unknown dialect %q; use "ndjson", "claude-code", "acp" or "codex"`, h.Dialect)
 	}
-	switch h.InputFormat {
-	case "":
-		h.InputFormat = "json"
-	case "json", "text":
-	default:
-		v.add(at("input_format"), `%q is not an input format; use "json" or "text"`, h.InputFormat)
-	}
-	switch h.OutputFormat {
-	case "", "json", "text":
-	default:
-		v.add(at("output_format"), `%q is not an output format; use "json" or "text"`, h.OutputFormat)
-	}
-	switch h.PlainText {
-	case "":
-		h.PlainText = "result"
-	case "result", "log":
-	default:
-		v.add(at("plain_text"), `%q is not allowed; use "result" or "log"`, h.PlainText)
-	}
-	switch h.ApprovalDefault {
-	case "":
-		h.ApprovalDefault = "no"
-	case "yes", "no":
-	default:
-		v.add(at("approval_default"), `%q is not an approval answer; use "yes" or "no"`, h.ApprovalDefault)
-	}
+	v.enum(at("input_format"), &h.InputFormat, "json", "an input format", "json", "text")
+	v.enum(at("output_format"), &h.OutputFormat, "", "an output format", "", "json", "text")
+	v.enum(at("plain_text"), &h.PlainText, "result", "a plain_text mode", "result", "log")
+	v.enum(at("approval_default"), &h.ApprovalDefault, "no", "an approval answer", "yes", "no")
 	h.ApprovalDefaultJSON, _ = json.Marshal(h.ApprovalDefault)
 	if h.QuestionDefault == nil {
 		h.QuestionDefault = ""
@@ -292,6 +270,32 @@ func (v *validator) toJSON(path []string, value any) json.RawMessage {
 
 var requestTypes = []string{"question", "approval", "tool_call"}
 
+// enum sets *value to def when it is empty, and reports it unless it is one of allowed.
+func (v *validator) enum(path []string, value *string, def, what string, allowed ...string) {
+	if *value == "" {
+		*value = def
+	}
+	if !slices.Contains(allowed, *value) {
+		quoted := make([]string, 0, len(allowed))
+		for _, a := range allowed {
+			if a != "" {
+				quoted = append(quoted, strconv.Quote(a))
+			}
+		}
+		v.add(path, "%q is not %s; use %s", *value, what, strings.Join(quoted, " or "))
+	}
+}
+
+// requestType reports typ unless it is a request type (or empty, when optional); it says
+// whether typ is usable.
+func (v *validator) requestType(path []string, typ string, optional bool) bool {
+	if typ == "" && optional || slices.Contains(requestTypes, typ) {
+		return true
+	}
+	v.add(path, "%q is not a request type; use question, approval or tool_call", typ)
+	return false
+}
+
 func (v *validator) supervisor(s *Supervisor) {
 	at := func(key ...string) []string { return append([]string{"supervisors", s.Name}, key...) }
 	if !namePattern.MatchString(s.Name) {
@@ -310,9 +314,7 @@ func (v *validator) supervisor(s *Supervisor) {
 		}
 		for i, r := range s.Rules {
 			rp := at("rules", strconv.Itoa(i))
-			if r.Type != "" && !slices.Contains(requestTypes, r.Type) {
-				v.add(append(rp, "type"), "%q is not a request type; use question, approval or tool_call", r.Type)
-			}
+			v.requestType(append(rp, "type"), r.Type, true)
 			re, err := regexp.Compile(r.Match)
 			if err != nil {
 				v.add(append(rp, "match"), "%q is not a regular expression: %v", r.Match, err)
@@ -330,8 +332,7 @@ func (v *validator) supervisor(s *Supervisor) {
 		}
 		s.AnswersJSON = map[string]json.RawMessage{}
 		for typ, answer := range s.Answers {
-			if !slices.Contains(requestTypes, typ) {
-				v.add(at("answers", typ), "%q is not a request type; use question, approval or tool_call", typ)
+			if !v.requestType(at("answers", typ), typ, false) {
 				continue
 			}
 			s.AnswersJSON[typ] = v.toJSON(at("answers", typ), answer)
@@ -353,9 +354,7 @@ func (v *validator) route(i int, r *Route, m *Manifest) {
 	} else if _, ok := m.Supervisors[r.Supervisor]; !ok {
 		v.add(at("supervisor"), "no supervisor %q; define [supervisors.%s] or name one of %s", r.Supervisor, r.Supervisor, names(m.Supervisors))
 	}
-	if r.Type != "" && !slices.Contains(requestTypes, r.Type) {
-		v.add(at("type"), "%q is not a request type; use question, approval or tool_call", r.Type)
-	}
+	v.requestType(at("type"), r.Type, true)
 	if r.Host != "" {
 		if _, ok := m.Hosts[r.Host]; !ok {
 			v.add(at("host"), "no host %q; name one of %s", r.Host, names(m.Hosts))

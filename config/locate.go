@@ -40,32 +40,25 @@ func (l *locator) find(path []string) (line, col int) {
 			bestLine, bestLen = i, len(parts)
 		}
 	}
-	start := 0
+	// Then each remaining key in order, inline tables included.
+	pos := 0
 	if bestLine >= 0 {
-		start = bestLine + 1
 		if bestLen == len(path) {
 			return bestLine + 1, strings.Index(l.lines[bestLine], "[") + 1
 		}
-	}
-	// Then each remaining key in order, inline tables included.
-	line, col = 0, 0
-	if bestLine >= 0 {
+		pos = bestLine + 1
 		line, col = bestLine+1, 1
 	}
-	pos := start
 	for _, key := range path[bestLen:] {
 		if _, err := strconv.Atoi(key); err == nil {
 			continue // an index into an inline array: stay at the array's key
 		}
 		found := false
 		for i := pos; i < len(l.lines); i++ {
-			s := l.lines[i]
-			if i > pos && strings.HasPrefix(strings.TrimSpace(s), "[") && !strings.HasPrefix(strings.TrimSpace(s), "[ ") {
-				if t := strings.TrimSpace(s); len(t) > 1 && (t[1] == '[' || isKeyChar(t[1])) {
-					break // the next table: not in this one
-				}
+			if i > pos && isHeader(l.lines[i]) {
+				break // the next table: not in this one
 			}
-			if c := keyColumn(s, key); c > 0 {
+			if c := keyColumn(l.lines[i], key); c > 0 {
 				line, col, pos, found = i+1, c, i, true
 				break
 			}
@@ -118,6 +111,12 @@ func keyColumn(s, key string) int {
 		}
 	}
 	return 0
+}
+
+// isHeader reports whether s is a table header line: [a.b], [[a]] or ["a b"].
+func isHeader(s string) bool {
+	t := strings.TrimSpace(s)
+	return len(t) > 1 && t[0] == '[' && (t[1] == '[' || t[1] == '"' || isKeyChar(t[1]))
 }
 
 func isKeyChar(c byte) bool {

@@ -29,15 +29,13 @@ type ErrExit struct{ Code int }
 
 func (e *ErrExit) Error() string { return fmt.Sprintf("sim: exit %d", e.Code) }
 
+// incoming is a line from the runtime: what the agent reads of it.
 type incoming struct {
 	Type     string          `json:"type"`
 	Text     string          `json:"text"`
-	Session  string          `json:"session"`
 	ID       string          `json:"id"`
 	Value    json.RawMessage `json:"value"`
 	Outcome  string          `json:"outcome"`
-	Reason   string          `json:"reason"`
-	Params   json.RawMessage `json:"params"`
 	raw      string
 	notJSON  bool
 	readErr  error
@@ -243,8 +241,7 @@ func (a *agent) pump(timeout <-chan time.Time, done func() bool) error {
 			}
 			switch m.Type {
 			case "response":
-				id := m.ID
-				a.answers[id] = answer{Value: m.Value, Outcome: m.Outcome}
+				a.answers[m.ID] = answer{Value: m.Value, Outcome: m.Outcome}
 			case "interrupt":
 				return errInterrupted
 			case "message":

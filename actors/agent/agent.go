@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
@@ -87,7 +88,8 @@ type Agent struct {
 	gone       bool // AgentExited sent
 	gen        uint64
 	stateLabel string
-	ladder     []*time.Timer // stop ladder and drain timers, stopped when the process is gone
+	ladder     []*time.Timer                        // stop ladder and drain timers, stopped when the process is gone
+	messages   map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
 
 	waiting *StartSession // arrived before the process was ready
 	sess    *session
@@ -420,4 +422,17 @@ func (a *Agent) publish(session, typ string, data []byte) {
 	if err := nc.PublishMsg(msg); err != nil {
 		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
+}
+
+// countMessage counts one message read, without a label lookup per line.
+func (a *Agent) countMessage(t protocol.Type) {
+	c, ok := a.messages[t]
+	if !ok {
+		if a.messages == nil {
+			a.messages = map[protocol.Type]prometheus.Counter{}
+		}
+		c = a.cfg.Metrics.Messages.WithLabelValues(a.host.Name, string(t))
+		a.messages[t] = c
+	}
+	c.Inc()
 }

@@ -89,7 +89,7 @@ func (a *Agent) startSession(m *StartSession) {
 }
 
 func (a *Agent) onLine(msg *protocol.Message) {
-	a.cfg.Metrics.Messages.WithLabelValues(a.host.Name, string(msg.Type)).Inc()
+	a.countMessage(msg.Type)
 	if a.state == stateInitializing {
 		a.onInitLine(msg)
 		return

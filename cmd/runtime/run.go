@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -106,7 +107,7 @@ func (p *eventPrinter) handle(m *nats.Msg) {
 	p.mu.Lock()
 	fmt.Fprintln(p.w, string(line))
 	p.mu.Unlock()
-	if len(m.Subject) > len(agent.EventSessionEnded) && m.Subject[len(m.Subject)-len(agent.EventSessionEnded):] == agent.EventSessionEnded {
+	if strings.HasSuffix(m.Subject, "."+agent.EventSessionEnded) {
 		var e bus.SessionEnded
 		if json.Unmarshal(m.Data, &e) == nil {
 			p.mu.Lock()
