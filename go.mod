@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.16.0
+	golang.org/x/tools v0.42.0
 )
 
 require (

@@ -92,7 +92,7 @@ var freeFormKeys = [][]string{
 	{"project"}, {"mcp"},
 	{"hosts", "*", "params"}, {"agents", "*", "params"},
 	{"hosts", "*", "question_default"}, {"agents", "*", "question_default"},
-	{"supervisors", "*", "answers"}, {"supervisors", "*", "rules", "*", "answer"},
+	{"supervisors", "*", "answers"}, {"supervisors", "*", "rules", "answer"}, // keys of an array of tables carry no index
 	{"connections", "*", "retry"}, {"connections", "*", "rate_limit"}, {"connections", "*", "models"},
 }
 

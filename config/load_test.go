@@ -164,3 +164,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestFreeFormAnswersAcceptAnyTable(t *testing.T) {
+	m, err := Parse("m.toml", []byte(`[hosts.w]
+command = "x"
+question_default = { choice = "skip", nested = { ok = true } }
+[supervisors.r]
+strategy = "rule"
+rules = [{ match = "retries", answer = { retries = 3, backoff = ["1s", "2s"] } }]
+[supervisors.s]
+strategy = "static"
+answers = { tool_call = { rows = [1, 2] } }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(m.Supervisors["r"].Rules[0].AnswerJSON); got != `{"backoff":["1s","2s"],"retries":3}` {
+		t.Fatalf("rule answer = %s", got)
+	}
+	if _, err := Parse("m.toml", []byte("[supervisors.r]\nstrategy = \"rule\"\nrules = [{ match = \"x\", answer = 1, anwser = 2 }]\n")); err == nil || !strings.Contains(err.Error(), `unknown key "anwser"`) {
+		t.Fatalf("a misspelt rule key must still be an error, got %v", err)
+	}
+}

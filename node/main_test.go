@@ -2,6 +2,7 @@ package node
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -14,6 +15,16 @@ import (
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("AGENTMUX_SIM"); mode != "" {
 		opts := sim.Options{Init: os.Getenv("AGENTMUX_SIM_INIT"), Capabilities: []string{"interrupt", "message"}, Stderr: os.Stderr}
+		if caps, ok := os.LookupEnv("AGENTMUX_SIM_CAPABILITIES"); ok {
+			opts.Capabilities = strings.Fields(caps)
+		}
+		if path := os.Getenv("AGENTMUX_SIM_TRANSCRIPT"); path != "" {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				os.Exit(1)
+			}
+			opts.Transcript = f // unbuffered: nothing is lost when the agent exits
+		}
 		err := sim.Run(os.Stdin, os.Stdout, opts)
 		if exit, ok := err.(*sim.ErrExit); ok {
 			os.Exit(exit.Code)
@@ -28,5 +39,8 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startRateLimitLogExpiration.func1"),
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewActorSystemWithConfig.func1"),
 		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.(*ActorSystem).deadLetterThrottle"),
+		// The dead-letter log throttle: a timer goroutine that ends one second after a
+		// dead letter (a message to an actor that has just stopped).
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 	)
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -22,6 +23,9 @@ type Options struct {
 	Init         string   // answer to init: "ack" (default), "error" or "silent"
 	Capabilities []string // declared in init_ack
 	Stderr       io.Writer
+	// Transcript, when set, receives every line in both directions, in the order the
+	// agent saw them: "agent: " for lines written, "runtime: " for lines read.
+	Transcript io.Writer
 }
 
 // ErrExit is returned by Run for an exit step; Code is the exit code.
@@ -49,6 +53,7 @@ type answer struct {
 
 type agent struct {
 	opts     Options
+	tmu      sync.Mutex // orders transcript lines written from the reader and the script
 	out      io.Writer
 	lines    chan *incoming
 	answers  map[string]answer
@@ -97,6 +102,7 @@ func (a *agent) read(in io.Reader) {
 		line, err := r.ReadString('\n')
 		line = strings.TrimRight(line, "\r\n")
 		if line != "" {
+			a.transcribe("runtime: ", line)
 			m := &incoming{raw: line}
 			if json.Unmarshal([]byte(line), m) != nil || m.Type == "" {
 				m.notJSON = true
@@ -119,11 +125,24 @@ func (a *agent) write(v any) {
 }
 
 func (a *agent) writeLine(b []byte) {
+	a.transcribe("agent: ", string(b))
 	buf := make([]byte, 0, len(b)+1)
 	buf = append(append(buf, b...), '\n')
 	if _, err := a.out.Write(buf); err != nil {
 		os.Exit(5) // stdout is gone: nobody is listening
 	}
+}
+
+func (a *agent) transcribe(dir, line string) {
+	if a.opts.Transcript == nil {
+		return
+	}
+	if len(line) > 4096 {
+		line = fmt.Sprintf("%s... (%d bytes)", line[:40], len(line))
+	}
+	a.tmu.Lock()
+	defer a.tmu.Unlock()
+	fmt.Fprintf(a.opts.Transcript, "%s%s\n", dir, line)
 }
 
 // errInterrupted ends a session early on an interrupt line.
