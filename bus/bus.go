@@ -112,8 +112,8 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 }
 
 // Connect connects a CLI client to an existing node's NATS without declaring anything.
-func Connect(url, credentials, name string) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(name)}
+func Connect(url, credentials, name string, extra ...nats.Option) (*nats.Conn, error) {
+	opts := append([]nats.Option{nats.Name(name)}, extra...)
 	if credentials != "" {
 		opts = append(opts, nats.UserCredentials(credentials))
 	}

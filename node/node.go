@@ -46,6 +46,9 @@ type Options struct {
 	NoTasks bool
 	// MetricsAddr overrides [metrics] addr; "-" serves no metrics.
 	MetricsAddr string
+	// WriteTimeout bounds each write to an agent's stdin (default 10s): an agent that
+	// stops reading fails its session instead of blocking the runtime.
+	WriteTimeout time.Duration
 }
 
 // Node is one running agentmux node.
@@ -126,7 +129,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	}
 
-	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped}
+	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped, WriteTimeout: opts.WriteTimeout}
 	if !opts.NoTasks {
 		rcfg.JS = b.JS
 	}

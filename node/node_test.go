@@ -35,7 +35,7 @@ func simHost(name, extra string) string {
 	return fmt.Sprintf("[hosts.%s]\ncommand = %q\nenv = { AGENTMUX_SIM = \"1\", AGENTMUX_TEST_MARK = \"@MARK@\" }\nstop_grace = \"1s\"\n%s\n", name, os.Args[0], extra)
 }
 
-func start(t *testing.T, manifest string) *fixture {
+func start(t *testing.T, manifest string, options ...func(*Options)) *fixture {
 	t.Helper()
 	mark := nuid.Next()
 	manifest = strings.ReplaceAll(manifest, "@MARK@", mark)
@@ -44,7 +44,11 @@ func start(t *testing.T, manifest string) *fixture {
 		t.Fatalf("manifest: %v\n%s", err, manifest)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	n, err := Start(context.Background(), Options{Manifest: m, Log: log, Ephemeral: true, MetricsAddr: "-", Name: "test"})
+	opts := Options{Manifest: m, Log: log, Ephemeral: true, MetricsAddr: "-", Name: "test"}
+	for _, o := range options {
+		o(&opts)
+	}
+	n, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

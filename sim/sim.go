@@ -169,7 +169,7 @@ func (a *agent) session(prompt string) error {
 	for _, st := range script.Steps {
 		err := a.step(st)
 		if errors.Is(err, errInterrupted) {
-			a.write(map[string]any{"type": "result", "text": "interrupted", "interrupted": true, "answers": a.answers})
+			a.write(map[string]any{"type": "result", "text": "interrupted", "interrupted": true, "answers": a.answers, "messages": a.messages})
 			return nil
 		}
 		if err != nil {

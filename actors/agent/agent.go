@@ -133,9 +133,9 @@ func (a *Agent) Receive(c actor.Context) {
 	case *timerFired:
 		a.onTimer(c, m)
 	case *Interrupt:
-		a.interrupt(m.Reason)
+		respond(c, a.interrupt(m.Reason))
 	case *SendMessage:
-		a.sendMessage(m.Text)
+		respond(c, a.sendMessage(m.Text))
 	case *Shutdown:
 		a.shutdown(m.Reason)
 	case *actor.Stopping:
@@ -370,9 +370,11 @@ func (a *Agent) onStderr(m *stderrLine) {
 	if m.dropped > 0 {
 		a.cfg.Metrics.StderrLines.WithLabelValues(h, "dropped").Add(float64(m.dropped))
 	}
-	a.cfg.Metrics.StderrLines.WithLabelValues(h, "published").Inc()
+	if !m.final {
+		a.cfg.Metrics.StderrLines.WithLabelValues(h, "published").Inc()
+	}
 	data, _ := json.Marshal(struct {
-		Line    string `json:"line"`
+		Line    string `json:"line,omitempty"`
 		Dropped int    `json:"dropped,omitempty"`
 		PID     int    `json:"pid"`
 	}{m.line, m.dropped, a.pid()})

@@ -31,6 +31,21 @@ type SendMessage struct {
 	Text string
 }
 
+// Delivery answers an Interrupt or SendMessage sent with a sender (a request): whether
+// it reached the agent, and what it did.
+type Delivery struct {
+	OK     bool   `json:"ok"`
+	Effect string `json:"effect,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// respond answers the sender of the current message, if there is one.
+func respond(c actor.Context, d *Delivery) {
+	if c.Sender() != nil {
+		c.Respond(d)
+	}
+}
+
 // Shutdown asks the agent to answer its pending requests "cancelled", interrupt its
 // session and stop its process. The agent stops itself when the process is gone.
 type Shutdown struct {
@@ -106,7 +121,8 @@ type (
 	}
 	stderrLine struct {
 		line    string
-		dropped int // lines dropped by the rate limit since the last one sent
+		dropped int  // lines dropped by the rate limit since the last one sent
+		final   bool // no line: stderr closed, dropped is the last count
 	}
 	processExited struct {
 		err error

@@ -150,7 +150,7 @@ func readStdout(f *os.File, limit int, plain protocol.PlainText, send func(any))
 }
 
 // readStderr forwards stderr lines, rate-limited; lines over the limit are counted as
-// dropped and reported with the next line that passes.
+// dropped and reported with the next line that passes, or at the end.
 func readStderr(f *os.File, send func(any)) {
 	defer f.Close()
 	r := protocol.NewReader(f, stderrLineLimit)
@@ -164,6 +164,9 @@ func readStderr(f *os.File, send func(any)) {
 			dropped++
 			continue
 		case err != nil:
+			if dropped > 0 {
+				send(&stderrLine{dropped: dropped, final: true})
+			}
 			return
 		}
 		if !lim.Allow() {

@@ -345,26 +345,30 @@ func (a *Agent) timeOut(text string) {
 	a.stop()
 }
 
-func (a *Agent) interrupt(reason string) {
+func (a *Agent) interrupt(reason string) *Delivery {
 	s := a.sess
 	if s == nil {
-		return
+		return &Delivery{Error: "the session has already ended"}
 	}
 	if a.caps["interrupt"] && !a.stopping {
 		a.proc.stdin.write(protocol.AppendInterrupt(nil, reason))
 		s.timers = append(s.timers, a.after(a.host.StopGrace.D(), timerInterrupt, s.gen, ""))
-		return
+		return &Delivery{OK: true, Effect: fmt.Sprintf("interrupt written; the agent has %v to end the session", a.host.StopGrace.D())}
 	}
 	a.endSession(&Result{Error: "session interrupted: " + reason}, false)
 	a.stop()
+	return &Delivery{OK: true, Effect: "the agent did not declare interrupt: session ended and process stopped"}
 }
 
-func (a *Agent) sendMessage(text string) {
-	if a.sess == nil || !a.caps["message"] || a.stopping {
-		a.log.Warn("message not delivered: no session, or the agent did not declare the message capability", "pid", a.pid())
-		return
+func (a *Agent) sendMessage(text string) *Delivery {
+	switch {
+	case a.sess == nil || a.stopping:
+		return &Delivery{Error: "the session has already ended"}
+	case !a.caps["message"]:
+		return &Delivery{Error: fmt.Sprintf("host '%s' did not declare the message capability in init_ack; its agent cannot take messages", a.host.Name)}
 	}
 	a.proc.stdin.write(protocol.AppendMessageLine(nil, text))
+	return &Delivery{OK: true, Effect: "message written"}
 }
 
 func (a *Agent) shutdown(reason string) {

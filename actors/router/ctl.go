@@ -52,19 +52,22 @@ func (r *Router) list() []SessionInfo {
 	return out
 }
 
+// ctlSession hands an interrupt or message to the session's agent, which answers the
+// requester; it returns a reply only when no agent runs the session.
 func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 	for _, p := range r.pools {
 		for id, s := range p.busy {
 			if s.start.Session != m.session {
 				continue
 			}
+			// The agent answers the control request itself: only it knows its capabilities.
 			pid := p.procs[id]
 			if m.verb == "interrupt" {
-				r.c.Send(pid, &agent.Interrupt{Reason: m.text})
+				r.c.RequestWithCustomSender(pid, &agent.Interrupt{Reason: m.text}, r.c.Sender())
 			} else {
-				r.c.Send(pid, &agent.SendMessage{Text: m.text})
+				r.c.RequestWithCustomSender(pid, &agent.SendMessage{Text: m.text}, r.c.Sender())
 			}
-			return &ctlReply{OK: true}
+			return nil
 		}
 	}
 	return &ctlReply{Error: "no running session " + m.session + " on this node"}

@@ -36,6 +36,8 @@ type Config struct {
 	Metrics  *metrics.Set
 	Log      *slog.Logger
 	Audit    func(id string, rec *bus.AuditRecord)
+	// WriteTimeout bounds each write to an agent's stdin; 0 is agent.DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
 }
@@ -132,7 +134,9 @@ func (r *Router) Receive(c actor.Context) {
 	case *listRequest:
 		c.Respond(r.list())
 	case *ctlSession:
-		c.Respond(r.ctlSession(m))
+		if reply := r.ctlSession(m); reply != nil {
+			c.Respond(reply) // nil: the agent answers
+		}
 	case *actor.Stopping:
 		if r.cancel != nil {
 			r.cancel()
@@ -299,7 +303,7 @@ func (r *Router) dispatch(p *pool) {
 			p.idle = p.idle[:len(p.idle)-1]
 		case len(p.procs) < p.host.Pool:
 			pid = r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Route: r.route, Audit: r.cfg.Audit}))
+				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Route: r.route, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout}))
 			p.procs[pid.Id] = pid
 		default:
 			return

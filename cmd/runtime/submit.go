@@ -104,7 +104,14 @@ func watch(args []string, stdout, stderr io.Writer) int {
 	if m == nil {
 		return code
 	}
-	nc, err := bus.Connect(clientURL(m), m.NATS.Credentials, "agentmux-watch")
+	// A watch outlives node restarts: it reconnects for as long as it runs.
+	nc, err := bus.Connect(clientURL(m), m.NATS.Credentials, "agentmux-watch", nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			fmt.Fprintf(stderr, "runtime watch: disconnected (%v); reconnecting\n", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			fmt.Fprintf(stderr, "runtime watch: reconnected to %s\n", nc.ConnectedUrlRedacted())
+		}))
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime watch:", err)
 		return exitError

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain doubles as the runtime binary: with AGENTMUX_RUNTIME_MAIN set, the test binary
+// is `runtime` (the os/exec helper-process pattern), so the CLI tests run real processes
+// without a build step.
+func TestMain(m *testing.M) {
+	if os.Getenv("AGENTMUX_RUNTIME_MAIN") != "" {
+		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// syncBuffer is an output the test reads while the process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+	code           int
+}
+
+// runtimeProc starts `runtime args…` as a real process.
+func runtimeProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(os.Args[0], args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), "AGENTMUX_RUNTIME_MAIN=1")
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(d):
+		t.Fatalf("%v did not exit within %v\nstderr:\n%s", p.cmd.Args[1:], d, p.stderr)
+		return -1
+	}
+}
+
+// until polls out until it contains want.
+func until(t *testing.T, what string, out *syncBuffer, want string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s: %q never appeared in:\n%s", what, want, out)
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// nodeManifest is a manifest for a node on its own port and store, whose host runs
+// this binary as `runtime sim`.
+func nodeManifest(t *testing.T) string {
+	dir := t.TempDir()
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+question_timeout = "2m"
+stop_grace = "2s"
+[hosts.w.params]
+model = "sim"
+[supervisors.qa]
+strategy = "rule"
+rules = [{ type = "question", match = "tests", answer = "yes" }]
+[supervisors.nobody]
+strategy = "external"
+[[routes]]
+match = "(?i)anyone"
+supervisor = "nobody"
+[[routes]]
+supervisor = "qa"
+`, freePort(t), filepath.Join(dir, "store"), os.Args[0])
+	path := filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(path, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const (
+	okScript      = `{"steps":[{"send":{"type":"progress","message":"working"}},{"send":{"type":"question","id":"q1","question":"Run the tests?"}},{"await":"q1"},{"result":"all green"}]}`
+	failScript    = `{"steps":[{"error":"cannot do that"}]}`
+	pendingScript = `{"steps":[{"send":{"type":"question","id":"q1","question":"Is anyone there?"}},{"await":"q1"},{"result":"answered"}]}`
+)
+
+func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
+	manifest := nodeManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up", up.stderr, "node up")
+	watch := runtimeProc(t, "watch", "-c", manifest)
+
+	// submit --follow: events on stderr, the result on stdout, exit 0.
+	ok := runtimeProc(t, "submit", "-c", manifest, "--id", "t-ok", "w", okScript, "--follow")
+	if code := ok.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("submit --follow exit %d\nstderr:\n%s", code, ok.stderr)
+	}
+	if out := ok.stdout.String(); !strings.Contains(out, `"text":"all green"`) || !strings.Contains(out, `"value":"yes"`) {
+		t.Fatalf("result on stdout: %s", out)
+	}
+	for _, want := range []string{`agentmux.evt.w.t-ok.session.started`, `agentmux.evt.w.t-ok.progress`, `agentmux.evt.w.t-ok.request.answered`, `"decider":"rule:qa"`, `agentmux.evt.w.t-ok.session.ended`} {
+		if !strings.Contains(ok.stderr.String(), want) {
+			t.Errorf("submit --follow events lack %s:\n%s", want, ok.stderr)
+		}
+	}
+
+	// An agent error: exit 1 with the message.
+	fail := runtimeProc(t, "submit", "-c", manifest, "--id", "t-fail", "w", failScript, "--follow")
+	if code := fail.wait(t, 30*time.Second); code != exitError || !strings.Contains(fail.stderr.String(), "cannot do that") {
+		t.Fatalf("failing session: exit %d\nstderr:\n%s", code, fail.stderr)
+	}
+
+	// Without --follow: the task id, exit 0; watch sees every session.
+	plain := runtimeProc(t, "submit", "-c", manifest, "--id", "t-plain", "w", okScript)
+	if code := plain.wait(t, 30*time.Second); code != exitOK || strings.TrimSpace(plain.stdout.String()) != "t-plain" {
+		t.Fatalf("submit: exit %d, stdout %q", code, plain.stdout)
+	}
+	for _, id := range []string{"t-ok", "t-fail", "t-plain"} {
+		until(t, "watch", watch.stdout, `"subject":"agentmux.evt.w.`+id+`.session.ended"`)
+	}
+
+	// SIGTERM with a request pending: answered cancelled, session ended, exit 0.
+	pending := runtimeProc(t, "submit", "-c", manifest, "--id", "t-pending", "w", pendingScript, "--follow")
+	until(t, "pending question", watch.stdout, `"subject":"agentmux.evt.w.t-pending.question"`)
+	if err := up.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := up.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("runtime up after SIGTERM: exit %d\nstderr:\n%s", code, up.stderr)
+	}
+	if code := pending.wait(t, 10*time.Second); code != exitError || !strings.Contains(pending.stderr.String(), "runtime shutting down") {
+		t.Fatalf("pending session: exit %d\nstderr:\n%s", code, pending.stderr)
+	}
+	if !strings.Contains(pending.stderr.String(), `"outcome":"cancelled"`) {
+		t.Fatalf("the pending request was not answered cancelled:\n%s", pending.stderr)
+	}
+	// watch outlives the node: it says so and reconnects, until it is stopped.
+	until(t, "watch", watch.stderr, "runtime watch: disconnected")
+	if err := watch.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := watch.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("watch after SIGTERM: exit %d, stderr %q", code, watch.stderr)
+	}
+}
+
+func TestRunPrintsEventsAndResult(t *testing.T) {
+	manifest := nodeManifest(t)
+	p := runtimeProc(t, "run", "-c", manifest, "--events", "w", okScript)
+	if code := p.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("run: exit %d\n%s", code, p.stderr)
+	}
+	if !strings.Contains(p.stdout.String(), `"text":"all green"`) {
+		t.Fatalf("stdout: %s", p.stdout)
+	}
+	// Every event line on stderr is JSON with a subject.
+	var events int
+	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), `{"subject":"agentmux.evt.w.`) {
+			events++
+		}
+	}
+	if events < 4 {
+		t.Fatalf("%d events on stderr:\n%s", events, p.stderr)
+	}
+	f := runtimeProc(t, "run", "-c", manifest, "w", failScript)
+	if code := f.wait(t, 30*time.Second); code != exitError {
+		t.Fatalf("failing run: exit %d\n%s", code, f.stderr)
+	}
+}

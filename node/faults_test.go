@@ -1,0 +1,190 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+)
+
+func TestAgentThatStopsReadingStdinFailsItsSession(t *testing.T) {
+	// The agent never reads: a 4 MiB prompt fills the pipe and the write times out.
+	f := start(t, "[hosts.deaf]\ncommand = \"sh\"\nargs = [\"-c\", \"exec sleep 3600\"]\nenv = { AGENTMUX_TEST_MARK = \"@MARK@\" }\nstop_grace = \"1s\"\n",
+		func(o *Options) { o.WriteTimeout = 300 * time.Millisecond })
+	res := f.run("deaf", strings.Repeat("p", 4<<20))
+	if want := "agent stopped reading stdin: a write timed out after 300ms"; res.OK || res.Error != want {
+		t.Fatalf("result = %+v; want error %q", res, want)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.StdinWrites.WithLabelValues("deaf", "timeout")); v != 1 {
+		t.Fatalf("stdin write timeouts = %v", v)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if pids := f.leftovers(); len(pids) > 0 {
+			return fmt.Errorf("the deaf agent was not stopped: %v", pids)
+		}
+		return nil
+	})
+}
+
+// countingAgent fails until its attempt number (kept in a file) reaches succeedAt.
+func countingAgent(t *testing.T, retries, succeedAt int) string {
+	counter := filepath.Join(t.TempDir(), "attempts")
+	script := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s; read p; `+
+		`if [ $n -lt %[2]d ]; then echo "attempt $n fails" >&2; exit 3; fi; echo '{"type":"result","text":"attempt '$n'"}'`, counter, succeedAt)
+	return fmt.Sprintf("[hosts.flaky]\ncommand = \"sh\"\nargs = [\"-c\", %q]\nretries = %d\nenv = { AGENTMUX_TEST_MARK = \"@MARK@\" }\n", script, retries)
+}
+
+func TestRetriesRunAFailedSessionAgain(t *testing.T) {
+	f := start(t, countingAgent(t, 2, 3))
+	res := f.run("flaky", "go")
+	if !res.OK || !strings.Contains(string(res.Payload), `"attempt 3"`) || res.Attempt != 2 {
+		t.Fatalf("result = %+v %s; want success on the third attempt (attempt index 2)", res, res.Payload)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.AgentStarts.WithLabelValues("flaky")); v != 3 {
+		t.Fatalf("processes started = %v; want 3", v)
+	}
+}
+
+func TestRetriesExhausted(t *testing.T) {
+	f := start(t, countingAgent(t, 1, 10))
+	res := f.run("flaky", "go")
+	if res.OK || res.Error != "agent exited without result" || res.Attempt != 1 {
+		t.Fatalf("result = %+v; want the failure of the second and last attempt", res)
+	}
+}
+
+func TestAgentErrorIsNotRetried(t *testing.T) {
+	f := start(t, simHost("w", "retries = 3"))
+	res := f.run("w", script(`{"error":"bad prompt"}`))
+	if res.OK || res.Error != "bad prompt" || res.Attempt != 0 {
+		t.Fatalf("result = %+v; an error the agent reports is its answer, not a crash to retry", res)
+	}
+}
+
+func TestStderrIsPublishedRateLimited(t *testing.T) {
+	f := start(t, `[hosts.noisy]
+command = "sh"
+args = ["-c", "read p; echo 'first line' >&2; i=0; while [ $i -lt 1000 ]; do echo \"noise $i\" >&2; i=$((i+1)); done; echo done"]
+env = { AGENTMUX_TEST_MARK = "@MARK@" }
+`)
+	events := make(chan *nats.Msg, 2048)
+	sub, err := f.n.Bus.Conn.ChanSubscribe(bus.EventSubject("noisy", "*", agent.EventStderr), events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := f.n.Bus.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	res := f.run("noisy", "go")
+	if !res.OK {
+		t.Fatalf("result = %+v", res)
+	}
+	first := <-events
+	if !strings.Contains(string(first.Data), "first line") || first.Header.Get(bus.HeaderSession) != res.Session {
+		t.Fatalf("first stderr event %s (session %q)", first.Data, first.Header.Get(bus.HeaderSession))
+	}
+	// stderr is read apart from stdout: its last lines may be counted after the result.
+	waitFor(t, 5*time.Second, func() error {
+		published := testutil.ToFloat64(f.n.Metrics.StderrLines.WithLabelValues("noisy", "published"))
+		dropped := testutil.ToFloat64(f.n.Metrics.StderrLines.WithLabelValues("noisy", "dropped"))
+		if published+dropped != 1001 || dropped < 500 {
+			return fmt.Errorf("stderr lines published %v, dropped %v; want 1001 in all, most dropped by the rate limit", published, dropped)
+		}
+		return nil
+	})
+}
+
+// ctl sends a control request to the node, as `runtime` clients do.
+func ctl(t *testing.T, f *fixture, verb, session, text string) agent.Delivery {
+	t.Helper()
+	data, _ := json.Marshal(map[string]string{"session": session, "text": text})
+	m, err := f.n.Bus.Conn.Request(bus.CtlSubject(f.n.Name, verb), data, 5*time.Second)
+	if err != nil {
+		t.Fatalf("ctl %s: %v", verb, err)
+	}
+	var d agent.Delivery
+	if err := json.Unmarshal(m.Data, &d); err != nil {
+		t.Fatalf("ctl %s reply %s: %v", verb, m.Data, err)
+	}
+	return d
+}
+
+// startLong starts a session that waits for a long time, and returns when it runs.
+func startLong(t *testing.T, f *fixture, host string) (string, chan *agent.Result) {
+	t.Helper()
+	results := make(chan *agent.Result, 1)
+	started := make(chan *nats.Msg, 1)
+	sub, err := f.n.Bus.Conn.ChanSubscribe(bus.EventSubject(host, "*", "progress"), started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := f.n.Bus.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	session := f.n.Submit(host, "", script(send(`{"type":"progress","message":"waiting"}`), `{"sleep":"60s"}`, result), results)
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session did not start")
+	}
+	return session, results
+}
+
+func TestMessageAndInterruptToACapableAgent(t *testing.T) {
+	f := start(t, simHost("w", "[hosts.w.params]\nx = 1\n"))
+	session, results := startLong(t, f, "w")
+	if d := ctl(t, f, "message", session, "use the staging database"); !d.OK {
+		t.Fatalf("message: %+v", d)
+	}
+	if d := ctl(t, f, "interrupt", session, "operator says stop"); !d.OK || !strings.Contains(d.Effect, "interrupt written") {
+		t.Fatalf("interrupt: %+v", d)
+	}
+	res := <-results
+	var p struct {
+		Interrupted bool
+		Messages    []string
+	}
+	if err := json.Unmarshal(res.Payload, &p); err != nil || !res.OK || !p.Interrupted || len(p.Messages) != 1 || p.Messages[0] != "use the staging database" {
+		t.Fatalf("result %+v %s: the agent should have read the message, then ended on the interrupt", res, res.Payload)
+	}
+	if d := ctl(t, f, "message", session, "too late"); d.OK || !strings.Contains(d.Error, "no running session") {
+		t.Fatalf("message after the end: %+v", d)
+	}
+}
+
+func TestMessageAndInterruptToAnAgentWithoutCapabilities(t *testing.T) {
+	// No params: no init, so no capabilities are declared.
+	f := start(t, simHost("w", ""))
+	session, results := startLong(t, f, "w")
+	if d := ctl(t, f, "message", session, "hello"); d.OK || !strings.Contains(d.Error, "did not declare the message capability") {
+		t.Fatalf("message: %+v; want a clear refusal", d)
+	}
+	if d := ctl(t, f, "interrupt", session, "operator says stop"); !d.OK || !strings.Contains(d.Effect, "process stopped") {
+		t.Fatalf("interrupt: %+v", d)
+	}
+	if res := <-results; res.OK || res.Error != "session interrupted: operator says stop" {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestListShowsRunningSessions(t *testing.T) {
+	f := start(t, simHost("w", ""))
+	session, _ := startLong(t, f, "w")
+	m, err := f.n.Bus.Conn.Request(bus.CtlSubject(f.n.Name, "list"), nil, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.Data), `"session":"`+session+`","host":"w"`) || !strings.Contains(string(m.Data), `"state":"running"`) {
+		t.Fatalf("list = %s", m.Data)
+	}
+}
