@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentmux/agentmux/config"
+)
+
+func TestEnvIsExplicit(t *testing.T) {
+	t.Setenv("AGENTMUX_TEST_SECRET", "s3cret")
+	t.Setenv("AGENTMUX_TEST_KEEP", "kept")
+	got := env(&config.Host{InheritEnv: []string{"AGENTMUX_TEST_KEEP", "AGENTMUX_TEST_UNSET"}, Env: map[string]string{"MODE": "ci"}})
+	for _, want := range []string{"PATH=" + os.Getenv("PATH"), "AGENTMUX_TEST_KEEP=kept", "MODE=ci"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("env lacks %s: %v", want, got)
+		}
+	}
+	for _, kv := range got {
+		if strings.HasPrefix(kv, "AGENTMUX_TEST_SECRET=") || strings.HasPrefix(kv, "AGENTMUX_TEST_UNSET=") {
+			t.Errorf("env leaks %s", kv)
+		}
+	}
+}
+
+func counts() writeCounts {
+	c := func() prometheus.Counter { return prometheus.NewCounter(prometheus.CounterOpts{Name: "c"}) }
+	return writeCounts{ok: c(), timeout: c(), failed: c()}
+}
+
+// inbox collects what the goroutines send to the actor.
+func inbox() (chan any, func(any)) {
+	ch := make(chan any, 1024)
+	return ch, func(m any) { ch <- m }
+}
+
+func TestStdinWriterWritesInOrderThenCloses(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := counts()
+	_, send := inbox()
+	sw := newStdinWriter(w, time.Minute, c, send)
+	for i := range 100 {
+		sw.write(fmt.Appendf(nil, "line %d\n", i))
+	}
+	sw.close()
+	sw.write([]byte("after close\n")) // dropped: stdin is closing
+	all, err := io.ReadAll(r)         // EOF only once the writer closed the pipe
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(all), "\n"), "\n")
+	if len(lines) != 100 || lines[0] != "line 0" || lines[99] != "line 99" {
+		t.Fatalf("read %d lines, first %q last %q", len(lines), lines[0], lines[len(lines)-1])
+	}
+	if v := testutil.ToFloat64(c.ok); v != 100 {
+		t.Fatalf("ok writes = %v", v)
+	}
+}
+
+func TestStdinWriterTimesOutWhenNobodyReads(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := counts()
+	sent, send := inbox()
+	sw := newStdinWriter(w, 100*time.Millisecond, c, send)
+	sw.write(make([]byte, 1<<20)) // more than any pipe buffer
+	select {
+	case m := <-sent:
+		wf, ok := m.(*writeFailed)
+		if !ok || !wf.timeout {
+			t.Fatalf("sent %#v; want a write timeout", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a blocked write never timed out")
+	}
+	if v := testutil.ToFloat64(c.timeout); v != 1 {
+		t.Fatalf("timeouts = %v", v)
+	}
+	sw.write([]byte("ignored\n")) // after a failure writes are no-ops, and do not block
+}
+
+func TestReadStderrRateLimitsAndCountsEveryLine(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, send := inbox()
+	done := make(chan struct{})
+	go func() {
+		readStderr(r, send)
+		close(done)
+	}()
+	bw := bufio.NewWriter(w)
+	for i := range 1000 {
+		fmt.Fprintf(bw, "noise %d\n", i)
+	}
+	_ = bw.Flush()
+	w.Close()
+	<-done
+	close(sent)
+	var published, dropped int
+	var last *stderrLine
+	for m := range sent {
+		l := m.(*stderrLine)
+		if !l.final {
+			published++
+		}
+		dropped += l.dropped
+		last = l
+	}
+	if published+dropped != 1000 || published > stderrBurst+stderrRate || !last.final {
+		t.Fatalf("published %d, dropped %d, last %+v; want 1000 in all, at most a burst published, the drops reported at the end", published, dropped, last)
+	}
+}

@@ -1,0 +1,130 @@
+package bus
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func open(t *testing.T, cfg Config) *Bus {
+	t.Helper()
+	b, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+func TestEmbeddedServerDeclaresTheStreams(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	b := open(t, Config{Listen: "127.0.0.1:0", StoreDir: store, Name: "bus-test"})
+	ctx := context.Background()
+	tasks, err := b.JS.Stream(ctx, TaskStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tasks.CachedInfo().Config; c.Retention != jetstream.WorkQueuePolicy || c.Subjects[0] != "agentmux.task.>" {
+		t.Fatalf("task stream %+v", c)
+	}
+	if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
+		t.Fatalf("store not in the configured dir: %v", err)
+	}
+	// A CLI client reaches the node through its client URL.
+	nc, err := Connect(b.ClientURL(), "", "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+}
+
+func TestAuditIsDeduplicatedByMessageID(t *testing.T) {
+	b := open(t, Config{Listen: "127.0.0.1:0"})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := b.JS.Publish(ctx, AuditSubject("w", "s1"), []byte(`{"kind":"answer"}`), jetstream.WithMsgID("s1.q1.answer")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := b.JS.Stream(ctx, AuditStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1 {
+		t.Fatalf("audit stream holds %d records; the same message id must be stored once", info.State.Msgs)
+	}
+}
+
+func TestTemporaryStoreIsRemovedOnClose(t *testing.T) {
+	b, err := Open(context.Background(), Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := b.tempDir
+	if dir == "" {
+		t.Fatal("no temporary store")
+	}
+	b.Close()
+	b.Close() // idempotent
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("temporary store %s still there: %v", dir, err)
+	}
+}
+
+func TestErrorsSayWhatToDo(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Listen: "localhost"}, "use host:port"},
+		{Config{Listen: "127.0.0.1:99999"}, "bad port"},
+		{Config{URL: "nats://" + closedAddr(t)}, "check [nats] url"},
+	} {
+		_, err := Open(context.Background(), c.cfg, slog.New(slog.DiscardHandler))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%+v) = %v; want an error saying %q", c.cfg, err, c.want)
+		}
+	}
+	if _, err := Connect("nats://"+closedAddr(t), "", "cli", nats.Timeout(time.Second)); err == nil || !strings.Contains(err.Error(), "is `runtime up` running") {
+		t.Errorf("Connect to nothing = %v", err)
+	}
+}
+
+// closedAddr is an address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestSubjects(t *testing.T) {
+	for got, want := range map[string]string{
+		EventSubject("w", "s1", "question"): "agentmux.evt.w.s1.question",
+		SessionEvents("w", "s1"):            "agentmux.evt.w.s1.>",
+		AskSubject("security"):              "agentmux.ask.security",
+		TaskSubject("w"):                    "agentmux.task.w",
+		AuditSubject("w", "s1"):             "agentmux.audit.w.s1",
+		CtlSubject("n1", "list"):            "agentmux.ctl.n1.list",
+		ToolSubject("sql"):                  "agentmux.tool.sql",
+	} {
+		if got != want {
+			t.Errorf("%s; want %s", got, want)
+		}
+	}
+}

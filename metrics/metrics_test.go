@@ -1,0 +1,112 @@
+package metrics
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestFamiliesLintClean(t *testing.T) {
+	s := New()
+	// Touch every vector so each family is exposed.
+	s.SessionsActive.WithLabelValues("w").Set(1)
+	s.Sessions.WithLabelValues("w", "ok").Inc()
+	s.SessionDuration.WithLabelValues("w").Observe(1)
+	s.Agents.WithLabelValues("w", "idle").Set(1)
+	s.AgentStarts.WithLabelValues("w").Inc()
+	s.AgentExits.WithLabelValues("w", "exit_ok").Inc()
+	s.Messages.WithLabelValues("w", "progress").Inc()
+	s.FrameErrors.WithLabelValues("w", "too_long").Inc()
+	s.StderrLines.WithLabelValues("w", "published").Inc()
+	s.Requests.WithLabelValues("w", "question", "answered").Inc()
+	s.RequestWait.WithLabelValues("question").Observe(0.002)
+	s.LateAnswers.WithLabelValues("w").Inc()
+	s.StdinWrites.WithLabelValues("w", "ok").Inc()
+	s.AskRequests.WithLabelValues("answered").Inc()
+	s.Decisions.WithLabelValues("s", "decided").Inc()
+	s.DecisionTime.WithLabelValues("s").Observe(0.001)
+	s.Tasks.WithLabelValues("w", "ok").Inc()
+	s.PublishErrors.WithLabelValues("event").Inc()
+	problems, err := testutil.GatherAndLint(s.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+	families, err := s.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range families {
+		names[f.GetName()] = true
+		if !strings.HasPrefix(f.GetName(), "agentmux_") && !strings.HasPrefix(f.GetName(), "go_") && !strings.HasPrefix(f.GetName(), "process_") {
+			t.Errorf("family %s is outside the agentmux namespace", f.GetName())
+		}
+	}
+	for _, want := range []string{"agentmux_build_info", "agentmux_request_wait_seconds", "go_goroutines", "process_cpu_seconds_total"} {
+		if !names[want] {
+			t.Errorf("family %s missing", want)
+		}
+	}
+}
+
+func TestServeHealthAndReadiness(t *testing.T) {
+	var ready atomic.Bool
+	srv, err := Serve("127.0.0.1:0", New(), func() error {
+		if !ready.Load() {
+			return errors.New("NATS connection is RECONNECTING")
+		}
+		return nil
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + srv.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Fatalf("/healthz = %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "not ready: NATS connection is RECONNECTING") {
+		t.Fatalf("/readyz while not ready = %d %q", code, body)
+	}
+	ready.Store(true)
+	if code, _ := get("/readyz"); code != 200 {
+		t.Fatalf("/readyz when ready = %d", code)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "agentmux_build_info") {
+		t.Fatalf("/metrics = %d", code)
+	}
+	srv.Close()
+	srv.Close() // idempotent
+	var none *Server
+	none.Close() // nil-safe
+}
+
+func TestServeOnABusyAddressSaysWhatToDo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = Serve(ln.Addr().String(), New(), func() error { return nil }, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "set [metrics] addr to a free address") {
+		t.Fatalf("Serve on a busy address = %v", err)
+	}
+}
