@@ -3,13 +3,13 @@ package node
 import (
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/queue"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -19,12 +19,8 @@ type auditor struct {
 	js      jetstream.JetStream
 	log     *slog.Logger
 	metrics *metrics.Set
-	wake    chan struct{}
+	q       *queue.Queue[auditItem]
 	done    chan struct{}
-
-	mu      sync.Mutex // protects queue and closing
-	queue   []auditItem
-	closing bool
 }
 
 type auditItem struct {
@@ -33,30 +29,16 @@ type auditItem struct {
 }
 
 func newAuditor(js jetstream.JetStream, m *metrics.Set, log *slog.Logger) *auditor {
-	a := &auditor{js: js, log: log, metrics: m, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	a := &auditor{js: js, log: log, metrics: m, q: queue.New[auditItem](), done: make(chan struct{})}
 	go a.run()
 	return a
 }
 
-func (a *auditor) record(id string, rec *bus.AuditRecord) {
-	a.mu.Lock()
-	if !a.closing {
-		a.queue = append(a.queue, auditItem{id, rec})
-	}
-	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
-}
+func (a *auditor) record(id string, rec *bus.AuditRecord) { a.q.Push(auditItem{id, rec}) }
 
 func (a *auditor) run() {
 	defer close(a.done)
-	for range a.wake {
-		a.mu.Lock()
-		batch, closing := a.queue, a.closing
-		a.queue = nil
-		a.mu.Unlock()
+	a.q.Drain(func(batch []auditItem) bool {
 		for _, it := range batch {
 			data, _ := json.Marshal(it.rec)
 			msg := &nats.Msg{Subject: bus.AuditSubject(it.rec.Host, it.rec.Session), Data: data,
@@ -68,29 +50,14 @@ func (a *auditor) run() {
 			}
 			a.metrics.AuditPublishes.Inc()
 		}
-		if closing {
-			a.mu.Lock()
-			empty := len(a.queue) == 0
-			a.mu.Unlock()
-			if empty {
-				return
-			}
-		}
-	}
+		return true
+	})
 }
 
 // close publishes what is queued and waits, up to timeout, for JetStream to ack it all.
 func (a *auditor) close(timeout time.Duration) {
-	a.mu.Lock()
-	already := a.closing
-	a.closing = true
-	a.mu.Unlock()
-	if already {
+	if !a.q.Close() {
 		return
-	}
-	select {
-	case a.wake <- struct{}{}:
-	default:
 	}
 	deadline := time.After(timeout)
 	select {

@@ -82,6 +82,7 @@ type Agent struct {
 	exited     bool
 	exitErr    error
 	stdoutDone bool
+	stderrDone bool
 	drainArmed bool
 	stopping   bool // the stop ladder is under way: the process takes no more sessions
 	killed     bool // we sent a signal to the group
@@ -117,6 +118,12 @@ func (a *Agent) Receive(c actor.Context) {
 		a.onFrameError(m)
 	case *stderrLine:
 		a.onStderr(m)
+	case *stderrClosed:
+		if m.dropped > 0 {
+			a.cfg.Metrics.StderrLines.WithLabelValues(a.host.Name, "dropped").Add(float64(m.dropped))
+		}
+		a.stderrDone = true
+		a.maybeGone()
 	case *stdoutClosed:
 		a.stdoutDone = true
 		if m.err != nil {
@@ -177,7 +184,7 @@ func (a *Agent) onStarted(m *processStarted) {
 	if m.err != nil {
 		a.cfg.Metrics.AgentExits.WithLabelValues(a.host.Name, "start_failed").Inc()
 		a.log.Error("agent did not start", "err", m.err)
-		a.exited, a.stdoutDone, a.exitErr = true, true, m.err
+		a.exited, a.stdoutDone, a.stderrDone, a.exitErr = true, true, true, m.err
 		a.failWaiting(m.err.Error())
 		a.finish(m.err.Error())
 		return
@@ -244,13 +251,13 @@ func (a *Agent) onExited(m *processExited) {
 	}
 }
 
-// maybeGone finishes once the process has exited and its stdout is read to the end; a
-// stdout held open by a grandchild is closed after the drain delay.
+// maybeGone finishes once the process has exited and its stdout and stderr are read to
+// the end; pipes held open by a grandchild are closed after the drain delay.
 func (a *Agent) maybeGone() {
 	if !a.exited || a.gone {
 		return
 	}
-	if !a.stdoutDone {
+	if !a.stdoutDone || !a.stderrDone {
 		if !a.drainArmed {
 			a.drainArmed = true
 			a.ladder = append(a.ladder, a.after(a.cfg.DrainDelay, timerDrain, 0, ""))
@@ -311,10 +318,21 @@ func (a *Agent) forceStop() {
 		}
 		a.proc.stdin.close()
 	}
-	if a.proc != nil && !a.stdoutDone {
-		a.proc.stdout.Close() // unblocks the reader
-	}
+	a.closePipes()
 	a.finish("actor stopped")
+}
+
+// closePipes closes the read ends still open, which ends their readers.
+func (a *Agent) closePipes() {
+	if a.proc == nil {
+		return
+	}
+	if !a.stdoutDone {
+		a.proc.stdout.Close()
+	}
+	if !a.stderrDone {
+		a.proc.stderr.Close()
+	}
 }
 
 func (a *Agent) onTimer(c actor.Context, m *timerFired) {
@@ -327,13 +345,13 @@ func (a *Agent) onTimer(c actor.Context, m *timerFired) {
 	case timerSession, timerIdle, timerInterrupt, timerRequest:
 		a.onSessionTimer(m)
 	case timerDrain:
-		if !a.stdoutDone && a.proc != nil {
-			a.log.Warn("agent exited but its stdout stays open (a child holds it); closing", "pid", a.proc.pid)
+		if (!a.stdoutDone || !a.stderrDone) && a.proc != nil {
+			a.log.Warn("agent exited but its output stays open (a child holds it); closing", "pid", a.proc.pid)
 			a.killed = true
 			if err := signalGroup(a.proc.pid, syscall.SIGKILL); err != nil {
 				a.log.Error("kill agent process group", "pid", a.proc.pid, "err", err)
 			}
-			a.proc.stdout.Close()
+			a.closePipes()
 		}
 	case timerTerm, timerKill:
 		if a.proc == nil {
@@ -370,9 +388,7 @@ func (a *Agent) onStderr(m *stderrLine) {
 	if m.dropped > 0 {
 		a.cfg.Metrics.StderrLines.WithLabelValues(h, "dropped").Add(float64(m.dropped))
 	}
-	if !m.final {
-		a.cfg.Metrics.StderrLines.WithLabelValues(h, "published").Inc()
-	}
+	a.cfg.Metrics.StderrLines.WithLabelValues(h, "published").Inc()
 	data, _ := json.Marshal(struct {
 		Line    string `json:"line,omitempty"`
 		Dropped int    `json:"dropped,omitempty"`

@@ -121,8 +121,10 @@ type (
 	}
 	stderrLine struct {
 		line    string
-		dropped int  // lines dropped by the rate limit since the last one sent
-		final   bool // no line: stderr closed, dropped is the last count
+		dropped int // lines dropped by the rate limit since the last one sent
+	}
+	stderrClosed struct {
+		dropped int // lines dropped since the last one sent
 	}
 	processExited struct {
 		err error

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/queue"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -34,6 +34,7 @@ type process struct {
 	pid    int
 	stdin  *stdinWriter
 	stdout *os.File // read end; closed by the reader, or early by the actor after exit
+	stderr *os.File // read end; likewise
 }
 
 // env builds the agent's explicit environment: the base variables and the host's
@@ -103,7 +104,7 @@ func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts
 	outW.Close()
 	errW.Close()
 
-	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR}
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
 	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
 	plain := protocol.PlainTextResult
 	if h.PlainText == "log" {
@@ -150,7 +151,7 @@ func readStdout(f *os.File, limit int, plain protocol.PlainText, send func(any))
 }
 
 // readStderr forwards stderr lines, rate-limited; lines over the limit are counted as
-// dropped and reported with the next line that passes, or at the end.
+// dropped and reported with the next line that passes, or at the end with stderrClosed.
 func readStderr(f *os.File, send func(any)) {
 	defer f.Close()
 	r := protocol.NewReader(f, stderrLineLimit)
@@ -164,9 +165,7 @@ func readStderr(f *os.File, send func(any)) {
 			dropped++
 			continue
 		case err != nil:
-			if dropped > 0 {
-				send(&stderrLine{dropped: dropped, final: true})
-			}
+			send(&stderrClosed{dropped: dropped})
 			return
 		}
 		if !lim.Allow() {
@@ -194,11 +193,7 @@ type stdinWriter struct {
 	timeout time.Duration
 	send    func(any)
 	counts  writeCounts
-	wake    chan struct{}
-
-	mu      sync.Mutex // protects queue and closing
-	queue   [][]byte
-	closing bool // close f once the queue is written
+	q       *queue.Queue[[]byte]
 }
 
 // writeCounts are the stdin write counters of one host.
@@ -207,48 +202,24 @@ type writeCounts struct {
 }
 
 func newStdinWriter(f *os.File, timeout time.Duration, counts writeCounts, send func(any)) *stdinWriter {
-	w := &stdinWriter{f: f, timeout: timeout, send: send, counts: counts, wake: make(chan struct{}, 1)}
+	w := &stdinWriter{f: f, timeout: timeout, send: send, counts: counts, q: queue.New[[]byte]()}
 	go w.run()
 	return w
 }
 
-// write queues line; it never blocks.
-func (w *stdinWriter) write(line []byte) {
-	w.mu.Lock()
-	if !w.closing {
-		w.queue = append(w.queue, line)
-	}
-	w.mu.Unlock()
-	w.poke()
-}
+// write queues line; it never blocks. Lines queued after close or a failure are dropped.
+func (w *stdinWriter) write(line []byte) { w.q.Push(line) }
 
 // close closes stdin after the lines already queued; idempotent.
-func (w *stdinWriter) close() {
-	w.mu.Lock()
-	w.closing = true
-	w.mu.Unlock()
-	w.poke()
-}
-
-func (w *stdinWriter) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
+func (w *stdinWriter) close() { w.q.Close() }
 
 func (w *stdinWriter) run() {
 	defer w.f.Close()
-	for range w.wake {
-		w.mu.Lock()
-		batch, closing := w.queue, w.closing
-		w.queue = nil
-		w.mu.Unlock()
+	w.q.Drain(func(batch [][]byte) bool {
 		for _, line := range batch {
 			if err := w.f.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
 				w.send(&writeFailed{err: err})
-				w.discard()
-				return
+				return false
 			}
 			if _, err := w.f.Write(line); err != nil {
 				timeout := errors.Is(err, os.ErrDeadlineExceeded)
@@ -258,27 +229,10 @@ func (w *stdinWriter) run() {
 					w.counts.failed.Inc()
 				}
 				w.send(&writeFailed{timeout: timeout, err: err})
-				w.discard()
-				return
+				return false
 			}
 			w.counts.ok.Inc()
 		}
-		if closing {
-			w.mu.Lock()
-			empty := len(w.queue) == 0
-			w.mu.Unlock()
-			if empty {
-				return
-			}
-			w.poke()
-		}
-	}
-}
-
-// discard makes later writes no-ops after a failure.
-func (w *stdinWriter) discard() {
-	w.mu.Lock()
-	w.closing = true
-	w.queue = nil
-	w.mu.Unlock()
+		return true
+	})
 }

@@ -1,0 +1,80 @@
+package queue
+
+import "sync"
+
+// Queue is an unbounded FIFO with one consumer. Its zero value is not usable; use New.
+type Queue[T any] struct {
+	wake chan struct{}
+
+	mu      sync.Mutex // protects items and closing
+	items   []T
+	closing bool
+}
+
+// New returns an empty, open queue.
+func New[T any]() *Queue[T] {
+	return &Queue[T]{wake: make(chan struct{}, 1)}
+}
+
+// Push queues v; it never blocks. After Close or Discard it drops v and returns false.
+func (q *Queue[T]) Push(v T) bool {
+	q.mu.Lock()
+	ok := !q.closing
+	if ok {
+		q.items = append(q.items, v)
+	}
+	q.mu.Unlock()
+	q.poke()
+	return ok
+}
+
+// Close stops intake; Drain returns once what was queued before is handled. It
+// reports whether this call closed the queue (false if it was closed already).
+func (q *Queue[T]) Close() bool {
+	q.mu.Lock()
+	first := !q.closing
+	q.closing = true
+	q.mu.Unlock()
+	q.poke()
+	return first
+}
+
+// Discard drops what is queued and closes the queue.
+func (q *Queue[T]) Discard() {
+	q.mu.Lock()
+	q.closing = true
+	q.items = nil
+	q.mu.Unlock()
+	q.poke()
+}
+
+// Drain hands batches to handle, in order, until the queue is closed and empty, or
+// handle returns false (then the rest is discarded). Call it from the one consumer.
+func (q *Queue[T]) Drain(handle func(batch []T) bool) {
+	for range q.wake {
+		q.mu.Lock()
+		batch, closing := q.items, q.closing
+		q.items = nil
+		q.mu.Unlock()
+		if len(batch) > 0 && !handle(batch) {
+			q.Discard()
+			return
+		}
+		if closing {
+			q.mu.Lock()
+			empty := len(q.items) == 0
+			q.mu.Unlock()
+			if empty {
+				return
+			}
+			q.poke()
+		}
+	}
+}
+
+func (q *Queue[T]) poke() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
