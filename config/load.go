@@ -80,9 +80,9 @@ var known = map[string][]string{
 	"nats":        {"url", "listen", "store_dir", "credentials"},
 	"metrics":     {"addr"},
 	"hosts":       {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format"},
-	"supervisors": {"strategy", "concurrency", "rules", "answers"},
-	"routes":      {"type", "host", "match", "supervisor"},
-	"tools":       {"command", "args", "env", "timeout", "description"},
+	"supervisors": {"strategy", "concurrency", "rules", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
+	"routes":      {"type", "host", "match", "supervisor", "post_process"},
+	"tools":       {"command", "args", "env", "inherit_env", "working_dir", "timeout", "description"},
 	"connections": {"provider", "api_key_env", "base_url", "default_model", "timeout", "organization", "project", "models", "retry", "rate_limit"},
 }
 
@@ -167,28 +167,27 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 			m.Hosts[name] = h
 		}
 	}
-	for name, s := range f.Supervisors {
-		s.Name = name
-		v.supervisor(s)
-		m.Supervisors[name] = s
-	}
-	for i, r := range f.Routes {
-		v.route(i, r, m)
-		m.Routes = append(m.Routes, r)
+	for name, c := range f.Connections {
+		c.Name = name
+		v.connection(c)
+		m.Connections[name] = c
 	}
 	for name, t := range f.Tools {
 		t.Name = name
-		if !namePattern.MatchString(name) {
-			v.add([]string{"tools", name}, "tool name %q may only hold letters, digits, '_' and '-'", name)
-		}
+		v.tool(t, path)
 		m.Tools[name] = t
 	}
-	for name, c := range f.Connections {
-		c.Name = name
-		if c.Provider == "" {
-			v.add([]string{"connections", name}, `a connection needs a provider, e.g. provider = "openai"`)
-		}
-		m.Connections[name] = c
+	for name, s := range f.Supervisors {
+		s.Name = name
+		m.Supervisors[name] = s
+	}
+	for _, s := range m.Supervisors {
+		v.supervisor(s, m)
+	}
+	v.fallbackCycles(m)
+	for i, r := range f.Routes {
+		v.route(i, r, m)
+		m.Routes = append(m.Routes, r)
 	}
 	return m
 }
@@ -249,14 +248,8 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	if h.Retries < 0 {
 		v.add(at("retries"), "%d is negative; use 0 for no retries", h.Retries)
 	}
-	for _, name := range h.InheritEnv {
-		if name == "" || strings.ContainsAny(name, "=\x00") {
-			v.add(at("inherit_env"), "%q is not an environment variable name", name)
-		}
-	}
-	if h.WorkingDir != "" && !filepath.IsAbs(h.WorkingDir) {
-		h.WorkingDir = filepath.Join(filepath.Dir(manifestPath), h.WorkingDir)
-	}
+	v.envNames(at("inherit_env"), h.InheritEnv)
+	h.WorkingDir = v.dir(h.WorkingDir, manifestPath)
 }
 
 func (v *validator) toJSON(path []string, value any) json.RawMessage {
@@ -294,79 +287,6 @@ func (v *validator) requestType(path []string, typ string, optional bool) bool {
 	}
 	v.add(path, "%q is not a request type; use question, approval or tool_call", typ)
 	return false
-}
-
-func (v *validator) supervisor(s *Supervisor) {
-	at := func(key ...string) []string { return append([]string{"supervisors", s.Name}, key...) }
-	if !namePattern.MatchString(s.Name) {
-		v.add(at(), "supervisor name %q may only hold letters, digits, '_' and '-' (it is part of NATS subjects)", s.Name)
-	}
-	switch {
-	case s.Concurrency == 0:
-		s.Concurrency = DefaultConcurrency
-	case s.Concurrency < 0:
-		v.add(at("concurrency"), "%d is negative; use the number of decisions to run at once", s.Concurrency)
-	}
-	switch s.Strategy {
-	case StrategyRule:
-		if len(s.Rules) == 0 {
-			v.add(at(), `a rule supervisor needs rules, e.g. rules = [{ match = "(?i)token", answer = "…" }]`)
-		}
-		for i, r := range s.Rules {
-			rp := at("rules", strconv.Itoa(i))
-			v.requestType(append(rp, "type"), r.Type, true)
-			re, err := regexp.Compile(r.Match)
-			if err != nil {
-				v.add(append(rp, "match"), "%q is not a regular expression: %v", r.Match, err)
-			}
-			r.Re = re
-			if r.Answer == nil {
-				v.add(rp, "a rule needs an answer")
-				continue
-			}
-			r.AnswerJSON = v.toJSON(append(rp, "answer"), r.Answer)
-		}
-	case StrategyStatic:
-		if len(s.Answers) == 0 {
-			v.add(at(), `a static supervisor needs answers, e.g. answers = { question = "…", approval = "no" }`)
-		}
-		s.AnswersJSON = map[string]json.RawMessage{}
-		for typ, answer := range s.Answers {
-			if !v.requestType(at("answers", typ), typ, false) {
-				continue
-			}
-			s.AnswersJSON[typ] = v.toJSON(at("answers", typ), answer)
-		}
-	case StrategyExternal:
-	case "llm", "command", "human":
-		v.add(at("strategy"), "strategy %q is not available in this build yet; use rule, static or external", s.Strategy)
-	case "":
-		v.add(at(), `a supervisor needs a strategy: "rule", "static" or "external"`)
-	default:
-		v.add(at("strategy"), "unknown strategy %q; use rule, static, external (llm, command and human are planned)", s.Strategy)
-	}
-}
-
-func (v *validator) route(i int, r *Route, m *Manifest) {
-	at := func(key ...string) []string { return append([]string{"routes", strconv.Itoa(i)}, key...) }
-	if r.Supervisor == "" {
-		v.add(at(), `a route needs a supervisor, e.g. supervisor = "default"`)
-	} else if _, ok := m.Supervisors[r.Supervisor]; !ok {
-		v.add(at("supervisor"), "no supervisor %q; define [supervisors.%s] or name one of %s", r.Supervisor, r.Supervisor, names(m.Supervisors))
-	}
-	v.requestType(at("type"), r.Type, true)
-	if r.Host != "" {
-		if _, ok := m.Hosts[r.Host]; !ok {
-			v.add(at("host"), "no host %q; name one of %s", r.Host, names(m.Hosts))
-		}
-	}
-	if r.Match != "" {
-		re, err := regexp.Compile(r.Match)
-		if err != nil {
-			v.add(at("match"), "%q is not a regular expression: %v", r.Match, err)
-		}
-		r.Re = re
-	}
 }
 
 func names[T any](m map[string]T) string {

@@ -21,8 +21,36 @@ const (
 const (
 	StrategyRule     = "rule"
 	StrategyStatic   = "static"
+	StrategyLLM      = "llm"
+	StrategyCommand  = "command"
+	StrategyHuman    = "human"
 	StrategyExternal = "external" // served by some other process on agentmux.ask.<name>
 )
+
+// Defaults for supervisors, tools and connections.
+const (
+	DefaultMaxTokens   = 1024
+	DefaultToolTimeout = 30 * time.Second
+)
+
+// Providers of [connections.X]: "anthropic" speaks the Messages API; every other one
+// speaks OpenAI's Chat Completions (OpenAI itself, vLLM, Ollama, gateways).
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// OpenAICompatible reports whether provider is served by the Chat Completions client.
+func OpenAICompatible(provider string) bool {
+	switch provider {
+	case ProviderOpenAI, "openai-compatible", "azure", "vllm", "ollama", "lmstudio", "litellm", "openrouter", "groq", "together", "deepseek", "mistral":
+		return true
+	}
+	return false
+}
+
+// RiskLevels are the levels an LLM supervisor rates requests at, lowest first.
+func RiskLevels() []string { return []string{"low", "medium", "high", "critical"} }
 
 // Manifest is a loaded, validated manifest.
 type Manifest struct {
@@ -86,10 +114,41 @@ type Supervisor struct {
 	Name        string         `toml:"-"`
 	Strategy    string         `toml:"strategy"`
 	Concurrency int            `toml:"concurrency"`
-	Rules       []*Rule        `toml:"rules"`
+	Rules       []*Rule        `toml:"rules"`   // rule
 	Answers     map[string]any `toml:"answers"` // static: question, approval, tool_call
 
+	// llm
+	Connection   string   `toml:"connection"`
+	Model        string   `toml:"model"` // a model id, or an alias from the connection's models
+	SystemPrompt string   `toml:"system_prompt"`
+	Temperature  *float64 `toml:"temperature"`
+	MaxTokens    int      `toml:"max_tokens"`
+	Memory       string   `toml:"memory"` // "" or "session"
+
+	// command: one run per request
+	Command    string            `toml:"command"`
+	Args       []string          `toml:"args"`
+	Env        map[string]string `toml:"env"`
+	InheritEnv []string          `toml:"inherit_env"`
+	WorkingDir string            `toml:"working_dir"`
+	Timeout    Duration          `toml:"timeout"` // caps a command run or an LLM call below the request's deadline
+
+	Fallback string    `toml:"fallback"` // supervisor asked when this one fails
+	Escalate *Escalate `toml:"escalate"` // hand some requests to a human supervisor
+
 	AnswersJSON map[string]json.RawMessage `toml:"-"`
+	Conn        *Connection                `toml:"-"` // llm: the resolved connection
+	ModelID     string                     `toml:"-"` // llm: the resolved model id
+}
+
+// Escalate hands a request to a human supervisor when its text matches When or the
+// deciding model rates its risk at one of RiskLevel.
+type Escalate struct {
+	To        string   `toml:"to"`
+	When      string   `toml:"when"`
+	RiskLevel []string `toml:"risk_level"`
+
+	Re *regexp.Regexp `toml:"-"`
 }
 
 // Rule is one rule of a rule supervisor: a regex over the request text and its answer.
@@ -108,16 +167,22 @@ type Route struct {
 	Host       string `toml:"host"`
 	Match      string `toml:"match"`
 	Supervisor string `toml:"supervisor"`
+	// PostProcess lets an llm supervisor rework a tool's result before the agent gets it.
+	PostProcess bool `toml:"post_process"`
 
 	Re *regexp.Regexp `toml:"-"`
 }
 
-// Tool is a tool agents may call. Without a command it is served on agentmux.tool.<name>.
+// Tool is a tool agents may call. With a command it runs once per call (the args as JSON
+// on stdin, the result as JSON on stdout); without one it is served by another process
+// on agentmux.tool.<name>.
 type Tool struct {
 	Name        string            `toml:"-"`
 	Command     string            `toml:"command"`
 	Args        []string          `toml:"args"`
 	Env         map[string]string `toml:"env"`
+	InheritEnv  []string          `toml:"inherit_env"`
+	WorkingDir  string            `toml:"working_dir"`
 	Timeout     Duration          `toml:"timeout"`
 	Description string            `toml:"description"`
 }

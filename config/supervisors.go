@@ -1,0 +1,242 @@
+package config
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func (v *validator) supervisor(s *Supervisor, m *Manifest) {
+	at := func(key ...string) []string { return append([]string{"supervisors", s.Name}, key...) }
+	if !namePattern.MatchString(s.Name) {
+		v.add(at(), "supervisor name %q may only hold letters, digits, '_' and '-' (it is part of NATS subjects)", s.Name)
+	}
+	switch {
+	case s.Concurrency == 0:
+		s.Concurrency = DefaultConcurrency
+	case s.Concurrency < 0:
+		v.add(at("concurrency"), "%d is negative; use the number of decisions to run at once", s.Concurrency)
+	}
+	if s.Timeout < 0 {
+		v.add(at("timeout"), "a negative timeout; leave it out to use the request's deadline")
+	}
+	switch s.Strategy {
+	case StrategyRule:
+		v.rules(s, at)
+	case StrategyStatic:
+		v.staticAnswers(s, at)
+	case StrategyLLM:
+		v.llm(s, m, at)
+	case StrategyCommand:
+		if s.Command == "" {
+			v.add(at(), `a command supervisor needs a command, e.g. command = "python3", args = ["decide.py"]`)
+		}
+		v.envNames(at("inherit_env"), s.InheritEnv)
+		s.WorkingDir = v.dir(s.WorkingDir, m.Path)
+	case StrategyHuman, StrategyExternal:
+	case "":
+		v.add(at(), `a supervisor needs a strategy: "rule", "static", "llm", "command", "human" or "external"`)
+	default:
+		v.add(at("strategy"), "unknown strategy %q; use rule, static, llm, command, human or external", s.Strategy)
+	}
+	if s.Fallback != "" {
+		switch f, ok := m.Supervisors[s.Fallback]; {
+		case !ok:
+			v.add(at("fallback"), "no supervisor %q; name one of %s", s.Fallback, names(m.Supervisors))
+		case f.Strategy == StrategyExternal:
+			v.add(at("fallback"), "supervisor %q is external; a fallback runs in this process: use a rule, static, llm, command or human one", s.Fallback)
+		}
+	}
+	if s.Escalate != nil {
+		v.escalate(s, m, at)
+	}
+}
+
+func (v *validator) rules(s *Supervisor, at func(...string) []string) {
+	if len(s.Rules) == 0 {
+		v.add(at(), `a rule supervisor needs rules, e.g. rules = [{ match = "(?i)token", answer = "…" }]`)
+	}
+	for i, r := range s.Rules {
+		rp := at("rules", strconv.Itoa(i))
+		v.requestType(append(rp, "type"), r.Type, true)
+		r.Re = v.regexp(append(rp, "match"), r.Match)
+		if r.Answer == nil {
+			v.add(rp, "a rule needs an answer")
+			continue
+		}
+		r.AnswerJSON = v.toJSON(append(rp, "answer"), r.Answer)
+	}
+}
+
+func (v *validator) staticAnswers(s *Supervisor, at func(...string) []string) {
+	if len(s.Answers) == 0 {
+		v.add(at(), `a static supervisor needs answers, e.g. answers = { question = "…", approval = "no" }`)
+	}
+	s.AnswersJSON = map[string]json.RawMessage{}
+	for typ, answer := range s.Answers {
+		if v.requestType(at("answers", typ), typ, false) {
+			s.AnswersJSON[typ] = v.toJSON(at("answers", typ), answer)
+		}
+	}
+}
+
+func (v *validator) llm(s *Supervisor, m *Manifest, at func(...string) []string) {
+	c, ok := m.Connections[s.Connection]
+	switch {
+	case s.Connection == "":
+		v.add(at(), `an llm supervisor needs a connection, e.g. connection = "openai" with a [connections.openai] table`)
+	case !ok:
+		v.add(at("connection"), "no connection %q; define [connections.%s] or name one of %s", s.Connection, s.Connection, names(m.Connections))
+	default:
+		s.Conn = c
+		s.ModelID = s.Model
+		if alias, ok := c.Models[s.Model]; ok {
+			s.ModelID = alias
+		}
+		if s.ModelID == "" {
+			s.ModelID = c.DefaultModel
+		}
+		if s.ModelID == "" {
+			v.add(at(), "no model: set model here or default_model on [connections.%s]", c.Name)
+		}
+	}
+	if t := s.Temperature; t != nil && (*t < 0 || *t > 2) {
+		v.add(at("temperature"), "%v is out of range; use 0 to 2", *t)
+	}
+	switch {
+	case s.MaxTokens == 0:
+		s.MaxTokens = DefaultMaxTokens
+	case s.MaxTokens < 0:
+		v.add(at("max_tokens"), "%d is negative", s.MaxTokens)
+	}
+	v.enum(at("memory"), &s.Memory, "", "a memory mode", "", "session")
+}
+
+func (v *validator) escalate(s *Supervisor, m *Manifest, at func(...string) []string) {
+	e := s.Escalate
+	if s.Strategy != StrategyLLM && s.Strategy != StrategyRule {
+		v.add(at("escalate"), "escalate works on llm and rule supervisors, not %s", s.Strategy)
+	}
+	switch to, ok := m.Supervisors[e.To]; {
+	case e.To == "":
+		v.add(at("escalate"), `escalate needs to = "<human supervisor>"`)
+	case !ok:
+		v.add(at("escalate", "to"), "no supervisor %q; name one of %s", e.To, names(m.Supervisors))
+	case to.Strategy != StrategyHuman:
+		v.add(at("escalate", "to"), "supervisor %q is %s; escalate to a human supervisor", e.To, to.Strategy)
+	}
+	if e.When == "" && len(e.RiskLevel) == 0 {
+		v.add(at("escalate"), `escalate needs when = "<regex>" or risk_level = ["high", "critical"]`)
+	}
+	if e.When != "" {
+		e.Re = v.regexp(at("escalate", "when"), e.When)
+	}
+	for _, r := range e.RiskLevel {
+		if !slices.Contains(RiskLevels(), r) {
+			v.add(at("escalate", "risk_level"), "%q is not a risk level; use %s", r, strings.Join(RiskLevels(), ", "))
+		}
+	}
+	if len(e.RiskLevel) > 0 && s.Strategy != StrategyLLM {
+		v.add(at("escalate", "risk_level"), "only an llm supervisor rates risk; use when = \"<regex>\" on a %s supervisor", s.Strategy)
+	}
+}
+
+// fallbackCycles reports supervisors whose fallbacks lead back to themselves.
+func (v *validator) fallbackCycles(m *Manifest) {
+	for _, s := range m.Supervisors {
+		seen := map[string]bool{s.Name: true}
+		for next := s.Fallback; next != ""; {
+			if seen[next] {
+				v.add([]string{"supervisors", s.Name, "fallback"}, "fallbacks form a cycle through %q; end the chain at a supervisor without a fallback", next)
+				break
+			}
+			seen[next] = true
+			f, ok := m.Supervisors[next]
+			if !ok {
+				break
+			}
+			next = f.Fallback
+		}
+	}
+}
+
+func (v *validator) route(i int, r *Route, m *Manifest) {
+	at := func(key ...string) []string { return append([]string{"routes", strconv.Itoa(i)}, key...) }
+	if r.Supervisor == "" {
+		v.add(at(), `a route needs a supervisor, e.g. supervisor = "default"`)
+	} else if _, ok := m.Supervisors[r.Supervisor]; !ok {
+		v.add(at("supervisor"), "no supervisor %q; define [supervisors.%s] or name one of %s", r.Supervisor, r.Supervisor, names(m.Supervisors))
+	}
+	v.requestType(at("type"), r.Type, true)
+	if r.Host != "" {
+		if _, ok := m.Hosts[r.Host]; !ok {
+			v.add(at("host"), "no host %q; name one of %s", r.Host, names(m.Hosts))
+		}
+	}
+	if r.Match != "" {
+		r.Re = v.regexp(at("match"), r.Match)
+	}
+	if r.PostProcess {
+		if s, ok := m.Supervisors[r.Supervisor]; ok && s.Strategy != StrategyLLM {
+			v.add(at("post_process"), "post_process needs an llm supervisor; %q is %s", r.Supervisor, s.Strategy)
+		}
+	}
+}
+
+func (v *validator) tool(t *Tool, manifestPath string) {
+	at := func(key ...string) []string { return append([]string{"tools", t.Name}, key...) }
+	if !namePattern.MatchString(t.Name) {
+		v.add(at(), "tool name %q may only hold letters, digits, '_' and '-' (it is part of NATS subjects)", t.Name)
+	}
+	switch {
+	case t.Timeout == 0:
+		t.Timeout = Duration(DefaultToolTimeout)
+	case t.Timeout < 0:
+		v.add(at("timeout"), "a negative timeout")
+	}
+	v.envNames(at("inherit_env"), t.InheritEnv)
+	t.WorkingDir = v.dir(t.WorkingDir, manifestPath)
+}
+
+func (v *validator) connection(c *Connection) {
+	at := func(key ...string) []string { return append([]string{"connections", c.Name}, key...) }
+	switch {
+	case c.Provider == "":
+		v.add(at(), `a connection needs a provider, e.g. provider = "openai" or "anthropic"`)
+	case c.Provider != ProviderAnthropic && !OpenAICompatible(c.Provider):
+		v.add(at("provider"), `unknown provider %q; use "anthropic", or "openai" (also for any Chat Completions server: vllm, ollama, a gateway with base_url)`, c.Provider)
+	}
+	if c.Timeout < 0 {
+		v.add(at("timeout"), "a negative timeout")
+	}
+	if strings.ContainsAny(c.APIKeyEnv, "=\x00 ") {
+		v.add(at("api_key_env"), "%q is not an environment variable name", c.APIKeyEnv)
+	}
+}
+
+func (v *validator) regexp(path []string, expr string) *regexp.Regexp {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		v.add(path, "%q is not a regular expression: %v", expr, err)
+	}
+	return re
+}
+
+func (v *validator) envNames(path []string, names []string) {
+	for _, name := range names {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			v.add(path, "%q is not an environment variable name", name)
+		}
+	}
+}
+
+// dir resolves a working directory against the manifest's folder.
+func (v *validator) dir(dir, manifestPath string) string {
+	if dir == "" || filepath.IsAbs(dir) {
+		return dir
+	}
+	return filepath.Join(filepath.Dir(manifestPath), dir)
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+const strategies = `
+[connections.openai]
+provider = "openai"
+api_key_env = "OPENAI_API_KEY"
+default_model = "gpt-4.1-mini"
+models = { smart = "gpt-4.1" }
+[connections.local]
+provider = "ollama"
+base_url = "http://127.0.0.1:11434/v1"
+[supervisors.architect]
+strategy = "llm"
+connection = "openai"
+model = "smart"
+system_prompt = "You review code changes."
+temperature = 0.2
+memory = "session"
+fallback = "rules"
+escalate = { to = "oncall", when = "(?i)prod", risk_level = ["high", "critical"] }
+[supervisors.rules]
+strategy = "rule"
+rules = [{ match = ".", answer = "ok" }]
+[supervisors.script]
+strategy = "command"
+command = "python3"
+args = ["decide.py"]
+working_dir = "bin"
+timeout = "2s"
+[supervisors.oncall]
+strategy = "human"
+[tools.lookup_user]
+command = "python3"
+args = ["lookup.py"]
+[tools.remote]
+description = "served by another process"
+[[routes]]
+type = "tool_call"
+supervisor = "architect"
+post_process = true
+`
+
+func TestStrategiesToolsAndConnections(t *testing.T) {
+	m, err := Parse("/etc/agentmux/m.toml", []byte(strategies))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := m.Supervisors["architect"]
+	if a.ModelID != "gpt-4.1" || a.Conn.Name != "openai" || a.MaxTokens != DefaultMaxTokens || *a.Temperature != 0.2 {
+		t.Fatalf("llm supervisor resolved to %+v", a)
+	}
+	if a.Escalate.Re == nil || !a.Escalate.Re.MatchString("deploy to PROD") {
+		t.Fatalf("escalate.when not compiled: %+v", a.Escalate)
+	}
+	if got := m.Supervisors["script"]; got.WorkingDir != "/etc/agentmux/bin" || got.Timeout.D().Seconds() != 2 {
+		t.Fatalf("command supervisor %+v", got)
+	}
+	if m.Tools["lookup_user"].Timeout.D() != DefaultToolTimeout || !m.Routes[0].PostProcess {
+		t.Fatalf("tool defaults or post_process lost")
+	}
+}
+
+func TestStrategyProblems(t *testing.T) {
+	for _, c := range []struct{ manifest, want string }{
+		{"[supervisors.a]\nstrategy = \"llm\"\n", "an llm supervisor needs a connection"},
+		{"[supervisors.a]\nstrategy = \"llm\"\nconnection = \"nope\"\n", `no connection "nope"`},
+		{"[connections.c]\nprovider = \"openai\"\n[supervisors.a]\nstrategy = \"llm\"\nconnection = \"c\"\n", "no model: set model here or default_model"},
+		{"[connections.c]\nprovider = \"palm\"\n", `unknown provider "palm"`},
+		{"[connections.c]\nprovider = \"openai\"\ndefault_model = \"m\"\n[supervisors.a]\nstrategy = \"llm\"\nconnection = \"c\"\ntemperature = 3.0\n", "3 is out of range"},
+		{"[connections.c]\nprovider = \"openai\"\ndefault_model = \"m\"\n[supervisors.a]\nstrategy = \"llm\"\nconnection = \"c\"\nmemory = \"forever\"\n", `"forever" is not a memory mode`},
+		{"[supervisors.a]\nstrategy = \"command\"\n", "a command supervisor needs a command"},
+		{"[supervisors.a]\nstrategy = \"rule\"\nrules = [{ match = \"x\", answer = 1 }]\nfallback = \"b\"\n[supervisors.b]\nstrategy = \"rule\"\nrules = [{ match = \"x\", answer = 1 }]\nfallback = \"a\"\n", "fallbacks form a cycle"},
+		{"[supervisors.a]\nstrategy = \"rule\"\nrules = [{ match = \"x\", answer = 1 }]\nfallback = \"ext\"\n[supervisors.ext]\nstrategy = \"external\"\n", "is external; a fallback runs in this process"},
+		{"[supervisors.a]\nstrategy = \"rule\"\nrules = [{ match = \"x\", answer = 1 }]\nescalate = { to = \"b\", when = \"x\" }\n[supervisors.b]\nstrategy = \"static\"\nanswers = { question = 1 }\n", "escalate to a human supervisor"},
+		{"[supervisors.a]\nstrategy = \"rule\"\nrules = [{ match = \"x\", answer = 1 }]\nescalate = { to = \"h\", risk_level = [\"high\"] }\n[supervisors.h]\nstrategy = \"human\"\n", "only an llm supervisor rates risk"},
+		{"[supervisors.h]\nstrategy = \"human\"\nescalate = { to = \"h\", when = \"x\" }\n", "escalate works on llm and rule supervisors"},
+		{"[supervisors.a]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"a\"\npost_process = true\n", "post_process needs an llm supervisor"},
+		{"[supervisors.a]\nstrategy = \"oracle\"\n", `unknown strategy "oracle"`},
+	} {
+		_, err := Parse("m.toml", []byte(c.manifest))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("manifest:\n%s\ngot %v; want %q", c.manifest, err, c.want)
+		}
+	}
+}
