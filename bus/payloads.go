@@ -20,6 +20,8 @@ type Ask struct {
 	Deadline int64           `json:"deadline"` // unix milliseconds
 	Default  json.RawMessage `json:"default"`  // what the runtime writes if no answer fits in time
 	Request  json.RawMessage `json:"request"`  // the canonical request as the agent sent it, id included
+	// PostProcess: the route asks an llm supervisor to rework the tool's result.
+	PostProcess bool `json:"post_process,omitempty"`
 }
 
 // Reply is a supervisor's answer. Exactly one of Value, UseDefault and Cancelled says

@@ -11,6 +11,7 @@ const (
 	auditPrefix = "agentmux.audit."
 	ctlPrefix   = "agentmux.ctl."
 	toolPrefix  = "agentmux.tool."
+	humanPrefix = "agentmux.human."
 )
 
 // Headers set on events, asks and audit records.
@@ -53,3 +54,9 @@ func CtlSubject(node, verb string) string { return ctlPrefix + node + "." + verb
 
 // ToolSubject is where a tool served by another process answers calls.
 func ToolSubject(tool string) string { return toolPrefix + tool }
+
+// HumanSubject announces a request waiting for a person.
+func HumanSubject(supervisor, id string) string { return humanPrefix + supervisor + "." + id }
+
+// HumanSubjects matches every announcement.
+const HumanSubjects = humanPrefix + ">"

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/protocol"
 )
 
 // ErrUnknownStrategy is returned by New for a strategy this package does not provide.
@@ -23,17 +26,36 @@ type Request struct {
 	Request  json.RawMessage // the canonical request as the agent sent it
 	Default  json.RawMessage // what is written when no answer fits
 	Deadline time.Time
+	// ReplyTo is the subject the answer goes to; a human decision is delivered there
+	// later, by whichever node sees it first.
+	ReplyTo string
+	// PostProcess asks an llm supervisor to rework a tool's result (a route's
+	// post_process).
+	PostProcess bool
+}
+
+// Message decodes the request as the agent sent it; a request without a body gets one
+// built from its type and text.
+func (r *Request) Message() *protocol.Message {
+	if len(r.Request) > 0 {
+		if m, err := protocol.Decode(r.Request, protocol.PlainTextResult); err == nil {
+			return m
+		}
+	}
+	return &protocol.Message{Type: protocol.Type(r.Type), Question: r.Text, Description: r.Text, Tool: r.Text}
 }
 
 // Decision is a supervisor's answer. With UseDefault the runtime writes the request's
 // default as an answer; with Cancelled it declines and the default is written as if no
-// answer came.
+// answer came; with Deferred the answer is delivered later to Request.ReplyTo.
 type Decision struct {
 	Value      json.RawMessage
 	UseDefault bool
 	Cancelled  bool
-	Decider    string // who decided: "rule:security", "static:default"
+	Deferred   bool
+	Decider    string // who decided: "rule:security", "llm:architect/gpt-4.1", "human:alice"
 	Reason     string
+	RiskLevel  string // an llm's rating of the request: low, medium, high, critical
 }
 
 // Decider decides requests.
@@ -41,13 +63,93 @@ type Decider interface {
 	Decide(ctx context.Context, r *Request) (Decision, error)
 }
 
-// New returns the Decider for a configured supervisor.
-func New(s *config.Supervisor) (Decider, error) {
+// Deps are what strategies need from outside this package.
+type Deps struct {
+	Manifest *config.Manifest // to build fallbacks, escalation targets and tools
+	Pending  Pending          // stores human decisions; nil: no human strategy
+	// ServedTool calls a tool served by another process (agentmux.tool.<name>).
+	ServedTool func(ctx context.Context, tool string, call json.RawMessage) (json.RawMessage, error)
+	Getenv     func(string) string // default os.Getenv
+	HTTPClient *http.Client        // for LLM providers; default http.DefaultClient
+	Observe    LLMObserver         // optional
+}
+
+// New returns the Decider for a configured supervisor: its strategy, with escalation,
+// tools and fallback around it as the manifest says.
+func New(s *config.Supervisor, deps Deps) (Decider, error) {
+	if deps.Getenv == nil {
+		deps.Getenv = os.Getenv
+	}
+	return build(s, deps, map[string]bool{})
+}
+
+func build(s *config.Supervisor, deps Deps, seen map[string]bool) (Decider, error) {
+	if seen[s.Name] {
+		return nil, fmt.Errorf("decide: fallbacks of %q form a cycle", s.Name)
+	}
+	seen[s.Name] = true
+	var d Decider
+	var err error
 	switch s.Strategy {
 	case config.StrategyRule:
-		return &Rule{name: s.Name, rules: s.Rules}, nil
+		d = &Rule{name: s.Name, rules: s.Rules}
 	case config.StrategyStatic:
-		return &Static{name: s.Name, answers: s.AnswersJSON}, nil
+		d = &Static{name: s.Name, answers: s.AnswersJSON}
+	case config.StrategyCommand:
+		d = NewCommand(s)
+	case config.StrategyLLM:
+		d, err = NewLLM(s, deps)
+	case config.StrategyHuman:
+		d, err = NewHuman(s.Name, deps.Pending)
+	default:
+		return nil, fmt.Errorf("%w %q for supervisor %q", ErrUnknownStrategy, s.Strategy, s.Name)
 	}
-	return nil, fmt.Errorf("%w %q for supervisor %q", ErrUnknownStrategy, s.Strategy, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	post, _ := d.(postProcessor)
+	if e := s.Escalate; e != nil && deps.Manifest != nil {
+		h, err := NewHuman(e.To, deps.Pending)
+		if err != nil {
+			return nil, fmt.Errorf("decide: supervisor %q escalates to %q: %w", s.Name, e.To, err)
+		}
+		d = &escalating{inner: d, to: h, when: e.Re, levels: e.RiskLevel}
+	}
+	if deps.Manifest != nil && len(deps.Manifest.Tools) > 0 {
+		d = &withTools{inner: d, tools: deps.Manifest.Tools, served: deps.ServedTool, post: post}
+	}
+	if s.Fallback != "" && deps.Manifest != nil {
+		fs, ok := deps.Manifest.Supervisors[s.Fallback]
+		if !ok {
+			return nil, fmt.Errorf("decide: supervisor %q falls back to %q, which is not defined", s.Name, s.Fallback)
+		}
+		f, err := build(fs, deps, seen)
+		if err != nil {
+			return nil, err
+		}
+		d = &withFallback{inner: d, fallback: f}
+	}
+	return d, nil
+}
+
+// withFallback asks fallback when inner fails or declines.
+type withFallback struct {
+	inner, fallback Decider
+}
+
+func (w *withFallback) Decide(ctx context.Context, r *Request) (Decision, error) {
+	dec, err := w.inner.Decide(ctx, r)
+	if err == nil && !dec.Cancelled {
+		return dec, nil
+	}
+	why := dec.Reason
+	if err != nil {
+		why = err.Error()
+	}
+	fb, ferr := w.fallback.Decide(ctx, r)
+	if ferr != nil {
+		return Decision{}, fmt.Errorf("%s; fallback failed too: %w", why, ferr)
+	}
+	fb.Reason = fmt.Sprintf("fallback after: %s; %s", why, fb.Reason)
+	return fb, nil
 }

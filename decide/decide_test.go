@@ -26,7 +26,7 @@ func decide(t *testing.T, d Decider, typ, text string) Decision {
 }
 
 func TestRuleFirstMatchPerType(t *testing.T) {
-	d, err := New(load(t).Supervisors["security"])
+	d, err := New(load(t).Supervisors["security"], Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRuleFirstMatchPerType(t *testing.T) {
 }
 
 func TestStaticAnswersByType(t *testing.T) {
-	d, err := New(load(t).Supervisors["default"])
+	d, err := New(load(t).Supervisors["default"], Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestStaticAnswersByType(t *testing.T) {
 }
 
 func TestUnknownStrategy(t *testing.T) {
-	if _, err := New(&config.Supervisor{Name: "x", Strategy: "external"}); err == nil {
+	if _, err := New(&config.Supervisor{Name: "x", Strategy: "external"}, Deps{}); err == nil {
 		t.Fatal("an external supervisor has no local decider")
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/agentmux/agentmux/decide"
 )
 
 const namespace = "agentmux"
@@ -39,6 +41,10 @@ type Set struct {
 	NATSReconnects  prometheus.Counter
 	NATSDisconnects prometheus.Counter
 	NATSAsyncErrors prometheus.Counter
+	LLMRequests     *prometheus.CounterVec // supervisor, outcome (ok, error, timeout, unparseable)
+	LLMSeconds      *prometheus.HistogramVec
+	LLMTokens       *prometheus.CounterVec // supervisor, direction (input, output)
+	HumanPending    *prometheus.CounterVec // supervisor
 }
 
 // New builds a Set in a fresh registry, with the Go, process and build-info collectors.
@@ -93,6 +99,10 @@ func New() *Set {
 		NATSReconnects:  plain("nats_reconnects_total", "Reconnections to NATS."),
 		NATSDisconnects: plain("nats_disconnects_total", "Disconnections from NATS."),
 		NATSAsyncErrors: plain("nats_async_errors_total", "Asynchronous NATS errors such as slow consumers."),
+		LLMRequests:     counter("llm_requests_total", "Model calls by llm supervisors, by outcome (ok, error, timeout, unparseable).", "supervisor", "outcome"),
+		LLMSeconds:      histogram("llm_request_seconds", "Time model calls took.", waitBuckets, "supervisor"),
+		LLMTokens:       counter("llm_tokens_total", "Tokens of model calls, by direction (input, output).", "supervisor", "direction"),
+		HumanPending:    counter("human_requests_total", "Requests handed to a person (human supervisors and escalations).", "supervisor"),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	version := "(devel)"
@@ -103,4 +113,12 @@ func New() *Set {
 	build.WithLabelValues(version).Set(1)
 	r.MustRegister(build)
 	return s
+}
+
+// ObserveLLM records one model call.
+func (s *Set) ObserveLLM(c decide.LLMCall) {
+	s.LLMRequests.WithLabelValues(c.Supervisor, c.Outcome).Inc()
+	s.LLMSeconds.WithLabelValues(c.Supervisor).Observe(c.Took.Seconds())
+	s.LLMTokens.WithLabelValues(c.Supervisor, "input").Add(float64(c.InputTokens))
+	s.LLMTokens.WithLabelValues(c.Supervisor, "output").Add(float64(c.OutputTokens))
 }

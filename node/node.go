@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -111,16 +112,22 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}))
 
 	if !opts.NoSupervisors {
+		pending, err := bus.OpenPending(ctx, b.JS, b.Conn)
+		if err != nil {
+			n.abort()
+			return nil, err
+		}
+		deps := decide.Deps{Manifest: m, Pending: pending, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM}
 		for _, s := range m.Supervisors {
 			if s.Strategy == config.StrategyExternal {
 				continue
 			}
-			d, err := decide.New(s)
+			d, err := decide.New(s, deps)
 			if err != nil {
 				n.abort()
 				return nil, err
 			}
-			pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Metrics: n.Metrics, Log: log}))
+			pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Pending: pending, Metrics: n.Metrics, Log: log}))
 			n.sups = append(n.sups, pid)
 		}
 		// The queue subscriptions must reach the server before any agent asks.
@@ -258,4 +265,19 @@ func (h levelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h levelHandler) WithGroup(name string) slog.Handler {
 	return levelHandler{Handler: h.Handler.WithGroup(name), min: h.min}
+}
+
+// servedTool calls a tool served by another process on agentmux.tool.<name>: the
+// request is the decide.ToolCall, the reply the tool's result as JSON.
+func servedTool(nc *nats.Conn) func(ctx context.Context, tool string, call json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, tool string, call json.RawMessage) (json.RawMessage, error) {
+		m, err := nc.RequestWithContext(ctx, bus.ToolSubject(tool), call)
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, fmt.Errorf("tool %q: nothing serves %s; start its server or give the tool a command", tool, bus.ToolSubject(tool))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", tool, err)
+		}
+		return m.Data, nil
+	}
 }

@@ -33,8 +33,8 @@ type Config struct {
 	Conn    *nats.Conn
 	Metrics *metrics.Set
 	Log     *slog.Logger
-	// Route names the supervisor for a request, or false when no route matches.
-	Route func(host string, m *protocol.Message) (supervisor string, ok bool)
+	// Route finds the route of a request, or nil when none matches.
+	Route func(host string, m *protocol.Message) *config.Route
 	// Audit records an audit entry under a deduplication id; it must not block.
 	Audit func(id string, rec *bus.AuditRecord)
 	// WriteTimeout bounds each write to the agent's stdin.

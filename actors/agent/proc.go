@@ -13,13 +13,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/procenv"
 	"github.com/agentmux/agentmux/internal/queue"
 	"github.com/agentmux/agentmux/protocol"
 )
-
-// baseEnv are the variables every agent inherits: none of them carries a secret.
-// Anything else must be listed in the host's inherit_env or set in env.
-var baseEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TZ", "TMPDIR"}
 
 const (
 	stderrLineLimit = 16 << 10
@@ -37,24 +34,8 @@ type process struct {
 	stderr *os.File // read end; likewise
 }
 
-// env builds the agent's explicit environment: the base variables and the host's
-// inherit_env from the runtime's own environment, then the host's env.
-func env(h *config.Host) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, names := range [][]string{baseEnv, h.InheritEnv} {
-		for _, name := range names {
-			if v, ok := os.LookupEnv(name); ok && !seen[name] {
-				seen[name] = true
-				out = append(out, name+"="+v)
-			}
-		}
-	}
-	for k, v := range h.Env {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
+// env builds the agent's explicit environment (see procenv).
+func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 
 // startProcess starts h's command with its own process group and a parent-death signal,
 // and the goroutines that serve its pipes. send delivers their reports to the actor.

@@ -170,8 +170,8 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	a.cfg.Audit(s.id+"."+id+".request", &bus.AuditRecord{Kind: "request", Time: now.UnixMilli(), Node: a.cfg.Node,
 		Host: a.host.Name, Session: s.id, Request: id, Type: string(msg.Type), Text: msg.RequestText()})
 
-	supervisor, ok := a.cfg.Route(a.host.Name, msg)
-	if !ok {
+	route := a.cfg.Route(a.host.Name, msg)
+	if route == nil {
 		s.pending[id] = p
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", "no route matched")
 		return
@@ -189,8 +189,8 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	ctx, cancel := context.WithDeadline(context.Background(), p.deadline.Add(lateGrace))
 	p.cancel = cancel
 	data, _ := json.Marshal(&bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
-		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw})
-	req := &nats.Msg{Subject: bus.AskSubject(supervisor), Data: data, Header: nats.Header{
+		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess})
+	req := &nats.Msg{Subject: bus.AskSubject(route.Supervisor), Data: data, Header: nats.Header{
 		bus.HeaderSession:  []string{s.id},
 		bus.HeaderRequest:  []string{id},
 		bus.HeaderHost:     []string{a.host.Name},

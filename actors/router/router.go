@@ -75,7 +75,7 @@ func Props(cfg Config) *actor.Props {
 type Router struct {
 	cfg      Config
 	pools    map[string]*pool
-	route    func(string, *protocol.Message) (string, bool)
+	route    func(string, *protocol.Message) *config.Route
 	c        actor.Context
 	cancel   context.CancelFunc // stops pullers and the progress ticker
 	stopping bool

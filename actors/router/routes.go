@@ -6,9 +6,9 @@ import (
 )
 
 // Route returns the route function of a manifest: the first [[routes]] entry whose type,
-// host and pattern all fit names the supervisor.
-func Route(routes []*config.Route) func(host string, m *protocol.Message) (string, bool) {
-	return func(host string, m *protocol.Message) (string, bool) {
+// host and pattern all fit, or nil.
+func Route(routes []*config.Route) func(host string, m *protocol.Message) *config.Route {
+	return func(host string, m *protocol.Message) *config.Route {
 		for _, r := range routes {
 			if r.Type != "" && r.Type != string(m.Type) {
 				continue
@@ -19,8 +19,8 @@ func Route(routes []*config.Route) func(host string, m *protocol.Message) (strin
 			if r.Re != nil && !r.Re.MatchString(m.RequestText()) {
 				continue
 			}
-			return r.Supervisor, true
+			return r
 		}
-		return "", false
+		return nil
 	}
 }

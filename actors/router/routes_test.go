@@ -53,11 +53,11 @@ supervisor = "other"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, ok := route(tc.host, msg); !ok || got != tc.want {
-			t.Errorf("route(%s, %s) = %q, %v; want %q", tc.host, tc.line, got, ok, tc.want)
+		if got := route(tc.host, msg); got == nil || got.Supervisor != tc.want {
+			t.Errorf("route(%s, %s) = %+v; want %q", tc.host, tc.line, got, tc.want)
 		}
 	}
-	if _, ok := Route(nil)("a", &protocol.Message{Type: protocol.TypeQuestion}); ok {
+	if r := Route(nil)("a", &protocol.Message{Type: protocol.TypeQuestion}); r != nil {
 		t.Fatal("no routes must match nothing")
 	}
 }

@@ -20,8 +20,11 @@ type Config struct {
 	Supervisor *config.Supervisor
 	Decider    decide.Decider
 	Conn       *nats.Conn
-	Metrics    *metrics.Set
-	Log        *slog.Logger
+	// Pending holds requests waiting for a person; a human supervisor delivers the
+	// answers given to them. Nil: no human decisions here.
+	Pending *bus.PendingStore
+	Metrics *metrics.Set
+	Log     *slog.Logger
 }
 
 // Props returns the props of a Supervisor.
@@ -39,6 +42,7 @@ type Supervisor struct {
 	sub      *nats.Subscription
 	inflight int
 	queue    []*nats.Msg
+	stop     context.CancelFunc // ends the delivery of human answers
 }
 
 type (
@@ -62,6 +66,13 @@ func (s *Supervisor) Receive(c actor.Context) {
 			s.log.Warn("pending limits", "err", err)
 		}
 		s.sub = sub
+		if s.cfg.Supervisor.Strategy == config.StrategyHuman && s.cfg.Pending != nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			s.stop = cancel
+			if err := s.cfg.Pending.Deliver(ctx, s.name, func(err error) { s.log.Warn("human answer not delivered", "err", err) }); err != nil {
+				s.log.Error("human answers will not be delivered from this node", "err", err)
+			}
+		}
 	case *askArrived:
 		s.queue = append(s.queue, m.msg)
 		s.next(c)
@@ -69,6 +80,9 @@ func (s *Supervisor) Receive(c actor.Context) {
 		s.inflight--
 		s.next(c)
 	case *actor.Stopping:
+		if s.stop != nil {
+			s.stop()
+		}
 		if s.sub != nil {
 			if err := s.sub.Unsubscribe(); err != nil {
 				s.log.Warn("unsubscribe", "err", err)
@@ -112,7 +126,8 @@ func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {
 	}
 	begun := time.Now()
 	dec, err := s.cfg.Decider.Decide(ctx, &decide.Request{Host: ask.Host, Session: ask.Session, Type: ask.Type,
-		ID: ask.ID, Text: ask.Text, Request: ask.Request, Default: ask.Default, Deadline: deadline})
+		ID: ask.ID, Text: ask.Text, Request: ask.Request, Default: ask.Default, Deadline: deadline,
+		ReplyTo: msg.Reply, PostProcess: ask.PostProcess})
 	s.cfg.Metrics.DecisionTime.WithLabelValues(s.name).Observe(time.Since(begun).Seconds())
 	if err != nil {
 		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "error").Inc()
@@ -121,8 +136,15 @@ func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {
 		return
 	}
 	outcome := "decided"
-	if dec.UseDefault {
+	switch {
+	case dec.Deferred:
+		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "deferred").Inc()
+		s.cfg.Metrics.HumanPending.WithLabelValues(s.name).Inc()
+		return // a person answers; the delivery goes to msg.Reply
+	case dec.UseDefault:
 		outcome = "default"
+	case dec.Cancelled:
+		outcome = "declined"
 	}
 	s.cfg.Metrics.Decisions.WithLabelValues(s.name, outcome).Inc()
 	s.respond(msg, &bus.Reply{Value: dec.Value, UseDefault: dec.UseDefault, Cancelled: dec.Cancelled, Decider: dec.Decider, Reason: dec.Reason})

@@ -1,0 +1,189 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/decide"
+)
+
+// PendingBucket is the JetStream KV bucket of requests waiting for a person.
+const PendingBucket = "agentmux_pending"
+
+// pendingTTL is how long an entry stays, answered or not: long past any deadline.
+const pendingTTL = 24 * time.Hour
+
+// Errors of Respond.
+var (
+	ErrNoSuchPending   = errors.New("no such pending request")
+	ErrAlreadyAnswered = errors.New("already answered")
+	ErrPastDeadline    = errors.New("past its deadline")
+)
+
+// PendingStore keeps requests waiting for a person in a KV bucket every node sees:
+// supervisors create them, `runtime respond` answers them with a compare-and-set, and
+// any member of the supervisor delivers the answer.
+type PendingStore struct {
+	kv jetstream.KeyValue
+	nc *nats.Conn
+}
+
+// OpenPending opens (declaring it if needed) the pending-request bucket.
+func OpenPending(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) (*PendingStore, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      PendingBucket,
+		Description: "agentmux requests waiting for a person (runtime pending / respond)",
+		TTL:         pendingTTL,
+		Storage:     jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: pending-request bucket %s: %w", PendingBucket, err)
+	}
+	return &PendingStore{kv: kv, nc: nc}, nil
+}
+
+// Create stores a new pending request and announces it on agentmux.human.<sup>.<id>.
+func (s *PendingStore) Create(ctx context.Context, p *decide.PendingRequest) error {
+	data, _ := json.Marshal(p)
+	if _, err := s.kv.Create(ctx, p.ID, data); err != nil {
+		return fmt.Errorf("bus: store pending request %s: %w", p.ID, err)
+	}
+	if err := s.nc.Publish(HumanSubject(p.Supervisor, p.ID), data); err != nil {
+		return fmt.Errorf("bus: announce pending request %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// Get returns one pending request and its revision.
+func (s *PendingStore) Get(ctx context.Context, id string) (*decide.PendingRequest, uint64, error) {
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, fmt.Errorf("%w %q; `runtime pending` lists them", ErrNoSuchPending, id)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("bus: read pending request %s: %w", id, err)
+	}
+	var p decide.PendingRequest
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		return nil, 0, fmt.Errorf("bus: pending request %s is corrupt: %w", id, err)
+	}
+	return &p, e.Revision(), nil
+}
+
+// List returns the requests still waiting for an answer, oldest first.
+func (s *PendingStore) List(ctx context.Context) ([]*decide.PendingRequest, error) {
+	keys, err := s.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bus: list pending requests: %w", err)
+	}
+	var out []*decide.PendingRequest
+	now := time.Now()
+	for id := range keys.Keys() {
+		p, _, err := s.Get(ctx, id)
+		if err != nil {
+			if errors.Is(err, ErrNoSuchPending) {
+				continue // answered and purged meanwhile
+			}
+			return nil, err
+		}
+		if p.State == decide.StatePending && now.Before(p.Deadline) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *decide.PendingRequest) int { return a.Created.Compare(b.Created) })
+	return out, nil
+}
+
+// Respond answers a pending request as responder. The first answer wins: a second one,
+// or one after the deadline, is refused with an error that says what happened.
+func (s *PendingStore) Respond(ctx context.Context, id string, value json.RawMessage, responder string) (*decide.PendingRequest, error) {
+	p, rev, err := s.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.State != decide.StatePending:
+		return p, fmt.Errorf("%s: %w by %s at %s", id, ErrAlreadyAnswered, p.Responder, p.AnsweredAt.Format(time.RFC3339))
+	case time.Now().After(p.Deadline):
+		return p, fmt.Errorf("%s is %w (%s): the agent got the default answer", id, ErrPastDeadline, p.Deadline.Format(time.RFC3339))
+	}
+	p.State, p.Value, p.Responder, p.AnsweredAt = decide.StateAnswered, value, responder, time.Now()
+	data, _ := json.Marshal(p)
+	if _, err := s.kv.Update(ctx, id, data, rev); err != nil {
+		if casConflict(err) {
+			cur, _, _ := s.Get(ctx, id)
+			if cur != nil {
+				return cur, fmt.Errorf("%s: %w by %s a moment ago", id, ErrAlreadyAnswered, cur.Responder)
+			}
+		}
+		return nil, fmt.Errorf("bus: answer %s: %w", id, err)
+	}
+	return p, nil
+}
+
+// Deliver watches the bucket until ctx ends and sends every answered request of
+// supervisor to the agent that asked, once across all nodes: the delivering member
+// wins a compare-and-set from answered to delivered first.
+func (s *PendingStore) Deliver(ctx context.Context, supervisor string, onError func(error)) error {
+	w, err := s.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("bus: watch pending requests: %w", err)
+	}
+	go func() {
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil || e.Operation() != jetstream.KeyValuePut {
+					continue // nil marks the end of the initial values
+				}
+				if err := s.deliver(ctx, supervisor, e); err != nil && onError != nil {
+					onError(err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstream.KeyValueEntry) error {
+	var p decide.PendingRequest
+	if err := json.Unmarshal(e.Value(), &p); err != nil {
+		return fmt.Errorf("bus: pending request %s is corrupt: %w", e.Key(), err)
+	}
+	if p.Supervisor != supervisor || p.State != decide.StateAnswered || time.Now().After(p.Deadline) {
+		return nil
+	}
+	p.State = decide.StateDelivered
+	data, _ := json.Marshal(&p)
+	if _, err := s.kv.Update(ctx, e.Key(), data, e.Revision()); err != nil {
+		if casConflict(err) {
+			return nil // another member delivered it
+		}
+		return fmt.Errorf("bus: claim the delivery of %s: %w", p.ID, err)
+	}
+	reply, _ := json.Marshal(&Reply{Value: p.Value, Decider: "human:" + p.Responder, Reason: "answered by " + p.Responder + " (runtime respond " + p.ID + ")"})
+	if err := s.nc.Publish(p.ReplyTo, reply); err != nil {
+		return fmt.Errorf("bus: deliver the answer to %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+// casConflict reports whether a KV update lost a compare-and-set race.
+func casConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}

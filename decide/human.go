@@ -1,0 +1,109 @@
+package decide
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nuid"
+)
+
+// Pending is where requests wait for a person: a store any node reads, so whichever
+// node sees the answer first delivers it (bus.PendingStore is the NATS KV one).
+type Pending interface {
+	Create(ctx context.Context, p *PendingRequest) error
+}
+
+// Pending request states.
+const (
+	StatePending   = "pending"
+	StateAnswered  = "answered"  // a person answered; not yet delivered
+	StateDelivered = "delivered" // the answer went to the agent
+)
+
+// PendingRequest is one request waiting for a person.
+type PendingRequest struct {
+	ID         string          `json:"id"` // what `runtime respond` takes
+	Supervisor string          `json:"supervisor"`
+	Host       string          `json:"host"`
+	Session    string          `json:"session"`
+	Request    string          `json:"request"` // the agent's request id
+	Type       string          `json:"type"`
+	Text       string          `json:"text"`
+	Body       json.RawMessage `json:"body,omitempty"` // the request as the agent sent it
+	Options    []string        `json:"options,omitempty"`
+	Default    json.RawMessage `json:"default,omitempty"`
+	Created    time.Time       `json:"created"`
+	Deadline   time.Time       `json:"deadline"`
+	ReplyTo    string          `json:"reply_to"`
+	Suggestion json.RawMessage `json:"suggestion,omitempty"` // what an escalating supervisor would have answered
+	Escalation string          `json:"escalation,omitempty"` // why it was escalated, and by whom
+
+	State      string          `json:"state"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	Responder  string          `json:"responder,omitempty"`
+	AnsweredAt time.Time       `json:"answered_at,omitzero"`
+}
+
+// Human hands the request to a person and defers: the answer is delivered to the
+// request's reply subject when someone responds (`runtime respond`), by any node.
+type Human struct {
+	name    string
+	pending Pending
+}
+
+// NewHuman builds the human strategy of supervisor name.
+func NewHuman(name string, p Pending) (*Human, error) {
+	if p == nil {
+		return nil, fmt.Errorf("decide: supervisor %q is human, but this node has no pending-request store (JetStream KV)", name)
+	}
+	return &Human{name: name, pending: p}, nil
+}
+
+// Decide implements Decider.
+func (h *Human) Decide(ctx context.Context, r *Request) (Decision, error) {
+	return h.hand(ctx, r, nil, "")
+}
+
+func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage, escalation string) (Decision, error) {
+	if r.ReplyTo == "" {
+		return Decision{}, errors.New("the request has no reply subject; a person's answer could not be delivered")
+	}
+	m := r.Message()
+	p := &PendingRequest{ID: "h-" + nuid.Next(), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
+		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
+		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: StatePending}
+	for _, o := range m.Options {
+		p.Options = append(p.Options, o.Value)
+	}
+	if err := h.pending.Create(ctx, p); err != nil {
+		return Decision{}, fmt.Errorf("store the request for a person: %w", err)
+	}
+	return Decision{Deferred: true, Decider: "human:" + h.name, Reason: "waiting for a person: runtime respond " + p.ID + " <answer>"}, nil
+}
+
+// escalating hands inner's decision to a person when the request's text matches when,
+// or the model rated it at one of levels. The person sees inner's answer as a
+// suggestion.
+type escalating struct {
+	inner  Decider
+	to     *Human
+	when   *regexp.Regexp
+	levels []string
+}
+
+func (e *escalating) Decide(ctx context.Context, r *Request) (Decision, error) {
+	if e.when != nil && e.when.MatchString(r.Text) {
+		return e.to.hand(ctx, r, nil, fmt.Sprintf("the request matches %q", e.when))
+	}
+	dec, err := e.inner.Decide(ctx, r)
+	if err != nil || dec.Deferred || !slices.Contains(e.levels, dec.RiskLevel) {
+		return dec, err
+	}
+	why := fmt.Sprintf("%s rated the risk %s: %s", dec.Decider, dec.RiskLevel, dec.Reason)
+	return e.to.hand(ctx, r, dec.Value, why)
+}

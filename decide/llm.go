@@ -1,0 +1,228 @@
+package decide
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// Time kept back from a request's deadline so a fallback can still answer after a
+// model call that used all it was given.
+const (
+	maxFallbackReserve = 2 * time.Second
+	fallbackShare      = 4 // at most a quarter of the time left
+)
+
+// LLMCall is one call to a model, for metrics.
+type LLMCall struct {
+	Supervisor   string
+	Model        string
+	Outcome      string // ok, error, timeout, unparseable
+	Took         time.Duration
+	InputTokens  int64
+	OutputTokens int64
+}
+
+// LLMObserver is told of every model call.
+type LLMObserver func(LLMCall)
+
+// chatModel is one provider's API.
+type chatModel interface {
+	complete(ctx context.Context, req *chatRequest) (*chatReply, error)
+}
+
+type chatRequest struct {
+	Model       string
+	System      string
+	History     []exchange // earlier questions and answers, oldest first
+	User        string
+	Schema      map[string]any
+	Temperature *float64
+	MaxTokens   int
+}
+
+type chatReply struct {
+	Text                      string
+	InputTokens, OutputTokens int64
+}
+
+// exchange is one request put to the model and its reply, kept as memory.
+type exchange struct{ User, Assistant string }
+
+// LLM decides by asking a model, in the shape each request needs.
+type LLM struct {
+	sup     *config.Supervisor
+	model   chatModel
+	memory  *memory // nil without memory = "session"
+	observe LLMObserver
+	decider string
+}
+
+// NewLLM builds the llm strategy of s from its connection.
+func NewLLM(s *config.Supervisor, deps Deps) (*LLM, error) {
+	c := s.Conn
+	if c == nil {
+		return nil, fmt.Errorf("decide: supervisor %q has no connection", s.Name)
+	}
+	key := ""
+	if c.APIKeyEnv != "" {
+		if key = deps.Getenv(c.APIKeyEnv); key == "" {
+			return nil, fmt.Errorf("decide: supervisor %q: connection %q reads its API key from $%s, which is not set; export it, or use another connection", s.Name, c.Name, c.APIKeyEnv)
+		}
+	}
+	var model chatModel
+	if c.Provider == config.ProviderAnthropic {
+		model = newAnthropic(c, key, deps.HTTPClient)
+	} else {
+		model = newOpenAI(c, key, deps.HTTPClient)
+	}
+	l := &LLM{sup: s, model: model, observe: deps.Observe, decider: "llm:" + s.Name + "/" + s.ModelID}
+	if s.Memory == "session" {
+		l.memory = newMemory(memorySessions, memoryTurns)
+	}
+	return l, nil
+}
+
+// Decide implements Decider.
+func (l *LLM) Decide(ctx context.Context, r *Request) (Decision, error) {
+	m := r.Message()
+	user := render(r, m)
+	text, call, err := l.ask(ctx, r, user, answerSchema(m))
+	if err != nil {
+		return Decision{}, err
+	}
+	reply, perr := parseReply(text)
+	if perr == nil && m.Type != protocol.TypeApproval {
+		if err := protocol.ValidateAnswer(m, reply.Answer); err != nil {
+			perr = fmt.Errorf("the model's answer does not fit the question: %w", err)
+		}
+	}
+	if perr != nil {
+		call.Outcome = "unparseable"
+	}
+	l.note(call)
+	if m.Type == protocol.TypeApproval {
+		return l.approval(r, m, user, text, reply, perr), nil
+	}
+	if perr != nil {
+		return Decision{}, perr
+	}
+	l.remember(r.Session, user, text)
+	return Decision{Value: reply.Answer, Decider: l.decider, Reason: reply.Reason, RiskLevel: reply.RiskLevel}, nil
+}
+
+// approval turns the model's reply into "yes" or "no" (or one of the approval's
+// options); anything unparseable is a deny.
+func (l *LLM) approval(r *Request, m *protocol.Message, user, text string, reply *modelReply, perr error) Decision {
+	if perr != nil {
+		if len(m.Options) > 0 {
+			return Decision{Cancelled: true, Decider: l.decider, Reason: "unparseable decision, declined: " + perr.Error()}
+		}
+		return Decision{Value: json.RawMessage(`"no"`), Decider: l.decider, Reason: "unparseable decision, denied: " + perr.Error(), RiskLevel: "high"}
+	}
+	l.remember(r.Session, user, text)
+	if len(m.Options) > 0 {
+		v, _ := json.Marshal(reply.Decision)
+		if err := protocol.ValidateAnswer(m, v); err != nil {
+			return Decision{Cancelled: true, Decider: l.decider, Reason: "the model chose no offered option: " + err.Error()}
+		}
+		return Decision{Value: v, Decider: l.decider, Reason: reply.Reason, RiskLevel: reply.RiskLevel}
+	}
+	value := `"no"`
+	if reply.Decision == "approve" {
+		value = `"yes"`
+	}
+	reason := reply.Reason
+	if reply.Decision != "approve" && reply.Decision != "deny" {
+		reason = fmt.Sprintf("decision %q is neither approve nor deny: denied. %s", reply.Decision, reply.Reason)
+	}
+	return Decision{Value: json.RawMessage(value), Decider: l.decider, Reason: reason, RiskLevel: reply.RiskLevel}
+}
+
+// postProcess reworks a tool's result into what the agent receives.
+func (l *LLM) postProcess(ctx context.Context, r *Request, result json.RawMessage) (Decision, error) {
+	m := r.Message()
+	user := render(r, m) + fmt.Sprintf("The tool returned:\n%s\nReturn, as answer, what the agent should receive as the tool's result: the result itself, or a corrected, trimmed or redacted form of it.\n", compact(result))
+	text, call, err := l.ask(ctx, r, user, postProcessSchema())
+	if err != nil {
+		return Decision{}, err
+	}
+	reply, err := parseReply(text)
+	if err == nil && len(reply.Answer) == 0 {
+		err = errNoAnswer
+	}
+	if err != nil {
+		call.Outcome = "unparseable"
+	}
+	l.note(call)
+	if err != nil {
+		return Decision{}, fmt.Errorf("post-processing the tool result: %w", err)
+	}
+	return Decision{Value: reply.Answer, Decider: l.decider, Reason: "tool result post-processed: " + reply.Reason}, nil
+}
+
+var errNoAnswer = errors.New("no answer in the model's reply")
+
+// ask calls the model within the request's deadline, less a reserve for a fallback. A
+// failed call is noted here; a successful one is returned for the caller to note once
+// it has read the reply.
+func (l *LLM) ask(ctx context.Context, r *Request, user string, schema map[string]any) (string, LLMCall, error) {
+	call := LLMCall{Outcome: "ok"}
+	if !r.Deadline.IsZero() {
+		left := time.Until(r.Deadline)
+		if left <= 0 {
+			return "", call, fmt.Errorf("no time left before the request's deadline")
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, r.Deadline.Add(-min(maxFallbackReserve, left/fallbackShare)))
+		defer cancel()
+	}
+	if t := l.sup.Timeout.D(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t)
+		defer cancel()
+	}
+	system := instructions
+	if l.sup.SystemPrompt != "" {
+		system = l.sup.SystemPrompt + "\n\n" + instructions
+	}
+	req := &chatRequest{Model: l.sup.ModelID, System: system, User: user, Schema: schema,
+		Temperature: l.sup.Temperature, MaxTokens: l.sup.MaxTokens}
+	if l.memory != nil {
+		req.History = l.memory.get(r.Session)
+	}
+	begun := time.Now()
+	reply, err := l.model.complete(ctx, req)
+	call.Took = time.Since(begun)
+	if reply != nil {
+		call.InputTokens, call.OutputTokens = reply.InputTokens, reply.OutputTokens
+	}
+	if err != nil {
+		call.Outcome = "error"
+		if ctx.Err() != nil {
+			call.Outcome = "timeout"
+			err = fmt.Errorf("model %s did not answer in time: %w", l.sup.ModelID, err)
+		}
+		l.note(call)
+		return "", call, err
+	}
+	return reply.Text, call, nil
+}
+
+func (l *LLM) note(c LLMCall) {
+	if l.observe != nil {
+		c.Supervisor, c.Model = l.sup.Name, l.sup.ModelID
+		l.observe(c)
+	}
+}
+
+func (l *LLM) remember(session, user, assistant string) {
+	if l.memory != nil && session != "" {
+		l.memory.add(session, exchange{User: user, Assistant: assistant})
+	}
+}
