@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -129,9 +130,14 @@ strategy = "rule"
 rules = [{ type = "question", match = "tests", answer = "yes" }]
 [supervisors.nobody]
 strategy = "external"
+[supervisors.oncall]
+strategy = "human"
 [[routes]]
 match = "(?i)anyone"
 supervisor = "nobody"
+[[routes]]
+match = "(?i)deploy"
+supervisor = "oncall"
 [[routes]]
 supervisor = "qa"
 `, freePort(t), filepath.Join(dir, "store"), os.Args[0])
@@ -231,5 +237,103 @@ func TestRunPrintsEventsAndResult(t *testing.T) {
 	f := runtimeProc(t, "run", "-c", manifest, "w", failScript)
 	if code := f.wait(t, 30*time.Second); code != exitError {
 		t.Fatalf("failing run: exit %d\n%s", code, f.stderr)
+	}
+}
+
+const humanScript = `{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy v2 to prod"}},{"await":"a1"},{"result":"deployed"}]}`
+
+func TestHumanPendingRespondAndAudit(t *testing.T) {
+	manifest := nodeManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up", up.stderr, "node up")
+	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-human", "w", humanScript, "--follow")
+
+	// The approval waits for a person: `pending` shows it.
+	var id string
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for id == "" {
+		p := runtimeProc(t, "pending", "-c", manifest, "--json")
+		if code := p.wait(t, 10*time.Second); code != exitOK {
+			t.Fatalf("pending: exit %d: %s", code, p.stderr)
+		}
+		for _, line := range strings.Split(p.stdout.String(), "\n") {
+			var rec struct{ ID, Session, Text, Supervisor string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Session == "t-human" {
+				if rec.Text != "deploy v2 to prod" || rec.Supervisor != "oncall" {
+					t.Fatalf("pending entry %s", line)
+				}
+				id = rec.ID
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the approval never showed in runtime pending")
+		}
+	}
+	table := runtimeProc(t, "pending", "-c", manifest)
+	table.wait(t, 10*time.Second)
+	if !strings.Contains(table.stdout.String(), id) || !strings.Contains(table.stdout.String(), "approval: deploy v2 to prod") {
+		t.Fatalf("pending table:\n%s", table.stdout)
+	}
+
+	bad := runtimeProc(t, "respond", "-c", manifest, id, "maybe")
+	if code := bad.wait(t, 10*time.Second); code != exitUsage || !strings.Contains(bad.stderr.String(), `an approval is answered "yes" or "no"`) {
+		t.Fatalf("respond maybe: exit %d, %s", code, bad.stderr)
+	}
+	ok := runtimeProc(t, "respond", "-c", manifest, "--as", "alice", id, "yes")
+	if code := ok.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("respond: exit %d, %s", code, ok.stderr)
+	}
+	again := runtimeProc(t, "respond", "-c", manifest, "--as", "bob", id, "no")
+	if code := again.wait(t, 10*time.Second); code != exitError || !strings.Contains(again.stderr.String(), "already answered by alice") {
+		t.Fatalf("second respond: exit %d, %s", code, again.stderr)
+	}
+	missing := runtimeProc(t, "respond", "-c", manifest, "h-nonexistent", "yes")
+	if code := missing.wait(t, 10*time.Second); code != exitUsage || !strings.Contains(missing.stderr.String(), "no such pending request") {
+		t.Fatalf("respond to nothing: exit %d, %s", code, missing.stderr)
+	}
+
+	if code := follow.wait(t, 30*time.Second); code != exitOK || !strings.Contains(follow.stdout.String(), `"a1":{"value":"yes","outcome":"answered"}`) {
+		t.Fatalf("session: exit %d\nstdout %s\nstderr %s", code, follow.stdout, follow.stderr)
+	}
+	if !strings.Contains(follow.stderr.String(), `"decider":"human:alice"`) {
+		t.Fatalf("the answer event does not name alice:\n%s", follow.stderr)
+	}
+
+	// The audit trail, in order; records are published asynchronously, so poll.
+	var kinds []string
+	for {
+		a := runtimeProc(t, "audit", "-c", manifest, "t-human", "--json")
+		a.wait(t, 10*time.Second)
+		kinds = kinds[:0]
+		var decider string
+		for _, line := range strings.Split(strings.TrimSpace(a.stdout.String()), "\n") {
+			var rec struct{ Kind, Decider string }
+			if json.Unmarshal([]byte(line), &rec) == nil {
+				kinds = append(kinds, rec.Kind)
+				if rec.Kind == "answer" {
+					decider = rec.Decider
+				}
+			}
+		}
+		if strings.Join(kinds, ",") == "session.started,request,answer,session.ended" {
+			if decider != "human:alice" {
+				t.Fatalf("audit answer decided by %q", decider)
+			}
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("audit trail %v", kinds)
+		}
+	}
+	text := runtimeProc(t, "audit", "-c", manifest, "t-human")
+	text.wait(t, 10*time.Second)
+	if out := text.stdout.String(); !strings.Contains(out, `"yes" answered by human:alice`) || !strings.Contains(out, "approval: deploy v2 to prod") {
+		t.Fatalf("audit table:\n%s", out)
 	}
 }

@@ -31,6 +31,9 @@ func commands() []command {
 		{"up", "run a node until SIGINT/SIGTERM: up -c <manifest>", up},
 		{"submit", "queue a task on a running node: submit -c <manifest> <host> <prompt> [--follow]", submit},
 		{"watch", "print live events of all sessions: watch -c <manifest>", watch},
+		{"pending", "list requests waiting for a person: pending -c <manifest> [--json]", pending},
+		{"respond", "answer a waiting request: respond -c <manifest> <id> <answer> [--as name]", respond},
+		{"audit", "print a session's trail: audit -c <manifest> <session> [--json]", audit},
 		{"validate", "check a manifest: validate -c <manifest>", validate},
 		{"sim", "be the scripted agent (used by demo, tests and loadgen)", simCommand},
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+const auditFetchWait = 500 * time.Millisecond
+
+func audit(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("audit", stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	asJSON := fs.Bool("json", false, "print the records as JSON lines")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "runtime audit: want a session id: audit -c <manifest> <session>")
+		return exitUsage
+	}
+	nc, js, code := client("audit", *path, stderr)
+	if nc == nil {
+		return code
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	records, err := readAudit(ctx, js, pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime audit:", err)
+		return exitError
+	}
+	if len(records) == 0 {
+		fmt.Fprintf(stderr, "runtime audit: no audit records for session %q\n", pos[0])
+		return exitError
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, r := range records {
+			_ = enc.Encode(r)
+		}
+		return exitOK
+	}
+	printAudit(stdout, records)
+	return exitOK
+}
+
+// readAudit reads every audit record of one session, in the order they were stored.
+func readAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*bus.AuditRecord, error) {
+	cons, err := js.OrderedConsumer(ctx, bus.AuditStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{bus.AuditSubject("*", session)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the audit stream: %w", err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit stream: %w", err)
+	}
+	want := int(info.NumPending)
+	var out []*bus.AuditRecord
+	for len(out) < want {
+		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(auditFetchWait))
+		if err != nil {
+			return nil, fmt.Errorf("read the audit stream: %w", err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			var r bus.AuditRecord
+			if err := json.Unmarshal(m.Data(), &r); err != nil {
+				return nil, fmt.Errorf("audit record %s is not JSON: %w", m.Subject(), err)
+			}
+			out = append(out, &r)
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("read the audit stream: %w", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+func printAudit(w io.Writer, records []*bus.AuditRecord) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tEVENT\tREQUEST\tDETAIL")
+	for _, r := range records {
+		at := time.UnixMilli(r.Time).Format("15:04:05.000")
+		var detail string
+		switch r.Kind {
+		case "session.started":
+			detail = fmt.Sprintf("host %s on node %s: %s", r.Host, r.Node, oneLine(r.Text, 60))
+		case "request":
+			detail = fmt.Sprintf("%s: %s", r.Type, oneLine(r.Text, 80))
+		case "answer":
+			detail = fmt.Sprintf("%s %s by %s in %.0fms", r.Value, r.Outcome, r.Decider, r.Latency)
+			if r.Reason != "" {
+				detail += ": " + oneLine(r.Reason, 80)
+			}
+		case "session.ended":
+			detail = fmt.Sprintf("%s in %.1fs", r.Outcome, r.Duration/1000)
+			if r.Error != "" {
+				detail += ": " + r.Error
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at, r.Kind, r.Request, detail)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,130 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/decide"
+)
+
+const humanSupervisors = `
+[supervisors.oncall]
+strategy = "human"
+[supervisors.gate]
+strategy = "rule"
+rules = [{ type = "approval", match = ".", answer = "yes" }]
+escalate = { to = "oncall", when = "(?i)prod" }
+[[routes]]
+supervisor = "gate"
+`
+
+// waitPending waits for the request of session to wait for a person, and returns it.
+func waitPending(t *testing.T, store *bus.PendingStore, session string) *decide.PendingRequest {
+	t.Helper()
+	var found *decide.PendingRequest
+	waitFor(t, 10*time.Second, func() error {
+		list, err := store.List(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, p := range list {
+			if p.Session == session {
+				found = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no request of %s is waiting for a person (%d are)", session, len(list))
+	})
+	return found
+}
+
+func pendingStore(t *testing.T, f *fixture) *bus.PendingStore {
+	t.Helper()
+	store, err := bus.OpenPending(context.Background(), f.n.Bus.JS, f.n.Bus.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+func TestEscalationToAPersonAndFirstAnswerWins(t *testing.T) {
+	f := start(t, simHost("w", "question_timeout = \"1m\"")+humanSupervisors)
+	store := pendingStore(t, f)
+	results := make(chan *agent.Result, 1)
+	session := f.n.Submit("w", "", script(
+		send(`{"type":"approval","id":"a1","description":"deploy to staging"}`), await("a1"),
+		send(`{"type":"approval","id":"a2","description":"deploy to prod"}`), await("a2"), result), results)
+
+	p := waitPending(t, store, session)
+	if p.Request != "a2" || p.Supervisor != "oncall" || !strings.Contains(p.Escalation, `matches "(?i)prod"`) {
+		t.Fatalf("pending %+v", p)
+	}
+	if _, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"no"`), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"yes"`), "bob"); !errors.Is(err, bus.ErrAlreadyAnswered) || !strings.Contains(err.Error(), "by alice") {
+		t.Fatalf("second answer: %v; want already answered by alice", err)
+	}
+	res := <-results
+	got := answers(t, res)
+	if string(got["a1"].Value) != `"yes"` || string(got["a2"].Value) != `"no"` || got["a2"].Outcome != "answered" {
+		t.Fatalf("answers %+v", got)
+	}
+	if r := record(res, "a1"); r.Decider != "rule:gate" {
+		t.Errorf("a1 decided by %q; the rule answers what is not escalated", r.Decider)
+	}
+	if r := record(res, "a2"); r.Decider != "human:alice" {
+		t.Errorf("a2 decided by %q", r.Decider)
+	}
+}
+
+func TestHumanDeadlineGivesTheDefault(t *testing.T) {
+	f := start(t, simHost("w", "question_timeout = \"500ms\"")+humanSupervisors)
+	store := pendingStore(t, f)
+	results := make(chan *agent.Result, 1)
+	session := f.n.Submit("w", "", script(send(`{"type":"approval","id":"a1","description":"drop prod table"}`), await("a1"), result), results)
+	p := waitPending(t, store, session)
+	res := <-results
+	if r := record(res, "a1"); r.Outcome != "timed_out" || string(answers(t, res)["a1"].Value) != `"no"` {
+		t.Fatalf("a1 %+v", r)
+	}
+	if _, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"yes"`), "late"); !errors.Is(err, bus.ErrPastDeadline) {
+		t.Fatalf("answer after the deadline: %v", err)
+	}
+}
+
+func TestHumanAnswerSurvivesASupervisorRestart(t *testing.T) {
+	// Node a runs the agents; the supervisors run on b, then on c, over a's NATS.
+	a := start(t, simHost("w", "question_timeout = \"1m\"")+humanSupervisors, func(o *Options) { o.NoSupervisors = true })
+	supervisors := fmt.Sprintf("[nats]\nurl = %q\n", a.n.Bus.ClientURL()) + simHost("w", "") + humanSupervisors
+	b := start(t, supervisors, func(o *Options) { o.NoTasks = true; o.Name = "b" })
+	store := pendingStore(t, a)
+	results := make(chan *agent.Result, 1)
+	session := a.n.Submit("w", "", script(send(`{"type":"approval","id":"a1","description":"deploy to prod"}`), await("a1"), result), results)
+	p := waitPending(t, store, session)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := b.n.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"yes"`), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	start(t, supervisors, func(o *Options) { o.NoTasks = true; o.Name = "c" }) // delivers what b could not
+	select {
+	case res := <-results:
+		if r := record(res, "a1"); r.Decider != "human:alice" || string(answers(t, res)["a1"].Value) != `"yes"` {
+			t.Fatalf("a1 %+v", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the answer given while no supervisor ran was never delivered")
+	}
+}
