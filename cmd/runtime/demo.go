@@ -39,7 +39,8 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "demo.toml")
-	if err := os.WriteFile(path, []byte(demoManifest(self, *sessions)), 0o600); err != nil {
+	llm := demoLLM(os.Getenv)
+	if err := os.WriteFile(path, []byte(demoManifest(self, *sessions, llm)), 0o600); err != nil {
 		fmt.Fprintln(stderr, "runtime demo:", err)
 		return exitError
 	}
@@ -55,7 +56,11 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer func() { _ = n.Stop(context.Background()) }()
-	fmt.Fprintf(stderr, "agentmux demo: %d scripted agents, supervisors security (rule), qa (rule), default (static), oncall (nobody)\n", *sessions)
+	dflt := "default (static; set OPENAI_API_KEY or ANTHROPIC_API_KEY for an llm)"
+	if llm != "" {
+		dflt = "default (llm " + m.Supervisors["default"].ModelID + ", falling back to static)"
+	}
+	fmt.Fprintf(stderr, "agentmux demo: %d scripted agents, supervisors security (rule), qa (rule), %s, oncall (nobody)\n", *sessions, dflt)
 	fmt.Fprintf(stderr, "NATS %s · metrics http://%s/metrics\n\n", n.Bus.ClientURL(), n.MetricsAddr())
 
 	begun := time.Now()
@@ -103,15 +108,55 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// demoLLM is the connection the demo's default supervisor uses when an API key is in
+// the environment, or "" for the static one. OPENAI_BASE_URL points it at any Chat
+// Completions server; AGENTMUX_DEMO_MODEL picks the model.
+func demoLLM(getenv func(string) string) string {
+	model := getenv("AGENTMUX_DEMO_MODEL")
+	switch {
+	case getenv("OPENAI_API_KEY") != "":
+		if model == "" {
+			model = "gpt-4.1-mini"
+		}
+		conn := fmt.Sprintf("[connections.llm]\nprovider = \"openai\"\napi_key_env = \"OPENAI_API_KEY\"\ndefault_model = %q\n", model)
+		if base := getenv("OPENAI_BASE_URL"); base != "" {
+			conn += fmt.Sprintf("base_url = %q\n", base)
+		}
+		return conn
+	case getenv("ANTHROPIC_API_KEY") != "":
+		if model == "" {
+			model = "claude-sonnet-4-5"
+		}
+		return fmt.Sprintf("[connections.llm]\nprovider = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\ndefault_model = %q\n", model)
+	}
+	return ""
+}
+
 // demoManifest is the demo's manifest: one host of scripted agents and supervisors
-// routed by content.
-func demoManifest(self string, pool int) string {
+// routed by content; with llm (a [connections.llm] table) the default supervisor is a
+// model that falls back to the static answers.
+func demoManifest(self string, pool int, llm string) string {
+	questionTimeout := "2s"
+	dflt := "[supervisors.default]\nstrategy = \"static\"\n"
+	if llm != "" {
+		questionTimeout = "30s" // a model takes seconds; the unanswered question waits this long
+		dflt = llm + `
+[supervisors.default]
+strategy = "llm"
+connection = "llm"
+system_prompt = "You supervise scripted demo agents. Prefer safe, simple choices."
+fallback = "static"
+
+[supervisors.static]
+strategy = "static"
+`
+	}
 	return fmt.Sprintf(`[hosts.sim]
 command = %q
 args = ["sim"]
 pool = %d
-timeout = "60s"
-question_timeout = "2s"
+timeout = "90s"
+question_timeout = %q
 question_default = "skip"
 approval_default = "no"
 
@@ -132,9 +177,7 @@ rules = [
   { type = "question", match = "(?i)framework", answer = "pytest" },
 ]
 
-[supervisors.default]
-strategy = "static"
-answers = { question = "Proceed with the simplest safe option", approval = "yes", tool_call = { rows = 1, user = "ada" } }
+%sanswers = { question = "Proceed with the simplest safe option", approval = "yes", tool_call = { rows = 1, user = "ada" } }
 
 [supervisors.oncall]
 strategy = "external"   # served elsewhere; nobody runs it in the demo
@@ -154,7 +197,7 @@ supervisor = "oncall"
 
 [[routes]]
 supervisor = "default"
-`, self, pool)
+`, self, pool, questionTimeout, dflt)
 }
 
 // demoScript is session i's script: progress, partials, an unknown type, a question
