@@ -262,3 +262,48 @@ func TestToolResultPostProcessed(t *testing.T) {
 		t.Fatalf("the model was not shown the tool's result: %s", user)
 	}
 }
+
+// memPending is an in-memory Pending store.
+type memPending struct {
+	mu    sync.Mutex
+	items []*PendingRequest
+}
+
+func (m *memPending) Create(_ context.Context, p *PendingRequest) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.items = append(m.items, p)
+	return nil
+}
+
+func TestEscalationByRiskLevel(t *testing.T) {
+	f := newFakeModel(t, config.ProviderOpenAI,
+		turn{text: `{"decision":"approve","reason":"harmless","risk_level":"low"}`},
+		turn{text: `{"decision":"approve","reason":"rewrites history","risk_level":"critical"}`},
+	)
+	m := llmManifest(t, f, `escalate = { to = "oncall", risk_level = ["high", "critical"] }
+[supervisors.oncall]
+strategy = "human"`)
+	store := &memPending{}
+	d, err := New(m.Supervisors["architect"], Deps{Manifest: m, Pending: store, Getenv: func(string) string { return "sk-test" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := request(t, "s1", `{"type":"approval","id":"a1","description":"git status"}`, time.Minute)
+	low.ReplyTo = "_INBOX.1"
+	if dec := decideOK(t, d, low); string(dec.Value) != `"yes"` || dec.Deferred {
+		t.Fatalf("low risk: %+v", dec)
+	}
+	high := request(t, "s1", `{"type":"approval","id":"a2","description":"git push --force"}`, time.Minute)
+	high.ReplyTo = "_INBOX.2"
+	dec := decideOK(t, d, high)
+	if !dec.Deferred || dec.Decider != "human:oncall" {
+		t.Fatalf("critical risk: %+v; want it deferred to oncall", dec)
+	}
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	p := store.items[0]
+	if len(store.items) != 1 || string(p.Suggestion) != `"yes"` || p.ReplyTo != "_INBOX.2" || !strings.Contains(p.Escalation, "rated the risk critical: rewrites history") {
+		t.Fatalf("pending %+v", p)
+	}
+}

@@ -111,8 +111,11 @@ func printAudit(w io.Writer, records []*bus.AuditRecord) {
 			}
 		case "session.ended":
 			detail = fmt.Sprintf("%s in %.1fs", r.Outcome, r.Duration/1000)
-			if r.Error != "" {
+			switch {
+			case r.Error != "":
 				detail += ": " + r.Error
+			case len(r.Value) > 0:
+				detail += ": " + oneLine(string(r.Value), 100)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at, r.Kind, r.Request, detail)

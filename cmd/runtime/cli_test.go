@@ -333,7 +333,7 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 	}
 	text := runtimeProc(t, "audit", "-c", manifest, "t-human")
 	text.wait(t, 10*time.Second)
-	if out := text.stdout.String(); !strings.Contains(out, `"yes" answered by human:alice`) || !strings.Contains(out, "approval: deploy v2 to prod") {
+	if out := text.stdout.String(); !strings.Contains(out, `"yes" answered by human:alice`) || !strings.Contains(out, "approval: deploy v2 to prod") || !strings.Contains(out, `"text":"deployed"`) {
 		t.Fatalf("audit table:\n%s", out)
 	}
 }
