@@ -41,6 +41,22 @@ func client(cmd, path string, stderr io.Writer) (*nats.Conn, jetstream.JetStream
 	return nc, js, exitOK
 }
 
+// pendingClient opens the pending-request store of the node the manifest names; done
+// closes the connection.
+func pendingClient(ctx context.Context, cmd, path string, stderr io.Writer) (*bus.PendingStore, func(), int) {
+	nc, js, code := client(cmd, path, stderr)
+	if nc == nil {
+		return nil, nil, code
+	}
+	store, err := bus.OpenPending(ctx, js, nc)
+	if err != nil {
+		nc.Close()
+		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, err)
+		return nil, nil, exitError
+	}
+	return store, nc.Close, exitOK
+}
+
 func pending(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("pending", stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
@@ -48,18 +64,13 @@ func pending(args []string, stdout, stderr io.Writer) int {
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	nc, js, code := client("pending", *path, stderr)
-	if nc == nil {
-		return code
-	}
-	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
-	store, err := bus.OpenPending(ctx, js, nc)
-	if err != nil {
-		fmt.Fprintln(stderr, "runtime pending:", err)
-		return exitError
+	store, done, code := pendingClient(ctx, "pending", *path, stderr)
+	if store == nil {
+		return code
 	}
+	defer done()
 	list, err := store.List(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime pending:", err)
@@ -106,18 +117,13 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	if *as == "" {
 		*as = "operator"
 	}
-	nc, js, code := client("respond", *path, stderr)
-	if nc == nil {
-		return code
-	}
-	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
-	store, err := bus.OpenPending(ctx, js, nc)
-	if err != nil {
-		fmt.Fprintln(stderr, "runtime respond:", err)
-		return exitError
+	store, done, code := pendingClient(ctx, "respond", *path, stderr)
+	if store == nil {
+		return code
 	}
+	defer done()
 	value := json.RawMessage(pos[1])
 	if !json.Valid(value) {
 		value, _ = json.Marshal(pos[1])
