@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,8 +44,14 @@ type Set struct {
 	NATSAsyncErrors prometheus.Counter
 	LLMRequests     *prometheus.CounterVec // supervisor, outcome (ok, error, timeout, unparseable)
 	LLMSeconds      *prometheus.HistogramVec
-	LLMTokens       *prometheus.CounterVec // supervisor, direction (input, output)
-	HumanPending    *prometheus.CounterVec // supervisor
+	LLMTokens       *prometheus.CounterVec   // supervisor, direction (input, output)
+	HumanPending    *prometheus.CounterVec   // supervisor
+	FrameBytes      *prometheus.HistogramVec // host
+	Answers         *prometheus.CounterVec   // host, decider (kind: rule, static, llm, command, human, tool, default, runtime, other)
+	StdinSeconds    *prometheus.HistogramVec // host
+	SlowConsumers   prometheus.Counter
+	DeadLetters     prometheus.Counter
+	ActorFailures   *prometheus.CounterVec // directive (restart, stop, resume, escalate)
 }
 
 // New builds a Set in a fresh registry, with the Go, process and build-info collectors.
@@ -103,6 +110,12 @@ func New() *Set {
 		LLMSeconds:      histogram("llm_request_seconds", "Time model calls took.", waitBuckets, "supervisor"),
 		LLMTokens:       counter("llm_tokens_total", "Tokens of model calls, by direction (input, output).", "supervisor", "direction"),
 		HumanPending:    counter("human_requests_total", "Requests handed to a person (human supervisors and escalations).", "supervisor"),
+		FrameBytes:      histogram("frame_bytes", "Size of the lines agents write, in bytes.", prometheus.ExponentialBuckets(64, 4, 10), "host"),
+		Answers:         counter("answers_total", "Answers written to agents, by the kind of decider (rule, static, llm, command, human, tool, default, runtime, other).", "host", "decider"),
+		StdinSeconds:    histogram("stdin_write_seconds", "Time each write to an agent's stdin took.", []float64{.00001, .0001, .001, .01, .1, 1, 10}, "host"),
+		SlowConsumers:   plain("nats_slow_consumers_total", "NATS subscriptions of this node that fell behind and lost messages."),
+		DeadLetters:     plain("actor_dead_letters_total", "Actor messages sent to actors that had already stopped."),
+		ActorFailures:   counter("actor_failures_total", "Actor failures handled by supervision, by directive.", "directive"),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	version := "(devel)"
@@ -121,4 +134,14 @@ func (s *Set) ObserveLLM(c decide.LLMCall) {
 	s.LLMSeconds.WithLabelValues(c.Supervisor).Observe(c.Took.Seconds())
 	s.LLMTokens.WithLabelValues(c.Supervisor, "input").Add(float64(c.InputTokens))
 	s.LLMTokens.WithLabelValues(c.Supervisor, "output").Add(float64(c.OutputTokens))
+}
+
+// DeciderKind is the bounded label of a decider: "rule:security" → "rule".
+func DeciderKind(decider string) string {
+	kind, _, _ := strings.Cut(decider, ":")
+	switch kind {
+	case "rule", "static", "llm", "command", "human", "tool", "default", "runtime":
+		return kind
+	}
+	return "other"
 }

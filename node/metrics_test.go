@@ -108,6 +108,10 @@ supervisor = "s"
 		{"agentmux_request_wait_seconds", map[string]string{"type": "question"}, 2},
 		{"agentmux_agent_starts_total", map[string]string{"host": "w"}, 1},
 		{"agentmux_sessions_active", map[string]string{"host": "w"}, 0},
+		{"agentmux_answers_total", map[string]string{"host": "w", "decider": "rule"}, 1},
+		{"agentmux_answers_total", map[string]string{"host": "w", "decider": "default"}, 1},
+		{"agentmux_frame_bytes", map[string]string{"host": "w"}, 7},         // 6 lines, then the error line
+		{"agentmux_stdin_write_seconds", map[string]string{"host": "w"}, 4}, // 2 prompts, 2 responses
 	} {
 		if got := value(c.name, c.labels); got != c.want {
 			t.Errorf("%s%v = %v; want %v", c.name, c.labels, got, c.want)

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
@@ -66,6 +68,7 @@ type Node struct {
 	msrv     *metrics.Server
 	ctlSubs  []*nats.Subscription
 	stopped  chan struct{}
+	events   *eventstream.Subscription
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -95,7 +98,12 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	bcfg := bus.Config{URL: m.NATS.URL, Credentials: m.NATS.Credentials, Listen: m.NATS.Listen, StoreDir: m.NATS.StoreDir, Name: "agentmux-" + n.Name,
 		OnDisconnect: func(error) { n.Metrics.NATSDisconnects.Inc() },
 		OnReconnect:  func() { n.Metrics.NATSReconnects.Inc() },
-		OnAsyncError: func(error) { n.Metrics.NATSAsyncErrors.Inc() }}
+		OnAsyncError: func(err error) {
+			n.Metrics.NATSAsyncErrors.Inc()
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				n.Metrics.SlowConsumers.Inc()
+			}
+		}}
 	if opts.Ephemeral && m.NATS.URL == "" {
 		bcfg.Listen, bcfg.StoreDir = "127.0.0.1:0", ""
 	}
@@ -110,6 +118,24 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(levelHandler{min: slog.LevelError, Handler: log.Handler()}).With("lib", "protoactor")
 	}))
+	n.events = n.system.EventStream.Subscribe(func(evt any) {
+		switch e := evt.(type) {
+		case *actor.DeadLetterEvent:
+			n.Metrics.DeadLetters.Inc()
+		case *actor.SupervisorEvent:
+			n.Metrics.ActorFailures.WithLabelValues(strings.TrimSuffix(strings.ToLower(e.Directive.String()), "directive")).Inc()
+		}
+	})
+	if srv := b.Server(); srv != nil {
+		n.Metrics.WatchServer(func() metrics.ServerStats {
+			v, err := srv.Varz(nil)
+			if err != nil {
+				return metrics.ServerStats{}
+			}
+			return metrics.ServerStats{Connections: v.Connections, Subscriptions: int(v.Subscriptions), InMsgs: v.InMsgs, OutMsgs: v.OutMsgs,
+				InBytes: v.InBytes, OutBytes: v.OutBytes, SlowConsumers: v.SlowConsumers, Memory: v.Mem}
+		})
+	}
 
 	if !opts.NoSupervisors {
 		pending, err := bus.OpenPending(ctx, b.JS, b.Conn)
@@ -229,6 +255,7 @@ func (n *Node) stop(ctx context.Context) error {
 			n.log.Warn("supervisor stop", "err", stopErr)
 		}
 	}
+	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()
 	n.audit.close(auditFlushTimeout)
 	n.Bus.Close()

@@ -153,9 +153,11 @@ func (a *Agent) Receive(c actor.Context) {
 func (a *Agent) writeCounts() writeCounts {
 	h := a.host.Name
 	return writeCounts{
-		ok:      a.cfg.Metrics.StdinWrites.WithLabelValues(h, "ok"),
-		timeout: a.cfg.Metrics.StdinWrites.WithLabelValues(h, "timeout"),
-		failed:  a.cfg.Metrics.StdinWrites.WithLabelValues(h, "error"),
+		ok:         a.cfg.Metrics.StdinWrites.WithLabelValues(h, "ok"),
+		timeout:    a.cfg.Metrics.StdinWrites.WithLabelValues(h, "timeout"),
+		failed:     a.cfg.Metrics.StdinWrites.WithLabelValues(h, "error"),
+		seconds:    a.cfg.Metrics.StdinSeconds.WithLabelValues(h),
+		frameBytes: a.cfg.Metrics.FrameBytes.WithLabelValues(h),
 	}
 }
 

@@ -91,7 +91,7 @@ func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts
 	if h.PlainText == "log" {
 		plain = protocol.PlainTextLog
 	}
-	go readStdout(outR, h.MaxLineBytes, plain, send)
+	go readStdout(outR, h.MaxLineBytes, plain, counts.frameBytes, send)
 	go readStderr(errR, send)
 	go func() {
 		send(&processExited{err: cmd.Wait()})
@@ -100,7 +100,7 @@ func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts
 }
 
 // readStdout frames and decodes the agent's stdout until it closes.
-func readStdout(f *os.File, limit int, plain protocol.PlainText, send func(any)) {
+func readStdout(f *os.File, limit int, plain protocol.PlainText, sizes prometheus.Observer, send func(any)) {
 	defer f.Close()
 	r := protocol.NewReader(f, limit)
 	for {
@@ -117,6 +117,7 @@ func readStdout(f *os.File, limit int, plain protocol.PlainText, send func(any))
 			send(&stdoutClosed{err: err})
 			return
 		}
+		sizes.Observe(float64(len(line)))
 		msg, err := protocol.Decode(line, plain)
 		if err != nil {
 			reason := "invalid_json"
@@ -177,9 +178,11 @@ type stdinWriter struct {
 	q       *queue.Queue[[]byte]
 }
 
-// writeCounts are the stdin write counters of one host.
+// writeCounts are the stdin write metrics of one host.
 type writeCounts struct {
 	ok, timeout, failed prometheus.Counter
+	seconds             prometheus.Observer
+	frameBytes          prometheus.Observer // sizes of the lines read from stdout
 }
 
 func newStdinWriter(f *os.File, timeout time.Duration, counts writeCounts, send func(any)) *stdinWriter {
@@ -202,7 +205,12 @@ func (w *stdinWriter) run() {
 				w.send(&writeFailed{err: err})
 				return false
 			}
-			if _, err := w.f.Write(line); err != nil {
+			begun := time.Now()
+			_, err := w.f.Write(line)
+			if w.counts.seconds != nil {
+				w.counts.seconds.Observe(time.Since(begun).Seconds())
+			}
+			if err != nil {
 				timeout := errors.Is(err, os.ErrDeadlineExceeded)
 				if timeout {
 					w.counts.timeout.Inc()

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -301,6 +302,7 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 	}
 	wait := time.Since(p.readAt)
 	a.cfg.Metrics.Requests.WithLabelValues(a.host.Name, string(p.msg.Type), string(outcome)).Inc()
+	a.cfg.Metrics.Answers.WithLabelValues(a.host.Name, metrics.DeciderKind(decider)).Inc()
 	a.cfg.Metrics.RequestWait.WithLabelValues(string(p.msg.Type)).Observe(wait.Seconds())
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
