@@ -52,6 +52,9 @@ type Options struct {
 	// WriteTimeout bounds each write to an agent's stdin (default 10s): an agent that
 	// stops reading fails its session instead of blocking the runtime.
 	WriteTimeout time.Duration
+	// InProc runs the agents of the named hosts inside this process instead of their
+	// commands: the load generator's "inproc" agents.
+	InProc map[string]agent.InProc
 }
 
 // Node is one running agentmux node.
@@ -162,7 +165,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	}
 
-	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped, WriteTimeout: opts.WriteTimeout}
+	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc}
 	if !opts.NoTasks {
 		rcfg.JS = b.JS
 	}

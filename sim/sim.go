@@ -61,6 +61,8 @@ type agent struct {
 	unnamed  int      // requests sent without an id (the runtime assigns one)
 	messages []string
 	sessions int
+	werr     error         // the first failed write
+	done     chan struct{} // closed when Run returns, so the reader never blocks on lines
 }
 
 // Run serves sessions read from in until in closes, writing to out.
@@ -68,9 +70,13 @@ func Run(in io.Reader, out io.Writer, opts Options) error {
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
 	}
-	a := &agent{opts: opts, out: out, lines: make(chan *incoming, 64)}
+	a := &agent{opts: opts, out: out, lines: make(chan *incoming, 64), done: make(chan struct{})}
+	defer close(a.done)
 	go a.read(in)
 	for {
+		if a.werr != nil {
+			return a.werr
+		}
 		m := <-a.lines
 		if m.finished {
 			return m.readErr
@@ -107,13 +113,20 @@ func (a *agent) read(in io.Reader) {
 			if json.Unmarshal([]byte(line), m) != nil || m.Type == "" {
 				m.notJSON = true
 			}
-			a.lines <- m
+			select {
+			case a.lines <- m:
+			case <-a.done:
+				return
+			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil
 			}
-			a.lines <- &incoming{finished: true, readErr: err}
+			select {
+			case a.lines <- &incoming{finished: true, readErr: err}:
+			case <-a.done:
+			}
 			return
 		}
 	}
@@ -124,12 +137,17 @@ func (a *agent) write(v any) {
 	a.writeLine(b)
 }
 
+// writeLine writes one line; after a failed write (stdout is gone: nobody listens) it
+// writes nothing more and the script ends with the error.
 func (a *agent) writeLine(b []byte) {
+	if a.werr != nil {
+		return
+	}
 	a.transcribe("agent: ", string(b))
 	buf := make([]byte, 0, len(b)+1)
 	buf = append(append(buf, b...), '\n')
 	if _, err := a.out.Write(buf); err != nil {
-		os.Exit(5) // stdout is gone: nobody is listening
+		a.werr = fmt.Errorf("sim: stdout: %w", err)
 	}
 }
 
@@ -155,6 +173,9 @@ func (a *agent) session(prompt string) error {
 	a.unnamed = 0
 	a.messages = nil
 	script := a.opts.Script
+	if plan, ok := parseLoad(prompt); ok {
+		return a.load(plan)
+	}
 	if script == nil && strings.HasPrefix(strings.TrimSpace(prompt), "{") {
 		s, err := ParseScript([]byte(prompt))
 		if err != nil {
@@ -168,6 +189,9 @@ func (a *agent) session(prompt string) error {
 	}
 	for _, st := range script.Steps {
 		err := a.step(st)
+		if err == nil {
+			err = a.werr
+		}
 		if errors.Is(err, errInterrupted) {
 			a.write(map[string]any{"type": "result", "text": "interrupted", "interrupted": true, "answers": a.answers, "messages": a.messages})
 			return nil

@@ -39,6 +39,8 @@ type Config struct {
 	Audit func(id string, rec *bus.AuditRecord)
 	// WriteTimeout bounds each write to the agent's stdin.
 	WriteTimeout time.Duration
+	// InProc, when set, runs the agent in this process instead of the host's command.
+	InProc InProc
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration
@@ -105,7 +107,13 @@ func (a *Agent) Receive(c actor.Context) {
 		a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
 		a.setState("starting")
 		go func() {
-			p, err := startProcess(a.host, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			var p *process
+			var err error
+			if a.cfg.InProc != nil {
+				p, err = startInProc(a.host, a.cfg.InProc, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			} else {
+				p, err = startProcess(a.host, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			}
 			a.send(&processStarted{proc: p, err: err})
 		}()
 	case *processStarted:

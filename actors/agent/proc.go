@@ -99,6 +99,40 @@ func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts
 	return p, nil
 }
 
+// InProc is an agent run inside the runtime's process, on pipes: the load generator's
+// "inproc" kind, which shows the runtime's own cost without process spawning.
+type InProc func(stdin io.Reader, stdout io.Writer) error
+
+// startInProc runs agent on a goroutine with real pipes, so stdin writes keep their
+// deadline and the actor cannot tell it from a process (its pid is 0).
+func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("agent: stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("agent: stdout pipe: %w", err)
+	}
+	p := &process{stdout: outR}
+	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
+	plain := protocol.PlainTextResult
+	if h.PlainText == "log" {
+		plain = protocol.PlainTextLog
+	}
+	go readStdout(outR, h.MaxLineBytes, plain, counts.frameBytes, send)
+	send(&stderrClosed{}) // no stderr
+	go func() {
+		err := agent(inR, outW)
+		outW.Close()
+		inR.Close()
+		send(&processExited{err: err})
+	}()
+	return p, nil
+}
+
 // readStdout frames and decodes the agent's stdout until it closes.
 func readStdout(f *os.File, limit int, plain protocol.PlainText, sizes prometheus.Observer, send func(any)) {
 	defer f.Close()
@@ -161,6 +195,9 @@ func readStderr(f *os.File, send func(any)) {
 
 // signalGroup sends sig to the process group led by pid.
 func signalGroup(pid int, sig syscall.Signal) error {
+	if pid <= 0 {
+		return nil // an in-process agent: closing its pipes is all there is
+	}
 	err := syscall.Kill(-pid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // already gone
