@@ -88,7 +88,7 @@ type Message struct {
 	PlainText bool // Raw was synthesized from a plain-text line
 
 	Text         string // result text; partial text (or Concerto's chunk)
-	Message      string // progress, log and error message
+	Message      string // the error's message (stream types keep theirs in Raw only)
 	Question     string
 	Context      string
 	Description  string
@@ -159,6 +159,9 @@ func Decode(line []byte, plain PlainText) (*Message, error) {
 	trimmed := bytes.TrimSpace(line)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return plainMessage(line, plain), nil
+	}
+	if m, ok := decodeFast(trimmed); ok {
+		return m, nil
 	}
 	var w wire
 	err := json.Unmarshal(trimmed, &w)

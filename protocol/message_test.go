@@ -1,9 +1,11 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDecodeTypes(t *testing.T) {
@@ -132,6 +134,57 @@ func FuzzDecode(f *testing.F) {
 			if m.Type.IsRequest() && !json.Valid(m.WithID("x-1")) {
 				t.Fatalf("WithID is not JSON: %q", m.WithID("x-1"))
 			}
+		}
+	})
+}
+
+// decodeFull is Decode without its fast path.
+func decodeFull(t *testing.T, line []byte) (*Message, error) {
+	t.Helper()
+	trimmed := bytes.TrimSpace(line)
+	var w wire
+	err := json.Unmarshal(trimmed, &w)
+	var typeErr *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &typeErr) {
+		return nil, err
+	}
+	var name string
+	if len(w.Type) == 0 || w.Type[0] != '"' || json.Unmarshal(w.Type, &name) != nil {
+		return nil, errors.New("plain")
+	}
+	if typeErr != nil {
+		return nil, typeErr
+	}
+	if err := checkDuplicates(trimmed); err != nil {
+		return nil, err
+	}
+	m := &Message{Type: canonical(name), Name: name, Raw: bytes.Clone(trimmed)}
+	return m, m.fill(&w)
+}
+
+func FuzzDecodeFast(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"progress","message":"a","percent":3}`, `{"type":"partial","text":"a\nb"}`, `{"type":"partial","chunk":"c"}`,
+		`{"type":"log","message":{"k":[1,"]"]}}`, `{ "type" : "heartbeat" , "x" : [ {} , "}" ] }`, `{"type":"progress","id":1}`,
+		`{"type":"partial","text":1}`, `{"type":"progress","type":"log"}`, `{"typ\u0065":"progress"}`, `{"type":"prog\u0072ess"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		trimmed := bytes.TrimSpace(line)
+		if len(trimmed) == 0 || trimmed[0] != '{' || !utf8.Valid(trimmed) {
+			return
+		}
+		fast, ok := decodeFast(trimmed)
+		if !ok {
+			return
+		}
+		full, err := decodeFull(t, trimmed)
+		if err != nil {
+			t.Fatalf("fast path accepted %q, the full decoder says %v", line, err)
+		}
+		if fast.Type != full.Type || fast.Name != full.Name || fast.Text != full.Text || !bytes.Equal(fast.Raw, full.Raw) {
+			t.Fatalf("%q: fast %+v, full %+v", line, fast, full)
 		}
 	})
 }

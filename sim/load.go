@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -26,18 +27,19 @@ type Load struct {
 
 // LoadReport is what a load session reports in its result, under "load".
 type LoadReport struct {
-	Progress     int            `json:"progress"`
-	QuestionsUS  []int64        `json:"questions_us"` // answer latency from the intended send time
-	ApprovalsUS  []int64        `json:"approvals_us"`
-	LateUS       []int64        `json:"late_us"`    // unrouted: arrival after the deadline
-	LagUS        []int64        `json:"lag_us"`     // how late each request was sent
-	LagMaxUS     int64          `json:"lag_max_us"` // the latest any line was sent
-	Outcomes     map[string]int `json:"outcomes"`
-	Missing      int            `json:"missing"` // requests never answered
-	StartNS      int64          `json:"start_ns"`
-	EndNS        int64          `json:"end_ns"`
-	sent         map[string]event
-	defaultAfter time.Duration
+	Progress      int            `json:"progress"`
+	QuestionsUS   []int64        `json:"questions_us"` // answer latency from the intended send time
+	ApprovalsUS   []int64        `json:"approvals_us"`
+	LateUS        []int64        `json:"late_us"`    // unrouted: arrival after the deadline
+	LagUS         []int64        `json:"lag_us"`     // how late each request was sent
+	LagMaxUS      int64          `json:"lag_max_us"` // the latest any line was sent
+	Outcomes      map[string]int `json:"outcomes"`
+	Missing       int            `json:"missing"` // requests never answered
+	StartNS       int64          `json:"start_ns"`
+	ProgressEndNS int64          `json:"progress_end_ns"` // when the last progress line was written
+	EndNS         int64          `json:"end_ns"`
+	sent          map[string]event
+	defaultAfter  time.Duration
 }
 
 type event struct {
@@ -100,10 +102,19 @@ func (a *agent) load(plan *Load) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
+	// Lines due together go out in one write, as a busy agent's do; a request, and
+	// anything before a wait, is flushed at once.
+	out := bufio.NewWriterSize(a.out, 64<<10)
+	flush := func() {
+		if err := out.Flush(); err != nil && a.werr == nil {
+			a.werr = fmt.Errorf("sim: stdout: %w", err)
+		}
+	}
 	var line []byte
 	for i := 0; i < len(evs) || answered < expected; {
 		if i < len(evs) {
 			if wait := time.Until(evs[i].at); wait > 0 {
+				flush()
 				timer.Reset(wait)
 				if err := a.loadReceive(rep, timer.C, &answered); err != nil {
 					return err
@@ -111,8 +122,13 @@ func (a *agent) load(plan *Load) error {
 				continue
 			}
 			e := evs[i]
-			line = appendLoadLine(line[:0], e, plan)
-			a.writeLine(line)
+			line = append(appendLoadLine(line[:0], e, plan), '\n')
+			if _, err := out.Write(line); err != nil {
+				return fmt.Errorf("sim: stdout: %w", err)
+			}
+			if e.kind != 'p' || i+1 == len(evs) {
+				flush()
+			}
 			if a.werr != nil {
 				return a.werr
 			}
@@ -120,6 +136,7 @@ func (a *agent) load(plan *Load) error {
 			rep.LagMaxUS = max(rep.LagMaxUS, lag)
 			if e.kind == 'p' {
 				rep.Progress++
+				rep.ProgressEndNS = time.Now().UnixNano()
 			} else {
 				rep.LagUS = append(rep.LagUS, lag)
 				rep.sent[loadID(e)] = e
@@ -127,10 +144,12 @@ func (a *agent) load(plan *Load) error {
 			i++
 			continue
 		}
+		flush()
 		if err := a.loadReceive(rep, nil, &answered); err != nil {
 			return err
 		}
 	}
+	flush()
 	if plan.Hold > 0 {
 		timer.Reset(time.Duration(plan.Hold))
 		for held := false; !held; {

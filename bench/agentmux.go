@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/node"
+	"github.com/agentmux/agentmux/sim"
+)
+
+// Progress is told how far a system has come.
+type Progress func(system string, done, total int)
+
+// loadHost is the host every load session runs on.
+const loadHost = "load"
+
+// manifest is the scenario's manifest: one host of load agents, a static supervisor
+// that answers at once, and one nobody runs for the unrouted questions.
+func (c *Config) manifest() string {
+	m := ""
+	if c.NATSURL != "" {
+		m = fmt.Sprintf("[nats]\nurl = %q\n", c.NATSURL)
+	}
+	command, args := "inproc", []string{}
+	if c.Agent == AgentProcess {
+		command, args = c.AgentCommand[0], c.AgentCommand[1:]
+	}
+	argsJSON, _ := json.Marshal(args)
+	return m + fmt.Sprintf(`[hosts.%s]
+command = %q
+args = %s
+pool = %d
+question_timeout = %q
+stop_grace = "2s"
+
+[supervisors.fast]
+strategy = "static"
+concurrency = 1024
+answers = { question = "unit", approval = "yes" }
+
+[supervisors.nobody]
+strategy = "external"
+
+[[routes]]
+match = "unrouted"
+supervisor = "nobody"
+
+[[routes]]
+supervisor = "fast"
+`, loadHost, command, argsJSON, c.Sessions, c.QuestionTimeout.String())
+}
+
+// inprocAgent is the load agent inside this process.
+func inprocAgent(in io.Reader, out io.Writer) error { return sim.Run(in, out, sim.Options{}) }
+
+// startNode starts a node for the scenario.
+func (c *Config) startNode(ctx context.Context, log *slog.Logger) (*node.Node, error) {
+	m, err := config.Parse("loadgen.toml", []byte(c.manifest()))
+	if err != nil {
+		return nil, fmt.Errorf("bench: the load manifest: %w", err)
+	}
+	opts := node.Options{Manifest: m, Name: "loadgen", Log: log, Ephemeral: true, NoTasks: true, MetricsAddr: "-", NoSupervisors: c.RemoteSupervisors}
+	if c.Agent == AgentInProc {
+		opts.InProc = map[string]agent.InProc{loadHost: inprocAgent}
+	}
+	return node.Start(ctx, opts)
+}
+
+// runAgentmux runs the scenario on a node: sessions submitted on the arrival schedule.
+func runAgentmux(ctx context.Context, c *Config, log *slog.Logger, progress Progress) (*System, error) {
+	n, err := c.startNode(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		stop, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = n.Stop(stop)
+	}()
+	prompt := c.plan().Prompt()
+	col := newCollector("agentmux")
+	results := make(chan *agent.Result, c.Sessions)
+	before := readUsage()
+	t0 := time.Now()
+	submitted := 0
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for col.sessions < c.Sessions {
+		var due <-chan time.Time
+		if submitted < c.Sessions {
+			if wait := time.Until(c.arrival(t0, submitted)); wait > 0 {
+				timer.Reset(wait)
+				due = timer.C
+			} else {
+				n.Submit(loadHost, "", prompt, results)
+				submitted++
+				continue
+			}
+		}
+		select {
+		case <-due:
+		case r := <-results:
+			addResult(col, r)
+			progress("agentmux", col.sessions, c.Sessions)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bench: agentmux: %d of %d sessions ended before the timeout: %w", col.sessions, c.Sessions, ctx.Err())
+		}
+	}
+	wall := time.Since(t0)
+	return col.system(wall, readUsage().since(before)), nil
+}
+
+func addResult(col *collector, r *agent.Result) {
+	if !r.OK {
+		col.fail(r.Error)
+		return
+	}
+	var p struct {
+		Load *sim.LoadReport `json:"load"`
+	}
+	if err := json.Unmarshal(r.Payload, &p); err != nil || p.Load == nil {
+		col.fail(fmt.Sprintf("result without a load report: %.200s", r.Payload))
+		return
+	}
+	col.add(p.Load)
+}

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentmux/agentmux/sim"
+)
+
+// Agent kinds.
+const (
+	AgentProcess = "process" // real subprocesses on real pipes
+	AgentInProc  = "inproc"  // the same scripted agent on pipes inside this process
+)
+
+// Config is one load scenario.
+type Config struct {
+	Sessions int     // sessions in all; each has its own agent, all may run at once
+	Rate     float64 // session arrivals per second; 0: all at once
+
+	Progress     int           // progress lines per session
+	ProgressRate float64       // per session, lines per second; 0: back to back
+	Questions    int           // per session
+	Approvals    int           // per session
+	Think        time.Duration // between a session's requests
+	Unrouted     int           // per session: questions nobody answers, for default lateness
+
+	QuestionTimeout time.Duration // host question_timeout, and the unrouted questions' timeout_ms
+	Agent           string        // AgentProcess or AgentInProc
+	AgentCommand    []string      // the process agent: a command that runs sim.Run on stdio
+
+	NATSURL           string // empty: an embedded server
+	RemoteSupervisors bool   // supervisors already run elsewhere (on NATSURL)
+	Timeout           time.Duration
+
+	Baselines     bool   // also run B0, B1, B2 and the Node.js harness
+	NodeBinary    string // node, for the Node.js harness
+	Probes        bool   // also measure memory per session, idle CPU and start rate
+	ProbeSessions int    // sessions of the memory, idle-CPU and start-rate probes
+}
+
+// Defaults is a short scenario that runs in seconds on two cores.
+func Defaults() Config {
+	return Config{
+		Sessions: 200, Progress: 200, Questions: 3, Approvals: 1, Unrouted: 1,
+		Think: 20 * time.Millisecond, QuestionTimeout: 500 * time.Millisecond,
+		Agent: AgentInProc, Timeout: 5 * time.Minute, NodeBinary: "node", ProbeSessions: 500,
+	}
+}
+
+// Validate reports a scenario that cannot run, saying which flag to fix.
+func (c *Config) Validate() error {
+	switch {
+	case c.Sessions <= 0:
+		return fmt.Errorf("bench: sessions must be at least 1")
+	case c.Rate < 0 || c.ProgressRate < 0:
+		return fmt.Errorf("bench: rates cannot be negative")
+	case c.Agent != AgentProcess && c.Agent != AgentInProc:
+		return fmt.Errorf("bench: agent %q: use %s or %s", c.Agent, AgentProcess, AgentInProc)
+	case c.Agent == AgentProcess && len(c.AgentCommand) == 0:
+		return fmt.Errorf("bench: the process agent needs a command")
+	case c.Unrouted > 0 && c.QuestionTimeout <= 0:
+		return fmt.Errorf("bench: unrouted questions need a question timeout")
+	case c.RemoteSupervisors && c.NATSURL == "":
+		return fmt.Errorf("bench: remote supervisors need the NATS URL they listen on")
+	}
+	return nil
+}
+
+// plan is what every session's agent does.
+func (c *Config) plan() *sim.Load {
+	return &sim.Load{Progress: c.Progress, ProgressRate: c.ProgressRate, Questions: c.Questions, Approvals: c.Approvals,
+		Every: sim.Duration(c.Think), Unrouted: c.Unrouted, DefaultAfter: sim.Duration(c.QuestionTimeout)}
+}
+
+// arrival is when session i is meant to start, after t0.
+func (c *Config) arrival(t0 time.Time, i int) time.Time {
+	if c.Rate <= 0 {
+		return t0
+	}
+	return t0.Add(time.Duration(float64(i) / c.Rate * float64(time.Second)))
+}

@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/agentmux/agentmux/sim"
+)
+
+// Latency is a distribution summarized for the report, in microseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	P50   int64   `json:"p50_us"`
+	P90   int64   `json:"p90_us"`
+	P99   int64   `json:"p99_us"`
+	P999  int64   `json:"p999_us"`
+	Max   int64   `json:"max_us"`
+	Mean  float64 `json:"mean_us"`
+	hist  *hdrhistogram.Histogram
+}
+
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
+}
+
+func summarize(h *hdrhistogram.Histogram) Latency {
+	return Latency{Count: h.TotalCount(), P50: h.ValueAtQuantile(50), P90: h.ValueAtQuantile(90), P99: h.ValueAtQuantile(99),
+		P999: h.ValueAtQuantile(99.9), Max: h.Max(), Mean: h.Mean(), hist: h}
+}
+
+// System is what one system under test did with the scenario.
+type System struct {
+	Name        string         `json:"name"`
+	Sessions    int            `json:"sessions"`
+	Failed      int            `json:"failed"`
+	Errors      []string       `json:"errors,omitempty"` // the first few
+	Wall        float64        `json:"wall_s"`
+	Progress    int64          `json:"progress_lines"`
+	ProgressPS  float64        `json:"progress_lines_per_s"`
+	Requests    int64          `json:"requests"`
+	RequestsPS  float64        `json:"requests_per_s"`
+	Questions   Latency        `json:"question_rtt"`
+	Approvals   Latency        `json:"approval_rtt"`
+	DefaultLate Latency        `json:"default_late"`
+	SendLag     Latency        `json:"send_lag"` // the agents' own scheduling lag
+	LagMax      int64          `json:"send_lag_max_us"`
+	Outcomes    map[string]int `json:"outcomes"`
+	Missing     int            `json:"missing"`
+	CPU         float64        `json:"cpu_s"`          // this process and its children
+	PeakRSS     int64          `json:"peak_rss_bytes"` // this process (children apart)
+	ChildRSS    int64          `json:"child_peak_rss_bytes,omitempty"`
+	QPSPerCore  float64        `json:"requests_per_cpu_s"`
+}
+
+// collector gathers the load reports of one system's sessions.
+type collector struct {
+	name                       string
+	q, a, late, lag            *hdrhistogram.Histogram
+	progress, requests, lagMax int64
+	outcomes                   map[string]int
+	firstStart, lastProgress   int64 // unix ns: the progress phase, across sessions
+	missing, sessions, failed  int
+	errors                     []string
+}
+
+func newCollector(name string) *collector {
+	return &collector{name: name, q: newHist(), a: newHist(), late: newHist(), lag: newHist(), outcomes: map[string]int{}}
+}
+
+func (c *collector) add(r *sim.LoadReport) {
+	c.sessions++
+	c.progress += int64(r.Progress)
+	if r.Progress > 0 {
+		if c.firstStart == 0 || r.StartNS < c.firstStart {
+			c.firstStart = r.StartNS
+		}
+		c.lastProgress = max(c.lastProgress, r.ProgressEndNS)
+	}
+	for _, v := range r.QuestionsUS {
+		_ = c.q.RecordValue(max(v, 1))
+	}
+	for _, v := range r.ApprovalsUS {
+		_ = c.a.RecordValue(max(v, 1))
+	}
+	for _, v := range r.LateUS {
+		_ = c.late.RecordValue(max(v, 1))
+	}
+	for _, v := range r.LagUS {
+		_ = c.lag.RecordValue(max(v, 1))
+	}
+	c.lagMax = max(c.lagMax, r.LagMaxUS)
+	c.requests += int64(len(r.QuestionsUS) + len(r.ApprovalsUS) + len(r.LateUS))
+	for k, v := range r.Outcomes {
+		c.outcomes[k] += v
+	}
+	c.missing += r.Missing
+}
+
+func (c *collector) fail(err string) {
+	c.sessions++
+	c.failed++
+	if len(c.errors) < 5 {
+		c.errors = append(c.errors, err)
+	}
+}
+
+func (c *collector) system(wall time.Duration, u usage) *System {
+	s := &System{Name: c.name, Sessions: c.sessions, Failed: c.failed, Errors: c.errors, Wall: wall.Seconds(),
+		Progress: c.progress, Requests: c.requests, Questions: summarize(c.q), Approvals: summarize(c.a),
+		DefaultLate: summarize(c.late), SendLag: summarize(c.lag), LagMax: c.lagMax, Outcomes: c.outcomes,
+		Missing: c.missing, CPU: u.cpu, PeakRSS: u.rss, ChildRSS: u.childRSS}
+	if wall > 0 {
+		s.RequestsPS = float64(c.requests) / wall.Seconds()
+	}
+	// Progress throughput over the progress phase: a line is written once the reader
+	// has taken the ones before it (less a pipe buffer), so the agents' clocks time it.
+	if phase := time.Duration(c.lastProgress - c.firstStart); phase > 0 {
+		s.ProgressPS = float64(c.progress) / phase.Seconds()
+	}
+	if u.cpu > 0 {
+		s.QPSPerCore = float64(c.requests) / u.cpu
+	}
+	return s
+}

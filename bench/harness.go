@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/sim"
+)
+
+// b1Subject is the trivial responder B1 asks.
+const b1Subject = "agentmux.bench.answer"
+
+// harness is the baseline a team would write without agentmux: pipes, framing and
+// decoding, questions answered inline (B0); with nc set, also every message published
+// and a NATS request per question (B1).
+type harness struct {
+	c  *Config
+	nc *nats.Conn
+}
+
+// run runs the scenario's sessions on the arrival schedule.
+func (h *harness) run(ctx context.Context, name string, progress Progress) (*System, error) {
+	col := newCollector(name)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	prompt := h.c.plan().Prompt()
+	before := readUsage()
+	t0 := time.Now()
+	done := 0
+	for i := range h.c.Sessions {
+		if wait := time.Until(h.c.arrival(t0, i)); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := h.session(ctx, "b-"+strconv.Itoa(i), prompt)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				col.fail(err.Error())
+			} else {
+				col.add(rep)
+			}
+			done++
+			progress(name, done, h.c.Sessions)
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(t0)
+	return col.system(wall, readUsage().since(before)), nil
+}
+
+// session runs one agent through one load plan.
+func (h *harness) session(ctx context.Context, id, prompt string) (*sim.LoadReport, error) {
+	in, out, wait, err := h.start()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		in.Close()
+		_ = wait()
+	}()
+	var wmu sync.Mutex
+	write := func(b []byte) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, _ = in.Write(b)
+	}
+	write(protocol.AppendPrompt(nil, prompt, id))
+	r := protocol.NewReader(out, 1<<20)
+	var pending sync.WaitGroup
+	defer pending.Wait()
+	for {
+		line, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("agent stdout: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		m, err := protocol.Decode(line, protocol.PlainTextResult)
+		if err != nil {
+			continue
+		}
+		if h.nc != nil {
+			_ = h.nc.Publish("agentmux.evt.load."+id+"."+string(m.Type), m.Raw)
+		}
+		switch m.Type {
+		case protocol.TypeResult:
+			var p struct {
+				Load *sim.LoadReport `json:"load"`
+			}
+			if err := json.Unmarshal(m.Raw, &p); err != nil || p.Load == nil {
+				return nil, fmt.Errorf("result without a load report")
+			}
+			return p.Load, nil
+		case protocol.TypeError:
+			return nil, errors.New(m.Message)
+		case protocol.TypeQuestion, protocol.TypeApproval:
+			h.answer(m, write, &pending)
+		}
+	}
+}
+
+// answer answers a request: inline (B0) or after a NATS request (B1); unrouted
+// questions get their default when their timeout fires, as the runtime's would.
+func (h *harness) answer(m *protocol.Message, write func([]byte), pending *sync.WaitGroup) {
+	resp := protocol.Response{InReplyTo: m.Type, ID: m.ID, Value: json.RawMessage(`"unit"`), Outcome: protocol.OutcomeAnswered}
+	if m.Type == protocol.TypeApproval {
+		resp.Value = json.RawMessage(`"yes"`)
+	}
+	if m.Timeout > 0 {
+		resp.Value, resp.Outcome = json.RawMessage(`"skip"`), protocol.OutcomeTimedOut
+		pending.Add(1)
+		time.AfterFunc(time.Duration(m.Timeout)*time.Millisecond, func() {
+			defer pending.Done()
+			write(protocol.AppendResponse(nil, resp))
+		})
+		return
+	}
+	if h.nc == nil {
+		write(protocol.AppendResponse(nil, resp))
+		return
+	}
+	pending.Add(1)
+	go func() {
+		defer pending.Done()
+		if reply, err := h.nc.Request(b1Subject, m.Raw, h.c.QuestionTimeout+time.Second); err == nil {
+			resp.Value = reply.Data
+		}
+		write(protocol.AppendResponse(nil, resp))
+	}()
+}
+
+// start starts one agent: a process, or sim.Run on pipes in this process.
+func (h *harness) start() (io.WriteCloser, io.Reader, func() error, error) {
+	if h.c.Agent == AgentProcess {
+		cmd := exec.Command(h.c.AgentCommand[0], h.c.AgentCommand[1:]...)
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, nil, nil, fmt.Errorf("start the agent: %w", err)
+		}
+		return in, out, cmd.Wait, nil
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := sim.Run(inR, outW, sim.Options{})
+		outW.Close()
+		inR.Close()
+		done <- err
+	}()
+	return inW, outR, func() error {
+		err := <-done
+		outR.Close()
+		return err
+	}, nil
+}
+
+// responder answers B1's and B2's requests at once, as a trivial supervisor.
+func responder(nc *nats.Conn, subject string) (*nats.Subscription, error) {
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) { _ = m.Respond([]byte(`"unit"`)) })
+	if err != nil {
+		return nil, err
+	}
+	return sub, nc.Flush()
+}
+
+// runB2 is bare request round trips on the same server, on the scenario's request
+// schedule: the floor for any answer that crosses NATS.
+func runB2(ctx context.Context, c *Config, nc *nats.Conn, progress Progress) (*System, error) {
+	col := newCollector("B2")
+	perSession := c.Questions + c.Approvals
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	before := readUsage()
+	t0 := time.Now()
+	done := 0
+	for i := range c.Sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := c.arrival(t0, i)
+			rep := &sim.LoadReport{Outcomes: map[string]int{}}
+			for j := range perSession {
+				at := start.Add(time.Duration(j+1) * c.Think)
+				if wait := time.Until(at); wait > 0 {
+					time.Sleep(wait) // the open-loop schedule, as the agents keep it
+				}
+				rep.LagUS = append(rep.LagUS, time.Since(at).Microseconds())
+				if _, err := nc.Request(b1Subject, []byte(`{"type":"question"}`), c.QuestionTimeout+time.Second); err != nil {
+					rep.Missing++
+					continue
+				}
+				rep.QuestionsUS = append(rep.QuestionsUS, time.Since(at).Microseconds())
+				rep.Outcomes["answered"]++
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			col.add(rep)
+			done++
+			progress("B2", done, c.Sessions)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return col.system(time.Since(t0), readUsage().since(before)), nil
+}

@@ -1,0 +1,61 @@
+package bench
+
+// Ratio is one target of performance.md, measured.
+type Ratio struct {
+	Figure string  `json:"figure"`
+	Value  float64 `json:"value"`
+	Target string  `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+// ratios compares agentmux with the baselines measured in the same run, and states
+// every target the run can speak to.
+func ratios(r *Report) []Ratio {
+	am := r.system("agentmux")
+	if am == nil {
+		return nil
+	}
+	var out []Ratio
+	add := func(figure string, value float64, target string, met bool) {
+		out = append(out, Ratio{Figure: figure, Value: value, Target: target, Met: met})
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	if b1 := r.system("B1"); b1 != nil && b1.Questions.Count > 0 {
+		p50 := ratio(float64(am.Questions.P50), float64(b1.Questions.P50))
+		p99 := ratio(float64(am.Questions.P99), float64(b1.Questions.P99))
+		add("question rtt p50 / B1", p50, "≤ 1.3", p50 <= 1.3)
+		add("question rtt p99 / B1", p99, "≤ 1.5", p99 <= 1.5)
+		prog := ratio(am.ProgressPS, b1.ProgressPS)
+		add("progress lines/s / B1", prog, "≥ 0.85", prog >= 0.85)
+		qpc := ratio(am.QPSPerCore, b1.QPSPerCore)
+		add("requests per CPU-second / B1", qpc, "≥ 0.8", qpc >= 0.8)
+	}
+	if b2 := r.system("B2"); b2 != nil && b2.Questions.Count > 0 {
+		v := ratio(float64(am.Questions.P50), float64(b2.Questions.P50))
+		add("question rtt p50 / B2", v, "≤ 3", v <= 3)
+	}
+	if n := r.system("node"); n != nil && n.QPSPerCore > 0 {
+		v := ratio(am.QPSPerCore, n.QPSPerCore)
+		add("requests per CPU-second / Node.js", v, "≥ 2", v >= 2)
+	}
+	if r.Config.Agent == AgentInProc && r.Config.Progress > 0 {
+		add("progress lines/s (inproc)", am.ProgressPS, "≥ 1,000,000", am.ProgressPS >= 1e6)
+	}
+	if am.DefaultLate.Count > 0 {
+		v := ms(am.DefaultLate.P99)
+		add("default answer lateness p99 (ms)", v, "≤ 5", v <= 5)
+	}
+	if p := r.Probes; p != nil {
+		add("runtime memory per live session (KiB)", p.BytesPerSession/1024, "≤ 64", p.BytesPerSession <= 64*1024)
+		add("goroutines per live session", p.GoroutinesPerSession, "≤ 4", p.GoroutinesPerSession <= 4)
+		add("NATS subscriptions per live session", p.SubscriptionsPerSession, "0", p.SubscriptionsPerSession < 0.01)
+		add("idle CPU of the idle sessions (% of a core)", p.IdleCPUPercent, "≤ 1", p.IdleCPUPercent <= 1)
+		add("session start rate / raw os/exec", p.StartRatio, "≥ 0.5", p.StartRatio >= 0.5)
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// Report is everything one invocation measured.
+type Report struct {
+	Machine Machine    `json:"machine"`
+	Config  ConfigEcho `json:"config"`
+	Systems []*System  `json:"systems"`
+	Ratios  []Ratio    `json:"ratios,omitempty"`
+	Probes  *Probes    `json:"probes,omitempty"`
+	Notes   []string   `json:"notes,omitempty"`
+}
+
+// Machine is where the figures were measured.
+type Machine struct {
+	Cores     int    `json:"cores"`
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	GoVersion string `json:"go"`
+}
+
+// ConfigEcho is the scenario as run.
+type ConfigEcho struct {
+	Sessions        int     `json:"sessions"`
+	Rate            float64 `json:"arrival_rate"`
+	Progress        int     `json:"progress_per_session"`
+	ProgressRate    float64 `json:"progress_rate"`
+	Questions       int     `json:"questions_per_session"`
+	Approvals       int     `json:"approvals_per_session"`
+	Unrouted        int     `json:"unrouted_per_session"`
+	ThinkMS         float64 `json:"think_ms"`
+	QuestionTimeout float64 `json:"question_timeout_ms"`
+	Agent           string  `json:"agent"`
+	NATS            string  `json:"nats"`
+}
+
+// Run runs the scenario on agentmux and, when asked, on the baselines and probes, one
+// after the other in this process, so their figures compare.
+func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*Report, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	rep := &Report{
+		Machine: Machine{Cores: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version()},
+		Config: ConfigEcho{Sessions: c.Sessions, Rate: c.Rate, Progress: c.Progress, ProgressRate: c.ProgressRate, Questions: c.Questions,
+			Approvals: c.Approvals, Unrouted: c.Unrouted, ThinkMS: ms(c.Think.Microseconds()), QuestionTimeout: ms(c.QuestionTimeout.Microseconds()),
+			Agent: c.Agent, NATS: natsName(c.NATSURL)},
+	}
+	sys, err := runAgentmux(ctx, &c, log, progress)
+	if err != nil {
+		return nil, err
+	}
+	rep.Systems = append(rep.Systems, sys)
+	if c.Baselines {
+		if err := runBaselines(ctx, &c, log, progress, rep); err != nil {
+			return nil, err
+		}
+	}
+	if c.Probes {
+		p, err := runProbes(ctx, &c, log, progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Probes = p
+	}
+	rep.Ratios = ratios(rep)
+	return rep, nil
+}
+
+func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Progress, rep *Report) error {
+	b, err := bus.Open(ctx, bus.Config{URL: c.NATSURL, Listen: "127.0.0.1:0", Name: "loadgen-baselines"}, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	peer, err := bus.Connect(b.ClientURL(), "", "loadgen-responder")
+	if err != nil {
+		return err
+	}
+	defer peer.Close()
+	if _, err := responder(peer, b1Subject); err != nil {
+		return err
+	}
+	b0, err := (&harness{c: c}).run(ctx, "B0", progress)
+	if err != nil {
+		return err
+	}
+	b1, err := (&harness{c: c, nc: b.Conn}).run(ctx, "B1", progress)
+	if err != nil {
+		return err
+	}
+	b2, err := runB2(ctx, c, b.Conn, progress)
+	if err != nil {
+		return err
+	}
+	rep.Systems = append(rep.Systems, b0, b1, b2)
+	if c.Agent != AgentProcess {
+		rep.Notes = append(rep.Notes, "node: the Node.js harness spawns processes; run with --agent process to compare with it")
+		return nil
+	}
+	n, err := runNode(ctx, c, progress)
+	if err != nil {
+		return err
+	}
+	rep.Systems = append(rep.Systems, n)
+	return nil
+}
+
+func natsName(url string) string {
+	if url == "" {
+		return "embedded"
+	}
+	return url
+}
+
+func ms(us int64) float64 { return float64(us) / 1000 }
+
+// system finds a system of the report by name.
+func (r *Report) system(name string) *System {
+	for _, s := range r.Systems {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// HasLatencies reports whether any system answered questions (there is a plot).
+func (r *Report) HasLatencies() bool {
+	for _, s := range r.Systems {
+		if s.Questions.Count > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Err is an error when any system lost sessions or requests.
+func (r *Report) Err() error {
+	for _, s := range r.Systems {
+		if s.Failed > 0 || s.Missing > 0 {
+			return fmt.Errorf("bench: %s: %d sessions failed, %d requests unanswered (first errors: %v)", s.Name, s.Failed, s.Missing, s.Errors)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// WriteTable writes the report as text tables.
+func WriteTable(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "machine: %d cores %s/%s %s · %d sessions (%s agents), %d progress + %d questions + %d approvals + %d unrouted each, think %.0fms, NATS %s\n\n",
+		r.Machine.Cores, r.Machine.GOOS, r.Machine.GOARCH, r.Machine.GoVersion, r.Config.Sessions, r.Config.Agent, r.Config.Progress,
+		r.Config.Questions, r.Config.Approvals, r.Config.Unrouted, r.Config.ThinkMS, r.Config.NATS)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "system\tok\tfailed\twall s\tprogress/s\trequests/s\tq p50 ms\tq p99 ms\tq p99.9 ms\tq max ms\tdefault late p99 ms\tsend lag max ms\tCPU s\treq/CPU-s\t")
+	for _, s := range r.Systems {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%.1f\t%.2f\t%.0f\t\n", s.Name, s.Sessions-s.Failed, s.Failed, s.Wall,
+			s.ProgressPS, s.RequestsPS, ms(s.Questions.P50), ms(s.Questions.P99), ms(s.Questions.P999), ms(s.Questions.Max),
+			lateCell(s), ms(s.LagMax), s.CPU, s.QPSPerCore)
+	}
+	_ = tw.Flush()
+	if p := r.Probes; p != nil {
+		fmt.Fprintf(w, "\nprobes (%d idle %s sessions): %.1f KiB and %.2f goroutines and %.2f NATS subscriptions per session; idle CPU %.2f%% of a core",
+			p.Sessions, p.Agent, p.BytesPerSession/1024, p.GoroutinesPerSession, p.SubscriptionsPerSession, p.IdleCPUPercent)
+		if p.StartSessions > 0 {
+			fmt.Fprintf(w, "; start %.0f sessions/s vs raw os/exec %.0f/s", p.StartPerSecond, p.RawExecPerSecond)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "target\tmeasured\twant\tmet")
+		for _, x := range r.Ratios {
+			met := "yes"
+			if !x.Met {
+				met = "NO"
+			}
+			fmt.Fprintf(tw, "%s\t%.3g\t%s\t%s\n", x.Figure, x.Value, x.Target, met)
+		}
+		_ = tw.Flush()
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+func lateCell(s *System) string {
+	if s.DefaultLate.Count == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", ms(s.DefaultLate.P99))
+}

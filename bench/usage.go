@@ -1,0 +1,27 @@
+package bench
+
+import "syscall"
+
+// usage is CPU time and peak memory, from getrusage.
+type usage struct {
+	cpu      float64 // seconds, self and children
+	rss      int64   // peak of this process, bytes
+	childRSS int64   // peak of the largest child, bytes
+}
+
+func readUsage() usage {
+	var self, kids syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return usage{
+		cpu:      sec(self.Utime) + sec(self.Stime) + sec(kids.Utime) + sec(kids.Stime),
+		rss:      self.Maxrss * 1024,
+		childRSS: kids.Maxrss * 1024,
+	}
+}
+
+// since is the CPU spent since u; peaks are as of now.
+func (u usage) since(before usage) usage {
+	return usage{cpu: u.cpu - before.cpu, rss: u.rss, childRSS: u.childRSS}
+}

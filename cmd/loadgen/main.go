@@ -1,0 +1,149 @@
+// Command loadgen measures agentmux: it runs scripted agents in open loop against a node
+// (and, with --baselines, against B0, B1, B2 and a Node.js harness in the same run) and
+// reports latency percentiles from the intended send times: JSON on stdout, a table on
+// stderr, a PNG of the percentile curves. `loadgen agent` is the scripted agent itself.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+
+	"github.com/agentmux/agentmux/bench"
+	"github.com/agentmux/agentmux/sim"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "agent" {
+		// The process agent: the scripted agent on stdio.
+		if err := sim.Run(os.Stdin, os.Stdout, sim.Options{}); err != nil {
+			fmt.Fprintln(stderr, "loadgen agent:", err)
+			return 1
+		}
+		return 0
+	}
+	c := bench.Defaults()
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.Sessions, "sessions", c.Sessions, "sessions in all (each with its own agent; all may run at once)")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "session arrivals per second (0: all at once)")
+	fs.IntVar(&c.Progress, "progress", c.Progress, "progress lines per session")
+	fs.Float64Var(&c.ProgressRate, "progress-rate", c.ProgressRate, "progress lines per second per session (0: back to back)")
+	fs.IntVar(&c.Questions, "questions", c.Questions, "questions per session")
+	fs.IntVar(&c.Approvals, "approvals", c.Approvals, "approvals per session")
+	fs.IntVar(&c.Unrouted, "unrouted", c.Unrouted, "questions per session that nobody answers (default lateness)")
+	fs.DurationVar(&c.Think, "think", c.Think, "time between a session's requests")
+	fs.DurationVar(&c.QuestionTimeout, "question-timeout", c.QuestionTimeout, "question timeout (the unrouted questions' deadline)")
+	fs.StringVar(&c.Agent, "agent", c.Agent, "agent kind: process (subprocesses) or inproc (pipes in this process)")
+	fs.StringVar(&c.NATSURL, "nats", "", "NATS `url` to drive (default: an embedded server)")
+	fs.BoolVar(&c.RemoteSupervisors, "remote-supervisors", false, "supervisors fast/nobody already run on --nats; start none here")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up after this long")
+	fs.BoolVar(&c.Baselines, "baselines", false, "also run B0, B1, B2 and the Node.js harness, and report the ratios")
+	fs.StringVar(&c.NodeBinary, "node", c.NodeBinary, "`node` binary for the Node.js harness")
+	fs.BoolVar(&c.Probes, "probes", false, "also measure memory and goroutines per idle session, idle CPU and start rate")
+	fs.IntVar(&c.ProbeSessions, "probe-sessions", c.ProbeSessions, "idle sessions of the probes")
+	jsonOut := fs.String("json", "-", "write the JSON report to this `file` (- for stdout)")
+	pngOut := fs.String("png", filepath.Join(os.TempDir(), "agentmux-loadgen.png"), "write the latency percentile plot to this `file` (empty: none)")
+	logLevel := fs.String("log", "error", "log `level` of the node")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this `file`")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen: cannot find my own binary to run agents:", err)
+		return 1
+	}
+	c.AgentCommand = []string{self, "agent"}
+	if err := c.Validate(); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 2
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(*logLevel)))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	bar := newBar(stderr)
+	rep, err := bench.Run(ctx, c, log, bar.update)
+	bar.done()
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
+	bench.WriteTable(stderr, rep)
+	if err := writeJSON(*jsonOut, stdout, rep); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
+	if *pngOut != "" && rep.HasLatencies() {
+		if err := writePNG(*pngOut, rep); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "plot:", *pngOut)
+	}
+	if err := rep.Err(); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
+	return 0
+}
+
+func writeJSON(path string, stdout io.Writer, rep *bench.Report) error {
+	w := stdout
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+func writePNG(path string, rep *bench.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := bench.WritePNG(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
