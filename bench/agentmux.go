@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/actors/agent"
@@ -17,8 +18,11 @@ import (
 // Progress is told how far a system has come.
 type Progress func(system string, done, total int)
 
-// loadHost is the host every load session runs on.
-const loadHost = "load"
+// The hosts of the load manifest.
+const (
+	loadHost   = "load"
+	warmupHost = "warmup"
+)
 
 // manifest is the scenario's manifest: one host of load agents, a static supervisor
 // that answers at once, and one nobody runs for the unrouted questions.
@@ -32,13 +36,21 @@ func (c *Config) manifest() string {
 		command, args = c.AgentCommand[0], c.AgentCommand[1:]
 	}
 	argsJSON, _ := json.Marshal(args)
-	return m + fmt.Sprintf(`[hosts.%s]
-command = %q
-args = %s
-pool = %d
-question_timeout = %q
-stop_grace = "2s"
-
+	env := "{}"
+	if len(c.AgentEnv) > 0 {
+		var kv []string
+		for k, v := range c.AgentEnv {
+			kv = append(kv, fmt.Sprintf("%s = %q", k, v))
+		}
+		env = "{ " + strings.Join(kv, ", ") + " }"
+	}
+	host := func(name string, pool int) string {
+		return fmt.Sprintf("[hosts.%s]\ncommand = %q\nargs = %s\nenv = %s\npool = %d\nquestion_timeout = %q\nstop_grace = \"2s\"\n\n",
+			name, command, argsJSON, env, pool, c.QuestionTimeout.String())
+	}
+	// warmup is the same agent on its own host: the probes run a session there first,
+	// so what the runtime sets up once is not counted per session.
+	return m + host(loadHost, c.Sessions) + host(warmupHost, 1) + `
 [supervisors.fast]
 strategy = "static"
 concurrency = 1024
@@ -53,7 +65,7 @@ supervisor = "nobody"
 
 [[routes]]
 supervisor = "fast"
-`, loadHost, command, argsJSON, c.Sessions, c.QuestionTimeout.String())
+`
 }
 
 // inprocAgent is the load agent inside this process.
@@ -67,7 +79,7 @@ func (c *Config) startNode(ctx context.Context, log *slog.Logger) (*node.Node, e
 	}
 	opts := node.Options{Manifest: m, Name: "loadgen", Log: log, Ephemeral: true, NoTasks: true, MetricsAddr: "-", NoSupervisors: c.RemoteSupervisors}
 	if c.Agent == AgentInProc {
-		opts.InProc = map[string]agent.InProc{loadHost: inprocAgent}
+		opts.InProc = map[string]agent.InProc{loadHost: inprocAgent, warmupHost: inprocAgent}
 	}
 	return node.Start(ctx, opts)
 }

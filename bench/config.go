@@ -25,9 +25,10 @@ type Config struct {
 	Think        time.Duration // between a session's requests
 	Unrouted     int           // per session: questions nobody answers, for default lateness
 
-	QuestionTimeout time.Duration // host question_timeout, and the unrouted questions' timeout_ms
-	Agent           string        // AgentProcess or AgentInProc
-	AgentCommand    []string      // the process agent: a command that runs sim.Run on stdio
+	QuestionTimeout time.Duration     // host question_timeout, and the unrouted questions' timeout_ms
+	Agent           string            // AgentProcess or AgentInProc
+	AgentCommand    []string          // the process agent: a command that runs sim.Run on stdio
+	AgentEnv        map[string]string // added to the process agents' environment
 
 	NATSURL           string // empty: an embedded server
 	RemoteSupervisors bool   // supervisors already run elsewhere (on NATSURL)

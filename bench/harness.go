@@ -152,6 +152,7 @@ func (h *harness) answer(m *protocol.Message, write func([]byte), pending *sync.
 func (h *harness) start() (io.WriteCloser, io.Reader, func() error, error) {
 	if h.c.Agent == AgentProcess {
 		cmd := exec.Command(h.c.AgentCommand[0], h.c.AgentCommand[1:]...)
+		cmd.Env = agentEnv(h.c)
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, nil, nil, err
@@ -239,4 +240,14 @@ func runB2(ctx context.Context, c *Config, nc *nats.Conn, progress Progress) (*S
 		return nil, ctx.Err()
 	}
 	return col.system(time.Since(t0), readUsage().since(before)), nil
+}
+
+// agentEnv is the environment of agents the baselines start: this process's, and the
+// scenario's additions.
+func agentEnv(c *Config) []string {
+	env := os.Environ()
+	for k, v := range c.AgentEnv {
+		env = append(env, k+"="+v)
+	}
+	return env
 }

@@ -31,6 +31,7 @@ func runNode(ctx context.Context, c *Config, progress Progress) (*System, error)
 	arg, _ := json.Marshal(map[string]any{"command": c.AgentCommand[0], "args": c.AgentCommand[1:], "sessions": c.Sessions,
 		"rate": c.Rate, "prompt": c.plan().Prompt()})
 	cmd := exec.CommandContext(ctx, c.NodeBinary, script, string(arg))
+	cmd.Env = agentEnv(c) // the harness's agents inherit it
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	progress("node", 0, c.Sessions)

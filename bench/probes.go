@@ -65,6 +65,10 @@ func idleProbe(ctx context.Context, c *Config, log *slog.Logger, progress Progre
 		defer cancel()
 		_ = n.Stop(stop)
 	}()
+	warm, err := n.Run(ctx, warmupHost, "", (&sim.Load{Progress: 1, Questions: 1, Unrouted: 1, DefaultAfter: sim.Duration(time.Millisecond)}).Prompt())
+	if err != nil || !warm.OK {
+		return fmt.Errorf("bench: the warm-up session failed: %v %v", err, warm)
+	}
 	before := footprint(n)
 	plan := &sim.Load{Progress: 1, Hold: sim.Duration(time.Hour)}
 	results := make(chan *agent.Result, c.Sessions)
@@ -168,7 +172,7 @@ func startProbe(ctx context.Context, c *Config, log *slog.Logger, progress Progr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- rawSession(sc.AgentCommand, plan)
+			errs <- rawSession(sc.AgentCommand, agentEnv(&sc), plan)
 		}()
 	}
 	wg.Wait()
@@ -186,8 +190,9 @@ func startProbe(ctx context.Context, c *Config, log *slog.Logger, progress Progr
 }
 
 // rawSession starts the agent with os/exec, gives it the prompt and waits for its result.
-func rawSession(command []string, prompt string) error {
+func rawSession(command, env []string, prompt string) error {
 	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Env = env
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return err

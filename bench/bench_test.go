@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmux/agentmux/sim"
+)
+
+// TestMain doubles as the process agent when AGENTMUX_BENCH_AGENT is set.
+func TestMain(m *testing.M) {
+	if os.Getenv("AGENTMUX_BENCH_AGENT") != "" {
+		if err := sim.Run(os.Stdin, os.Stdout, sim.Options{}); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func small(agentKind string) Config {
+	c := Defaults()
+	c.Sessions, c.Progress, c.Rate, c.Think, c.QuestionTimeout = 20, 50, 200, 10*time.Millisecond, 300*time.Millisecond
+	c.Agent = agentKind
+	c.AgentCommand = []string{os.Args[0]}
+	c.AgentEnv = map[string]string{"AGENTMUX_BENCH_AGENT": "1"}
+	c.Timeout = 2 * time.Minute
+	return c
+}
+
+func noProgress(string, int, int) {}
+
+// checkSystem asserts what a user reads off a system's row.
+func checkSystem(t *testing.T, s *System, c Config, withAgents bool) {
+	t.Helper()
+	if s.Sessions != c.Sessions || s.Failed != 0 || s.Missing != 0 {
+		t.Errorf("%s: %d sessions, %d failed, %d missing: %v", s.Name, s.Sessions, s.Failed, s.Missing, s.Errors)
+	}
+	perSession := int64(c.Questions + c.Approvals)
+	if s.Questions.Count+s.Approvals.Count != perSession*int64(c.Sessions) {
+		t.Errorf("%s: %d question and %d approval latencies; want %d in all", s.Name, s.Questions.Count, s.Approvals.Count, perSession*int64(c.Sessions))
+	}
+	if s.Questions.P50 <= 0 || s.Questions.P50 > s.Questions.P99 || s.Questions.P99 > s.Questions.Max {
+		t.Errorf("%s: percentiles out of order: %+v", s.Name, s.Questions)
+	}
+	if withAgents {
+		if s.Progress != int64(c.Progress*c.Sessions) || s.ProgressPS <= 0 {
+			t.Errorf("%s: %d progress lines at %.0f/s", s.Name, s.Progress, s.ProgressPS)
+		}
+		if s.DefaultLate.Count != int64(c.Unrouted*c.Sessions) || s.Outcomes["timed_out"] != c.Unrouted*c.Sessions {
+			t.Errorf("%s: %d defaults measured, outcomes %v", s.Name, s.DefaultLate.Count, s.Outcomes)
+		}
+	}
+}
+
+func TestRunWithBaselinesAndProbes(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("the Node.js harness needs node on PATH: %v", err)
+	}
+	c := small(AgentProcess)
+	c.Baselines, c.NodeBinary, c.Probes, c.ProbeSessions = true, node, true, 50
+	rep, err := Run(context.Background(), c, slog.New(slog.DiscardHandler), noProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Err(); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, s := range rep.Systems {
+		names = append(names, s.Name)
+		checkSystem(t, s, c, s.Name != "B2")
+	}
+	if strings.Join(names, ",") != "agentmux,B0,B1,B2,node" {
+		t.Fatalf("systems %v", names)
+	}
+	figures := map[string]bool{}
+	for _, r := range rep.Ratios {
+		figures[r.Figure] = true
+	}
+	for _, want := range []string{"question rtt p50 / B1", "question rtt p50 / B2", "requests per CPU-second / Node.js", "default answer lateness p99 (ms)",
+		"runtime memory per live session (KiB)", "goroutines per live session", "NATS subscriptions per live session", "idle CPU of the idle sessions (% of a core)", "session start rate / raw os/exec"} {
+		if !figures[want] {
+			t.Errorf("no ratio %q", want)
+		}
+	}
+	p := rep.Probes
+	if p.Sessions != 50 || p.GoroutinesPerSession <= 0 || p.BytesPerSession <= 0 || p.StartPerSecond <= 0 || p.RawExecPerSecond <= 0 {
+		t.Errorf("probes %+v", p)
+	}
+	if p.SubscriptionsPerSession > 0.01 {
+		t.Errorf("%.2f NATS subscriptions per session; the runtime must not subscribe per session", p.SubscriptionsPerSession)
+	}
+
+	var table bytes.Buffer
+	WriteTable(&table, rep)
+	for _, want := range []string{"agentmux", "B1", "node", "target", "probes (50 idle process sessions)"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	var img bytes.Buffer
+	if err := WritePNG(&img, rep); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := png.DecodeConfig(&img); err != nil || cfg.Width != plotW {
+		t.Fatalf("png: %v %+v", err, cfg)
+	}
+	if _, err := json.Marshal(rep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunInProc(t *testing.T) {
+	c := small(AgentInProc)
+	rep, err := Run(context.Background(), c, slog.New(slog.DiscardHandler), noProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSystem(t, rep.Systems[0], c, true)
+}
+
+func TestValidateSaysWhichFlag(t *testing.T) {
+	c := Defaults()
+	c.Agent = "thread"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `agent "thread": use process or inproc`) {
+		t.Fatalf("err = %v", err)
+	}
+}
