@@ -90,11 +90,16 @@ func runAgentmux(ctx context.Context, c *Config, log *slog.Logger, progress Prog
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		stop, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = n.Stop(stop)
-	}()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = n.Stop(stopCtx)
+		}
+	}
+	defer stop()
 	prompt := c.plan().Prompt()
 	col := newCollector("agentmux")
 	results := make(chan *agent.Result, c.Sessions)
@@ -103,6 +108,10 @@ func runAgentmux(ctx context.Context, c *Config, log *slog.Logger, progress Prog
 	submitted := 0
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	sample := time.NewTicker(50 * time.Millisecond)
+	defer sample.Stop()
+	active := n.Metrics.SessionsActive.WithLabelValues(loadHost)
+	peak := 0
 	for col.sessions < c.Sessions {
 		var due <-chan time.Time
 		if submitted < c.Sessions {
@@ -117,6 +126,8 @@ func runAgentmux(ctx context.Context, c *Config, log *slog.Logger, progress Prog
 		}
 		select {
 		case <-due:
+		case <-sample.C:
+			peak = max(peak, int(gaugeValue(active)))
 		case r := <-results:
 			addResult(col, r)
 			progress("agentmux", col.sessions, c.Sessions)
@@ -125,7 +136,10 @@ func runAgentmux(ctx context.Context, c *Config, log *slog.Logger, progress Prog
 		}
 	}
 	wall := time.Since(t0)
-	return col.system(wall, readUsage().since(before)), nil
+	stop() // reaps the agent processes, so their CPU is counted as the baselines' is
+	sys := col.system(wall, readUsage().since(before))
+	sys.PeakConcurrent = peak
+	return sys, nil
 }
 
 func addResult(col *collector, r *agent.Result) {

@@ -136,3 +136,18 @@ func TestValidateSaysWhichFlag(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestMediansAndTargets(t *testing.T) {
+	runs := []*Report{
+		{Ratios: []Ratio{{Figure: "a", Value: 1.0, Target: "≤ 1.3"}, {Figure: "b", Value: 9e5, Target: "≥ 1,000,000"}}},
+		{Ratios: []Ratio{{Figure: "a", Value: 2.0, Target: "≤ 1.3"}, {Figure: "b", Value: 2e6, Target: "≥ 1,000,000"}}},
+		{Ratios: []Ratio{{Figure: "a", Value: 1.2, Target: "≤ 1.3"}, {Figure: "b", Value: 1.5e6, Target: "≥ 1,000,000"}}},
+	}
+	m := medians(runs)
+	if m[0].Value != 1.2 || !m[0].Met || m[1].Value != 1.5e6 || !m[1].Met {
+		t.Fatalf("medians %+v", m)
+	}
+	if meets(0.5, "0") || !meets(0, "0") || meets(2, "≤ 1.5") {
+		t.Fatal("meets misreads a target")
+	}
+}

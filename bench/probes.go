@@ -124,6 +124,14 @@ func footprint(n *node.Node) footprintFigures {
 	return f
 }
 
+func gaugeValue(g interface{ Write(*dto.Metric) error }) float64 {
+	var m dto.Metric
+	if g.Write(&m) != nil || m.Gauge == nil {
+		return 0
+	}
+	return m.Gauge.GetValue()
+}
+
 func counterValue(c interface{ Write(*dto.Metric) error }) float64 {
 	var m dto.Metric
 	if c.Write(&m) != nil || m.Counter == nil {

@@ -27,6 +27,9 @@ func WriteTable(w io.Writer, r *Report) {
 		}
 		fmt.Fprintln(w)
 	}
+	if am := r.system("agentmux"); am != nil && am.PeakConcurrent > 0 {
+		fmt.Fprintf(w, "\nagentmux ran up to %d sessions at once (%d %s agents in all, %d failed)\n", am.PeakConcurrent, am.Sessions, r.Config.Agent, am.Failed)
+	}
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -63,6 +63,12 @@ type Decider interface {
 	Decide(ctx context.Context, r *Request) (Decision, error)
 }
 
+// Immediate is implemented by deciders that answer at once from memory (rule, static):
+// the supervisor decides them where the request arrives, with no goroutine or queue.
+type Immediate interface {
+	Immediate() bool
+}
+
 // Deps are what strategies need from outside this package.
 type Deps struct {
 	Manifest *config.Manifest // to build fallbacks, escalation targets and tools

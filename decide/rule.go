@@ -31,3 +31,6 @@ func (r *Rule) Decide(_ context.Context, req *Request) (Decision, error) {
 	}
 	return Decision{UseDefault: true, Decider: "rule:" + r.name, Reason: "no rule matched; host default"}, nil
 }
+
+// Immediate implements Immediate: rules are matched in memory.
+func (r *Rule) Immediate() bool { return true }

@@ -18,3 +18,6 @@ func (s *Static) Decide(_ context.Context, req *Request) (Decision, error) {
 	}
 	return Decision{UseDefault: true, Decider: "static:" + s.name, Reason: "no static answer for " + req.Type + "; host default"}, nil
 }
+
+// Immediate implements Immediate.
+func (s *Static) Immediate() bool { return true }

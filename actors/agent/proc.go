@@ -30,8 +30,8 @@ type process struct {
 	cmd    *exec.Cmd
 	pid    int
 	stdin  *stdinWriter
-	stdout *os.File // read end; closed by the reader, or early by the actor after exit
-	stderr *os.File // read end; likewise
+	stdout io.Closer // read end; closed by the reader, or early by the actor after exit
+	stderr io.Closer // read end; likewise (nil for an in-process agent)
 }
 
 // env builds the agent's explicit environment (see procenv).
@@ -103,21 +103,13 @@ func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts
 // "inproc" kind, which shows the runtime's own cost without process spawning.
 type InProc func(stdin io.Reader, stdout io.Writer) error
 
-// startInProc runs agent on a goroutine with real pipes, so stdin writes keep their
-// deadline and the actor cannot tell it from a process (its pid is 0).
+// startInProc runs agent on a goroutine over in-memory pipes: no file descriptors, so
+// tens of thousands fit in one process. Its pid is 0, and closing its pipes stops it.
 func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("agent: stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("agent: stdout pipe: %w", err)
-	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
 	p := &process{stdout: outR}
-	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
+	p.stdin = newStdinWriter(pipeWriter{inW}, writeTimeout, counts, send)
 	plain := protocol.PlainTextResult
 	if h.PlainText == "log" {
 		plain = protocol.PlainTextLog
@@ -134,7 +126,7 @@ func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, count
 }
 
 // readStdout frames and decodes the agent's stdout until it closes.
-func readStdout(f *os.File, limit int, plain protocol.PlainText, sizes prometheus.Observer, send func(any)) {
+func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, sizes prometheus.Observer, send func(any)) {
 	defer f.Close()
 	r := protocol.NewReader(f, limit)
 	for {
@@ -145,7 +137,7 @@ func readStdout(f *os.File, limit int, plain protocol.PlainText, sizes prometheu
 				send(&frameError{reason: "too_long", size: tooLong.Size, err: err})
 				continue
 			}
-			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
 				err = nil
 			}
 			send(&stdoutClosed{err: err})
@@ -208,7 +200,7 @@ func signalGroup(pid int, sig syscall.Signal) error {
 // stdinWriter writes lines to the agent's stdin from its own goroutine, each write with
 // a deadline, so the actor only ever enqueues.
 type stdinWriter struct {
-	f       *os.File
+	f       deadlineWriter
 	timeout time.Duration
 	send    func(any)
 	counts  writeCounts
@@ -222,7 +214,19 @@ type writeCounts struct {
 	frameBytes          prometheus.Observer // sizes of the lines read from stdout
 }
 
-func newStdinWriter(f *os.File, timeout time.Duration, counts writeCounts, send func(any)) *stdinWriter {
+// deadlineWriter is the write end of an agent's stdin.
+type deadlineWriter interface {
+	io.WriteCloser
+	SetWriteDeadline(time.Time) error
+}
+
+// pipeWriter is an in-process agent's stdin: it reads as fast as it is written, so a
+// write needs no deadline.
+type pipeWriter struct{ *io.PipeWriter }
+
+func (pipeWriter) SetWriteDeadline(time.Time) error { return nil }
+
+func newStdinWriter(f deadlineWriter, timeout time.Duration, counts writeCounts, send func(any)) *stdinWriter {
 	w := &stdinWriter{f: f, timeout: timeout, send: send, counts: counts, q: queue.New[[]byte]()}
 	go w.run()
 	return w

@@ -55,9 +55,17 @@ func (s *Supervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		system, self := c.ActorSystem(), c.Self()
-		sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, func(msg *nats.Msg) {
-			system.Root.Send(self, &askArrived{msg: msg})
-		})
+		handle := func(msg *nats.Msg) { system.Root.Send(self, &askArrived{msg: msg}) }
+		if im, ok := s.cfg.Decider.(decide.Immediate); ok && im.Immediate() {
+			// Answers from memory take microseconds: decide on the subscription's own
+			// goroutine, without a hop through the mailbox and a goroutine per request.
+			handle = func(msg *nats.Msg) {
+				if ask, ok := s.parse(msg); ok {
+					s.decide(msg, ask, time.UnixMilli(ask.Deadline))
+				}
+			}
+		}
+		sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, handle)
 		if err != nil {
 			s.log.Error("subscribe; this supervisor answers nothing", "err", err)
 			return
@@ -97,24 +105,32 @@ func (s *Supervisor) next(c actor.Context) {
 		msg := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
-		var ask bus.Ask
-		if err := json.Unmarshal(msg.Data, &ask); err != nil {
-			s.log.Warn("request is not an Ask; declined", "err", err)
-			s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
-			continue
-		}
-		deadline := time.UnixMilli(ask.Deadline)
-		if ask.Deadline > 0 && time.Now().After(deadline) {
-			s.cfg.Metrics.Decisions.WithLabelValues(s.name, "expired").Inc()
+		ask, ok := s.parse(msg)
+		if !ok {
 			continue
 		}
 		s.inflight++
 		system, self := c.ActorSystem(), c.Self()
 		go func() {
-			s.decide(msg, &ask, deadline)
+			s.decide(msg, ask, time.UnixMilli(ask.Deadline))
 			system.Root.Send(self, &decided{})
 		}()
 	}
+}
+
+// parse reads an Ask; a malformed one is declined and an expired one dropped.
+func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
+	var ask bus.Ask
+	if err := json.Unmarshal(msg.Data, &ask); err != nil {
+		s.log.Warn("request is not an Ask; declined", "err", err)
+		s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
+		return nil, false
+	}
+	if ask.Deadline > 0 && time.Now().After(time.UnixMilli(ask.Deadline)) {
+		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "expired").Inc()
+		return nil, false
+	}
+	return &ask, true
 }
 
 func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {

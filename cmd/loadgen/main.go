@@ -56,6 +56,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.NodeBinary, "node", c.NodeBinary, "`node` binary for the Node.js harness")
 	fs.BoolVar(&c.Probes, "probes", false, "also measure memory and goroutines per idle session, idle CPU and start rate")
 	fs.IntVar(&c.ProbeSessions, "probe-sessions", c.ProbeSessions, "idle sessions of the probes")
+	runs := fs.Int("runs", 1, "run the scenario this many times and report the median of each ratio")
 	jsonOut := fs.String("json", "-", "write the JSON report to this `file` (- for stdout)")
 	pngOut := fs.String("png", filepath.Join(os.TempDir(), "agentmux-loadgen.png"), "write the latency percentile plot to this `file` (empty: none)")
 	logLevel := fs.String("log", "error", "log `level` of the node")
@@ -96,14 +97,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer pprof.StopCPUProfile()
 	}
 	bar := newBar(stderr)
-	rep, err := bench.Run(ctx, c, log, bar.update)
+	all, err := bench.RunN(ctx, c, *runs, log, bar.update)
 	bar.done()
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
+	rep := all.Runs[len(all.Runs)-1]
 	bench.WriteTable(stderr, rep)
-	if err := writeJSON(*jsonOut, stdout, rep); err != nil {
+	bench.WriteMedians(stderr, all)
+	var out any = rep
+	if *runs > 1 {
+		out = all
+	}
+	if err := writeJSON(*jsonOut, stdout, out); err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
@@ -114,14 +121,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, "plot:", *pngOut)
 	}
-	if err := rep.Err(); err != nil {
-		fmt.Fprintln(stderr, "loadgen:", err)
-		return 1
+	for _, r := range all.Runs {
+		if err := r.Err(); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
 	}
 	return 0
 }
 
-func writeJSON(path string, stdout io.Writer, rep *bench.Report) error {
+func writeJSON(path string, stdout io.Writer, rep any) error {
 	w := stdout
 	if path != "-" {
 		f, err := os.Create(path)

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"text/tabwriter"
+)
+
+// Runs is several runs of one scenario and the median of each target figure: the
+// machines are noisy, so a ratio is read as the median of ratios each measured side by
+// side in one run.
+type Runs struct {
+	Runs    []*Report `json:"runs"`
+	Medians []Ratio   `json:"medians,omitempty"`
+}
+
+// RunN runs the scenario n times.
+func RunN(ctx context.Context, c Config, n int, log *slog.Logger, progress Progress) (*Runs, error) {
+	out := &Runs{}
+	for i := range max(n, 1) {
+		rep, err := Run(ctx, c, log, func(system string, done, total int) {
+			progress(fmt.Sprintf("run %d/%d %s", i+1, n, system), done, total)
+		})
+		if err != nil {
+			return nil, err
+		}
+		out.Runs = append(out.Runs, rep)
+	}
+	out.Medians = medians(out.Runs)
+	return out, nil
+}
+
+func medians(runs []*Report) []Ratio {
+	var out []Ratio
+	for i, r := range runs[0].Ratios {
+		values := []float64{}
+		for _, run := range runs {
+			if i < len(run.Ratios) && run.Ratios[i].Figure == r.Figure {
+				values = append(values, run.Ratios[i].Value)
+			}
+		}
+		slices.Sort(values)
+		m := values[len(values)/2]
+		if len(values)%2 == 0 {
+			m = (values[len(values)/2-1] + values[len(values)/2]) / 2
+		}
+		out = append(out, Ratio{Figure: r.Figure, Value: m, Target: r.Target, Met: meets(m, r.Target)})
+	}
+	return out
+}
+
+// meets reads a target such as "≤ 1.3" or "≥ 1,000,000".
+func meets(v float64, target string) bool {
+	var bound float64
+	var op string
+	clean := []rune{}
+	for _, r := range target {
+		if r != ',' {
+			clean = append(clean, r)
+		}
+	}
+	if _, err := fmt.Sscanf(string(clean), "%s %g", &op, &bound); err != nil {
+		return v == 0 // "0"
+	}
+	switch op {
+	case "≤":
+		return v <= bound
+	case "≥":
+		return v >= bound
+	}
+	return false
+}
+
+// WriteMedians writes the median table of several runs.
+func WriteMedians(w io.Writer, r *Runs) {
+	if len(r.Runs) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "\nmedians of %d runs\n", len(r.Runs))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\tmedian\truns\twant\tmet")
+	for i, m := range r.Medians {
+		var each []string
+		for _, run := range r.Runs {
+			if i < len(run.Ratios) {
+				each = append(each, fmt.Sprintf("%.3g", run.Ratios[i].Value))
+			}
+		}
+		met := "yes"
+		if !m.Met {
+			met = "NO"
+		}
+		fmt.Fprintf(tw, "%s\t%.3g\t%v\t%s\t%s\n", m.Figure, m.Value, each, m.Target, met)
+	}
+	_ = tw.Flush()
+}
