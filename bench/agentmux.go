@@ -154,5 +154,6 @@ func addResult(col *collector, r *agent.Result) {
 		col.fail(fmt.Sprintf("result without a load report: %.200s", r.Payload))
 		return
 	}
+	p.Load.ReceivedNS = time.Now().UnixNano()
 	col.add(p.Load)
 }

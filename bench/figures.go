@@ -76,7 +76,13 @@ func (c *collector) add(r *sim.LoadReport) {
 		if c.firstStart == 0 || r.StartNS < c.firstStart {
 			c.firstStart = r.StartNS
 		}
-		c.lastProgress = max(c.lastProgress, r.ProgressEndNS)
+		// The result follows the last progress line on the same pipe: when it is read,
+		// every progress line has been.
+		end := r.ReceivedNS
+		if end == 0 {
+			end = r.ProgressEndNS
+		}
+		c.lastProgress = max(c.lastProgress, end)
 	}
 	for _, v := range r.QuestionsUS {
 		_ = c.q.RecordValue(max(v, 1))
@@ -114,8 +120,7 @@ func (c *collector) system(wall time.Duration, u usage) *System {
 	if wall > 0 {
 		s.RequestsPS = float64(c.requests) / wall.Seconds()
 	}
-	// Progress throughput over the progress phase: a line is written once the reader
-	// has taken the ones before it (less a pipe buffer), so the agents' clocks time it.
+	// Progress throughput from the first session's start to the last progress line read.
 	if phase := time.Duration(c.lastProgress - c.firstStart); phase > 0 {
 		s.ProgressPS = float64(c.progress) / phase.Seconds()
 	}

@@ -109,6 +109,7 @@ func (h *harness) session(ctx context.Context, id, prompt string) (*sim.LoadRepo
 			if err := json.Unmarshal(m.Raw, &p); err != nil || p.Load == nil {
 				return nil, fmt.Errorf("result without a load report")
 			}
+			p.Load.ReceivedNS = time.Now().UnixNano()
 			return p.Load, nil
 		case protocol.TypeError:
 			return nil, errors.New(m.Message)

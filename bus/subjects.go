@@ -1,5 +1,7 @@
 package bus
 
+import "strings"
+
 // Subject prefixes and stream names of the public subject API.
 const (
 	TaskStream  = "AGENTMUX_TASKS"
@@ -14,7 +16,8 @@ const (
 	humanPrefix = "agentmux.human."
 )
 
-// Headers set on events, asks and audit records.
+// Headers set on asks and audit records (events name host, session and type in their
+// subject instead).
 const (
 	HeaderSession  = "Agentmux-Session"
 	HeaderRequest  = "Agentmux-Request"
@@ -32,6 +35,19 @@ const TaskSubjects = taskPrefix + ">"
 // EventSubject is where one event of a session is published.
 func EventSubject(host, session, typ string) string {
 	return evtPrefix + host + "." + session + "." + typ
+}
+
+// ParseEventSubject splits an event subject into host, session and type.
+func ParseEventSubject(subject string) (host, session, typ string, ok bool) {
+	rest, found := strings.CutPrefix(subject, evtPrefix)
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.SplitN(rest, ".", 3)
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
 }
 
 // SessionEvents matches every event of one session.

@@ -77,6 +77,12 @@ func New() *Set {
 		r.MustRegister(h)
 		return h
 	}
+	// classic is a histogram with classic buckets only, for the per-line paths.
+	classic := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
+		r.MustRegister(h)
+		return h
+	}
 	plain := func(name, help string) prometheus.Counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
 		r.MustRegister(c)
@@ -110,9 +116,9 @@ func New() *Set {
 		LLMSeconds:      histogram("llm_request_seconds", "Time model calls took.", waitBuckets, "supervisor"),
 		LLMTokens:       counter("llm_tokens_total", "Tokens of model calls, by direction (input, output).", "supervisor", "direction"),
 		HumanPending:    counter("human_requests_total", "Requests handed to a person (human supervisors and escalations).", "supervisor"),
-		FrameBytes:      histogram("frame_bytes", "Size of the lines agents write, in bytes.", prometheus.ExponentialBuckets(64, 4, 10), "host"),
+		FrameBytes:      classic("frame_bytes", "Size of the lines agents write, in bytes.", prometheus.ExponentialBuckets(64, 4, 10), "host"),
 		Answers:         counter("answers_total", "Answers written to agents, by the kind of decider (rule, static, llm, command, human, tool, default, runtime, other).", "host", "decider"),
-		StdinSeconds:    histogram("stdin_write_seconds", "Time each write to an agent's stdin took.", []float64{.00001, .0001, .001, .01, .1, 1, 10}, "host"),
+		StdinSeconds:    classic("stdin_write_seconds", "Time each write to an agent's stdin took.", []float64{.00001, .0001, .001, .01, .1, 1, 10}, "host"),
 		SlowConsumers:   plain("nats_slow_consumers_total", "NATS subscriptions of this node that fell behind and lost messages."),
 		DeadLetters:     plain("actor_dead_letters_total", "Actor messages sent to actors that had already stopped."),
 		ActorFailures:   counter("actor_failures_total", "Actor failures handled by supervision, by directive.", "directive"),

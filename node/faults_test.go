@@ -89,8 +89,8 @@ env = { AGENTMUX_TEST_MARK = "@MARK@" }
 		t.Fatalf("result = %+v", res)
 	}
 	first := <-events
-	if !strings.Contains(string(first.Data), "first line") || first.Header.Get(bus.HeaderSession) != res.Session {
-		t.Fatalf("first stderr event %s (session %q)", first.Data, first.Header.Get(bus.HeaderSession))
+	if _, session, _, _ := bus.ParseEventSubject(first.Subject); !strings.Contains(string(first.Data), "first line") || session != res.Session {
+		t.Fatalf("first stderr event %s on %s", first.Data, first.Subject)
 	}
 	// stderr is read apart from stdout: its last lines may be counted after the result.
 	waitFor(t, 5*time.Second, func() error {

@@ -36,7 +36,8 @@ type LoadReport struct {
 	Outcomes      map[string]int `json:"outcomes"`
 	Missing       int            `json:"missing"` // requests never answered
 	StartNS       int64          `json:"start_ns"`
-	ProgressEndNS int64          `json:"progress_end_ns"` // when the last progress line was written
+	ProgressEndNS int64          `json:"progress_end_ns"`       // when the last progress line was written
+	ReceivedNS    int64          `json:"received_ns,omitempty"` // set by whoever reads the result: when it did
 	EndNS         int64          `json:"end_ns"`
 	sent          map[string]event
 	defaultAfter  time.Duration

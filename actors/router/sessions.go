@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/actors/agent"
@@ -108,9 +107,7 @@ func (r *Router) lifecycleStarted(s *session) {
 
 func (r *Router) publish(host, session, typ string, v any) {
 	data, _ := json.Marshal(v)
-	msg := &nats.Msg{Subject: bus.EventSubject(host, session, typ), Data: data,
-		Header: nats.Header{bus.HeaderSession: []string{session}, bus.HeaderHost: []string{host}}}
-	if err := r.cfg.Conn.PublishMsg(msg); err != nil {
+	if err := r.cfg.Conn.Publish(bus.EventSubject(host, session, typ), data); err != nil {
 		r.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }

@@ -43,6 +43,7 @@ function session(i) {
         break;
       }
       case 'result':
+        if (m.load) m.load.received_ns = Date.now() * 1e6;
         finish(null, m.load);
         break;
       case 'error':

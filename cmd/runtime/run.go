@@ -103,7 +103,7 @@ func (p *eventPrinter) handle(m *nats.Msg) {
 		Subject string          `json:"subject"`
 		Session string          `json:"session"`
 		Data    json.RawMessage `json:"data"`
-	}{m.Subject, m.Header.Get(bus.HeaderSession), rawOrString(m.Data)})
+	}{m.Subject, session(m.Subject), rawOrString(m.Data)})
 	p.mu.Lock()
 	fmt.Fprintln(p.w, string(line))
 	p.mu.Unlock()
@@ -137,4 +137,9 @@ func (p *eventPrinter) waitEnded(nc *nats.Conn, d time.Duration) {
 
 func (p *eventPrinter) close() {
 	_ = p.sub.Unsubscribe() // the connection closes next
+}
+
+func session(subject string) string {
+	_, s, _, _ := bus.ParseEventSubject(subject)
+	return s
 }
