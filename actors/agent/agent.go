@@ -421,7 +421,7 @@ func (a *Agent) onFrameError(m *frameError) {
 	}{m.reason, m.size, a.host.MaxLineBytes, m.err.Error()})
 	a.publish(a.sessionID(), typ, data)
 	if a.sess != nil {
-		a.sess.touch()
+		a.sess.touch(a.host.IdleTimeout > 0)
 	}
 }
 

@@ -42,8 +42,11 @@ type session struct {
 	timers   []*time.Timer // session, idle and interrupt timers; stopped when it ends
 }
 
-func (s *session) touch() {
-	s.lastLine = time.Now()
+// touch notes a line read; the clock is read only when an idle timeout needs it.
+func (s *session) touch(idle bool) {
+	if idle {
+		s.lastLine = time.Now()
+	}
 	s.lines++
 }
 
@@ -103,7 +106,7 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		}
 		return
 	}
-	s.touch()
+	s.touch(a.host.IdleTimeout > 0)
 	switch msg.Type {
 	case protocol.TypeQuestion, protocol.TypeApproval, protocol.TypeToolCall:
 		a.onRequest(s, msg)
