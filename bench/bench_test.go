@@ -87,7 +87,7 @@ func TestRunWithBaselinesAndProbes(t *testing.T) {
 	for _, r := range rep.Ratios {
 		figures[r.Figure] = true
 	}
-	for _, want := range []string{"question rtt p50 / B1", "question rtt p50 / B2", "requests per CPU-second / Node.js", "default answer lateness p99 (ms)",
+	for _, want := range []string{"question rtt p50 / B1", "question rtt p50 / B2", "requests per harness CPU-second / Node.js", "default answer lateness p99 (ms)",
 		"runtime memory per live session (KiB)", "goroutines per live session", "NATS subscriptions per live session", "idle CPU of the idle sessions (% of a core)", "session start rate / raw os/exec"} {
 		if !figures[want] {
 			t.Errorf("no ratio %q", want)

@@ -31,27 +31,31 @@ func summarize(h *hdrhistogram.Histogram) Latency {
 
 // System is what one system under test did with the scenario.
 type System struct {
-	Name           string         `json:"name"`
-	Sessions       int            `json:"sessions"`
-	Failed         int            `json:"failed"`
-	Errors         []string       `json:"errors,omitempty"` // the first few
-	Wall           float64        `json:"wall_s"`
-	Progress       int64          `json:"progress_lines"`
-	ProgressPS     float64        `json:"progress_lines_per_s"`
-	Requests       int64          `json:"requests"`
-	RequestsPS     float64        `json:"requests_per_s"`
-	Questions      Latency        `json:"question_rtt"`
-	Approvals      Latency        `json:"approval_rtt"`
-	DefaultLate    Latency        `json:"default_late"`
-	SendLag        Latency        `json:"send_lag"` // the agents' own scheduling lag
-	LagMax         int64          `json:"send_lag_max_us"`
-	Outcomes       map[string]int `json:"outcomes"`
-	Missing        int            `json:"missing"`
-	CPU            float64        `json:"cpu_s"`          // this process and its children
-	PeakRSS        int64          `json:"peak_rss_bytes"` // this process (children apart)
-	ChildRSS       int64          `json:"child_peak_rss_bytes,omitempty"`
-	QPSPerCore     float64        `json:"requests_per_cpu_s"`
-	PeakConcurrent int            `json:"peak_concurrent_sessions,omitempty"` // agentmux: sampled every 50 ms
+	Name        string         `json:"name"`
+	Sessions    int            `json:"sessions"`
+	Failed      int            `json:"failed"`
+	Errors      []string       `json:"errors,omitempty"` // the first few
+	Wall        float64        `json:"wall_s"`
+	Progress    int64          `json:"progress_lines"`
+	ProgressPS  float64        `json:"progress_lines_per_s"`
+	Requests    int64          `json:"requests"`
+	RequestsPS  float64        `json:"requests_per_s"`
+	Questions   Latency        `json:"question_rtt"`
+	Approvals   Latency        `json:"approval_rtt"`
+	DefaultLate Latency        `json:"default_late"`
+	SendLag     Latency        `json:"send_lag"` // the agents' own scheduling lag
+	LagMax      int64          `json:"send_lag_max_us"`
+	Outcomes    map[string]int `json:"outcomes"`
+	Missing     int            `json:"missing"`
+	CPU         float64        `json:"cpu_s"`          // this process and its children
+	PeakRSS     int64          `json:"peak_rss_bytes"` // this process (children apart)
+	ChildRSS    int64          `json:"child_peak_rss_bytes,omitempty"`
+	QPSPerCore  float64        `json:"requests_per_cpu_s"`
+	// HarnessCPU is the CPU of the system alone, without its agent processes (process
+	// agents only; inproc agents share the process).
+	HarnessCPU     float64 `json:"harness_cpu_s,omitempty"`
+	QPSPerHarness  float64 `json:"requests_per_harness_cpu_s,omitempty"`
+	PeakConcurrent int     `json:"peak_concurrent_sessions,omitempty"` // agentmux: sampled every 50 ms
 }
 
 // collector gathers the load reports of one system's sessions.
@@ -126,6 +130,10 @@ func (c *collector) system(wall time.Duration, u usage) *System {
 	}
 	if u.cpu > 0 {
 		s.QPSPerCore = float64(c.requests) / u.cpu
+	}
+	if u.self > 0 {
+		s.HarnessCPU = u.self
+		s.QPSPerHarness = float64(c.requests) / u.self
 	}
 	return s
 }

@@ -45,6 +45,7 @@ func runNode(ctx context.Context, c *Config, progress Progress) (*System, error)
 	var res struct {
 		Reports  []*sim.LoadReport `json:"reports"`
 		Failures []string          `json:"failures"`
+		CPU      float64           `json:"cpu_s"` // the harness's own, without its agents
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("bench: the Node.js harness's report: %w", err)
@@ -57,5 +58,7 @@ func runNode(ctx context.Context, c *Config, progress Progress) (*System, error)
 		col.fail(f)
 	}
 	progress("node", c.Sessions, c.Sessions)
-	return col.system(wall, readUsage().since(before)), nil
+	u := readUsage().since(before)
+	u.self = res.CPU
+	return col.system(wall, u), nil
 }

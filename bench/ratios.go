@@ -41,9 +41,13 @@ func ratios(r *Report) []Ratio {
 		v := ratio(float64(am.Questions.P50), float64(b2.Questions.P50))
 		add("question rtt p50 / B2", v, "≤ 3", v <= 3)
 	}
-	if n := r.system("node"); n != nil && n.QPSPerCore > 0 {
-		v := ratio(am.QPSPerCore, n.QPSPerCore)
-		add("requests per CPU-second / Node.js", v, "≥ 2", v >= 2)
+	if n := r.system("node"); n != nil && n.QPSPerHarness > 0 {
+		v := ratio(am.QPSPerHarness, n.QPSPerHarness)
+		add("requests per harness CPU-second / Node.js", v, "≥ 2", v >= 2)
+	}
+	if b1 := r.system("B1"); b1 != nil && r.Config.Agent == AgentProcess && b1.QPSPerHarness > 0 {
+		v := ratio(am.QPSPerHarness, b1.QPSPerHarness)
+		add("requests per harness CPU-second / B1", v, "≥ 0.8", v >= 0.8)
 	}
 	if r.Config.Agent == AgentInProc && r.Config.Progress > 0 && r.Config.ProgressRate == 0 {
 		add("progress lines/s (inproc)", am.ProgressPS, "≥ 1,000,000", am.ProgressPS >= 1e6)

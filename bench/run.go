@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
+	"time"
 
 	"github.com/agentmux/agentmux/bus"
 )
@@ -65,6 +67,9 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 	}
 	rep.Systems = append(rep.Systems, sys)
 	if c.Baselines {
+		if err := settle(ctx); err != nil {
+			return nil, err
+		}
 		if err := runBaselines(ctx, &c, log, progress, rep); err != nil {
 			return nil, err
 		}
@@ -95,14 +100,23 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 		return err
 	}
 	b0, err := (&harness{c: c}).run(ctx, "B0", progress)
+	if err == nil {
+		err = settle(ctx)
+	}
 	if err != nil {
 		return err
 	}
 	b1, err := (&harness{c: c, nc: b.Conn}).run(ctx, "B1", progress)
+	if err == nil {
+		err = settle(ctx)
+	}
 	if err != nil {
 		return err
 	}
 	b2, err := runB2(ctx, c, b.Conn, progress)
+	if err == nil {
+		err = settle(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -156,4 +170,19 @@ func (r *Report) Err() error {
 		}
 	}
 	return nil
+}
+
+// settleTime lets the machine quiet down between systems: exited agents reaped, their
+// memory returned, the collector run.
+const settleTime = time.Second
+
+func settle(ctx context.Context) error {
+	runtime.GC()
+	debug.FreeOSMemory()
+	select {
+	case <-time.After(settleTime):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -21,6 +21,11 @@ type Runs struct {
 func RunN(ctx context.Context, c Config, n int, log *slog.Logger, progress Progress) (*Runs, error) {
 	out := &Runs{}
 	for i := range max(n, 1) {
+		if i > 0 {
+			if err := settle(ctx); err != nil {
+				return nil, err
+			}
+		}
 		rep, err := Run(ctx, c, log, func(system string, done, total int) {
 			progress(fmt.Sprintf("run %d/%d %s", i+1, n, system), done, total)
 		})

@@ -12,11 +12,11 @@ func WriteTable(w io.Writer, r *Report) {
 		r.Machine.Cores, r.Machine.GOOS, r.Machine.GOARCH, r.Machine.GoVersion, r.Config.Sessions, r.Config.Agent, r.Config.Progress,
 		r.Config.Questions, r.Config.Approvals, r.Config.Unrouted, r.Config.ThinkMS, r.Config.NATS)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tok\tfailed\twall s\tprogress/s\trequests/s\tq p50 ms\tq p99 ms\tq p99.9 ms\tq max ms\tdefault late p99 ms\tsend lag max ms\tCPU s\treq/CPU-s\t")
+	fmt.Fprintln(tw, "system\tok\tfailed\twall s\tprogress/s\trequests/s\tq p50 ms\tq p99 ms\tq p99.9 ms\tq max ms\tdefault late p99 ms\tsend lag max ms\tCPU s\treq/CPU-s\tharness CPU s\t")
 	for _, s := range r.Systems {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%.1f\t%.2f\t%.0f\t\n", s.Name, s.Sessions-s.Failed, s.Failed, s.Wall,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%.1f\t%.2f\t%.0f\t%.2f\t\n", s.Name, s.Sessions-s.Failed, s.Failed, s.Wall,
 			s.ProgressPS, s.RequestsPS, ms(s.Questions.P50), ms(s.Questions.P99), ms(s.Questions.P999), ms(s.Questions.Max),
-			lateCell(s), ms(s.LagMax), s.CPU, s.QPSPerCore)
+			lateCell(s), ms(s.LagMax), s.CPU, s.QPSPerCore, s.HarnessCPU)
 	}
 	_ = tw.Flush()
 	if p := r.Probes; p != nil {

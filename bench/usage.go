@@ -5,6 +5,7 @@ import "syscall"
 // usage is CPU time and peak memory, from getrusage.
 type usage struct {
 	cpu      float64 // seconds, self and children
+	self     float64 // seconds, this process alone: the harness without its agents
 	rss      int64   // peak of this process, bytes
 	childRSS int64   // peak of the largest child, bytes
 }
@@ -16,6 +17,7 @@ func readUsage() usage {
 	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return usage{
 		cpu:      sec(self.Utime) + sec(self.Stime) + sec(kids.Utime) + sec(kids.Stime),
+		self:     sec(self.Utime) + sec(self.Stime),
 		rss:      self.Maxrss * 1024,
 		childRSS: kids.Maxrss * 1024,
 	}
@@ -23,5 +25,5 @@ func readUsage() usage {
 
 // since is the CPU spent since u; peaks are as of now.
 func (u usage) since(before usage) usage {
-	return usage{cpu: u.cpu - before.cpu, rss: u.rss, childRSS: u.childRSS}
+	return usage{cpu: u.cpu - before.cpu, self: u.self - before.self, rss: u.rss, childRSS: u.childRSS}
 }

@@ -21,7 +21,8 @@ function session(i) {
     else reports.push(report);
     child.stdin.end();
     if (++done === cfg.sessions) {
-      process.stdout.write(JSON.stringify({ reports, failures }) + '\n');
+      const cpu = process.cpuUsage();
+      process.stdout.write(JSON.stringify({ reports, failures, cpu_s: (cpu.user + cpu.system) / 1e6 }) + '\n');
     }
   };
   child.on('error', (err) => finish(err));
