@@ -49,7 +49,7 @@ func ratios(r *Report) []Ratio {
 		v := ratio(am.QPSPerHarness, b1.QPSPerHarness)
 		add("requests per harness CPU-second / B1", v, "≥ 0.8", v >= 0.8)
 	}
-	if r.Config.Agent == AgentInProc && r.Config.Progress > 0 && r.Config.ProgressRate == 0 {
+	if r.Config.Agent == AgentInProc && r.Config.Progress > 0 && r.Config.ProgressRate == 0 && r.Config.Questions+r.Config.Approvals+r.Config.Unrouted == 0 {
 		add("progress lines/s (inproc)", am.ProgressPS, "≥ 1,000,000", am.ProgressPS >= 1e6)
 	}
 	if am.DefaultLate.Count > 0 {
