@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/sim"
 )
 
@@ -149,5 +151,39 @@ func TestMediansAndTargets(t *testing.T) {
 	}
 	if meets(0.5, "0") || !meets(0, "0") || meets(2, "≤ 1.5") {
 		t.Fatal("meets misreads a target")
+	}
+}
+
+// TestDrivesARemoteNodesSupervisors runs the load against supervisors on another node,
+// over that node's NATS, as --nats and --remote-supervisors do.
+func TestDrivesARemoteNodesSupervisors(t *testing.T) {
+	m, err := config.Parse("remote.toml", []byte(`[nats]
+listen = "127.0.0.1:0"
+[supervisors.fast]
+strategy = "static"
+answers = { question = "unit", approval = "yes" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, err := node.Start(context.Background(), node.Options{Manifest: m, Name: "remote", Log: slog.New(slog.DiscardHandler), Ephemeral: true, MetricsAddr: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = remote.Stop(context.Background()) }()
+
+	c := small(AgentInProc)
+	c.NATSURL, c.RemoteSupervisors = remote.Bus.ClientURL(), true
+	rep, err := Run(context.Background(), c, slog.New(slog.DiscardHandler), noProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSystem(t, rep.Systems[0], c, true)
+	if rep.Config.NATS != remote.Bus.ClientURL() {
+		t.Errorf("report names NATS %q", rep.Config.NATS)
+	}
+	decided := counterValue(remote.Metrics.Decisions.WithLabelValues("fast", "decided"))
+	if want := float64(c.Sessions * (c.Questions + c.Approvals)); decided != want {
+		t.Fatalf("the remote supervisor decided %v requests; want %v", decided, want)
 	}
 }
