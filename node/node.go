@@ -72,6 +72,7 @@ type Node struct {
 	ctlSubs  []*nats.Subscription
 	stopped  chan struct{}
 	events   *eventstream.Subscription
+	asker    *agent.Asker
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -165,7 +166,14 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	}
 
-	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc}
+	asker, err := agent.NewAsker(b.Conn, n.Metrics)
+	if err != nil {
+		n.abort()
+		return nil, err
+	}
+	n.asker = asker
+	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped,
+		WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: asker}
 	if !opts.NoTasks {
 		rcfg.JS = b.JS
 	}
@@ -257,6 +265,9 @@ func (n *Node) stop(ctx context.Context) error {
 		if stopErr := n.system.Root.StopFuture(pid).Wait(); stopErr != nil {
 			n.log.Warn("supervisor stop", "err", stopErr)
 		}
+	}
+	if n.asker != nil {
+		n.asker.Close()
 	}
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()

@@ -31,6 +31,7 @@ type Config struct {
 	Host    *config.Host
 	Node    string
 	Conn    *nats.Conn
+	Asker   *Asker // sends requests to supervisors; one per node
 	Metrics *metrics.Set
 	Log     *slog.Logger
 	// Route finds the route of a request, or nil when none matches.

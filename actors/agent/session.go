@@ -2,9 +2,7 @@ package agent
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -58,7 +56,7 @@ type pending struct {
 	deadline time.Time
 	def      json.RawMessage
 	timer    *time.Timer
-	cancel   context.CancelFunc
+	cancel   func() // ends the ask early
 }
 
 func (a *Agent) startSession(m *StartSession) {
@@ -190,8 +188,6 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	p.deadline = now.Add(timeout)
 	s.pending[id] = p
 	p.timer = a.after(timeout, timerRequest, s.gen, id)
-	ctx, cancel := context.WithDeadline(context.Background(), p.deadline.Add(lateGrace))
-	p.cancel = cancel
 	data, _ := json.Marshal(&bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
 		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess})
 	req := &nats.Msg{Subject: bus.AskSubject(route.Supervisor), Data: data, Header: nats.Header{
@@ -200,42 +196,8 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		bus.HeaderHost:     []string{a.host.Name},
 		bus.HeaderDeadline: []string{strconv.FormatInt(p.deadline.UnixMilli(), 10)},
 	}}
-	go a.ask(ctx, req, p.deadline, s.gen, id)
-}
-
-// ask sends a request to a supervisor, retrying with backoff while nobody is subscribed,
-// until an answer or the request's deadline. It reports to the actor.
-func (a *Agent) ask(ctx context.Context, req *nats.Msg, deadline time.Time, gen uint64, id string) {
-	counter := a.cfg.Metrics.AskRequests
-	backoff := minAskBackoff
-	for {
-		resp, err := a.cfg.Conn.RequestMsgWithContext(ctx, req)
-		if err == nil {
-			counter.WithLabelValues("answered").Inc()
-			var reply bus.Reply
-			if err := json.Unmarshal(resp.Data, &reply); err != nil {
-				// Not a Reply: validation turns it into the default, outcome invalid.
-				reply = bus.Reply{Value: resp.Data, Decider: "unknown", Reason: "supervisor reply is not a JSON object: " + err.Error()}
-			}
-			a.send(&answerArrived{gen: gen, id: id, reply: &reply})
-			return
-		}
-		switch {
-		case ctx.Err() != nil || time.Now().After(deadline):
-			counter.WithLabelValues("timeout").Inc()
-			return // the request timer writes the default
-		case errors.Is(err, nats.ErrNoResponders):
-			counter.WithLabelValues("no_responders").Inc()
-		default:
-			counter.WithLabelValues("error").Inc()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, maxAskBackoff)
-	}
+	gen := s.gen
+	p.cancel = a.cfg.Asker.Ask(req, p.deadline, func(r *bus.Reply) { a.send(&answerArrived{gen: gen, id: id, reply: r}) })
 }
 
 func (a *Agent) defaultFor(msg *protocol.Message) json.RawMessage {
@@ -298,7 +260,7 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 		p.timer.Stop()
 	}
 	if p.cancel != nil && outcome != protocol.OutcomeTimedOut {
-		p.cancel() // a timed-out ask keeps listening for lateGrace, then its context ends it
+		p.cancel() // a timed-out ask keeps listening for lateGrace, so a late answer is counted
 	}
 	if !a.exited && a.proc != nil {
 		a.proc.stdin.write(protocol.AppendResponse(nil, protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}))

@@ -38,6 +38,7 @@ type Config struct {
 	Audit    func(id string, rec *bus.AuditRecord)
 	// WriteTimeout bounds each write to an agent's stdin; 0 is agent.DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	Asker        *agent.Asker // the node's requests to supervisors
 	// InProc runs the agents of the named hosts inside this process (load generation).
 	InProc map[string]agent.InProc
 	// Stopped is closed when a Shutdown has completed: every process is gone.
@@ -305,7 +306,7 @@ func (r *Router) dispatch(p *pool) {
 			p.idle = p.idle[:len(p.idle)-1]
 		case len(p.procs) < p.host.Pool:
 			pid = r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Route: r.route, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name]}))
+				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Route: r.route, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker}))
 			p.procs[pid.Id] = pid
 		default:
 			return
