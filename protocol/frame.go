@@ -41,10 +41,16 @@ type Reader struct {
 // NewReader returns a Reader over r that drops lines longer than limit bytes.
 // A limit of zero or less means DefaultMaxLineBytes.
 func NewReader(r io.Reader, limit int) *Reader {
+	return NewReaderSize(r, limit, readBufferSize)
+}
+
+// NewReaderSize is NewReader with a read buffer of size bytes (at least 16): a small one
+// for streams that are mostly quiet, such as an agent's stderr.
+func NewReaderSize(r io.Reader, limit, size int) *Reader {
 	if limit <= 0 {
 		limit = DefaultMaxLineBytes
 	}
-	return &Reader{br: bufio.NewReaderSize(r, readBufferSize), limit: limit}
+	return &Reader{br: bufio.NewReaderSize(r, size), limit: limit}
 }
 
 // Next returns the next non-empty line without its "\n" or "\r\n" terminator. The slice

@@ -19,9 +19,10 @@ import (
 )
 
 const (
-	stderrLineLimit = 16 << 10
-	stderrRate      = 50 // lines per second published per process
-	stderrBurst     = 200
+	stderrLineLimit  = 16 << 10
+	stderrBufferSize = 512 // stderr is mostly quiet; longer lines gather past it
+	stderrRate       = 50  // lines per second published per process
+	stderrBurst      = 200
 )
 
 // process is one running agent process and its pipes. The actor owns it; the goroutines
@@ -162,7 +163,7 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, sizes prom
 // dropped and reported with the next line that passes, or at the end with stderrClosed.
 func readStderr(f *os.File, send func(any)) {
 	defer f.Close()
-	r := protocol.NewReader(f, stderrLineLimit)
+	r := protocol.NewReaderSize(f, stderrLineLimit, stderrBufferSize)
 	lim := rate.NewLimiter(stderrRate, stderrBurst)
 	dropped := 0
 	for {
