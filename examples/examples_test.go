@@ -86,3 +86,13 @@ func TestTypeScriptWorker(t *testing.T) {
 		t.Fatalf("result = %v", out)
 	}
 }
+
+func TestClaudeCodeManifestValidates(t *testing.T) {
+	m, err := config.Load("claude-code.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := m.Hosts["claude"]; h.Dialect != "claude-code" || len(m.Routes) != 3 {
+		t.Fatalf("host %+v routes %d", h, len(m.Routes))
+	}
+}

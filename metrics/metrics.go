@@ -97,7 +97,7 @@ func New() *Set {
 		AgentStarts:     counter("agent_starts_total", "Agent processes started.", "host"),
 		AgentExits:      counter("agent_exits_total", "Agent processes exited, by reason (exit_ok, exit_error, signal, killed, start_failed).", "host", "reason"),
 		Messages:        counter("messages_total", "Agent messages read, by canonical type.", "host", "type"),
-		FrameErrors:     counter("frame_errors_total", "Lines dropped, by reason (too_long, invalid_json, invalid_utf8, duplicate_key, bad_field).", "host", "reason"),
+		FrameErrors:     counter("frame_errors_total", "Lines dropped, by reason (too_long, invalid_json, invalid_utf8, duplicate_key, bad_field, dialect).", "host", "reason"),
 		StderrLines:     counter("agent_stderr_lines_total", "Agent stderr lines, published or dropped by the rate limit.", "host", "disposition"),
 		Requests:        counter("requests_total", "Requests ended, by type and outcome (answered, timed_out, cancelled, invalid).", "host", "type", "outcome"),
 		RequestWait:     histogram("request_wait_seconds", "Time from a request being read to its answer being written.", waitBuckets, "type"),

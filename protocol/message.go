@@ -27,6 +27,9 @@ const (
 	// TypeUnhandled stands for any type the protocol does not define; Message.Name keeps
 	// what the agent wrote.
 	TypeUnhandled Type = "listen:unhandled"
+	// TypeWithdrawn is made by dialects, never decoded: the agent withdrew the request
+	// ID (Claude Code's control_cancel_request); it ends cancelled and nothing is written.
+	TypeWithdrawn Type = "listen:withdrawn"
 )
 
 // IsRequest reports whether messages of type t need an answer.

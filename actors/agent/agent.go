@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -81,7 +82,8 @@ type Agent struct {
 	proc       *process
 	state      state
 	caps       map[string]bool
-	served     int // sessions started on this process
+	dialect    dialect.Dialect // nil: the native protocol
+	served     int             // sessions started on this process
 	exited     bool
 	exitErr    error
 	stdoutDone bool
@@ -107,13 +109,24 @@ func (a *Agent) Receive(c actor.Context) {
 	case *actor.Started:
 		a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
 		a.setState("starting")
+		d, err := dialect.New(a.host.Dialect)
+		if err != nil {
+			a.onStarted(&processStarted{err: err})
+			return
+		}
+		if a.dialect = d; d != nil {
+			a.caps = map[string]bool{}
+			for _, c := range d.Capabilities() {
+				a.caps[c] = true
+			}
+		}
 		go func() {
 			var p *process
 			var err error
 			if a.cfg.InProc != nil {
 				p, err = startInProc(a.host, a.cfg.InProc, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 			} else {
-				p, err = startProcess(a.host, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+				p, err = startProcess(a.host, a.dialect, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 			}
 			a.send(&processStarted{proc: p, err: err})
 		}()
@@ -123,6 +136,8 @@ func (a *Agent) Receive(c actor.Context) {
 		a.startSession(m)
 	case *lineRead:
 		a.onLine(m.msg)
+	case *rawLine:
+		a.onRawLine(m.line)
 	case *frameError:
 		a.onFrameError(m)
 	case *stderrLine:
@@ -207,7 +222,7 @@ func (a *Agent) onStarted(m *processStarted) {
 		a.stop()
 		return
 	}
-	if len(a.host.ParamsJSON) > 0 {
+	if len(a.host.ParamsJSON) > 0 && a.dialect == nil {
 		a.state = stateInitializing
 		a.proc.stdin.write(protocol.AppendInit(nil, a.host.ParamsJSON))
 		a.gen++

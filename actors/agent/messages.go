@@ -111,6 +111,9 @@ type (
 	lineRead struct {
 		msg *protocol.Message
 	}
+	rawLine struct {
+		line []byte // a dialect process's line, for the dialect to decode
+	}
 	frameError struct {
 		reason string
 		size   int

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/internal/procenv"
 	"github.com/agentmux/agentmux/internal/queue"
 	"github.com/agentmux/agentmux/protocol"
@@ -40,8 +42,12 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 
 // startProcess starts h's command with its own process group and a parent-death signal,
 // and the goroutines that serve its pipes. send delivers their reports to the actor.
-func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
-	cmd := exec.Command(h.Command, h.Args...)
+func startProcess(h *config.Host, d dialect.Dialect, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+	args := h.Args
+	if d != nil {
+		args = append(append([]string(nil), h.Args...), d.Args()...)
+	}
+	cmd := exec.Command(h.Command, args...)
 	cmd.Dir = h.WorkingDir
 	cmd.Env = env(h)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -92,7 +98,7 @@ func startProcess(h *config.Host, writeTimeout time.Duration, counts writeCounts
 	if h.PlainText == "log" {
 		plain = protocol.PlainTextLog
 	}
-	go readStdout(outR, h.MaxLineBytes, plain, counts.frameBytes, send)
+	go readStdout(outR, h.MaxLineBytes, plain, d != nil, counts.frameBytes, send)
 	go readStderr(errR, send)
 	go func() {
 		send(&processExited{err: cmd.Wait()})
@@ -115,7 +121,7 @@ func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, count
 	if h.PlainText == "log" {
 		plain = protocol.PlainTextLog
 	}
-	go readStdout(outR, h.MaxLineBytes, plain, counts.frameBytes, send)
+	go readStdout(outR, h.MaxLineBytes, plain, false, counts.frameBytes, send)
 	send(&stderrClosed{}) // no stderr
 	go func() {
 		err := agent(inR, outW)
@@ -126,8 +132,9 @@ func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, count
 	return p, nil
 }
 
-// readStdout frames and decodes the agent's stdout until it closes.
-func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, sizes prometheus.Observer, send func(any)) {
+// readStdout frames and decodes the agent's stdout until it closes. With raw set (a
+// dialect's process) lines go to the actor undecoded: the dialect's state is the actor's.
+func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, sizes prometheus.Observer, send func(any)) {
 	defer f.Close()
 	r := protocol.NewReader(f, limit)
 	for {
@@ -145,6 +152,10 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, sizes prom
 			return
 		}
 		sizes.Observe(float64(len(line)))
+		if raw {
+			send(&rawLine{line: bytes.Clone(line)})
+			continue
+		}
 		msg, err := protocol.Decode(line, plain)
 		if err != nil {
 			reason := "invalid_json"

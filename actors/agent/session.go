@@ -83,9 +83,12 @@ func (a *Agent) startSession(m *StartSession) {
 	}
 	a.sess = s
 	a.setState("busy")
-	if a.host.InputFormat == "text" {
+	switch {
+	case a.dialect != nil:
+		a.proc.stdin.write(a.dialect.Prompt(m.Prompt, m.Session))
+	case a.host.InputFormat == "text":
 		a.proc.stdin.write(protocol.AppendPromptText(nil, m.Prompt))
-	} else {
+	default:
 		a.proc.stdin.write(protocol.AppendPrompt(nil, m.Prompt, m.Session))
 	}
 }
@@ -106,6 +109,11 @@ func (a *Agent) onLine(msg *protocol.Message) {
 	}
 	s.touch(a.host.IdleTimeout > 0)
 	switch msg.Type {
+	case protocol.TypeWithdrawn:
+		if p := s.pending[msg.ID]; p != nil {
+			a.answer(s, p, nil, protocol.OutcomeCancelled, "agent", "the agent withdrew the request")
+		}
+		return
 	case protocol.TypeQuestion, protocol.TypeApproval, protocol.TypeToolCall:
 		a.onRequest(s, msg)
 	case protocol.TypePartial:
@@ -263,7 +271,12 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 		p.cancel() // a timed-out ask keeps listening for lateGrace, so a late answer is counted
 	}
 	if !a.exited && a.proc != nil {
-		a.proc.stdin.write(protocol.AppendResponse(nil, protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}))
+		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}
+		if a.dialect == nil {
+			a.proc.stdin.write(protocol.AppendResponse(nil, resp))
+		} else if reply := a.dialect.Answer(p.msg, resp, reason); reply != nil {
+			a.proc.stdin.write(reply)
+		}
 	}
 	wait := time.Since(p.readAt)
 	a.cfg.Metrics.Requests.WithLabelValues(a.host.Name, string(p.msg.Type), string(outcome)).Inc()
@@ -306,7 +319,7 @@ func (a *Agent) onSessionTimer(m *timerFired) {
 // timeOut ends the session on a timer: interrupt, then stop the process.
 func (a *Agent) timeOut(text string) {
 	if a.caps["interrupt"] {
-		a.proc.stdin.write(protocol.AppendInterrupt(nil, text))
+		a.proc.stdin.write(a.interruptLine(text))
 	}
 	a.endSession(&Result{Error: text}, false)
 	a.stop()
@@ -318,7 +331,7 @@ func (a *Agent) interrupt(reason string) *Delivery {
 		return &Delivery{Error: "the session has already ended"}
 	}
 	if a.caps["interrupt"] && !a.stopping {
-		a.proc.stdin.write(protocol.AppendInterrupt(nil, reason))
+		a.proc.stdin.write(a.interruptLine(reason))
 		s.timers = append(s.timers, a.after(a.host.StopGrace.D(), timerInterrupt, s.gen, ""))
 		return &Delivery{OK: true, Effect: fmt.Sprintf("interrupt written; the agent has %v to end the session", a.host.StopGrace.D())}
 	}
@@ -334,7 +347,11 @@ func (a *Agent) sendMessage(text string) *Delivery {
 	case !a.caps["message"]:
 		return &Delivery{Error: fmt.Sprintf("host '%s' did not declare the message capability in init_ack; its agent cannot take messages", a.host.Name)}
 	}
-	a.proc.stdin.write(protocol.AppendMessageLine(nil, text))
+	if a.dialect != nil {
+		a.proc.stdin.write(a.dialect.Message(text))
+	} else {
+		a.proc.stdin.write(protocol.AppendMessageLine(nil, text))
+	}
 	return &Delivery{OK: true, Effect: "message written"}
 }
 
@@ -342,7 +359,7 @@ func (a *Agent) shutdown(reason string) {
 	a.failWaiting("runtime shutting down: " + reason)
 	if s := a.sess; s != nil {
 		if a.caps["interrupt"] {
-			a.proc.stdin.write(protocol.AppendInterrupt(nil, reason))
+			a.proc.stdin.write(a.interruptLine(reason))
 		}
 		a.endSession(&Result{Error: "runtime shutting down: " + reason}, false)
 	}
@@ -367,7 +384,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
 	r.Duration = time.Since(s.start.Started)
 	r.Requests = s.records
-	reusable = reusable && !a.stopping && !a.exited
+	reusable = reusable && !a.stopping && !a.exited && (a.dialect == nil || a.dialect.Reusable())
 	if reusable {
 		a.setState("idle")
 	}
@@ -387,4 +404,23 @@ func withField(obj json.RawMessage, key, value string) json.RawMessage {
 		return obj
 	}
 	return out
+}
+
+func (a *Agent) interruptLine(reason string) []byte {
+	if a.dialect != nil {
+		return a.dialect.Interrupt(reason)
+	}
+	return protocol.AppendInterrupt(nil, reason)
+}
+
+// onRawLine decodes a dialect process's line into canonical messages.
+func (a *Agent) onRawLine(line []byte) {
+	msgs, err := a.dialect.Decode(line)
+	if err != nil {
+		a.onFrameError(&frameError{reason: "dialect", size: len(line), err: err})
+		return
+	}
+	for _, m := range msgs {
+		a.onLine(m)
+	}
 }

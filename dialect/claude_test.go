@@ -1,0 +1,99 @@
+package dialect
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentmux/agentmux/protocol"
+)
+
+func decode(t *testing.T, d Dialect, line string) []*protocol.Message {
+	t.Helper()
+	msgs, err := d.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+func TestClaudeStreamToCanonical(t *testing.T) {
+	d, _ := New(ClaudeCode)
+	msgs := decode(t, d, `{"type":"assistant","message":{"content":[{"type":"text","text":"Hi"},{"type":"tool_use","name":"Read","input":{"file_path":"a.go"}}]},"session_id":"s"}`)
+	if len(msgs) != 2 || msgs[0].Type != protocol.TypePartial || msgs[0].Text != "Hi" || msgs[1].Type != protocol.TypeProgress {
+		t.Fatalf("assistant → %+v", msgs)
+	}
+	if !strings.Contains(string(msgs[0].Raw), `"raw":{"type":"assistant"`) {
+		t.Fatalf("the vendor line is not kept: %s", msgs[0].Raw)
+	}
+	res := decode(t, d, `{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":3,"total_cost_usd":0.01,"session_id":"s"}`)
+	if res[0].Type != protocol.TypeResult || res[0].Text != "done" || !strings.Contains(string(res[0].Raw), `"num_turns":3`) || !strings.Contains(string(res[0].Raw), `"session_id":"s"`) {
+		t.Fatalf("result → %s", res[0].Raw)
+	}
+	fail := decode(t, d, `{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}`)
+	if fail[0].Type != protocol.TypeError || fail[0].Message != "claude-code ended with error_max_turns" {
+		t.Fatalf("error result → %+v", fail[0])
+	}
+	if u := decode(t, d, `{"type":"stream_event"}`); u[0].Type != protocol.TypeUnhandled {
+		t.Fatalf("unknown → %+v", u[0])
+	}
+}
+
+func TestClaudeApprovalAllowDenyAndTimeout(t *testing.T) {
+	d, _ := New(ClaudeCode)
+	req := decode(t, d, `{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm -rf build","description":"clean"},"description":"clean"}}`)[0]
+	if req.Type != protocol.TypeApproval || req.ID != "r1" || req.Description != "Bash: rm -rf build (clean)" {
+		t.Fatalf("approval %+v", req)
+	}
+	allow := string(d.Answer(req, protocol.Response{ID: "r1", Value: json.RawMessage(`"yes"`), Outcome: protocol.OutcomeAnswered}, ""))
+	if !strings.Contains(allow, `"behavior":"allow","updatedInput":{"command":"rm -rf build","description":"clean"}`) || !strings.Contains(allow, `"request_id":"r1"`) {
+		t.Fatalf("allow: %s", allow)
+	}
+	req2 := decode(t, d, `{"type":"control_request","request_id":"r2","request":{"subtype":"can_use_tool","tool_name":"Write","input":{"file_path":"/etc/passwd"}}}`)[0]
+	late := string(d.Answer(req2, protocol.Response{ID: "r2", Value: json.RawMessage(`"no"`), Outcome: protocol.OutcomeTimedOut}, "no answer within 5s"))
+	if !strings.Contains(late, `"behavior":"deny","message":"No answer came within the deadline`) {
+		t.Fatalf("timed-out deny: %s", late)
+	}
+}
+
+func TestClaudeAskUserQuestionGroupAndWithdrawal(t *testing.T) {
+	d, _ := New(ClaudeCode)
+	qs := decode(t, d, `{"type":"control_request","request_id":"q","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[
+		{"question":"Which algorithm?","header":"Auth","multiSelect":false,"options":[{"label":"RS256"},{"label":"HS256"}]},
+		{"question":"Which checks?","header":"CI","multiSelect":true,"options":[{"label":"lint"},{"label":"vet"}]}]}}}`)
+	if len(qs) != 2 || qs[0].ID != "q#0" || qs[1].ID != "q#1" || !qs[1].Multi || qs[0].Options[1].Value != "HS256" || qs[0].EffectiveKind() != protocol.KindSelect {
+		t.Fatalf("questions %+v", qs)
+	}
+	if out := d.Answer(qs[0], protocol.Response{ID: "q#0", Value: json.RawMessage(`"RS256"`), Outcome: protocol.OutcomeAnswered}, ""); out != nil {
+		t.Fatalf("answered before the group is complete: %s", out)
+	}
+	out := string(d.Answer(qs[1], protocol.Response{ID: "q#1", Value: json.RawMessage(`["lint","vet"]`), Outcome: protocol.OutcomeAnswered}, ""))
+	if !strings.Contains(out, `"answers":{"Which algorithm?":"RS256","Which checks?":"lint, vet"}`) || !strings.Contains(out, `"questions":[`) {
+		t.Fatalf("group answer: %s", out)
+	}
+
+	req := decode(t, d, `{"type":"control_request","request_id":"r9","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make"}}}`)[0]
+	w := decode(t, d, `{"type":"control_cancel_request","request_id":"r9"}`)
+	if len(w) != 1 || w[0].Type != protocol.TypeWithdrawn || w[0].ID != "r9" {
+		t.Fatalf("withdrawal %+v", w)
+	}
+	if out := d.Answer(req, protocol.Response{ID: "r9", Value: nil, Outcome: protocol.OutcomeCancelled}, ""); out != nil {
+		t.Fatalf("answered a withdrawn request: %s", out)
+	}
+}
+
+func TestClaudeControlLines(t *testing.T) {
+	d, _ := New(ClaudeCode)
+	if got := string(d.Interrupt("stop")); !strings.Contains(got, `"request":{"subtype":"interrupt"}`) || !strings.HasSuffix(got, "\n") {
+		t.Fatalf("interrupt %s", got)
+	}
+	if got := string(d.Prompt("hello\nworld", "s1")); got != `{"message":{"content":"hello\nworld","role":"user"},"type":"user"}`+"\n" {
+		t.Fatalf("prompt %s", got)
+	}
+	if _, err := New("gemini"); err == nil || !strings.Contains(err.Error(), `"gemini" is not available`) {
+		t.Fatalf("unknown dialect: %v", err)
+	}
+	if d, err := New("ndjson"); d != nil || err != nil {
+		t.Fatal("the native protocol has no dialect")
+	}
+}

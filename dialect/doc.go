@@ -1,0 +1,12 @@
+// Package dialect translates real agents' stdio protocols to and from the canonical
+// messages of protocol.md, so that routing, supervisors, timeouts, audit and metrics are
+// the same for every agent. A Dialect serves one process and is used by its agent actor
+// alone; it keeps whatever per-process state the vendor's protocol needs (a question
+// group waiting for its last answer, the requests the agent withdrew).
+//
+//	d, _ := dialect.New("claude-code")
+//	msgs, err := d.Decode(line)           // vendor line → canonical messages
+//	reply := d.Answer(req, resp, reason)  // canonical answer → vendor line, or nil
+//
+// Every canonical message keeps the vendor's line under "raw", so nothing is lost.
+package dialect

@@ -1,0 +1,200 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+)
+
+func TestClaudeCodeBashApprovedRuns(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "hello.txt")
+	f := newFakeAnthropic(t,
+		[]block{{Text: "I will write the file."}, {Tool: "Bash", Input: map[string]any{"command": "echo hi > " + target, "description": "write a greeting"}}},
+		[]block{{Text: "Done: the file is written."}},
+	)
+	n := start(t, claudeHost(t, "claude", f, dir, "")+`
+[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = "^Bash: echo ", answer = "yes" }]
+[[routes]]
+supervisor = "ops"
+`)
+	res := n.run("claude", "write hi to hello.txt")
+	if !res.OK || !strings.Contains(string(res.Payload), `"text":"Done: the file is written."`) {
+		t.Fatalf("result %+v %s", res, res.Payload)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hi\n" {
+		t.Fatalf("the approved command did not run: %q %v", b, err)
+	}
+	if len(res.Requests) != 1 || res.Requests[0].Type != "approval" || res.Requests[0].Decider != "rule:ops" {
+		t.Fatalf("requests %+v", res.Requests)
+	}
+	if !strings.Contains(string(res.Payload), `"partial_output":"I will write the file.Done: the file is written."`) {
+		t.Errorf("partials: %s", res.Payload)
+	}
+}
+
+// claudeManifest is a claude host and supervisors: ops answers approvals by rule,
+// security answers AskUserQuestion questions, nobody is routed "prod" requests and never
+// answers.
+func claudeManifest(t *testing.T, f *fakeAnthropic, dir, hostExtra string) string {
+	return claudeHost(t, "claude", f, dir, hostExtra) + `
+[supervisors.ops]
+strategy = "rule"
+rules = [
+  { type = "approval", match = "^Bash: echo ", answer = "yes" },
+  { type = "approval", match = "^Bash: rm ", answer = "no" },
+]
+[supervisors.security]
+strategy = "rule"
+rules = [{ type = "question", match = "(?i)signing algorithm", answer = "RS256" }]
+[supervisors.nobody]
+strategy = "external"
+[[routes]]
+match = "prod"
+supervisor = "nobody"
+[[routes]]
+type = "question"
+supervisor = "security"
+[[routes]]
+supervisor = "ops"
+`
+}
+
+func TestClaudeCodeBashDeniedDoesNotRun(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "keep.txt")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeAnthropic(t,
+		[]block{{Tool: "Bash", Input: map[string]any{"command": "rm " + victim, "description": "clean up"}}},
+		[]block{{Text: "Understood, I will leave it."}},
+	)
+	n := start(t, claudeManifest(t, f, dir, ""))
+	res := n.run("claude", "clean up")
+	if !res.OK {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the denied command ran: %v", err)
+	}
+	got, isErr := f.toolResult(0)
+	if !isErr || !strings.Contains(got, `rule 1 matched`) {
+		t.Fatalf("the model was told %s (error %v); want the supervisor's reason as an error", got, isErr)
+	}
+}
+
+func TestClaudeCodeAskUserQuestionAnsweredByARoutedSupervisor(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t,
+		[]block{{Tool: "AskUserQuestion", Input: map[string]any{"questions": []any{map[string]any{
+			"question": "Which signing algorithm?", "header": "Auth", "multiSelect": false,
+			"options": []any{map[string]any{"label": "RS256", "description": "asymmetric"}, map[string]any{"label": "HS256", "description": "shared secret"}},
+		}}}}},
+		[]block{{Text: "Using RS256."}},
+	)
+	n := start(t, claudeManifest(t, f, dir, ""))
+	res := n.run("claude", "add login")
+	if !res.OK {
+		t.Fatalf("result %+v", res)
+	}
+	if len(res.Requests) != 1 || res.Requests[0].Type != "question" || res.Requests[0].Decider != "rule:security" || res.Requests[0].Outcome != "answered" {
+		t.Fatalf("requests %+v", res.Requests)
+	}
+	got, isErr := f.toolResult(0)
+	if isErr || !strings.Contains(got, `Which signing algorithm?`) || !strings.Contains(got, `RS256`) {
+		t.Fatalf("the model was told %s (error %v); want the answer", got, isErr)
+	}
+}
+
+func TestClaudeCodeApprovalTimesOut(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t,
+		[]block{{Tool: "Bash", Input: map[string]any{"command": "echo deploy > prod.txt", "description": "deploy to prod"}}},
+		[]block{{Text: "Nobody approved; stopping."}},
+	)
+	n := start(t, claudeManifest(t, f, dir, `question_timeout = "1s"`))
+	res := n.run("claude", "deploy")
+	if !res.OK || len(res.Requests) != 1 || res.Requests[0].Outcome != "timed_out" {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prod.txt")); err == nil {
+		t.Fatal("a timed-out approval ran the command")
+	}
+	got, isErr := f.toolResult(0)
+	if !isErr || !strings.Contains(got, "No answer came within the deadline") {
+		t.Fatalf("the model was told %s; want a deny that says nobody answered in time", got)
+	}
+}
+
+func TestClaudeCodeInterruptMidRun(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t,
+		[]block{{Tool: "Bash", Input: map[string]any{"command": "echo x > prod.txt", "description": "touch prod"}}},
+		[]block{{Text: "never reached"}},
+	)
+	n := start(t, claudeManifest(t, f, dir, `question_timeout = "1m"`))
+	approvals := make(chan *nats.Msg, 1)
+	sub, err := n.n.Bus.Conn.ChanSubscribe(bus.EventSubject("claude", "*", "approval"), approvals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	results := make(chan *agent.Result, 1)
+	session := n.n.Submit("claude", "", "touch prod", results)
+	select {
+	case <-approvals:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no approval request")
+	}
+	if d := ctl(t, n, "interrupt", session, "operator stop"); !d.OK {
+		t.Fatalf("interrupt: %+v", d)
+	}
+	select {
+	case res := <-results:
+		if res.OK {
+			t.Fatalf("an interrupted session ended ok: %s", res.Payload)
+		}
+		if len(res.Requests) != 1 || res.Requests[0].Outcome != "cancelled" {
+			t.Fatalf("the pending approval: %+v", res.Requests)
+		}
+		t.Logf("interrupted: %s", res.Error)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end after the interrupt")
+	}
+}
+
+func TestClaudeCode20ConcurrentSessions(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t,
+		// A command with an effect: Claude Code runs read-only ones without asking.
+		[]block{{Tool: "Bash", Input: map[string]any{"command": "echo ok > concurrent.txt", "description": "check"}}},
+		[]block{{Text: "All good."}},
+	)
+	n := start(t, claudeManifest(t, f, dir, "pool = 20"))
+	results := make(chan *agent.Result, 20)
+	begun := time.Now()
+	for range 20 {
+		n.n.Submit("claude", "", "check", results)
+	}
+	for range 20 {
+		select {
+		case res := <-results:
+			if !res.OK || len(res.Requests) != 1 || res.Requests[0].Outcome != "answered" {
+				t.Fatalf("session ok=%v error=%q requests=%+v payload=%s", res.OK, res.Error, res.Requests, res.Payload)
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the sessions did not all end")
+		}
+	}
+	t.Logf("20 Claude Code sessions in %v", time.Since(begun))
+}

@@ -1,0 +1,172 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// claudeVersion is the Claude Code CLI the tests run, from npm.
+const claudeVersion = "2.1.197"
+
+// claudeBinary returns the real `claude` CLI, installing the pinned version from npm
+// into .ci/agents (never globally) when it is missing.
+func claudeBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("AGENTMUX_CLAUDE"); p != "" {
+		return p
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(root, ".ci", "agents")
+	bin := filepath.Join(prefix, "node_modules", ".bin", "claude")
+	installMu.Lock()
+	defer installMu.Unlock()
+	if out, err := exec.Command(bin, "--version").Output(); err == nil && strings.HasPrefix(string(out), claudeVersion) {
+		return bin
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", "@anthropic-ai/claude-code@"+claudeVersion)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("install Claude Code %s from npm into %s: %v\n%s", claudeVersion, prefix, err, out)
+	}
+	if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil {
+		t.Fatalf("%s --version: %v\n%s", bin, err, out)
+	}
+	return bin
+}
+
+var installMu sync.Mutex
+
+// block is one content block of a scripted model turn.
+type block struct {
+	Text  string
+	Tool  string         // tool_use name
+	Input map[string]any // tool_use input
+}
+
+// fakeAnthropic is a scripted Anthropic Messages API streaming server-sent events, as
+// the CLI uses it. The conversation's turn n (its n-th assistant message) plays
+// script[n]; requests without tools (the CLI's side calls) get a short text.
+type fakeAnthropic struct {
+	t      *testing.T
+	srv    *httptest.Server
+	script [][]block
+
+	mu       sync.Mutex
+	requests []map[string]any // the main conversation's requests
+}
+
+func newFakeAnthropic(t *testing.T, script ...[]block) *fakeAnthropic {
+	f := &fakeAnthropic{t: t, script: script}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		w.WriteHeader(http.StatusOK) // the CLI's connectivity checks
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		f.t.Errorf("fake Anthropic API: %v", err)
+		return
+	}
+	blocks := []block{{Text: "ok"}}
+	if _, main := req["tools"]; main {
+		turn := 0
+		msgs, _ := req["messages"].([]any)
+		for _, m := range msgs {
+			if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
+				turn++
+			}
+		}
+		f.mu.Lock()
+		f.requests = append(f.requests, req)
+		f.mu.Unlock()
+		blocks = []block{{Text: "(the script has no more turns)"}}
+		if turn < len(f.script) {
+			blocks = f.script[turn]
+		}
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	event := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+	}
+	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_fake", "type": "message", "role": "assistant",
+		"model": req["model"], "content": []any{}, "stop_reason": nil, "usage": map[string]any{"input_tokens": 100, "output_tokens": 1}}})
+	stop := "end_turn"
+	for i, b := range blocks {
+		if b.Tool != "" {
+			stop = "tool_use"
+			input, _ := json.Marshal(b.Input)
+			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", i), "name": b.Tool, "input": map[string]any{}}})
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		} else {
+			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b.Text}})
+		}
+		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 20}})
+	event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// toolResult returns what the model was told of its n-th tool call (the tool_result the
+// CLI sent back), and whether it was an error.
+func (f *fakeAnthropic) toolResult(n int) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := 0
+	for _, req := range f.requests {
+		msgs, _ := req["messages"].([]any)
+		for _, m := range msgs {
+			mm, _ := m.(map[string]any)
+			blocks, _ := mm["content"].([]any)
+			for _, b := range blocks {
+				bb, _ := b.(map[string]any)
+				if bb["type"] != "tool_result" {
+					continue
+				}
+				if seen == n {
+					content, _ := json.Marshal(bb["content"])
+					isErr, _ := bb["is_error"].(bool)
+					return string(content), isErr
+				}
+				seen++
+			}
+		}
+		seen = 0 // every request carries the whole conversation: count within the last one
+	}
+	return "", false
+}
+
+// claudeHost is a host running the real CLI against the fake, in dir.
+func claudeHost(t *testing.T, name string, f *fakeAnthropic, dir, extra string) string {
+	home := t.TempDir()
+	return fmt.Sprintf(`[hosts.%s]
+command = %q
+dialect = "claude-code"
+working_dir = %q
+stop_grace = "2s"
+env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", DISABLE_AUTOUPDATER = "1", AGENTMUX_TEST_MARK = "@MARK@" }
+%s
+`, name, claudeBinary(t), dir, home, f.srv.URL, extra)
+}
