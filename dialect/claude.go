@@ -100,7 +100,12 @@ type canUseTool struct {
 	ToolUseID   string          `json:"tool_use_id"`
 }
 
-func (c *claude) Decode(raw []byte) ([]*protocol.Message, error) {
+func (c *claude) Decode(raw []byte) ([]*protocol.Message, []byte, error) {
+	msgs, err := c.decode(raw)
+	return msgs, nil, err
+}
+
+func (c *claude) decode(raw []byte) ([]*protocol.Message, error) {
 	raw = bytes.TrimSpace(raw)
 	var l claudeLine
 	if err := json.Unmarshal(raw, &l); err != nil {

@@ -20,8 +20,9 @@ type Dialect interface {
 	Reusable() bool
 	// Prompt is what starts a session.
 	Prompt(text, session string) []byte
-	// Decode turns one vendor line into zero or more canonical messages.
-	Decode(line []byte) ([]*protocol.Message, error)
+	// Decode turns one vendor line into zero or more canonical messages, and what the
+	// protocol itself answers at once (a handshake's next step, a refusal), or nil.
+	Decode(line []byte) ([]*protocol.Message, []byte, error)
 	// Answer turns a canonical answer to req into the vendor's reply, or nil when
 	// nothing is to be written (yet, or ever: a request the agent withdrew).
 	Answer(req *protocol.Message, r protocol.Response, reason string) []byte
@@ -31,15 +32,18 @@ type Dialect interface {
 	Message(text string) []byte
 }
 
-// New returns the dialect of a process; the native protocol has none (nil).
-func New(name string) (Dialect, error) {
+// New returns the dialect of a process working in dir (absolute); the native protocol
+// has none (nil).
+func New(name, dir string) (Dialect, error) {
 	switch name {
 	case "", Native:
 		return nil, nil
 	case ClaudeCode:
 		return newClaude(), nil
+	case ACP:
+		return newACP(dir), nil
 	}
-	return nil, fmt.Errorf("dialect: %q is not available; use %q or %q", name, Native, ClaudeCode)
+	return nil, fmt.Errorf("dialect: %q is not available; use %q, %q or %q", name, Native, ClaudeCode, ACP)
 }
 
 // canonical builds a canonical message from fields, with the vendor's line under "raw".

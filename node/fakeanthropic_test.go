@@ -16,37 +16,43 @@ import (
 	"time"
 )
 
-// claudeVersion is the Claude Code CLI the tests run, from npm.
-const claudeVersion = "2.1.197"
+// The agent CLIs the tests run, from npm (keep in step with .ci/run).
+const (
+	claudeVersion = "2.1.197" // @anthropic-ai/claude-code
+	acpVersion    = "0.100.0" // @agentclientprotocol/claude-agent-acp
+)
 
-// claudeBinary returns the real `claude` CLI, installing the pinned version from npm
-// into .ci/agents (never globally) when it is missing.
+// claudeBinary returns the real `claude` CLI.
 func claudeBinary(t *testing.T) string {
+	return npmAgent(t, "@anthropic-ai/claude-code", claudeVersion, "claude")
+}
+
+// npmAgent returns bin of the pinned npm package, installing it into .ci/agents (never
+// globally) when it is missing or another version.
+func npmAgent(t *testing.T, pkg, version, bin string) string {
 	t.Helper()
-	if p := os.Getenv("AGENTMUX_CLAUDE"); p != "" {
-		return p
-	}
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	prefix := filepath.Join(root, ".ci", "agents")
-	bin := filepath.Join(prefix, "node_modules", ".bin", "claude")
+	path := filepath.Join(prefix, "node_modules", ".bin", bin)
 	installMu.Lock()
 	defer installMu.Unlock()
-	if out, err := exec.Command(bin, "--version").Output(); err == nil && strings.HasPrefix(string(out), claudeVersion) {
-		return bin
+	manifest := filepath.Join(prefix, "node_modules", pkg, "package.json")
+	if b, err := os.ReadFile(manifest); err == nil && strings.Contains(string(b), `"version": "`+version+`"`) {
+		return path
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", "@anthropic-ai/claude-code@"+claudeVersion)
+	cmd := exec.CommandContext(ctx, "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", pkg+"@"+version)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("install Claude Code %s from npm into %s: %v\n%s", claudeVersion, prefix, err, out)
+		t.Fatalf("install %s@%s from npm into %s: %v\n%s", pkg, version, prefix, err, out)
 	}
-	if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil {
-		t.Fatalf("%s --version: %v\n%s", bin, err, out)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("npm installed %s@%s but there is no %s: %v", pkg, version, path, err)
 	}
-	return bin
+	return path
 }
 
 var installMu sync.Mutex
@@ -99,11 +105,11 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Lock()
 		f.requests = append(f.requests, req)
-		f.mu.Unlock()
 		blocks = []block{{Text: "(the script has no more turns)"}}
 		if turn < len(f.script) {
 			blocks = f.script[turn]
 		}
+		f.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	event := func(name string, v any) {
@@ -129,31 +135,36 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 	event("message_stop", map[string]any{"type": "message_stop"})
 }
 
+// replay starts a new script for the next conversation.
+func (f *fakeAnthropic) replay(script ...[]block) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script, f.requests = script, nil
+}
+
 // toolResult returns what the model was told of its n-th tool call (the tool_result the
-// CLI sent back), and whether it was an error.
+// CLI sent back), and whether it was an error, in the latest request that carries tool
+// results: each request holds the whole conversation so far.
 func (f *fakeAnthropic) toolResult(n int) (string, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	seen := 0
-	for _, req := range f.requests {
-		msgs, _ := req["messages"].([]any)
+	for i := len(f.requests) - 1; i >= 0; i-- {
+		msgs, _ := f.requests[i]["messages"].([]any)
+		var results []map[string]any
 		for _, m := range msgs {
 			mm, _ := m.(map[string]any)
 			blocks, _ := mm["content"].([]any)
 			for _, b := range blocks {
-				bb, _ := b.(map[string]any)
-				if bb["type"] != "tool_result" {
-					continue
+				if bb, _ := b.(map[string]any); bb["type"] == "tool_result" {
+					results = append(results, bb)
 				}
-				if seen == n {
-					content, _ := json.Marshal(bb["content"])
-					isErr, _ := bb["is_error"].(bool)
-					return string(content), isErr
-				}
-				seen++
 			}
 		}
-		seen = 0 // every request carries the whole conversation: count within the last one
+		if n < len(results) {
+			content, _ := json.Marshal(results[n]["content"])
+			isErr, _ := results[n]["is_error"].(bool)
+			return string(content), isErr
+		}
 	}
 	return "", false
 }

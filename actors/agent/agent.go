@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -109,7 +110,11 @@ func (a *Agent) Receive(c actor.Context) {
 	case *actor.Started:
 		a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
 		a.setState("starting")
-		d, err := dialect.New(a.host.Dialect)
+		dir := a.host.WorkingDir
+		if dir == "" {
+			dir, _ = os.Getwd() // where the agent starts, too
+		}
+		d, err := dialect.New(a.host.Dialect, dir)
 		if err != nil {
 			a.onStarted(&processStarted{err: err})
 			return

@@ -415,7 +415,10 @@ func (a *Agent) interruptLine(reason string) []byte {
 
 // onRawLine decodes a dialect process's line into canonical messages.
 func (a *Agent) onRawLine(line []byte) {
-	msgs, err := a.dialect.Decode(line)
+	msgs, reply, err := a.dialect.Decode(line)
+	if reply != nil && a.proc != nil && !a.exited {
+		a.proc.stdin.write(reply)
+	}
 	if err != nil {
 		a.onFrameError(&frameError{reason: "dialect", size: len(line), err: err})
 		return

@@ -1,0 +1,255 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// ACP is the dialect of Agent Client Protocol agents (JSON-RPC 2.0 over stdio); the
+// runtime is the ACP client.
+const ACP = "acp"
+
+// JSON-RPC errors the client returns for methods it does not offer.
+const rpcMethodNotFound = -32601
+
+// acp translates one ACP agent process: initialize once, then for each runtime session
+// a session/new and a session/prompt whose response ends the session.
+type acp struct {
+	cwd         string // the sessions' working directory
+	nextID      int
+	initialized bool
+	queued      string         // a prompt waiting for initialize or session/new
+	calls       map[int]string // our request id → method
+	sessionID   string         // the current ACP session
+	permissions map[string]*acpPermission
+	withdrawn   map[string]bool
+}
+
+type acpPermission struct {
+	rpcID   json.RawMessage
+	options []acpOption
+}
+
+type acpOption struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+func newACP(dir string) *acp {
+	return &acp{cwd: dir, calls: map[int]string{}, permissions: map[string]*acpPermission{}, withdrawn: map[string]bool{}}
+}
+
+func (a *acp) Args() []string         { return nil }
+func (a *acp) Capabilities() []string { return []string{"interrupt"} }
+
+// Reusable: one ACP process carries many sessions, one after another.
+func (a *acp) Reusable() bool { return true }
+
+func (a *acp) Message(string) []byte { return nil }
+
+func (a *acp) call(method string, params any) []byte {
+	a.nextID++
+	a.calls[a.nextID] = method
+	return line(map[string]any{"jsonrpc": "2.0", "id": a.nextID, "method": method, "params": params})
+}
+
+// Prompt starts a session: initialize (once per process), session/new, session/prompt;
+// each step is sent when the previous one's response arrives.
+func (a *acp) Prompt(text, _ string) []byte {
+	a.queued = text
+	if !a.initialized {
+		return a.call("initialize", map[string]any{"protocolVersion": 1,
+			"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}})
+	}
+	return a.newSession()
+}
+
+func (a *acp) newSession() []byte {
+	return a.call("session/new", map[string]any{"cwd": a.cwd, "mcpServers": []any{}})
+}
+
+func (a *acp) Interrupt(string) []byte {
+	if a.sessionID == "" {
+		return nil
+	}
+	return line(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": a.sessionID}})
+}
+
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (a *acp) Decode(raw []byte) ([]*protocol.Message, []byte, error) {
+	raw = bytes.TrimSpace(raw)
+	var m rpcMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, fmt.Errorf("acp: a line that is not JSON-RPC: %w", err)
+	}
+	switch {
+	case m.Method != "" && len(m.ID) > 0:
+		return a.request(&m, raw)
+	case m.Method != "":
+		msgs, err := a.notification(&m, raw)
+		return msgs, nil, err
+	default:
+		return a.response(&m, raw)
+	}
+}
+
+// response handles the answer to one of our calls.
+func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
+	var id int
+	_ = json.Unmarshal(m.ID, &id)
+	method := a.calls[id]
+	delete(a.calls, id)
+	if m.Error != nil {
+		msg, err := canonical(map[string]any{"type": "error", "message": fmt.Sprintf("acp %s: %s (%d)", method, m.Error.Message, m.Error.Code)}, raw)
+		return one(msg, err)
+	}
+	switch method {
+	case "initialize":
+		a.initialized = true
+		msg, err := canonical(map[string]any{"type": "log", "message": "acp agent initialized"}, raw)
+		msgs, _, err := one(msg, err)
+		return msgs, a.newSession(), err
+	case "session/new":
+		var r struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(m.Result, &r)
+		a.sessionID = r.SessionID
+		prompt := a.call("session/prompt", map[string]any{"sessionId": r.SessionID, "prompt": []any{map[string]any{"type": "text", "text": a.queued}}})
+		a.queued = ""
+		msg, err := canonical(map[string]any{"type": "progress", "message": "acp session " + r.SessionID, "session_id": r.SessionID}, raw)
+		msgs, _, err := one(msg, err)
+		return msgs, prompt, err
+	case "session/prompt":
+		var r struct {
+			StopReason string          `json:"stopReason"`
+			Usage      json.RawMessage `json:"usage"`
+		}
+		_ = json.Unmarshal(m.Result, &r)
+		session := a.sessionID
+		a.sessionID = ""
+		fields := map[string]any{"type": "result", "stop_reason": r.StopReason, "usage": r.Usage, "session_id": session}
+		if r.StopReason != "end_turn" && r.StopReason != "max_tokens" && r.StopReason != "max_turn_requests" {
+			fields = map[string]any{"type": "error", "message": "acp turn ended: " + r.StopReason, "stop_reason": r.StopReason, "session_id": session}
+		}
+		msg, err := canonical(fields, raw)
+		return one(msg, err)
+	}
+	msg, err := canonical(map[string]any{"type": "log", "message": "acp response to " + method}, raw)
+	return one(msg, err)
+}
+
+// notification turns session/update into partials and progress.
+func (a *acp) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, error) {
+	if m.Method != "session/update" {
+		msg, err := canonical(map[string]any{"type": "acp." + strings.ReplaceAll(m.Method, "/", ".")}, raw)
+		msgs, _, err := one(msg, err)
+		return msgs, err
+	}
+	var p struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			Content       struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+			Title  string `json:"title"`
+			Status string `json:"status"`
+		} `json:"update"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	u := p.Update
+	var fields map[string]any
+	switch u.SessionUpdate {
+	case "agent_message_chunk":
+		fields = map[string]any{"type": "partial", "text": u.Content.Text}
+	case "agent_thought_chunk":
+		fields = map[string]any{"type": "progress", "message": "thinking"}
+	case "tool_call", "tool_call_update":
+		fields = map[string]any{"type": "progress", "message": strings.TrimSpace(u.Title + " " + u.Status)}
+	case "plan":
+		fields = map[string]any{"type": "progress", "message": "plan updated"}
+	default:
+		fields = map[string]any{"type": "log", "message": "acp " + u.SessionUpdate}
+	}
+	msg, err := canonical(fields, raw)
+	msgs, _, err := one(msg, err)
+	return msgs, err
+}
+
+// request handles a call from the agent: permission requests become approvals; the
+// rest is refused, as the client offers no file system or terminal.
+func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
+	if m.Method != "session/request_permission" {
+		reply := line(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": rpcMethodNotFound, "message": "agentmux offers no " + m.Method}})
+		msg, err := canonical(map[string]any{"type": "log", "message": "refused acp " + m.Method}, raw)
+		msgs, _, err := one(msg, err)
+		return msgs, reply, err
+	}
+	var p struct {
+		ToolCall struct {
+			Title    string          `json:"title"`
+			Kind     string          `json:"kind"`
+			RawInput json.RawMessage `json:"rawInput"`
+		} `json:"toolCall"`
+		Options []acpOption `json:"options"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	id := "perm-" + strings.Trim(string(m.ID), `"`)
+	a.permissions[id] = &acpPermission{rpcID: m.ID, options: p.Options}
+	description := p.ToolCall.Title
+	if len(p.ToolCall.RawInput) > 0 && string(p.ToolCall.RawInput) != "{}" {
+		description += " " + string(p.ToolCall.RawInput)
+	}
+	msg, err := canonical(map[string]any{"type": "approval", "id": id, "description": description, "tool_kind": p.ToolCall.Kind,
+		"input": p.ToolCall.RawInput, "acp_options": p.Options}, raw)
+	return one(msg, err)
+}
+
+// Answer replies to a permission request with the option the answer picks: "yes" the
+// first allow option, anything else the first reject option, cancelled as cancelled.
+func (a *acp) Answer(_ *protocol.Message, r protocol.Response, _ string) []byte {
+	p, ok := a.permissions[r.ID]
+	if !ok {
+		return nil
+	}
+	delete(a.permissions, r.ID)
+	outcome := map[string]any{"outcome": "cancelled"}
+	if r.Outcome != protocol.OutcomeCancelled {
+		var v string
+		_ = json.Unmarshal(r.Value, &v)
+		want := "reject"
+		if v == "yes" {
+			want = "allow"
+		}
+		for _, o := range p.options {
+			if strings.HasPrefix(o.Kind, want) {
+				outcome = map[string]any{"outcome": "selected", "optionId": o.OptionID}
+				break
+			}
+		}
+	}
+	return line(map[string]any{"jsonrpc": "2.0", "id": p.rpcID, "result": map[string]any{"outcome": outcome}})
+}
+
+func one(m *protocol.Message, err error) ([]*protocol.Message, []byte, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	return []*protocol.Message{m}, nil, nil
+}

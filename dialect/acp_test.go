@@ -1,0 +1,75 @@
+package dialect
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/agentmux/agentmux/protocol"
+)
+
+func acpDecode(t *testing.T, d Dialect, line string) ([]*protocol.Message, string) {
+	t.Helper()
+	msgs, reply, err := d.Decode([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs, string(reply)
+}
+
+func TestACPHandshakeThenPromptThenResult(t *testing.T) {
+	d, _ := New(ACP, "/repo")
+	if init := string(d.Prompt("fix the bug", "s1")); !strings.Contains(init, `"method":"initialize"`) || !strings.Contains(init, `"id":1`) {
+		t.Fatalf("first line %s", init)
+	}
+	_, next := acpDecode(t, d, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`)
+	if !strings.Contains(next, `"method":"session/new"`) || !strings.Contains(next, `"cwd":"/repo"`) {
+		t.Fatalf("after initialize: %s", next)
+	}
+	_, prompt := acpDecode(t, d, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"abc"}}`)
+	if !strings.Contains(prompt, `"method":"session/prompt"`) || !strings.Contains(prompt, `"text":"fix the bug"`) || !strings.Contains(prompt, `"sessionId":"abc"`) {
+		t.Fatalf("after session/new: %s", prompt)
+	}
+	chunk, _ := acpDecode(t, d, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"abc","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Fixed."}}}}`)
+	if chunk[0].Type != protocol.TypePartial || chunk[0].Text != "Fixed." {
+		t.Fatalf("chunk %+v", chunk[0])
+	}
+	if got := string(d.Interrupt("stop")); !strings.Contains(got, `"method":"session/cancel"`) || strings.Contains(got, `"id"`) {
+		t.Fatalf("interrupt %s", got)
+	}
+	end, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+	if end[0].Type != protocol.TypeResult {
+		t.Fatalf("end %+v", end[0])
+	}
+	// A second session on the same process skips initialize.
+	if again := string(d.Prompt("next", "s2")); !strings.Contains(again, `"method":"session/new"`) {
+		t.Fatalf("second session starts with %s", again)
+	}
+}
+
+func TestACPPermissionsAndRefusals(t *testing.T) {
+	d, _ := New(ACP, "/repo")
+	msgs, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"abc","toolCall":{"title":"rm build","kind":"execute","rawInput":{"command":"rm -rf build"}},
+		"options":[{"optionId":"yes-once","name":"Allow","kind":"allow_once"},{"optionId":"no-once","name":"Reject","kind":"reject_once"}]}}`)
+	req := msgs[0]
+	if req.Type != protocol.TypeApproval || req.ID != "perm-7" || !strings.HasPrefix(req.Description, "rm build ") {
+		t.Fatalf("approval %+v", req)
+	}
+	deny := string(d.Answer(req, protocol.Response{ID: "perm-7", Value: json.RawMessage(`"no"`), Outcome: protocol.OutcomeTimedOut}, ""))
+	if !strings.Contains(deny, `"id":7`) || !strings.Contains(deny, `"optionId":"no-once"`) {
+		t.Fatalf("deny %s", deny)
+	}
+	msgs, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":8,"method":"session/request_permission","params":{"toolCall":{"title":"edit"},"options":[{"optionId":"a","kind":"allow_always"},{"optionId":"r","kind":"reject_once"}]}}`)
+	cancelled := string(d.Answer(msgs[0], protocol.Response{ID: "perm-8", Outcome: protocol.OutcomeCancelled}, ""))
+	if !strings.Contains(cancelled, `"outcome":{"outcome":"cancelled"}`) {
+		t.Fatalf("cancelled %s", cancelled)
+	}
+	_, refusal := acpDecode(t, d, `{"jsonrpc":"2.0","id":"fs1","method":"fs/read_text_file","params":{"path":"/etc/passwd"}}`)
+	if !strings.Contains(refusal, `"id":"fs1"`) || !strings.Contains(refusal, `"code":-32601`) {
+		t.Fatalf("refusal %s", refusal)
+	}
+	failed, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":99,"error":{"code":-32000,"message":"auth required"}}`)
+	if failed[0].Type != protocol.TypeError || !strings.Contains(failed[0].Message, "auth required") {
+		t.Fatalf("error %+v", failed[0])
+	}
+}
