@@ -4,9 +4,12 @@ import "encoding/json"
 
 // Task asks a node to run one session on a host.
 type Task struct {
-	ID     string         `json:"id"`
-	Host   string         `json:"host"`
-	Prompt string         `json:"prompt"`
+	ID     string `json:"id"`
+	Host   string `json:"host"`
+	Prompt string `json:"prompt"`
+	// Resume continues an agent's earlier conversation (Claude Code): a session id from
+	// an earlier result's payload, or "last".
+	Resume string         `json:"resume,omitempty"`
 	Meta   map[string]any `json:"meta,omitempty"`
 }
 

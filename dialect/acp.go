@@ -52,6 +52,9 @@ func (a *acp) Reusable() bool { return true }
 
 func (a *acp) Message(string) []byte { return nil }
 
+// SessionArgs: ACP sessions start in-band; resuming one (session/load) is not offered.
+func (a *acp) SessionArgs(string) []string { return nil }
+
 func (a *acp) call(method string, params any) []byte {
 	a.nextID++
 	a.calls[a.nextID] = method

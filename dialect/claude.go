@@ -51,6 +51,17 @@ func (c *claude) Capabilities() []string { return []string{"interrupt", "message
 // Reusable: one process is one conversation.
 func (c *claude) Reusable() bool { return false }
 
+// SessionArgs resumes a conversation: --resume <id>, or --continue for "last".
+func (c *claude) SessionArgs(resume string) []string {
+	switch resume {
+	case "":
+		return nil
+	case "last":
+		return []string{"--continue"}
+	}
+	return []string{"--resume", resume}
+}
+
 func (c *claude) Prompt(text, _ string) []byte { return c.Message(text) }
 
 func (c *claude) Message(text string) []byte {

@@ -16,8 +16,12 @@ type Dialect interface {
 	Args() []string
 	// Capabilities are what the runtime may send in-band: "interrupt", "message".
 	Capabilities() []string
-	// Reusable reports whether one process serves several sessions in turn.
+	// Reusable reports whether one process serves several sessions in turn. A process
+	// that is not starts with its session, and SessionArgs.
 	Reusable() bool
+	// SessionArgs are the args of a session's own process: resuming an earlier
+	// conversation (an id, or "last"), for dialects that can; nil otherwise.
+	SessionArgs(resume string) []string
 	// Prompt is what starts a session.
 	Prompt(text, session string) []byte
 	// Decode turns one vendor line into zero or more canonical messages, and what the

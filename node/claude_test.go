@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,4 +198,36 @@ func TestClaudeCode20ConcurrentSessions(t *testing.T) {
 		}
 	}
 	t.Logf("20 Claude Code sessions in %v", time.Since(begun))
+}
+
+func TestClaudeCodeResumesAConversation(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t, []block{{Text: "Noted: the password is swordfish."}})
+	n := start(t, claudeManifest(t, f, dir, ""))
+	first := n.run("claude", "remember: the password is swordfish")
+	var p struct {
+		SessionID string `json:"session_id"`
+	}
+	if err := json.Unmarshal(first.Payload, &p); err != nil || !first.OK || p.SessionID == "" {
+		t.Fatalf("first session %+v %s: the result must carry Claude Code's session_id", first, first.Payload)
+	}
+	f.replay([]block{{Text: "It is swordfish."}})
+	results := make(chan *agent.Result, 1)
+	n.n.SubmitSession("claude", &agent.StartSession{Prompt: "what is the password?", Resume: p.SessionID, Reply: results})
+	var res *agent.Result
+	select {
+	case res = <-results:
+	case <-time.After(30 * time.Second):
+		m, _ := n.n.Bus.Conn.Request(bus.CtlSubject(n.n.Name, "list"), nil, 5*time.Second)
+		t.Fatalf("the resumed session did not end; sessions: %s", m.Data)
+	}
+	if !res.OK {
+		t.Fatalf("resumed session %+v", res)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	conversation, _ := json.Marshal(f.requests[len(f.requests)-1]["messages"])
+	if !strings.Contains(string(conversation), "remember: the password is swordfish") || !strings.Contains(string(conversation), "what is the password?") {
+		t.Fatalf("the resumed conversation lacks the first turn: %.2000s", conversation)
+	}
 }

@@ -223,6 +223,18 @@ func (n *Node) Submit(host, session, prompt string, reply chan<- *agent.Result) 
 	return session
 }
 
+// SubmitSession submits a session described in full (a resume, say); start.Reply gets
+// its Result.
+func (n *Node) SubmitSession(host string, start *agent.StartSession) {
+	if start.Session == "" {
+		start.Session = "s-" + nuid.Next()
+	}
+	if start.Started.IsZero() {
+		start.Started = time.Now()
+	}
+	n.system.Root.Send(n.router, &router.Submit{Host: host, Start: start})
+}
+
 // Run runs one session and waits for its result.
 func (n *Node) Run(ctx context.Context, host, session, prompt string) (*agent.Result, error) {
 	reply := make(chan *agent.Result, 1)

@@ -84,6 +84,7 @@ type Agent struct {
 	state      state
 	caps       map[string]bool
 	dialect    dialect.Dialect // nil: the native protocol
+	spawned    bool            // the process has been started (or is starting)
 	served     int             // sessions started on this process
 	exited     bool
 	exitErr    error
@@ -103,6 +104,22 @@ type Agent struct {
 }
 
 func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }
+
+// spawn starts the process on a goroutine; it reports with processStarted. extra are
+// the session's own args (a dialect's resume).
+func (a *Agent) spawn(extra []string) {
+	a.spawned = true
+	go func() {
+		var p *process
+		var err error
+		if a.cfg.InProc != nil {
+			p, err = startInProc(a.host, a.cfg.InProc, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+		} else {
+			p, err = startProcess(a.host, a.dialect, extra, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+		}
+		a.send(&processStarted{proc: p, err: err})
+	}()
+}
 
 // Receive implements actor.Actor. It never blocks.
 func (a *Agent) Receive(c actor.Context) {
@@ -125,16 +142,10 @@ func (a *Agent) Receive(c actor.Context) {
 				a.caps[c] = true
 			}
 		}
-		go func() {
-			var p *process
-			var err error
-			if a.cfg.InProc != nil {
-				p, err = startInProc(a.host, a.cfg.InProc, a.cfg.WriteTimeout, a.writeCounts(), a.send)
-			} else {
-				p, err = startProcess(a.host, a.dialect, a.cfg.WriteTimeout, a.writeCounts(), a.send)
-			}
-			a.send(&processStarted{proc: p, err: err})
-		}()
+		if d != nil && !d.Reusable() {
+			return // one process per session: started with the session's own args
+		}
+		a.spawn(nil)
 	case *processStarted:
 		a.onStarted(m)
 	case *StartSession:

@@ -16,6 +16,9 @@ type StartSession struct {
 	Session string
 	Task    string // the task id, when the session came from the work queue
 	Prompt  string
+	// Resume continues an agent's earlier conversation: its session id, or "last"
+	// (dialects that can: Claude Code's --resume and --continue).
+	Resume  string
 	Attempt int
 	Reply   chan<- *Result // buffered by the sender; may be nil
 	Started time.Time      // when the session was asked for, for its duration

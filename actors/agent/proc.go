@@ -42,10 +42,10 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 
 // startProcess starts h's command with its own process group and a parent-death signal,
 // and the goroutines that serve its pipes. send delivers their reports to the actor.
-func startProcess(h *config.Host, d dialect.Dialect, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+func startProcess(h *config.Host, d dialect.Dialect, extra []string, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
 	args := h.Args
 	if d != nil {
-		args = append(append([]string(nil), h.Args...), d.Args()...)
+		args = append(append(append([]string(nil), h.Args...), d.Args()...), extra...)
 	}
 	cmd := exec.Command(h.Command, args...)
 	cmd.Dir = h.WorkingDir

@@ -67,6 +67,9 @@ func (a *Agent) startSession(m *StartSession) {
 	}
 	if a.state != stateReady {
 		a.waiting = m
+		if !a.spawned && a.dialect != nil {
+			a.spawn(a.dialect.SessionArgs(m.Resume))
+		}
 		return
 	}
 	now := time.Now()
@@ -384,11 +387,15 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
 	r.Duration = time.Since(s.start.Started)
 	r.Requests = s.records
-	reusable = reusable && !a.stopping && !a.exited && (a.dialect == nil || a.dialect.Reusable())
+	oneShot := a.dialect != nil && !a.dialect.Reusable()
+	reusable = reusable && !a.stopping && !a.exited && !oneShot
 	if reusable {
 		a.setState("idle")
 	}
 	a.report(r, s.start, reusable)
+	if oneShot {
+		a.stop() // the router counts on a process it cannot reuse to go
+	}
 }
 
 // withField returns the JSON object obj with key set to the string value.

@@ -242,7 +242,7 @@ func (r *Router) onTask(m *taskArrived) {
 		r.release(p)
 		return
 	}
-	r.enqueue(p, &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt, Started: time.Now()}})
+	r.enqueue(p, &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt, Resume: task.Resume, Started: time.Now()}})
 }
 
 func (r *Router) nak(msg jetstream.Msg) {

@@ -28,6 +28,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	events := fs.Bool("events", false, "print each event as a JSON line on stderr")
 	logLevel := fs.String("log", "warn", "log `level`: debug, info, warn, error")
 	metricsAddr := fs.String("metrics", "-", "serve metrics on this `address` (\"-\": none)")
+	resume := fs.String("resume", "", "continue the agent's earlier conversation: its session `id` from a result, or \"last\" (Claude Code)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -55,8 +56,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer printer.close()
 	}
-	res, err := n.Run(ctx, host, session, prompt)
-	if err != nil {
+	reply := make(chan *agent.Result, 1)
+	n.SubmitSession(host, &agent.StartSession{Session: session, Prompt: prompt, Resume: *resume, Reply: reply})
+	var res *agent.Result
+	select {
+	case res = <-reply:
+	case <-ctx.Done():
 		fmt.Fprintln(stderr, "runtime run: interrupted")
 		return exitError
 	}

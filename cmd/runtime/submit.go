@@ -33,6 +33,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
 	id := fs.String("id", "", "task `id` (default: a fresh one); also the session id")
+	resume := fs.String("resume", "", "continue the agent's earlier conversation: its session `id` from a result, or \"last\" (Claude Code)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -62,7 +63,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "runtime submit:", err)
 		return exitError
 	}
-	data, _ := json.Marshal(&bus.Task{ID: *id, Host: host, Prompt: prompt})
+	data, _ := json.Marshal(&bus.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume})
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	if _, err := js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(*id)); err != nil {
