@@ -207,9 +207,7 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	case "":
 		h.Dialect = "ndjson"
 	case "ndjson":
-	case "claude-code", "acp":
-	case "codex":
-		v.add(at("dialect"), `dialect %q is not available in this build yet; use "ndjson" (the native protocol), "claude-code" or "acp"`, h.Dialect)
+	case "claude-code", "acp", "codex":
 	default:
 		v.add(at("dialect"), `unknown dialect %q; use "ndjson", "claude-code", "acp" or "codex"`, h.Dialect)
 	}

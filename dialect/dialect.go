@@ -12,7 +12,7 @@ const Native = "ndjson"
 
 // Dialect is one vendor's protocol for one process.
 type Dialect interface {
-	// Args are appended to the host's args when the process starts.
+	// Args come before the host's args when the process starts (a subcommand, flags).
 	Args() []string
 	// Capabilities are what the runtime may send in-band: "interrupt", "message".
 	Capabilities() []string
@@ -46,8 +46,10 @@ func New(name, dir string) (Dialect, error) {
 		return newClaude(), nil
 	case ACP:
 		return newACP(dir), nil
+	case Codex:
+		return newCodex(dir), nil
 	}
-	return nil, fmt.Errorf("dialect: %q is not available; use %q, %q or %q", name, Native, ClaudeCode, ACP)
+	return nil, fmt.Errorf("dialect: %q is not available; use %q, %q, %q or %q", name, Native, ClaudeCode, ACP, Codex)
 }
 
 // canonical builds a canonical message from fields, with the vendor's line under "raw".

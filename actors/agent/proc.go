@@ -45,7 +45,7 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 func startProcess(h *config.Host, d dialect.Dialect, extra []string, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
 	args := h.Args
 	if d != nil {
-		args = append(append(append([]string(nil), h.Args...), d.Args()...), extra...)
+		args = append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
 	}
 	cmd := exec.Command(h.Command, args...)
 	cmd.Dir = h.WorkingDir

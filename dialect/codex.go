@@ -1,0 +1,329 @@
+package dialect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// Codex is the dialect of `codex app-server`: JSON-RPC without the "jsonrpc" field; the
+// runtime is its client, one thread per session.
+const Codex = "codex"
+
+// codex translates one app-server process.
+type codex struct {
+	cwd         string
+	nextID      int
+	initialized bool
+	queued      string
+	calls       map[int]string
+	threadID    string
+	turnID      string
+	lastMessage string
+	approvals   map[string]json.RawMessage // canonical id → the server request's id
+	inputs      map[string]*codexInput     // canonical question id → its request
+	withdrawn   map[string]bool
+	byRPC       map[string][]string // the server request's id → canonical ids, for resolved
+}
+
+type codexInput struct {
+	rpcID   json.RawMessage
+	qid     string
+	group   map[string][]string // question id → labels, once answered
+	pending int
+}
+
+func newCodex(dir string) *codex {
+	return &codex{cwd: dir, calls: map[int]string{}, approvals: map[string]json.RawMessage{}, inputs: map[string]*codexInput{},
+		withdrawn: map[string]bool{}, byRPC: map[string][]string{}}
+}
+
+func (c *codex) Args() []string              { return []string{"app-server"} }
+func (c *codex) Capabilities() []string      { return []string{"interrupt", "message"} }
+func (c *codex) Reusable() bool              { return true }
+func (c *codex) SessionArgs(string) []string { return nil }
+func (c *codex) call(method string, params any) []byte {
+	c.nextID++
+	c.calls[c.nextID] = method
+	return line(map[string]any{"id": c.nextID, "method": method, "params": params})
+}
+
+func (c *codex) Prompt(text, _ string) []byte {
+	c.queued, c.lastMessage = text, ""
+	if !c.initialized {
+		return c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "agentmux", "version": "1"}})
+	}
+	return c.startThread()
+}
+
+// startThread starts the session's thread; "untrusted" makes Codex ask before anything
+// it does not trust, so supervisors decide.
+func (c *codex) startThread() []byte {
+	return c.call("thread/start", map[string]any{"cwd": c.cwd, "approvalPolicy": "untrusted"})
+}
+
+func (c *codex) Interrupt(string) []byte {
+	if c.threadID == "" || c.turnID == "" {
+		return nil
+	}
+	return c.call("turn/interrupt", map[string]any{"threadId": c.threadID, "turnId": c.turnID})
+}
+
+// Message steers the running turn with more input.
+func (c *codex) Message(text string) []byte {
+	if c.threadID == "" || c.turnID == "" {
+		return nil
+	}
+	return c.call("turn/steer", map[string]any{"threadId": c.threadID, "expectedTurnId": c.turnID,
+		"input": []any{map[string]any{"type": "text", "text": text}}})
+}
+
+func (c *codex) Decode(raw []byte) ([]*protocol.Message, []byte, error) {
+	raw = bytes.TrimSpace(raw)
+	var m rpcMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nil, fmt.Errorf("codex: a line that is not JSON-RPC: %w", err)
+	}
+	switch {
+	case m.Method != "" && len(m.ID) > 0:
+		return c.request(&m, raw)
+	case m.Method != "":
+		return c.notification(&m, raw)
+	default:
+		return c.response(&m, raw)
+	}
+}
+
+func (c *codex) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
+	var id int
+	_ = json.Unmarshal(m.ID, &id)
+	method := c.calls[id]
+	delete(c.calls, id)
+	if m.Error != nil {
+		if method == "turn/interrupt" || method == "turn/steer" {
+			msg, err := canonical(map[string]any{"type": "log", "message": fmt.Sprintf("codex %s: %s", method, m.Error.Message)}, raw)
+			return one(msg, err)
+		}
+		msg, err := canonical(map[string]any{"type": "error", "message": fmt.Sprintf("codex %s: %s (%d)", method, m.Error.Message, m.Error.Code)}, raw)
+		return one(msg, err)
+	}
+	switch method {
+	case "initialize":
+		c.initialized = true
+		msgs, _, err := one(canonical(map[string]any{"type": "log", "message": "codex app-server initialized"}, raw))
+		return msgs, append(line(map[string]any{"method": "initialized"}), c.startThread()...), err
+	case "thread/start":
+		var r struct {
+			Thread struct {
+				ID string `json:"id"`
+			} `json:"thread"`
+		}
+		_ = json.Unmarshal(m.Result, &r)
+		c.threadID = r.Thread.ID
+		turn := c.call("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": c.queued}}})
+		c.queued = ""
+		msgs, _, err := one(canonical(map[string]any{"type": "progress", "message": "codex thread " + c.threadID, "thread_id": c.threadID}, raw))
+		return msgs, turn, err
+	case "turn/start":
+		var r struct {
+			Turn struct {
+				ID string `json:"id"`
+			} `json:"turn"`
+		}
+		_ = json.Unmarshal(m.Result, &r)
+		c.turnID = r.Turn.ID
+	}
+	return one(canonical(map[string]any{"type": "log", "message": "codex " + method + " accepted"}, raw))
+}
+
+type codexItem struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	Command string `json:"command"`
+	Status  string `json:"status"`
+}
+
+func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
+	var p struct {
+		Item      codexItem       `json:"item"`
+		RequestID json.RawMessage `json:"requestId"`
+		Turn      struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		} `json:"turn"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	var fields map[string]any
+	switch m.Method {
+	case "turn/started":
+		c.turnID = p.Turn.ID
+		fields = map[string]any{"type": "progress", "message": "codex turn started"}
+	case "item/started":
+		if p.Item.Type != "commandExecution" && p.Item.Type != "fileChange" {
+			return nil, nil, nil
+		}
+		fields = map[string]any{"type": "progress", "message": strings.TrimSpace(p.Item.Type + " " + p.Item.Command)}
+	case "item/completed":
+		switch p.Item.Type {
+		case "agentMessage":
+			c.lastMessage = p.Item.Text
+			fields = map[string]any{"type": "partial", "text": p.Item.Text}
+		case "commandExecution", "fileChange":
+			fields = map[string]any{"type": "progress", "message": strings.TrimSpace(p.Item.Type + " " + p.Item.Status)}
+		default:
+			return nil, nil, nil
+		}
+	case "serverRequest/resolved":
+		return c.resolved(p.RequestID, raw), nil, nil
+	case "turn/completed":
+		thread := c.threadID
+		c.turnID = ""
+		switch p.Turn.Status {
+		case "completed":
+			fields = map[string]any{"type": "result", "text": c.lastMessage, "thread_id": thread, "status": p.Turn.Status}
+		default:
+			msg := "codex turn " + p.Turn.Status
+			if p.Turn.Error != nil && p.Turn.Error.Message != "" {
+				msg += ": " + p.Turn.Error.Message
+			}
+			fields = map[string]any{"type": "error", "message": msg, "thread_id": thread, "status": p.Turn.Status}
+		}
+	default:
+		fields = map[string]any{"type": "log", "message": "codex " + m.Method}
+	}
+	return one(canonical(fields, raw))
+}
+
+// request handles the server's requests: approvals and questions; the rest is refused.
+func (c *codex) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
+	rpc := strings.Trim(string(m.ID), `"`)
+	switch m.Method {
+	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
+		var p struct {
+			Command string `json:"command"`
+			Reason  string `json:"reason"`
+			Cwd     string `json:"cwd"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		id := "codex-" + rpc
+		c.approvals[id] = m.ID
+		c.byRPC[rpc] = []string{id}
+		desc := "Run: " + p.Command
+		if m.Method == "item/fileChange/requestApproval" {
+			desc = "Change files"
+		}
+		if p.Reason != "" {
+			desc += " (" + p.Reason + ")"
+		}
+		msgs, _, err := one(canonical(map[string]any{"type": "approval", "id": id, "description": desc, "cwd": p.Cwd}, raw))
+		return msgs, nil, err
+	case "item/tool/requestUserInput":
+		return c.userInput(m, rpc, raw)
+	}
+	reply := line(map[string]any{"id": m.ID, "error": map[string]any{"code": rpcMethodNotFound, "message": "agentmux offers no " + m.Method}})
+	msgs, _, err := one(canonical(map[string]any{"type": "log", "message": "refused codex " + m.Method}, raw))
+	return msgs, reply, err
+}
+
+func (c *codex) userInput(m *rpcMessage, rpc string, raw []byte) ([]*protocol.Message, []byte, error) {
+	var p struct {
+		Questions []struct {
+			ID       string `json:"id"`
+			Header   string `json:"header"`
+			Question string `json:"question"`
+			Options  []struct {
+				Label       string `json:"label"`
+				Description string `json:"description"`
+			} `json:"options"`
+		} `json:"questions"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil || len(p.Questions) == 0 {
+		return nil, nil, fmt.Errorf("codex: requestUserInput without questions")
+	}
+	group := map[string][]string{}
+	var out []*protocol.Message
+	for _, q := range p.Questions {
+		id := "codex-" + rpc + "#" + q.ID
+		in := &codexInput{rpcID: m.ID, qid: q.ID, group: group, pending: len(p.Questions)}
+		c.inputs[id] = in
+		c.byRPC[rpc] = append(c.byRPC[rpc], id)
+		fields := map[string]any{"type": "question", "id": id, "question": q.Question, "context": q.Header}
+		if len(q.Options) > 0 {
+			options := make([]map[string]string, len(q.Options))
+			for i, o := range q.Options {
+				options[i] = map[string]string{"value": o.Label, "description": o.Description}
+			}
+			fields["kind"], fields["options"] = "select", options
+		}
+		msg, err := canonical(fields, raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, msg)
+	}
+	return out, nil, nil
+}
+
+// resolved: the server cleared a request; its canonical requests end cancelled.
+func (c *codex) resolved(requestID json.RawMessage, raw []byte) []*protocol.Message {
+	rpc := strings.Trim(string(requestID), `"`)
+	var out []*protocol.Message
+	for _, id := range c.byRPC[rpc] {
+		if _, open := c.approvals[id]; !open {
+			if _, open := c.inputs[id]; !open {
+				continue // answered already
+			}
+		}
+		c.withdrawn[id] = true
+		out = append(out, &protocol.Message{Type: protocol.TypeWithdrawn, Name: "serverRequest/resolved", ID: id, Raw: bytes.Clone(raw)})
+	}
+	delete(c.byRPC, rpc)
+	return out
+}
+
+func (c *codex) Answer(_ *protocol.Message, r protocol.Response, _ string) []byte {
+	if c.withdrawn[r.ID] {
+		delete(c.withdrawn, r.ID)
+		delete(c.approvals, r.ID)
+		delete(c.inputs, r.ID)
+		return nil
+	}
+	if rpcID, ok := c.approvals[r.ID]; ok {
+		delete(c.approvals, r.ID)
+		decision := "decline"
+		var v string
+		_ = json.Unmarshal(r.Value, &v)
+		switch {
+		case r.Outcome == protocol.OutcomeCancelled:
+			decision = "cancel"
+		case v == "yes":
+			decision = "accept"
+		}
+		return line(map[string]any{"id": rpcID, "result": map[string]any{"decision": decision}})
+	}
+	in, ok := c.inputs[r.ID]
+	if !ok {
+		return nil
+	}
+	delete(c.inputs, r.ID)
+	answers := []string{answerText(r.Value)}
+	var list []string
+	if json.Unmarshal(r.Value, &list) == nil {
+		answers = list
+	}
+	in.group[in.qid] = answers
+	if len(in.group) < in.pending {
+		return nil
+	}
+	out := map[string]any{}
+	for qid, a := range in.group {
+		out[qid] = map[string]any{"answers": a}
+	}
+	return line(map[string]any{"id": in.rpcID, "result": map[string]any{"answers": out}})
+}

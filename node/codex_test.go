@@ -1,0 +1,78 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+)
+
+func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
+	dir := t.TempDir()
+	target, victim := filepath.Join(dir, "hello.txt"), filepath.Join(dir, "keep.txt")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeResponses(t,
+		call{Name: "exec_command", Args: map[string]any{"cmd": "echo hi > " + target}},
+		call{Name: "exec_command", Args: map[string]any{"cmd": "rm " + victim}},
+		call{Text: "One written, one refused."},
+	)
+	n := start(t, codexHost(t, f, dir, ""))
+	res := n.run("codex", "write hi, then clean up")
+	if !res.OK || !strings.Contains(string(res.Payload), `"text":"One written, one refused."`) {
+		t.Fatalf("result %+v %s", res, res.Payload)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hi\n" {
+		t.Fatalf("the approved command did not run: %q %v", b, err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the declined command ran: %v", err)
+	}
+	if len(res.Requests) != 2 || res.Requests[0].Decider != "rule:ops" || res.Requests[1].Decider != "rule:ops" {
+		t.Fatalf("requests %+v", res.Requests)
+	}
+	if told := f.output(1); !strings.Contains(told, "rejected") {
+		t.Fatalf("the model was told %s; want the refusal", told)
+	}
+}
+
+func TestCodexInterruptMidTurn(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeResponses(t, call{Name: "exec_command", Args: map[string]any{"cmd": "echo x > prod.txt"}}, call{Text: "never"})
+	n := start(t, codexHost(t, f, dir, `question_timeout = "1m"`))
+	approvals := make(chan *nats.Msg, 1)
+	sub, err := n.n.Bus.Conn.ChanSubscribe(bus.EventSubject("codex", "*", "approval"), approvals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	results := make(chan *agent.Result, 1)
+	session := n.n.Submit("codex", "", "touch prod", results)
+	select {
+	case <-approvals:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no approval request")
+	}
+	if d := ctl(t, n, "interrupt", session, "operator stop"); !d.OK {
+		t.Fatalf("interrupt: %+v", d)
+	}
+	select {
+	case res := <-results:
+		if res.OK || len(res.Requests) != 1 || res.Requests[0].Outcome != "cancelled" {
+			t.Fatalf("interrupted session %+v", res)
+		}
+		t.Logf("interrupted: %s", res.Error)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end after turn/interrupt")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "prod.txt")); err == nil {
+		t.Fatal("the interrupted command ran")
+	}
+}
