@@ -30,8 +30,9 @@ type acp struct {
 }
 
 type acpPermission struct {
-	rpcID   json.RawMessage
-	options []acpOption
+	rpcID       json.RawMessage
+	options     []acpOption
+	elicitation bool // a form: answered {action, content}
 }
 
 type acpOption struct {
@@ -195,9 +196,13 @@ func (a *acp) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, erro
 	return msgs, err
 }
 
-// request handles a call from the agent: permission requests become approvals; the
-// rest is refused, as the client offers no file system or terminal.
+// request handles a call from the agent: permission requests become approvals, form
+// elicitations questions; the rest is refused, as the client offers no file system or
+// terminal.
 func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
+	if m.Method == "elicitation/create" {
+		return a.elicitation(m, raw)
+	}
 	if m.Method != "session/request_permission" {
 		reply := line(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": rpcMethodNotFound, "message": "agentmux offers no " + m.Method}})
 		msg, err := canonical(map[string]any{"type": "log", "message": "refused acp " + m.Method}, raw)
@@ -224,14 +229,43 @@ func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, e
 	return one(msg, err)
 }
 
+// elicitation turns a form request into a question whose answer must fit its schema.
+func (a *acp) elicitation(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
+	var p struct {
+		Message         string          `json:"message"`
+		RequestedSchema json.RawMessage `json:"requestedSchema"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	id := "elicit-" + strings.Trim(string(m.ID), `"`)
+	a.permissions[id] = &acpPermission{rpcID: m.ID, elicitation: true}
+	fields := map[string]any{"type": "question", "id": id, "question": p.Message}
+	if len(p.RequestedSchema) > 0 {
+		fields["kind"], fields["schema"] = "custom", p.RequestedSchema
+	}
+	msgs, _, err := one(canonical(fields, raw))
+	return msgs, nil, err
+}
+
 // Answer replies to a permission request with the option the answer picks: "yes" the
-// first allow option, anything else the first reject option, cancelled as cancelled.
+// first allow option, anything else the first reject option, cancelled as cancelled; and
+// to a form with accept and the answer (cancel when the session ends, decline when the
+// answer is the default of a request nobody answered).
 func (a *acp) Answer(_ *protocol.Message, r protocol.Response, _ string) []byte {
 	p, ok := a.permissions[r.ID]
 	if !ok {
 		return nil
 	}
 	delete(a.permissions, r.ID)
+	if p.elicitation {
+		result := map[string]any{"action": "accept", "content": r.Value}
+		switch r.Outcome {
+		case protocol.OutcomeCancelled:
+			result = map[string]any{"action": "cancel"}
+		case protocol.OutcomeTimedOut, protocol.OutcomeInvalid:
+			result = map[string]any{"action": "decline"}
+		}
+		return line(map[string]any{"jsonrpc": "2.0", "id": p.rpcID, "result": result})
+	}
 	outcome := map[string]any{"outcome": "cancelled"}
 	if r.Outcome != protocol.OutcomeCancelled {
 		var v string

@@ -73,3 +73,23 @@ func TestACPPermissionsAndRefusals(t *testing.T) {
 		t.Fatalf("error %+v", failed[0])
 	}
 }
+
+func TestACPElicitationIsAQuestionWithTheFormsSchema(t *testing.T) {
+	d, _ := New(ACP, "/repo")
+	msgs, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{"message":"Deployment target?","requestedSchema":{"type":"object","properties":{"env":{"type":"string"}},"required":["env"]}}}`)
+	q := msgs[0]
+	if q.Type != protocol.TypeQuestion || q.ID != "elicit-4" || q.EffectiveKind() != protocol.KindCustom {
+		t.Fatalf("question %+v", q)
+	}
+	if err := protocol.ValidateAnswer(q, json.RawMessage(`{"env":"staging"}`)); err != nil {
+		t.Fatalf("a fitting answer fails the form's schema: %v", err)
+	}
+	got := string(d.Answer(q, protocol.Response{ID: "elicit-4", Value: json.RawMessage(`{"env":"staging"}`), Outcome: protocol.OutcomeAnswered}, ""))
+	if !strings.Contains(got, `"result":{"action":"accept","content":{"env":"staging"}}`) {
+		t.Fatalf("accept %s", got)
+	}
+	msgs, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{"message":"Anything?"}}`)
+	if got := string(d.Answer(msgs[0], protocol.Response{ID: "elicit-5", Outcome: protocol.OutcomeTimedOut}, "")); !strings.Contains(got, `"action":"decline"`) {
+		t.Fatalf("timed out %s", got)
+	}
+}

@@ -116,3 +116,13 @@ func TestACPAgentCancelledByInterrupt(t *testing.T) {
 		t.Fatal("the session did not end after session/cancel")
 	}
 }
+
+func TestACP10ConcurrentSessions(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t,
+		[]block{{Tool: "Bash", Input: map[string]any{"command": "echo hi > concurrent.txt", "description": "write"}}},
+		[]block{{Text: "Done."}},
+	)
+	n := start(t, acpManifest(t, f, dir, "pool = 10"))
+	concurrently(t, n, "acp", 10)
+}

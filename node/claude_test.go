@@ -182,12 +182,19 @@ func TestClaudeCode20ConcurrentSessions(t *testing.T) {
 		[]block{{Text: "All good."}},
 	)
 	n := start(t, claudeManifest(t, f, dir, "pool = 20"))
-	results := make(chan *agent.Result, 20)
+	concurrently(t, n, "claude", 20)
+}
+
+// concurrently runs count sessions of host at once; each must end ok with its one
+// approval answered.
+func concurrently(t *testing.T, n *fixture, host string, count int) {
+	t.Helper()
+	results := make(chan *agent.Result, count)
 	begun := time.Now()
-	for range 20 {
-		n.n.Submit("claude", "", "check", results)
+	for range count {
+		n.n.Submit(host, "", "check", results)
 	}
-	for range 20 {
+	for range count {
 		select {
 		case res := <-results:
 			if !res.OK || len(res.Requests) != 1 || res.Requests[0].Outcome != "answered" {
@@ -197,7 +204,7 @@ func TestClaudeCode20ConcurrentSessions(t *testing.T) {
 			t.Fatal("the sessions did not all end")
 		}
 	}
-	t.Logf("20 Claude Code sessions in %v", time.Since(begun))
+	t.Logf("%d %s sessions at once in %v", count, host, time.Since(begun))
 }
 
 func TestClaudeCodeResumesAConversation(t *testing.T) {

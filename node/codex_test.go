@@ -76,3 +76,10 @@ func TestCodexInterruptMidTurn(t *testing.T) {
 		t.Fatal("the interrupted command ran")
 	}
 }
+
+func TestCodex20ConcurrentSessions(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeResponses(t, call{Name: "exec_command", Args: map[string]any{"cmd": "echo hi > concurrent.txt"}}, call{Text: "Done."})
+	n := start(t, codexHost(t, f, dir, "pool = 20"))
+	concurrently(t, n, "codex", 20)
+}
