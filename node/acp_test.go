@@ -6,17 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 )
 
 // acpManifest runs the real claude-agent-acp (an ACP agent wrapping Claude Code) against
-// the fake Anthropic API, supervised like claudeManifest's host.
+// the fake Anthropic API, with agentSupervisors.
 func acpManifest(t *testing.T, f *fakeAnthropic, dir, extra string) string {
 	bin := npmAgent(t, "@agentclientprotocol/claude-agent-acp", acpVersion, "claude-agent-acp")
 	return fmt.Sprintf(`[hosts.acp]
@@ -26,20 +21,7 @@ working_dir = %q
 stop_grace = "2s"
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", DISABLE_AUTOUPDATER = "1", AGENTMUX_TEST_MARK = "@MARK@" }
 %s
-[supervisors.ops]
-strategy = "rule"
-rules = [
-  { type = "approval", match = "echo hi", answer = "yes" },
-  { type = "approval", match = "rm ", answer = "no" },
-]
-[supervisors.nobody]
-strategy = "external"
-[[routes]]
-match = "prod"
-supervisor = "nobody"
-[[routes]]
-supervisor = "ops"
-`, bin, dir, t.TempDir(), f.srv.URL, extra)
+`, bin, dir, t.TempDir(), f.srv.URL, extra) + agentSupervisors
 }
 
 func TestACPAgentApprovedDeniedAndTwoSessionsOnOneProcess(t *testing.T) {
@@ -90,31 +72,7 @@ func TestACPAgentCancelledByInterrupt(t *testing.T) {
 		[]block{{Text: "never reached"}},
 	)
 	n := start(t, acpManifest(t, f, dir, `question_timeout = "1m"`))
-	approvals := make(chan *nats.Msg, 1)
-	sub, err := n.n.Bus.Conn.ChanSubscribe(bus.EventSubject("acp", "*", "approval"), approvals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	results := make(chan *agent.Result, 1)
-	session := n.n.Submit("acp", "", "touch prod", results)
-	select {
-	case <-approvals:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no approval request")
-	}
-	if d := ctl(t, n, "interrupt", session, "operator stop"); !d.OK {
-		t.Fatalf("interrupt: %+v", d)
-	}
-	select {
-	case res := <-results:
-		if res.OK || len(res.Requests) != 1 || res.Requests[0].Outcome != "cancelled" {
-			t.Fatalf("interrupted session %+v", res)
-		}
-		t.Logf("interrupted: %s", res.Error)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the session did not end after session/cancel")
-	}
+	interruptAtApproval(t, n, "acp")
 }
 
 func TestACP10ConcurrentSessions(t *testing.T) {

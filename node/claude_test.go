@@ -43,31 +43,9 @@ supervisor = "ops"
 	}
 }
 
-// claudeManifest is a claude host and supervisors: ops answers approvals by rule,
-// security answers AskUserQuestion questions, nobody is routed "prod" requests and never
-// answers.
+// claudeManifest is a claude host and agentSupervisors.
 func claudeManifest(t *testing.T, f *fakeAnthropic, dir, hostExtra string) string {
-	return claudeHost(t, "claude", f, dir, hostExtra) + `
-[supervisors.ops]
-strategy = "rule"
-rules = [
-  { type = "approval", match = "^Bash: echo ", answer = "yes" },
-  { type = "approval", match = "^Bash: rm ", answer = "no" },
-]
-[supervisors.security]
-strategy = "rule"
-rules = [{ type = "question", match = "(?i)signing algorithm", answer = "RS256" }]
-[supervisors.nobody]
-strategy = "external"
-[[routes]]
-match = "prod"
-supervisor = "nobody"
-[[routes]]
-type = "question"
-supervisor = "security"
-[[routes]]
-supervisor = "ops"
-`
+	return claudeHost(t, "claude", f, dir, hostExtra) + agentSupervisors
 }
 
 func TestClaudeCodeBashDeniedDoesNotRun(t *testing.T) {
@@ -144,14 +122,22 @@ func TestClaudeCodeInterruptMidRun(t *testing.T) {
 		[]block{{Text: "never reached"}},
 	)
 	n := start(t, claudeManifest(t, f, dir, `question_timeout = "1m"`))
+	interruptAtApproval(t, n, "claude")
+}
+
+// interruptAtApproval starts a session of host whose agent asks an approval nobody
+// answers, interrupts it there, and checks that the session ends in error with the
+// approval cancelled.
+func interruptAtApproval(t *testing.T, n *fixture, host string) {
+	t.Helper()
 	approvals := make(chan *nats.Msg, 1)
-	sub, err := n.n.Bus.Conn.ChanSubscribe(bus.EventSubject("claude", "*", "approval"), approvals)
+	sub, err := n.n.Bus.Conn.ChanSubscribe(bus.EventSubject(host, "*", "approval"), approvals)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	results := make(chan *agent.Result, 1)
-	session := n.n.Submit("claude", "", "touch prod", results)
+	session := n.n.Submit(host, "", "touch prod", results)
 	select {
 	case <-approvals:
 	case <-time.After(30 * time.Second):
@@ -162,11 +148,8 @@ func TestClaudeCodeInterruptMidRun(t *testing.T) {
 	}
 	select {
 	case res := <-results:
-		if res.OK {
-			t.Fatalf("an interrupted session ended ok: %s", res.Payload)
-		}
-		if len(res.Requests) != 1 || res.Requests[0].Outcome != "cancelled" {
-			t.Fatalf("the pending approval: %+v", res.Requests)
+		if res.OK || len(res.Requests) != 1 || res.Requests[0].Outcome != "cancelled" {
+			t.Fatalf("interrupted session ok=%v requests=%+v payload=%s", res.OK, res.Requests, res.Payload)
 		}
 		t.Logf("interrupted: %s", res.Error)
 	case <-time.After(30 * time.Second):

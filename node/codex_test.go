@@ -5,12 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats.go"
-
-	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 )
 
 func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
@@ -47,31 +41,7 @@ func TestCodexInterruptMidTurn(t *testing.T) {
 	dir := t.TempDir()
 	f := newFakeResponses(t, call{Name: "exec_command", Args: map[string]any{"cmd": "echo x > prod.txt"}}, call{Text: "never"})
 	n := start(t, codexHost(t, f, dir, `question_timeout = "1m"`))
-	approvals := make(chan *nats.Msg, 1)
-	sub, err := n.n.Bus.Conn.ChanSubscribe(bus.EventSubject("codex", "*", "approval"), approvals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	results := make(chan *agent.Result, 1)
-	session := n.n.Submit("codex", "", "touch prod", results)
-	select {
-	case <-approvals:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no approval request")
-	}
-	if d := ctl(t, n, "interrupt", session, "operator stop"); !d.OK {
-		t.Fatalf("interrupt: %+v", d)
-	}
-	select {
-	case res := <-results:
-		if res.OK || len(res.Requests) != 1 || res.Requests[0].Outcome != "cancelled" {
-			t.Fatalf("interrupted session %+v", res)
-		}
-		t.Logf("interrupted: %s", res.Error)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the session did not end after turn/interrupt")
-	}
+	interruptAtApproval(t, n, "codex")
 	if _, err := os.Stat(filepath.Join(dir, "prod.txt")); err == nil {
 		t.Fatal("the interrupted command ran")
 	}

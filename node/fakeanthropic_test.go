@@ -181,3 +181,28 @@ env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-test", CLAUD
 %s
 `, name, claudeBinary(t), dir, home, f.srv.URL, extra)
 }
+
+// agentSupervisors supervise the real agents' tests alike: ops allows echo and refuses
+// rm, security answers the signing-algorithm question, and nobody (never answering) is
+// routed every request that mentions prod.
+const agentSupervisors = `
+[supervisors.ops]
+strategy = "rule"
+rules = [
+  { type = "approval", match = "echo ", answer = "yes" },
+  { type = "approval", match = "rm ", answer = "no" },
+]
+[supervisors.security]
+strategy = "rule"
+rules = [{ type = "question", match = "(?i)signing algorithm", answer = "RS256" }]
+[supervisors.nobody]
+strategy = "external"
+[[routes]]
+match = "prod"
+supervisor = "nobody"
+[[routes]]
+type = "question"
+supervisor = "security"
+[[routes]]
+supervisor = "ops"
+`

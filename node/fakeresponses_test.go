@@ -105,7 +105,8 @@ func (f *fakeResponses) output(n int) string {
 	return ""
 }
 
-// codexHost runs the real `codex app-server` against the fake, in dir.
+// codexHost runs the real `codex app-server` against the fake, in dir, with
+// agentSupervisors.
 func codexHost(t *testing.T, f *fakeResponses, dir, extra string) string {
 	bin := npmAgent(t, "@openai/codex", codexVersion, "codex")
 	provider := fmt.Sprintf(`model_providers.fake={ name = "fake", base_url = "%s/v1", env_key = "FAKE_MODEL_KEY", wire_api = "responses" }`, f.srv.URL)
@@ -118,24 +119,5 @@ working_dir = %q
 stop_grace = "2s"
 env = { HOME = %q, CODEX_HOME = %q, FAKE_MODEL_KEY = "sk-test", AGENTMUX_TEST_MARK = "@MARK@" }
 %s
-[supervisors.ops]
-strategy = "rule"
-rules = [
-  { type = "approval", match = "echo hi", answer = "yes" },
-  { type = "approval", match = "rm ", answer = "no" },
-]
-[supervisors.security]
-strategy = "rule"
-rules = [{ type = "question", match = "(?i)signing algorithm", answer = "RS256" }]
-[supervisors.nobody]
-strategy = "external"
-[[routes]]
-match = "prod"
-supervisor = "nobody"
-[[routes]]
-type = "question"
-supervisor = "security"
-[[routes]]
-supervisor = "ops"
-`, bin, args, dir, t.TempDir(), t.TempDir(), extra)
+`, bin, args, dir, t.TempDir(), t.TempDir(), extra) + agentSupervisors
 }
