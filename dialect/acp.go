@@ -204,7 +204,7 @@ func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, e
 		return a.elicitation(m, raw)
 	}
 	if m.Method != "session/request_permission" {
-		reply := line(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": rpcMethodNotFound, "message": "agentmux offers no " + m.Method}})
+		reply := refuse(map[string]any{"jsonrpc": "2.0"}, m)
 		msg, err := canonical(map[string]any{"type": "log", "message": "refused acp " + m.Method}, raw)
 		msgs, _, err := one(msg, err)
 		return msgs, reply, err
@@ -289,4 +289,12 @@ func one(m *protocol.Message, err error) ([]*protocol.Message, []byte, error) {
 		return nil, nil, err
 	}
 	return []*protocol.Message{m}, nil, nil
+}
+
+// refuse answers a call the client does not offer with "method not found"; envelope
+// holds the protocol's own fields ("jsonrpc" for ACP, none for Codex).
+func refuse(envelope map[string]any, m *rpcMessage) []byte {
+	envelope["id"] = m.ID
+	envelope["error"] = map[string]any{"code": rpcMethodNotFound, "message": "agentmux offers no " + m.Method}
+	return line(envelope)
 }

@@ -226,7 +226,7 @@ func (c *codex) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte,
 	case "item/tool/requestUserInput":
 		return c.userInput(m, rpc, raw)
 	}
-	reply := line(map[string]any{"id": m.ID, "error": map[string]any{"code": rpcMethodNotFound, "message": "agentmux offers no " + m.Method}})
+	reply := refuse(map[string]any{}, m)
 	msgs, _, err := one(canonical(map[string]any{"type": "log", "message": "refused codex " + m.Method}, raw))
 	return msgs, reply, err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +29,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	events := fs.Bool("events", false, "print each event as a JSON line on stderr")
 	logLevel := fs.String("log", "warn", "log `level`: debug, info, warn, error")
 	metricsAddr := fs.String("metrics", "-", "serve metrics on this `address` (\"-\": none)")
-	resume := fs.String("resume", "", "continue the agent's earlier conversation: its session `id` from a result, or \"last\" (Claude Code)")
+	resume := resumeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -147,4 +148,9 @@ func (p *eventPrinter) close() {
 func session(subject string) string {
 	_, s, _, _ := bus.ParseEventSubject(subject)
 	return s
+}
+
+// resumeFlag is run's and submit's --resume.
+func resumeFlag(fs *flag.FlagSet) *string {
+	return fs.String("resume", "", "continue the agent's earlier conversation: its session `id` from a result, or \"last\" (Claude Code)")
 }

@@ -33,7 +33,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
 	id := fs.String("id", "", "task `id` (default: a fresh one); also the session id")
-	resume := fs.String("resume", "", "continue the agent's earlier conversation: its session `id` from a result, or \"last\" (Claude Code)")
+	resume := resumeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
