@@ -6,7 +6,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/agentmux/agentmux/actors/router"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -69,14 +68,13 @@ supervisor = "s"
 	if err != nil {
 		b.Fatal(err)
 	}
-	route := router.Route(m.Routes)
 	msg, err := protocol.Decode(questionLine, protocol.PlainTextResult)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if route("w", msg) == nil {
+		if m.Routes.Match("w", string(msg.Type), msg.RequestText()) == nil {
 			b.Fatal("no route")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -42,16 +43,20 @@ type Config struct {
 	OnDisconnect func(error) // called from NATS goroutines; must not block
 	OnReconnect  func()
 	OnAsyncError func(error) // slow consumers and other asynchronous errors
+
+	Ask AskerConfig // the node's Asker
 }
 
 // Bus is one process's NATS: connection, JetStream, and the embedded server if any.
 type Bus struct {
-	Conn *nats.Conn
-	JS   jetstream.JetStream
+	Conn  *nats.Conn
+	JS    jetstream.JetStream
+	Asker *Asker // the node's asks to supervisors; asked again on reconnect
 
 	log     *slog.Logger
 	srv     *server.Server // nil when connected to an external server
 	tempDir string         // removed on Close
+	asker   atomic.Pointer[Asker] // Asker, for the reconnect handler
 
 	closeOnce sync.Once
 }
@@ -78,6 +83,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
+			if a := b.asker.Load(); a != nil {
+				a.Reconnected()
+			}
 			if cfg.OnReconnect != nil {
 				cfg.OnReconnect()
 			}
@@ -108,6 +116,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 		b.Close()
 		return nil, err
 	}
+	if b.Asker, err = NewAsker(nc, cfg.Ask); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.asker.Store(b.Asker)
 	return b, nil
 }
 
@@ -222,6 +235,9 @@ func (b *Bus) Close() {
 		return
 	}
 	b.closeOnce.Do(func() {
+		if b.Asker != nil {
+			b.Asker.Close()
+		}
 		if b.Conn != nil {
 			done := make(chan struct{})
 			b.Conn.SetClosedHandler(func(*nats.Conn) { close(done) })

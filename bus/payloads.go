@@ -1,6 +1,9 @@
 package bus
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Task asks a node to run one session on a host.
 type Task struct {
@@ -35,6 +38,7 @@ type Reply struct {
 	Cancelled  bool            `json:"cancelled,omitempty"`   // decline to answer: the default is written
 	Decider    string          `json:"decider,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
+	Member     string          `json:"member,omitempty"` // the node whose member answered
 }
 
 // AuditRecord is one entry of the audit stream.
@@ -44,16 +48,24 @@ type AuditRecord struct {
 	Node     string          `json:"node"`
 	Host     string          `json:"host"`
 	Session  string          `json:"session"`
+	Attempt  int             `json:"attempt"` // of the session: retries and redeliveries count up
 	Request  string          `json:"request,omitempty"`
 	Type     string          `json:"type,omitempty"`
 	Text     string          `json:"text,omitempty"`
 	Value    json.RawMessage `json:"value,omitempty"`
 	Outcome  string          `json:"outcome,omitempty"`
 	Decider  string          `json:"decider,omitempty"`
+	Member   string          `json:"member,omitempty"` // the node that sent a refused answer
 	Reason   string          `json:"reason,omitempty"`
 	Latency  float64         `json:"latency_ms,omitempty"`
 	Duration float64         `json:"duration_ms,omitempty"`
 	Error    string          `json:"error,omitempty"`
+}
+
+// AuditID is the deduplication id of an audit record of one attempt of a session:
+// every attempt keeps its own records, and a retried or redelivered one loses none.
+func AuditID(session string, attempt int, what string) string {
+	return session + "." + strconv.Itoa(attempt) + "." + what
 }
 
 // SessionEnded is the payload of a session.ended event.

@@ -50,15 +50,21 @@ func OpenPending(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) (*P
 }
 
 // Create stores a new pending request and announces it on agentmux.human.<sup>.<id>.
-func (s *PendingStore) Create(ctx context.Context, p *decide.PendingRequest) error {
+// When one with its id is stored already (the ask was asked again), it returns that
+// one and announces nothing.
+func (s *PendingStore) Create(ctx context.Context, p *decide.PendingRequest) (*decide.PendingRequest, error) {
 	data, _ := json.Marshal(p)
 	if _, err := s.kv.Create(ctx, p.ID, data); err != nil {
-		return fmt.Errorf("bus: store pending request %s: %w", p.ID, err)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			stored, _, err := s.Get(ctx, p.ID)
+			return stored, err
+		}
+		return nil, fmt.Errorf("bus: store pending request %s: %w", p.ID, err)
 	}
 	if err := s.nc.Publish(HumanSubject(p.Supervisor, p.ID), data); err != nil {
-		return fmt.Errorf("bus: announce pending request %s: %w", p.ID, err)
+		return nil, fmt.Errorf("bus: announce pending request %s: %w", p.ID, err)
 	}
-	return nil
+	return p, nil
 }
 
 // Get returns one pending request and its revision.

@@ -59,7 +59,7 @@ type Manifest struct {
 	Metrics     Metrics
 	Hosts       map[string]*Host
 	Supervisors map[string]*Supervisor
-	Routes      []*Route
+	Routes      Routes
 	Tools       map[string]*Tool
 	Connections map[string]*Connection
 }
@@ -171,6 +171,10 @@ type Route struct {
 	PostProcess bool `toml:"post_process"`
 
 	Re *regexp.Regexp `toml:"-"`
+	// Failover: the supervisor is run by agentmux nodes, whose members acknowledge asks
+	// and keep them alive, so a silent member's asks go to another (bus.Asker). False
+	// for an external supervisor, which is waited for until the deadline.
+	Failover bool `toml:"-"`
 }
 
 // Tool is a tool agents may call. With a command it runs once per call (the args as JSON

@@ -167,8 +167,10 @@ func (v *validator) route(i int, r *Route, m *Manifest) {
 	at := func(key ...string) []string { return append([]string{"routes", strconv.Itoa(i)}, key...) }
 	if r.Supervisor == "" {
 		v.add(at(), `a route needs a supervisor, e.g. supervisor = "default"`)
-	} else if _, ok := m.Supervisors[r.Supervisor]; !ok {
+	} else if s, ok := m.Supervisors[r.Supervisor]; !ok {
 		v.add(at("supervisor"), "no supervisor %q; define [supervisors.%s] or name one of %s", r.Supervisor, r.Supervisor, names(m.Supervisors))
+	} else {
+		r.Failover = s.Strategy != StrategyExternal
 	}
 	v.requestType(at("type"), r.Type, true)
 	if r.Host != "" {

@@ -7,15 +7,16 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
-
-	"github.com/nats-io/nuid"
 )
 
 // Pending is where requests wait for a person: a store any node reads, so whichever
 // node sees the answer first delivers it (bus.PendingStore is the NATS KV one).
 type Pending interface {
-	Create(ctx context.Context, p *PendingRequest) error
+	// Create stores p, unless a request with its id is stored already: then it returns
+	// that one (an ask asked again finds what a person already has).
+	Create(ctx context.Context, p *PendingRequest) (*PendingRequest, error)
 }
 
 // Pending request states.
@@ -74,16 +75,30 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 		return Decision{}, errors.New("the request has no reply subject; a person's answer could not be delivered")
 	}
 	m := r.Message()
-	p := &PendingRequest{ID: "h-" + nuid.Next(), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
+	p := &PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
 		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: StatePending}
 	for _, o := range m.Options {
 		p.Options = append(p.Options, o.Value)
 	}
-	if err := h.pending.Create(ctx, p); err != nil {
+	stored, err := h.pending.Create(ctx, p)
+	if err != nil {
 		return Decision{}, fmt.Errorf("store the request for a person: %w", err)
 	}
+	if stored.State == StateDelivered {
+		// Asked again after its answer went out (the asker's connection was down then).
+		return Decision{Value: stored.Value, Decider: "human:" + stored.Responder,
+			Reason: "answered by " + stored.Responder + " (runtime respond " + stored.ID + ")"}, nil
+	}
+	p = stored
 	return Decision{Deferred: true, Decider: "human:" + h.name, Reason: "waiting for a person: runtime respond " + p.ID + " <answer>"}, nil
+}
+
+// pendingID names the pending request of one ask by its reply subject's last token,
+// which is the same each time the ask is asked again: a re-ask after a member died
+// finds the request a person already has instead of making a second one.
+func pendingID(replyTo string) string {
+	return "h-" + replyTo[strings.LastIndexByte(replyTo, '.')+1:]
 }
 
 // escalating hands inner's decision to a person when the request's text matches when,

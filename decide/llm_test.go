@@ -269,11 +269,16 @@ type memPending struct {
 	items []*PendingRequest
 }
 
-func (m *memPending) Create(_ context.Context, p *PendingRequest) error {
+func (m *memPending) Create(_ context.Context, p *PendingRequest) (*PendingRequest, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for _, have := range m.items {
+		if have.ID == p.ID {
+			return have, nil
+		}
+	}
 	m.items = append(m.items, p)
-	return nil
+	return p, nil
 }
 
 func TestEscalationByRiskLevel(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/decide"
 )
 
@@ -33,7 +34,7 @@ type Set struct {
 	RequestWait     *prometheus.HistogramVec
 	LateAnswers     *prometheus.CounterVec // host
 	StdinWrites     *prometheus.CounterVec // host, outcome (ok, timeout, error)
-	AskRequests     *prometheus.CounterVec // outcome (answered, no_responders, timeout, error)
+	AskRequests     *prometheus.CounterVec // outcome (answered, no_responders, timeout, error, reasked, late)
 	Decisions       *prometheus.CounterVec // supervisor, outcome
 	DecisionTime    *prometheus.HistogramVec
 	Tasks           *prometheus.CounterVec // host, outcome (ok, error, invalid)
@@ -103,7 +104,7 @@ func New() *Set {
 		RequestWait:     histogram("request_wait_seconds", "Time from a request being read to its answer being written.", waitBuckets, "type"),
 		LateAnswers:     counter("late_answers_total", "Supervisor answers that arrived after their request had ended.", "host"),
 		StdinWrites:     counter("stdin_writes_total", "Writes to agents' stdin, by outcome (ok, timeout, error).", "host", "outcome"),
-		AskRequests:     counter("ask_requests_total", "NATS requests to supervisors, by outcome (answered, no_responders, timeout, error).", "outcome"),
+		AskRequests:     counter("ask_requests_total", "NATS requests to supervisors, by outcome (answered, no_responders, timeout, error; reasked: a member went silent or let go, or the connection came back; late: an answer after the first or after the request was settled).", "outcome"),
 		Decisions:       counter("supervisor_decisions_total", "Decisions made by local supervisors, by outcome (decided, default, error, expired).", "supervisor", "outcome"),
 		DecisionTime:    histogram("supervisor_decision_seconds", "Time local supervisors took to decide.", waitBuckets, "supervisor"),
 		Tasks:           counter("tasks_total", "Tasks taken from the work queue, by outcome (ok, error, invalid).", "host", "outcome"),
@@ -140,6 +141,13 @@ func (s *Set) ObserveLLM(c decide.LLMCall) {
 	s.LLMSeconds.WithLabelValues(c.Supervisor).Observe(c.Took.Seconds())
 	s.LLMTokens.WithLabelValues(c.Supervisor, "input").Add(float64(c.InputTokens))
 	s.LLMTokens.WithLabelValues(c.Supervisor, "output").Add(float64(c.OutputTokens))
+}
+
+// AskCounters are the counters of the node's Asker.
+func (s *Set) AskCounters() bus.AskCounters {
+	c := func(outcome string) bus.Counter { return s.AskRequests.WithLabelValues(outcome) }
+	return bus.AskCounters{Answered: c("answered"), NoResponders: c("no_responders"), Timeout: c("timeout"),
+		Error: c("error"), Reasked: c("reasked"), Duplicate: c("late")}
 }
 
 // DeciderKind is the bounded label of a decider: "rule:security" → "rule".

@@ -63,18 +63,19 @@ type Node struct {
 	Bus     *bus.Bus
 	Metrics *metrics.Set
 
-	log      *slog.Logger
-	system   *actor.ActorSystem
-	router   *actor.PID
-	sups     []*actor.PID
-	audit    *auditor
-	msrv     *metrics.Server
-	ctlSubs  []*nats.Subscription
-	stopped  chan struct{}
-	events   *eventstream.Subscription
-	asker    *agent.Asker
-	stopOnce sync.Once
-	stopErr  error
+	log     *slog.Logger
+	system  *actor.ActorSystem
+	router  *actor.PID
+	sups    []*actor.PID
+	audit   *auditor
+	msrv    *metrics.Server
+	ctlSubs []*nats.Subscription
+	stopped chan struct{}
+	events  *eventstream.Subscription
+	// decisions counts the supervisors' goroutines; stop waits for them.
+	decisions sync.WaitGroup
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // Start builds and starts a node.
@@ -107,7 +108,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			if errors.Is(err, nats.ErrSlowConsumer) {
 				n.Metrics.SlowConsumers.Inc()
 			}
-		}}
+		},
+		Ask: bus.AskerConfig{Log: log, Counters: n.Metrics.AskCounters()}}
 	if opts.Ephemeral && m.NATS.URL == "" {
 		bcfg.Listen, bcfg.StoreDir = "127.0.0.1:0", ""
 	}
@@ -157,7 +159,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 				n.abort()
 				return nil, err
 			}
-			pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Pending: pending, Metrics: n.Metrics, Log: log}))
+			pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
+				Pending: pending, Goroutines: &n.decisions, Metrics: n.Metrics, Log: log}))
 			n.sups = append(n.sups, pid)
 		}
 		// The queue subscriptions must reach the server before any agent asks.
@@ -166,14 +169,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		}
 	}
 
-	asker, err := agent.NewAsker(b.Conn, n.Metrics)
-	if err != nil {
-		n.abort()
-		return nil, err
-	}
-	n.asker = asker
 	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped,
-		WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: asker}
+		WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: b.Asker}
 	if !opts.NoTasks {
 		rcfg.JS = b.JS
 	}
@@ -278,15 +275,29 @@ func (n *Node) stop(ctx context.Context) error {
 			n.log.Warn("supervisor stop", "err", stopErr)
 		}
 	}
-	if n.asker != nil {
-		n.asker.Close()
-	}
+	n.waitDecisions(ctx)
+	n.Bus.Asker.Close()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()
 	n.audit.close(auditFlushTimeout)
 	n.Bus.Close()
 	n.msrv.Close()
 	return err
+}
+
+// waitDecisions waits for the supervisors' goroutines, which end once their contexts
+// are cancelled (a command supervisor's process group is killed then).
+func (n *Node) waitDecisions(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		n.decisions.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		n.log.Warn("supervisor decisions still running at the stop deadline")
+	}
 }
 
 // levelHandler drops records below min; protoactor is chatty at info level.

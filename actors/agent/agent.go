@@ -33,11 +33,11 @@ type Config struct {
 	Host    *config.Host
 	Node    string
 	Conn    *nats.Conn
-	Asker   *Asker // sends requests to supervisors; one per node
+	Asker   *bus.Asker // sends requests to supervisors; one per node
 	Metrics *metrics.Set
 	Log     *slog.Logger
-	// Route finds the route of a request, or nil when none matches.
-	Route func(host string, m *protocol.Message) *config.Route
+	// Routes send requests to supervisors.
+	Routes config.Routes
 	// Audit records an audit entry under a deduplication id; it must not block.
 	Audit func(id string, rec *bus.AuditRecord)
 	// WriteTimeout bounds each write to the agent's stdin.

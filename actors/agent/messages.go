@@ -140,10 +140,11 @@ type (
 		err     error
 	}
 	answerArrived struct {
-		gen   uint64
-		id    string
-		reply *bus.Reply
-		err   error
+		gen     uint64
+		session string
+		attempt int
+		id      string
+		reply   *bus.Reply
 	}
 	timerFired struct {
 		kind timerKind

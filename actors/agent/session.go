@@ -9,19 +9,11 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
-)
-
-// Backoff between attempts while no supervisor is subscribed.
-const (
-	minAskBackoff = 10 * time.Millisecond
-	maxAskBackoff = time.Second
-	// lateGrace is how long a timed-out request keeps listening, so that a supervisor's
-	// late answer reaches the actor and is counted as late rather than vanishing.
-	lateGrace = 2 * time.Second
 )
 
 // session is the state of the session a process is serving.
@@ -34,7 +26,8 @@ type session struct {
 	lastLine time.Time
 	lines    int
 	partial  strings.Builder
-	seq      map[protocol.Type]int
+	seq      map[protocol.Type]int // runtime-assigned request ids, per type
+	requests int                   // requests read, in order: numbers them in the audit
 	pending  map[string]*pending
 	records  []RequestRecord
 	timers   []*time.Timer // session, idle and interrupt timers; stopped when it ends
@@ -52,11 +45,12 @@ func (s *session) touch(idle bool) {
 type pending struct {
 	msg      *protocol.Message
 	id       string
+	audit    string // the audit id prefix: session, attempt and the request's sequence
 	readAt   time.Time
 	deadline time.Time
 	def      json.RawMessage
 	timer    *time.Timer
-	cancel   func() // ends the ask early
+	settle   func() // tells the asker the request is answered: stop asking
 }
 
 func (a *Agent) startSession(m *StartSession) {
@@ -179,11 +173,13 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	raw := msg.WithID(id)
 	a.publish(s.id, string(msg.Type), raw)
 	now := time.Now()
-	p := &pending{msg: msg, id: id, readAt: now, def: a.defaultFor(msg)}
-	a.cfg.Audit(s.id+"."+id+".request", &bus.AuditRecord{Kind: "request", Time: now.UnixMilli(), Node: a.cfg.Node,
-		Host: a.host.Name, Session: s.id, Request: id, Type: string(msg.Type), Text: msg.RequestText()})
+	s.requests++
+	p := &pending{msg: msg, id: id, readAt: now, def: a.defaultFor(msg),
+		audit: bus.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
+	a.cfg.Audit(p.audit+".request", &bus.AuditRecord{Kind: "request", Time: now.UnixMilli(), Node: a.cfg.Node,
+		Host: a.host.Name, Session: s.id, Attempt: s.start.Attempt, Request: id, Type: string(msg.Type), Text: msg.RequestText()})
 
-	route := a.cfg.Route(a.host.Name, msg)
+	route := a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
 	if route == nil {
 		s.pending[id] = p
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", "no route matched")
@@ -207,8 +203,10 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		bus.HeaderHost:     []string{a.host.Name},
 		bus.HeaderDeadline: []string{strconv.FormatInt(p.deadline.UnixMilli(), 10)},
 	}}
-	gen := s.gen
-	p.cancel = a.cfg.Asker.Ask(req, p.deadline, func(r *bus.Reply) { a.send(&answerArrived{gen: gen, id: id, reply: r}) })
+	gen, session, attempt := s.gen, s.id, s.start.Attempt
+	p.settle = a.cfg.Asker.Ask(req, p.deadline, route.Failover, func(r *bus.Reply) {
+		a.send(&answerArrived{gen: gen, session: session, attempt: attempt, id: id, reply: r})
+	})
 }
 
 func (a *Agent) defaultFor(msg *protocol.Message) json.RawMessage {
@@ -232,7 +230,7 @@ func (a *Agent) onAnswer(m *answerArrived) {
 		p = s.pending[m.id]
 	}
 	if p == nil {
-		a.cfg.Metrics.LateAnswers.WithLabelValues(a.host.Name).Inc()
+		a.refuseAnswer(m)
 		return
 	}
 	r := m.reply
@@ -249,6 +247,17 @@ func (a *Agent) onAnswer(m *answerArrived) {
 		}
 		a.answer(s, p, value, protocol.OutcomeAnswered, r.Decider, r.Reason)
 	}
+}
+
+// refuseAnswer reports an answer that came after the request's first answer, its
+// default or its end: counted as late, and audited as refused with who sent it.
+func (a *Agent) refuseAnswer(m *answerArrived) {
+	a.cfg.Metrics.LateAnswers.WithLabelValues(a.host.Name).Inc()
+	r := m.reply
+	a.log.Info("answer refused: the request was already settled", "session", m.session, "request", m.id, "decider", r.Decider, "member", r.Member)
+	a.cfg.Audit(bus.AuditID(m.session, m.attempt, m.id+".refused."+nuid.Next()), &bus.AuditRecord{Kind: "answer.refused",
+		Time: time.Now().UnixMilli(), Node: a.cfg.Node, Host: a.host.Name, Session: m.session, Attempt: m.attempt, Request: m.id,
+		Value: r.Value, Decider: r.Decider, Member: r.Member, Reason: "the request was already answered, timed out or ended; first answer wins"})
 }
 
 // normalize accepts true and false for approvals without options.
@@ -270,8 +279,8 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	if p.cancel != nil && outcome != protocol.OutcomeTimedOut {
-		p.cancel() // a timed-out ask keeps listening for lateGrace, so a late answer is counted
+	if p.settle != nil {
+		p.settle() // the asker listens on past the deadline, so late answers are reported
 	}
 	if !a.exited && a.proc != nil {
 		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}
@@ -289,8 +298,8 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 	ms := float64(wait.Microseconds()) / 1000
 	data, _ := json.Marshal(&bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Reason: reason, Latency: ms})
 	a.publish(s.id, EventRequestAnswered, data)
-	a.cfg.Audit(s.id+"."+p.id+".answer", &bus.AuditRecord{Kind: "answer", Time: time.Now().UnixMilli(), Node: a.cfg.Node,
-		Host: a.host.Name, Session: s.id, Request: p.id, Type: string(p.msg.Type), Value: value,
+	a.cfg.Audit(p.audit+".answer", &bus.AuditRecord{Kind: "answer", Time: time.Now().UnixMilli(), Node: a.cfg.Node,
+		Host: a.host.Name, Session: s.id, Attempt: s.start.Attempt, Request: p.id, Type: string(p.msg.Type), Value: value,
 		Outcome: string(outcome), Decider: decider, Reason: reason, Latency: ms})
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/metrics"
-	"github.com/agentmux/agentmux/protocol"
 )
 
 // ErrShuttingDown ends sessions submitted or queued while the node stops.
@@ -38,7 +37,7 @@ type Config struct {
 	Audit    func(id string, rec *bus.AuditRecord)
 	// WriteTimeout bounds each write to an agent's stdin; 0 is agent.DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	Asker        *agent.Asker // the node's requests to supervisors
+	Asker        *bus.Asker // the node's requests to supervisors
 	// InProc runs the agents of the named hosts inside this process (load generation).
 	InProc map[string]agent.InProc
 	// Stopped is closed when a Shutdown has completed: every process is gone.
@@ -78,7 +77,6 @@ func Props(cfg Config) *actor.Props {
 type Router struct {
 	cfg      Config
 	pools    map[string]*pool
-	route    func(string, *protocol.Message) *config.Route
 	c        actor.Context
 	cancel   context.CancelFunc // stops pullers and the progress ticker
 	stopping bool
@@ -105,7 +103,7 @@ type session struct {
 }
 
 func newRouter(cfg Config) *Router {
-	r := &Router{cfg: cfg, pools: map[string]*pool{}, route: Route(cfg.Manifest.Routes)}
+	r := &Router{cfg: cfg, pools: map[string]*pool{}}
 	for name, h := range cfg.Manifest.Hosts {
 		r.pools[name] = &pool{host: h, procs: map[string]*actor.PID{}, busy: map[string]*session{},
 			slots: make(chan struct{}, h.Pool), running: map[string]bool{}}
@@ -306,7 +304,7 @@ func (r *Router) dispatch(p *pool) {
 			p.idle = p.idle[:len(p.idle)-1]
 		case len(p.procs) < p.host.Pool:
 			pid = r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Route: r.route, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker}))
+				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker}))
 			p.procs[pid.Id] = pid
 		default:
 			return

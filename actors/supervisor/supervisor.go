@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,17 +21,27 @@ type Config struct {
 	Supervisor *config.Supervisor
 	Decider    decide.Decider
 	Conn       *nats.Conn
+	// Member names this member of the supervisor's queue group (the node) in the ask
+	// protocol's status messages and in its answers.
+	Member string
 	// Pending holds requests waiting for a person; a human supervisor delivers the
 	// answers given to them. Nil: no human decisions here.
 	Pending *bus.PendingStore
-	Metrics *metrics.Set
-	Log     *slog.Logger
+	// Goroutines counts the decisions running; the node waits for it after stopping
+	// the actor. Nil: nobody waits.
+	Goroutines *sync.WaitGroup
+	Metrics    *metrics.Set
+	Log        *slog.Logger
 }
 
 // Props returns the props of a Supervisor.
 func Props(cfg Config) *actor.Props {
+	if cfg.Goroutines == nil {
+		cfg.Goroutines = &sync.WaitGroup{}
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Supervisor{cfg: cfg, name: cfg.Supervisor.Name, log: cfg.Log.With("supervisor", cfg.Supervisor.Name)}
+		return &Supervisor{cfg: cfg, name: cfg.Supervisor.Name, log: cfg.Log.With("supervisor", cfg.Supervisor.Name),
+			held: map[string]*nats.Msg{}}
 	})
 }
 
@@ -40,63 +51,108 @@ type Supervisor struct {
 	name     string
 	log      *slog.Logger
 	sub      *nats.Subscription
+	ctx      context.Context    // the decisions' parent; cancelled when the actor stops
+	stop     context.CancelFunc // cancels ctx: decisions, keep-alives, human deliveries
 	inflight int
 	queue    []*nats.Msg
-	stop     context.CancelFunc // ends the delivery of human answers
+	held     map[string]*nats.Msg // asks acknowledged and not yet answered, by reply subject
 }
 
 type (
 	askArrived struct{ msg *nats.Msg }
-	decided    struct{}
+	decided    struct{ reply string }
+	keepAlive  struct{}
 )
 
 // Receive implements actor.Actor. It never blocks.
 func (s *Supervisor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		system, self := c.ActorSystem(), c.Self()
-		handle := func(msg *nats.Msg) { system.Root.Send(self, &askArrived{msg: msg}) }
-		if im, ok := s.cfg.Decider.(decide.Immediate); ok && im.Immediate() {
-			// Answers from memory take microseconds: decide on the subscription's own
-			// goroutine, without a hop through the mailbox and a goroutine per request.
-			handle = func(msg *nats.Msg) {
-				if ask, ok := s.parse(msg); ok {
-					s.decide(msg, ask, time.UnixMilli(ask.Deadline))
-				}
-			}
-		}
-		sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, handle)
-		if err != nil {
-			s.log.Error("subscribe; this supervisor answers nothing", "err", err)
-			return
-		}
-		if err := sub.SetPendingLimits(-1, -1); err != nil {
-			s.log.Warn("pending limits", "err", err)
-		}
-		s.sub = sub
-		if s.cfg.Supervisor.Strategy == config.StrategyHuman && s.cfg.Pending != nil {
-			ctx, cancel := context.WithCancel(context.Background())
-			s.stop = cancel
-			if err := s.cfg.Pending.Deliver(ctx, s.name, func(err error) { s.log.Warn("human answer not delivered", "err", err) }); err != nil {
-				s.log.Error("human answers will not be delivered from this node", "err", err)
-			}
-		}
+		s.start(c)
 	case *askArrived:
+		if _, dup := s.held[m.msg.Reply]; dup {
+			return // asked again while this member holds it: the acknowledgement was enough
+		}
+		s.held[m.msg.Reply] = m.msg
 		s.queue = append(s.queue, m.msg)
 		s.next(c)
 	case *decided:
 		s.inflight--
+		delete(s.held, m.reply)
 		s.next(c)
-	case *actor.Stopping:
-		if s.stop != nil {
-			s.stop()
+	case *keepAlive:
+		for reply := range s.held {
+			s.status(reply, bus.StatusAlive)
 		}
-		if s.sub != nil {
-			if err := s.sub.Unsubscribe(); err != nil {
-				s.log.Warn("unsubscribe", "err", err)
+	case *actor.Stopping:
+		s.stopping()
+	}
+}
+
+func (s *Supervisor) start(c actor.Context) {
+	s.ctx, s.stop = context.WithCancel(context.Background())
+	system, self := c.ActorSystem(), c.Self()
+	handle := func(msg *nats.Msg) {
+		s.status(msg.Reply, bus.StatusAck) // at once: the asker watches for it
+		system.Root.Send(self, &askArrived{msg: msg})
+	}
+	if im, ok := s.cfg.Decider.(decide.Immediate); ok && im.Immediate() {
+		// Answers from memory take microseconds: decide on the subscription's own
+		// goroutine, without an acknowledgement, a hop through the mailbox or a goroutine.
+		handle = func(msg *nats.Msg) {
+			if ask, ok := s.parse(msg); ok {
+				s.decide(s.ctx, msg, ask)
 			}
 		}
 	}
+	sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, handle)
+	if err != nil {
+		s.log.Error("subscribe; this supervisor answers nothing", "err", err)
+		return
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		s.log.Warn("pending limits", "err", err)
+	}
+	s.sub = sub
+	s.cfg.Goroutines.Add(1)
+	go func() {
+		defer s.cfg.Goroutines.Done()
+		t := time.NewTicker(bus.KeepAliveInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+				system.Root.Send(self, &keepAlive{})
+			}
+		}
+	}()
+	if s.cfg.Supervisor.Strategy == config.StrategyHuman && s.cfg.Pending != nil {
+		if err := s.cfg.Pending.Deliver(s.ctx, s.name, func(err error) { s.log.Warn("human answer not delivered", "err", err) }); err != nil {
+			s.log.Error("human answers will not be delivered from this node", "err", err)
+		}
+	}
+}
+
+// stopping lets go of every ask this member holds, so that the askers give them to
+// another member at once, and ends the decisions without answering.
+func (s *Supervisor) stopping() {
+	if s.sub != nil {
+		if err := s.sub.Unsubscribe(); err != nil {
+			s.log.Warn("unsubscribe", "err", err)
+		}
+	}
+	if s.stop != nil {
+		s.stop()
+	}
+	for reply := range s.held {
+		s.status(reply, bus.StatusRelease)
+	}
+	if len(s.held) > 0 {
+		s.log.Info("stopping: asks handed back to the other members", "asks", len(s.held))
+	}
+	s.held, s.queue = nil, nil
 }
 
 // next starts queued decisions up to the concurrency limit.
@@ -107,13 +163,16 @@ func (s *Supervisor) next(c actor.Context) {
 		s.queue = s.queue[1:]
 		ask, ok := s.parse(msg)
 		if !ok {
+			delete(s.held, msg.Reply)
 			continue
 		}
 		s.inflight++
-		system, self := c.ActorSystem(), c.Self()
+		system, self, ctx := c.ActorSystem(), c.Self(), s.ctx
+		s.cfg.Goroutines.Add(1)
 		go func() {
-			s.decide(msg, ask, time.UnixMilli(ask.Deadline))
-			system.Root.Send(self, &decided{})
+			defer s.cfg.Goroutines.Done()
+			s.decide(ctx, msg, ask)
+			system.Root.Send(self, &decided{reply: msg.Reply})
 		}()
 	}
 }
@@ -133,11 +192,14 @@ func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
 	return &ask, true
 }
 
-func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {
-	ctx := context.Background()
+// decide decides one ask and answers it, unless the member stopped meanwhile (it let
+// go of the ask; another member answers).
+func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask) {
+	ctx := parent
+	deadline := time.UnixMilli(ask.Deadline)
 	if ask.Deadline > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
+		ctx, cancel = context.WithDeadline(parent, deadline)
 		defer cancel()
 	}
 	begun := time.Now()
@@ -145,6 +207,10 @@ func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {
 		ID: ask.ID, Text: ask.Text, Request: ask.Request, Default: ask.Default, Deadline: deadline,
 		ReplyTo: msg.Reply, PostProcess: ask.PostProcess})
 	s.cfg.Metrics.DecisionTime.WithLabelValues(s.name).Observe(time.Since(begun).Seconds())
+	if parent.Err() != nil {
+		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "released").Inc()
+		return
+	}
 	if err != nil {
 		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "error").Inc()
 		s.log.Warn("decision failed; declining", "session", ask.Session, "request", ask.ID, "err", err)
@@ -156,7 +222,8 @@ func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {
 	case dec.Deferred:
 		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "deferred").Inc()
 		s.cfg.Metrics.HumanPending.WithLabelValues(s.name).Inc()
-		return // a person answers; the delivery goes to msg.Reply
+		s.status(msg.Reply, bus.StatusDeferred) // a person answers; the delivery goes to msg.Reply
+		return
 	case dec.UseDefault:
 		outcome = "default"
 	case dec.Cancelled:
@@ -167,8 +234,15 @@ func (s *Supervisor) decide(msg *nats.Msg, ask *bus.Ask, deadline time.Time) {
 }
 
 func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {
+	r.Member = s.cfg.Member
 	data, _ := json.Marshal(r)
 	if err := msg.Respond(data); err != nil {
 		s.log.Warn("reply", "err", err)
+	}
+}
+
+func (s *Supervisor) status(reply, status string) {
+	if err := bus.SendStatus(s.cfg.Conn, reply, status, s.cfg.Member); err != nil {
+		s.log.Warn("ask status not sent", "status", status, "err", err)
 	}
 }

@@ -46,32 +46,49 @@ func (g *gate) Decide(ctx context.Context, r *decide.Request) (decide.Decision, 
 }
 
 type fixture struct {
-	nc *nats.Conn
-	m  *metrics.Set
+	nc    *nats.Conn
+	asker *bus.Asker
+	m     *metrics.Set
 }
 
 func start(t *testing.T, concurrency int, d decide.Decider) *fixture {
 	t.Helper()
+	f, system := open(t)
+	f.member(t, system, "m1", concurrency, d)
+	return f
+}
+
+// open starts a bus whose Asker counts into the fixture's metrics, and an actor system.
+func open(t *testing.T) (*fixture, *actor.ActorSystem) {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
-	b, err := bus.Open(context.Background(), bus.Config{Listen: "127.0.0.1:0", Name: "supervisor-test"}, log)
+	m := metrics.New()
+	b, err := bus.Open(context.Background(), bus.Config{Listen: "127.0.0.1:0", Name: "supervisor-test", Ask: bus.AskerConfig{Counters: m.AskCounters()}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
-	m := metrics.New()
-	pid := system.Root.Spawn(Props(Config{Supervisor: &config.Supervisor{Name: "s", Concurrency: concurrency}, Decider: d, Conn: b.Conn, Metrics: m, Log: log}))
+	t.Cleanup(system.Shutdown)
+	return &fixture{nc: b.Conn, asker: b.Asker, m: m}, system
+}
+
+// member starts one member of supervisor "s" and waits until it is subscribed.
+func (f *fixture) member(t *testing.T, system *actor.ActorSystem, name string, concurrency int, d decide.Decider) *actor.PID {
+	t.Helper()
+	var wg sync.WaitGroup
+	pid := system.Root.Spawn(Props(Config{Supervisor: &config.Supervisor{Name: "s", Concurrency: concurrency}, Decider: d, Conn: f.nc,
+		Member: name, Goroutines: &wg, Metrics: f.m, Log: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(func() {
 		_ = system.Root.StopFuture(pid).Wait()
-		system.Shutdown()
+		wg.Wait() // every decision and keep-alive goroutine ends with the actor
 	})
 	// The subscription is made in Started; wait until the server has it.
-	f := &fixture{nc: b.Conn, m: m}
 	eventually(t, "the supervisor subscribed", func() bool {
-		_, err := b.Conn.Request(bus.AskSubject("s"), []byte("not json"), time.Second)
+		_, err := f.nc.Request(bus.AskSubject("s"), []byte("not json"), time.Second)
 		return err == nil
 	})
-	return f
+	return pid
 }
 
 // eventually polls cond until it holds, failing the test after five seconds.
@@ -89,14 +106,21 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// ask asks through the node's Asker, as an agent does, and waits for the first answer.
 func (f *fixture) ask(id string, deadline time.Time) (*bus.Reply, error) {
 	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: id, Text: "q", Deadline: deadline.UnixMilli()})
-	m, err := f.nc.Request(bus.AskSubject("s"), data, 5*time.Second)
-	if err != nil {
-		return nil, err
+	return f.askRaw(data, deadline, 5*time.Second)
+}
+
+func (f *fixture) askRaw(data []byte, deadline time.Time, wait time.Duration) (*bus.Reply, error) {
+	answers := make(chan *bus.Reply, 8)
+	f.asker.Ask(&nats.Msg{Subject: bus.AskSubject("s"), Data: data}, deadline, true, func(r *bus.Reply) { answers <- r })
+	select {
+	case r := <-answers:
+		return r, nil
+	case <-time.After(wait):
+		return nil, nats.ErrTimeout
 	}
-	var r bus.Reply
-	return &r, json.Unmarshal(m.Data, &r)
 }
 
 func TestConcurrencyIsBounded(t *testing.T) {
@@ -139,7 +163,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 func TestExpiredAskIsDropped(t *testing.T) {
 	f := start(t, 1, &gate{release: make(chan struct{})})
 	data, _ := json.Marshal(&bus.Ask{ID: "late", Type: "question", Deadline: time.Now().Add(-time.Second).UnixMilli()})
-	if _, err := f.nc.Request(bus.AskSubject("s"), data, 300*time.Millisecond); err != nats.ErrTimeout {
+	if _, err := f.askRaw(data, time.Now().Add(-time.Second), 300*time.Millisecond); err != nats.ErrTimeout {
 		t.Fatalf("an expired ask got %v; want no reply at all", err)
 	}
 	if v := testutil.ToFloat64(f.m.Decisions.WithLabelValues("s", "expired")); v != 1 {
@@ -149,13 +173,12 @@ func TestExpiredAskIsDropped(t *testing.T) {
 
 func TestMalformedAskIsDeclined(t *testing.T) {
 	f := start(t, 1, &gate{release: make(chan struct{})})
-	m, err := f.nc.Request(bus.AskSubject("s"), []byte("{broken"), 5*time.Second)
+	r, err := f.askRaw([]byte("{broken"), time.Now().Add(time.Minute), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r bus.Reply
-	if err := json.Unmarshal(m.Data, &r); err != nil || !r.Cancelled || r.Reason == "" {
-		t.Fatalf("reply %s: want a cancelled reply that says why", m.Data)
+	if !r.Cancelled || r.Reason == "" || r.Member != "m1" {
+		t.Fatalf("reply %+v: want a cancelled reply from m1 that says why", r)
 	}
 }
 
@@ -167,5 +190,124 @@ func TestDeciderPastTheDeadlineDeclines(t *testing.T) {
 	}
 	if !r.Cancelled || r.Reason != context.DeadlineExceeded.Error() {
 		t.Fatalf("reply %+v: want cancelled with the deadline as the reason", r)
+	}
+}
+
+// TestHeldAskIsKeptAlive: a member that takes longer than the asker's silence window
+// keeps its ask alive, so the ask is decided once and never asked again.
+func TestHeldAskIsKeptAlive(t *testing.T) {
+	g := &gate{release: make(chan struct{})}
+	f := start(t, 1, g)
+	alive := make(chan struct{}, 64)
+	sub, err := f.nc.Subscribe("_INBOX.>", func(m *nats.Msg) {
+		if m.Header.Get(bus.HeaderStatus) == bus.StatusAlive {
+			alive <- struct{}{}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	answers := make(chan *bus.Reply, 4)
+	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: "slow", Text: "q", Deadline: time.Now().Add(time.Minute).UnixMilli()})
+	f.asker.Ask(&nats.Msg{Subject: bus.AskSubject("s"), Data: data}, time.Now().Add(time.Minute), true, func(r *bus.Reply) { answers <- r })
+	// Four keep-alives span more than the asker's silence window (bus.DefaultSilence).
+	for range int(bus.DefaultSilence/bus.KeepAliveInterval) + 1 {
+		select {
+		case <-alive:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the member sent no keep-alive for a held ask")
+		}
+	}
+	g.release <- struct{}{}
+	r := <-answers
+	if string(r.Value) != `"ok slow"` || r.Member != "m1" {
+		t.Fatalf("answer %+v", r)
+	}
+	if v := testutil.ToFloat64(f.m.AskRequests.WithLabelValues("reasked")); v != 0 {
+		t.Fatalf("a kept-alive ask was asked again %v times", v)
+	}
+	if v := testutil.ToFloat64(f.m.Decisions.WithLabelValues("s", "decided")); v != 1 {
+		t.Fatalf("decided %v times; want once", v)
+	}
+}
+
+// TestStoppingMemberHandsItsAskOver: a member that stops while deciding lets go of the
+// ask, and another member of the queue group answers it, long before the deadline.
+func TestStoppingMemberHandsItsAskOver(t *testing.T) {
+	f, system := open(t)
+	gates := map[string]*gate{"m1": {release: make(chan struct{})}, "m2": {release: make(chan struct{})}}
+	pids := map[string]*actor.PID{}
+	for name, g := range gates {
+		pids[name] = f.member(t, system, name, 4, g)
+	}
+	answers := make(chan *bus.Reply, 4)
+	deadline := time.Now().Add(time.Minute)
+	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q", Deadline: deadline.UnixMilli()})
+	f.asker.Ask(&nats.Msg{Subject: bus.AskSubject("s"), Data: data}, deadline, true, func(r *bus.Reply) { answers <- r })
+	var holder, other string
+	eventually(t, "a member is deciding", func() bool {
+		for name, g := range gates {
+			if g.now.Load() == 1 {
+				holder = name
+			}
+		}
+		return holder != ""
+	})
+	other = map[string]string{"m1": "m2", "m2": "m1"}[holder]
+	if err := system.Root.StopFuture(pids[holder]).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the other member took the ask over", func() bool { return gates[other].now.Load() == 1 })
+	gates[other].release <- struct{}{}
+	r := <-answers
+	if r.Member != other || string(r.Value) != `"ok q1"` {
+		t.Fatalf("answer %+v; want the other member's (%s)", r, other)
+	}
+	if v := testutil.ToFloat64(f.m.Decisions.WithLabelValues("s", "released")); v != 1 {
+		t.Fatalf("released = %v; want the stopped member's one ask", v)
+	}
+	if v := testutil.ToFloat64(f.m.AskRequests.WithLabelValues("reasked")); v != 1 {
+		t.Fatalf("reasked = %v; want 1: the release asked the group again", v)
+	}
+}
+
+// TestReaskToTheSameMemberIsDecidedOnce: an ask that reaches the member that already
+// holds it (same reply subject) is acknowledged, not decided again.
+func TestReaskToTheSameMemberIsDecidedOnce(t *testing.T) {
+	g := &gate{release: make(chan struct{})}
+	f := start(t, 4, g)
+	inbox := f.nc.NewInbox()
+	got := make(chan *nats.Msg, 16)
+	sub, err := f.nc.Subscribe(inbox, func(m *nats.Msg) { got <- m })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q", Deadline: time.Now().Add(time.Minute).UnixMilli()})
+	for range 2 {
+		if err := f.nc.PublishRequest(bus.AskSubject("s"), inbox, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acks := 0
+	for acks < 2 {
+		m := <-got
+		if m.Header.Get(bus.HeaderStatus) == bus.StatusAck {
+			acks++
+		}
+	}
+	if g.now.Load() > 1 {
+		t.Fatal("the same ask is being decided twice")
+	}
+	g.release <- struct{}{}
+	answered := 0
+	for answered == 0 {
+		if m := <-got; m.Header.Get(bus.HeaderStatus) == "" {
+			answered++
+		}
+	}
+	if v := testutil.ToFloat64(f.m.Decisions.WithLabelValues("s", "decided")); v != 1 {
+		t.Fatalf("decided %v times; want once", v)
 	}
 }

@@ -1,4 +1,4 @@
-package router
+package config_test
 
 import (
 	"testing"
@@ -41,7 +41,6 @@ supervisor = "other"
 	if err != nil {
 		t.Fatal(err)
 	}
-	route := Route(m.Routes)
 	for _, tc := range []struct{ host, line, want string }{
 		{"a", `{"type":"question","question":"rotate the TOKEN?"}`, "sec"},
 		{"a", `{"type":"approval","description":"print token"}`, "sec"},
@@ -53,11 +52,11 @@ supervisor = "other"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := route(tc.host, msg); got == nil || got.Supervisor != tc.want {
-			t.Errorf("route(%s, %s) = %+v; want %q", tc.host, tc.line, got, tc.want)
+		if got := m.Routes.Match(tc.host, string(msg.Type), msg.RequestText()); got == nil || got.Supervisor != tc.want {
+			t.Errorf("Match(%s, %s) = %+v; want %q", tc.host, tc.line, got, tc.want)
 		}
 	}
-	if r := Route(nil)("a", &protocol.Message{Type: protocol.TypeQuestion}); r != nil {
+	if r := config.Routes(nil).Match("a", "question", ""); r != nil {
 		t.Fatal("no routes must match nothing")
 	}
 }

@@ -1,0 +1,367 @@
+package bus
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
+)
+
+// Defaults of AskerConfig.
+const (
+	DefaultAckTimeout = 2 * time.Second // a member acknowledges an ask at once
+	DefaultSilence    = 3 * time.Second // three missed keep-alives: the member is gone
+	DefaultLateGrace  = 2 * time.Second // replies are still taken, as late ones, this long after the deadline
+	minAskBackoff     = 10 * time.Millisecond
+	maxAskBackoff     = time.Second
+)
+
+// Counter is the one method of a metric the Asker needs (prometheus.Counter has it).
+type Counter interface{ Inc() }
+
+// AskCounters count what happens to asks. Nil counters count nothing.
+type AskCounters struct {
+	Answered     Counter // the first answer to an ask
+	NoResponders Counter // no member subscribed when asked; asked again after a backoff
+	Timeout      Counter // no answer before the deadline (the default is written)
+	Error        Counter // publishing failed
+	Reasked      Counter // asked again: a member went silent, let go, or the connection came back
+	Duplicate    Counter // an answer after the first, or after the request was settled
+}
+
+// AskerConfig configures an Asker; zero fields take the defaults.
+type AskerConfig struct {
+	// AckTimeout is how long a failover ask waits for a member's acknowledgement (or its
+	// answer) before it is asked again, of whichever member the queue group picks.
+	AckTimeout time.Duration
+	// Silence is the longest gap between a member's keep-alives before the ask is asked
+	// again. Members send one every KeepAliveInterval.
+	Silence time.Duration
+	// LateGrace is how long after its deadline an ask keeps listening, so that late and
+	// duplicate answers are reported rather than lost.
+	LateGrace time.Duration
+	Counters  AskCounters
+	Log       *slog.Logger
+}
+
+// Asker sends a node's requests to supervisors over one reply subscription for the
+// whole node: no goroutine, context or subscription per request.
+//
+// The ask protocol, for members that acknowledge (every supervisor agentmux runs):
+// a member replies StatusAck at once, StatusAlive every KeepAliveInterval while it
+// decides, and then the answer. An ask that is not acknowledged within AckTimeout, or
+// whose member falls silent for Silence, is asked again of the queue group, so a member
+// that died, hung or was cut off mid-decision costs seconds, not the deadline. A member
+// that lets go (StatusRelease, when it stops) is replaced at once; one that handed the
+// request to a person (StatusDeferred) is not watched any more: the answer comes from
+// the durable pending store. Asks still open when the connection comes back are asked
+// again, since replies sent meanwhile are lost. Members deduplicate by reply subject,
+// which stays the same for every re-ask, so one ask is decided once per member.
+//
+// Every answer is delivered, in arrival order: the caller keeps the first and reports
+// the rest (Duplicate counts them). A request nobody subscribes to is asked again with
+// backoff until its deadline.
+type Asker struct {
+	nc     *nats.Conn
+	cfg    AskerConfig
+	prefix string
+	sub    *nats.Subscription
+
+	mu     sync.Mutex // protects calls and closed
+	calls  map[string]*call
+	closed bool
+}
+
+type callState uint8
+
+const (
+	stateAsking   callState = iota // published; waiting for an acknowledgement or an answer
+	stateHeld                      // a member acknowledged and keeps it alive
+	stateDeferred                  // a person answers; the pending store holds it
+	stateSettled                   // answered or given up; listening for late replies only
+)
+
+type call struct {
+	msg      *nats.Msg // nil once settled
+	deadline time.Time
+	watch    bool // the member is expected to acknowledge and keep alive
+	state    callState
+	answered bool
+	backoff  time.Duration
+	retry    bool      // the timer runs out a no-responders backoff
+	due      time.Time // when timer's current purpose falls due; earlier firings are stale
+	timer    *time.Timer
+	member   string // who holds it, from the last acknowledgement
+	deliver  func(*Reply)
+}
+
+// NewAsker subscribes the node's reply inbox.
+func NewAsker(nc *nats.Conn, cfg AskerConfig) (*Asker, error) {
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = DefaultAckTimeout
+	}
+	if cfg.Silence <= 0 {
+		cfg.Silence = DefaultSilence
+	}
+	if cfg.LateGrace <= 0 {
+		cfg.LateGrace = DefaultLateGrace
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	a := &Asker{nc: nc, cfg: cfg, prefix: nc.NewInbox() + ".", calls: map[string]*call{}}
+	sub, err := nc.Subscribe(a.prefix+"*", a.onReply)
+	if err != nil {
+		return nil, fmt.Errorf("bus: reply subscription for asks: %w", err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		return nil, fmt.Errorf("bus: reply subscription for asks: %w", err)
+	}
+	a.sub = sub
+	return a, nil
+}
+
+// Close stops listening; calls still open get no answer (their callers' timers write
+// defaults). It is idempotent.
+func (a *Asker) Close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	a.closed = true
+	_ = a.sub.Unsubscribe()
+	for key, c := range a.calls {
+		c.timer.Stop()
+		delete(a.calls, key)
+	}
+}
+
+// Ask sends msg to the queue group of its subject and calls deliver with every answer,
+// from the subscription's goroutine, until LateGrace after deadline. With failover the
+// members are held to the ask protocol (acknowledge, keep alive); without it (a
+// supervisor outside agentmux) the ask waits for an answer until the deadline, unless
+// the member acknowledges of its own accord.
+//
+// settle, called when the caller has its answer (or wrote a default, or the request was
+// withdrawn), stops asking again; late answers are still delivered to be reported.
+func (a *Asker) Ask(msg *nats.Msg, deadline time.Time, failover bool, deliver func(*Reply)) (settle func()) {
+	key := nuid.Next()
+	msg.Reply = a.prefix + key
+	c := &call{msg: msg, deadline: deadline, watch: failover, backoff: minAskBackoff, deliver: deliver}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return func() {}
+	}
+	a.calls[key] = c
+	c.timer = time.AfterFunc(a.nextWait(c, time.Now()), func() { a.onTimer(key) })
+	a.mu.Unlock()
+	a.publish(msg)
+	return func() { a.settle(key) }
+}
+
+// Reconnected asks again every open ask: replies sent while the connection was down
+// are lost. Call it from the connection's reconnect handler.
+func (a *Asker) Reconnected() {
+	a.mu.Lock()
+	var again []*nats.Msg
+	now := time.Now()
+	for _, c := range a.calls {
+		if c.state == stateSettled || !now.Before(c.deadline) {
+			continue
+		}
+		c.state = stateAsking
+		a.arm(c, a.nextWait(c, now))
+		again = append(again, c.msg)
+	}
+	a.mu.Unlock()
+	for _, m := range again {
+		inc(a.cfg.Counters.Reasked)
+		a.publish(m)
+	}
+	if len(again) > 0 {
+		a.cfg.Log.Info("NATS connection back: asked open requests again", "requests", len(again))
+	}
+}
+
+// nextWait is how long c may wait in its state before its timer acts. Callers hold mu.
+func (a *Asker) nextWait(c *call, now time.Time) time.Duration {
+	untilDeadline := c.deadline.Sub(now)
+	switch {
+	case c.state == stateSettled || untilDeadline <= 0:
+		return c.deadline.Add(a.cfg.LateGrace).Sub(now)
+	case c.state == stateAsking && c.watch:
+		return min(a.cfg.AckTimeout, untilDeadline)
+	case c.state == stateHeld:
+		return min(a.cfg.Silence, untilDeadline)
+	}
+	return untilDeadline // a person answers, or a member outside agentmux
+}
+
+// arm points c's timer at d from now. Callers hold mu.
+func (a *Asker) arm(c *call, d time.Duration) {
+	c.due = time.Now().Add(d)
+	c.timer.Reset(d)
+}
+
+func (a *Asker) publish(m *nats.Msg) {
+	if err := a.nc.PublishMsg(m); err != nil {
+		inc(a.cfg.Counters.Error)
+		a.cfg.Log.Warn("ask not sent; it is asked again when its member is due", "subject", m.Subject, "err", err)
+	}
+}
+
+func (a *Asker) settle(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if c, ok := a.calls[key]; ok && c.state != stateSettled {
+		a.settleLocked(c, time.Now())
+	}
+}
+
+// settleLocked stops asking: c listens for late answers until LateGrace after its
+// deadline. Callers hold mu.
+func (a *Asker) settleLocked(c *call, now time.Time) {
+	c.state, c.msg = stateSettled, nil
+	a.arm(c, a.nextWait(c, now))
+}
+
+// onTimer acts on a call whose wait ran out: it asks again, or stops listening.
+func (a *Asker) onTimer(key string) {
+	a.mu.Lock()
+	c, ok := a.calls[key]
+	now := time.Now()
+	if !ok || now.Before(c.due) {
+		a.mu.Unlock()
+		return // stale: the timer was pointed elsewhere meanwhile
+	}
+	if c.state == stateSettled || !now.Before(c.deadline) {
+		if c.state == stateSettled && !now.Before(c.deadline.Add(a.cfg.LateGrace)) {
+			delete(a.calls, key)
+			a.mu.Unlock()
+			return
+		}
+		if !c.answered {
+			inc(a.cfg.Counters.Timeout)
+		}
+		a.settleLocked(c, now)
+		a.mu.Unlock()
+		return
+	}
+	if a.nc.Status() != nats.CONNECTED {
+		// Nothing gets through now; Reconnected asks again when the connection is back.
+		a.arm(c, a.nextWait(c, now))
+		a.mu.Unlock()
+		return
+	}
+	member, retry := c.member, c.retry
+	c.state, c.member, c.retry = stateAsking, "", false
+	a.arm(c, a.nextWait(c, now))
+	msg := c.msg
+	a.mu.Unlock()
+	if !retry {
+		inc(a.cfg.Counters.Reasked)
+		a.cfg.Log.Info("supervisor member silent; asking again", "subject", msg.Subject,
+			"request", msg.Header.Get(HeaderRequest), "session", msg.Header.Get(HeaderSession), "member", member)
+	}
+	a.publish(msg)
+}
+
+func (a *Asker) onReply(m *nats.Msg) {
+	key := m.Subject[len(a.prefix):]
+	status := m.Header.Get(HeaderStatus)
+	a.mu.Lock()
+	c, ok := a.calls[key]
+	if !ok {
+		a.mu.Unlock()
+		return // long past its deadline
+	}
+	now := time.Now()
+	if status == "" && len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		a.onNoResponders(c, now)
+		a.mu.Unlock()
+		return
+	}
+	if status != "" {
+		msg := a.onStatus(c, status, m.Header.Get(HeaderMember), now)
+		a.mu.Unlock()
+		if msg != nil {
+			inc(a.cfg.Counters.Reasked)
+			a.publish(msg)
+		}
+		return
+	}
+	first := !c.answered && c.state != stateSettled
+	c.answered = true
+	if c.state != stateSettled {
+		a.settleLocked(c, now)
+	}
+	deliver := c.deliver
+	a.mu.Unlock()
+	if first {
+		inc(a.cfg.Counters.Answered)
+	} else {
+		inc(a.cfg.Counters.Duplicate)
+	}
+	var reply Reply
+	if err := json.Unmarshal(m.Data, &reply); err != nil {
+		// Not a Reply: validation turns it into the default, outcome invalid.
+		reply = Reply{Value: m.Data, Decider: "unknown", Reason: "supervisor reply is not a JSON object: " + err.Error()}
+	}
+	if reply.Member == "" {
+		reply.Member = m.Header.Get(HeaderMember)
+	}
+	deliver(&reply)
+}
+
+// onNoResponders asks again after the backoff, while the deadline allows. Callers hold
+// mu.
+func (a *Asker) onNoResponders(c *call, now time.Time) {
+	if c.state == stateSettled {
+		return
+	}
+	inc(a.cfg.Counters.NoResponders)
+	if now.Add(c.backoff).Before(c.deadline) {
+		c.state, c.retry = stateAsking, true
+		a.arm(c, c.backoff)
+		c.backoff = min(c.backoff*2, maxAskBackoff)
+		return
+	}
+	a.arm(c, a.nextWait(c, now))
+}
+
+// onStatus applies a member's status message; it returns the ask to publish again, if
+// any. Callers hold mu.
+func (a *Asker) onStatus(c *call, status, member string, now time.Time) *nats.Msg {
+	if c.state == stateSettled || c.state == stateDeferred {
+		return nil
+	}
+	switch status {
+	case StatusAck, StatusAlive:
+		c.watch = true
+		c.state, c.member, c.retry = stateHeld, member, false
+		a.arm(c, a.nextWait(c, now))
+	case StatusDeferred:
+		c.state, c.member = stateDeferred, member
+		a.arm(c, a.nextWait(c, now))
+	case StatusRelease:
+		if c.member != "" && member != c.member {
+			return nil // a member that never held it lets go of a re-ask's copy
+		}
+		c.state, c.member = stateAsking, ""
+		a.arm(c, a.nextWait(c, now))
+		return c.msg
+	}
+	return nil
+}
+
+func inc(c Counter) {
+	if c != nil {
+		c.Inc()
+	}
+}

@@ -1,0 +1,151 @@
+package bus
+
+import (
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+type count struct{ n atomic.Int64 }
+
+func (c *count) Inc() { c.n.Add(1) }
+
+// askFixture is a bus whose Asker has short windows and counts into plain counters.
+type askFixture struct {
+	b                                     *Bus
+	answered, reasked, duplicate, timeout *count
+}
+
+func newAskFixture(t *testing.T) *askFixture {
+	f := &askFixture{answered: &count{}, reasked: &count{}, duplicate: &count{}, timeout: &count{}}
+	f.b = open(t, Config{Listen: "127.0.0.1:0", Ask: AskerConfig{AckTimeout: 200 * time.Millisecond, Silence: 300 * time.Millisecond,
+		LateGrace: time.Second, Counters: AskCounters{Answered: f.answered, Reasked: f.reasked, Duplicate: f.duplicate, Timeout: f.timeout}}})
+	return f
+}
+
+// member subscribes to the ask subject and hands every copy of an ask to handle.
+func (f *askFixture) member(t *testing.T, handle func(*nats.Msg)) {
+	t.Helper()
+	sub, err := f.b.Conn.Subscribe(AskSubject("s"), handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := f.b.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *askFixture) ask(deadline time.Time) (chan *Reply, func()) {
+	answers := make(chan *Reply, 8)
+	settle := f.b.Asker.Ask(&nats.Msg{Subject: AskSubject("s"), Data: []byte(`{}`)}, deadline, true, func(r *Reply) { answers <- r })
+	return answers, settle
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
+
+func answer(t *testing.T, nc *nats.Conn, reply, value, member string) {
+	t.Helper()
+	data, _ := json.Marshal(&Reply{Value: json.RawMessage(value), Decider: "test", Member: member})
+	if err := nc.Publish(reply, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAskNotAcknowledgedIsAskedAgain(t *testing.T) {
+	f := newAskFixture(t)
+	var copies atomic.Int32
+	f.member(t, func(m *nats.Msg) {
+		if copies.Add(1) == 3 { // the first two copies vanish, as into a dead member
+			answer(t, f.b.Conn, m.Reply, `"third"`, "m3")
+		}
+	})
+	answers, settle := f.ask(time.Now().Add(time.Minute))
+	r := <-answers
+	settle()
+	if string(r.Value) != `"third"` || r.Member != "m3" || f.reasked.n.Load() != 2 || f.answered.n.Load() != 1 {
+		t.Fatalf("answer %+v after %d re-asks (answered %d); want the third copy's, after 2", r, f.reasked.n.Load(), f.answered.n.Load())
+	}
+}
+
+func TestSilentMemberIsReplacedAndItsLateAnswerReported(t *testing.T) {
+	f := newAskFixture(t)
+	replies := make(chan string, 8)
+	f.member(t, func(m *nats.Msg) {
+		if err := SendStatus(f.b.Conn, m.Reply, StatusAck, "m1"); err != nil {
+			t.Error(err)
+		}
+		replies <- m.Reply // acknowledged, then silent: no keep-alives
+	})
+	answers, settle := f.ask(time.Now().Add(time.Minute))
+	first := <-replies
+	second := <-replies // asked again after the silence window
+	if first != second {
+		t.Fatalf("a re-ask must keep the reply subject (%s, %s): members deduplicate by it", first, second)
+	}
+	answer(t, f.b.Conn, second, `"from m2"`, "m2")
+	r := <-answers
+	settle()
+	answer(t, f.b.Conn, first, `"from m1, late"`, "m1")
+	late := <-answers
+	if string(r.Value) != `"from m2"` || late.Member != "m1" {
+		t.Fatalf("first %+v, then %+v", r, late)
+	}
+	waitUntil(t, "the late answer is counted", func() bool { return f.duplicate.n.Load() == 1 })
+}
+
+func TestKeptAliveAndDeferredAsksAreNotAskedAgain(t *testing.T) {
+	f := newAskFixture(t)
+	var copies atomic.Int32
+	held := make(chan string, 1)
+	f.member(t, func(m *nats.Msg) {
+		copies.Add(1)
+		held <- m.Reply
+	})
+	answers, settle := f.ask(time.Now().Add(time.Minute))
+	defer settle()
+	reply := <-held
+	// Keep it alive for several silence windows, then hand it to a person.
+	for range 6 {
+		if err := SendStatus(f.b.Conn, reply, StatusAlive, "m1"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond) // the member's keep-alive period, shortened
+	}
+	if err := SendStatus(f.b.Conn, reply, StatusDeferred, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(600 * time.Millisecond) // two silence windows: a watched ask would be asked again
+	answer(t, f.b.Conn, reply, `"a person's"`, "m1")
+	if r := <-answers; string(r.Value) != `"a person's"` {
+		t.Fatalf("answer %+v", r)
+	}
+	if n := copies.Load(); n != 1 || f.reasked.n.Load() != 0 {
+		t.Fatalf("the ask reached the member %d times, re-asked %d; want once, never", n, f.reasked.n.Load())
+	}
+}
+
+func TestAskPastItsDeadlineCountsATimeout(t *testing.T) {
+	f := newAskFixture(t)
+	f.member(t, func(*nats.Msg) {})
+	f.ask(time.Now().Add(100 * time.Millisecond))
+	waitUntil(t, "the timeout is counted", func() bool { return f.timeout.n.Load() == 1 })
+	if f.answered.n.Load() != 0 {
+		t.Fatal("nothing answered")
+	}
+}
