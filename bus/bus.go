@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +41,18 @@ type Config struct {
 	StoreDir    string // embedded server's JetStream store; empty: a temporary directory removed on Close
 	Name        string // connection name, shown by the server
 
+	// ServerName names the embedded server (needed in a cluster); Cluster, when set,
+	// makes it one server of a NATS cluster.
+	ServerName string
+	Cluster    *ClusterConfig
+	// Replicas of every stream and bucket declared; 0: 1 on a lone server, 3 in a
+	// cluster (1 with a warning when the cluster has fewer JetStream servers).
+	Replicas int
+	// SyncAlways makes the embedded server fsync every JetStream write; else it syncs
+	// every SyncInterval (0: the server's default, 2 minutes).
+	SyncAlways   bool
+	SyncInterval time.Duration
+
 	OnDisconnect func(error) // called from NATS goroutines; must not block
 	OnReconnect  func()
 	OnAsyncError func(error) // slow consumers and other asynchronous errors
@@ -47,15 +60,24 @@ type Config struct {
 	Ask AskerConfig // the node's Asker
 }
 
+// ClusterConfig makes the embedded server one of a NATS cluster.
+type ClusterConfig struct {
+	Name   string   // the same on every server
+	Listen string   // host:port for routes from the other servers
+	Routes []string // nats://host:port of the other servers' cluster listeners
+}
+
 // Bus is one process's NATS: connection, JetStream, and the embedded server if any.
 type Bus struct {
 	Conn  *nats.Conn
 	JS    jetstream.JetStream
 	Asker *Asker // the node's asks to supervisors; asked again on reconnect
+	// Replicas is how many copies each stream and bucket has.
+	Replicas int
 
 	log     *slog.Logger
-	srv     *server.Server // nil when connected to an external server
-	tempDir string         // removed on Close
+	srv     *server.Server        // nil when connected to an external server
+	tempDir string                // removed on Close
 	asker   atomic.Pointer[Asker] // Asker, for the reconnect handler
 
 	closeOnce sync.Once
@@ -112,7 +134,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
 	b.JS = js
-	if err := b.ensureStreams(ctx); err != nil {
+	if err := b.declare(ctx, cfg.Replicas); err != nil {
 		b.Close()
 		return nil, err
 	}
@@ -151,16 +173,26 @@ func (b *Bus) startServer(cfg Config) error {
 	} else if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("bus: JetStream store %s: %w", dir, err)
 	}
-	srv, err := server.NewServer(&server.Options{
-		ServerName: cfg.Name,
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   dir,
-		MaxPayload: defaultMaxPayload,
-		NoSigs:     true,
-		NoLog:      true,
-	})
+	opts := &server.Options{
+		ServerName:   cfg.ServerName,
+		Host:         host,
+		Port:         port,
+		JetStream:    true,
+		StoreDir:     dir,
+		MaxPayload:   defaultMaxPayload,
+		SyncAlways:   cfg.SyncAlways,
+		SyncInterval: cfg.SyncInterval,
+		NoSigs:       true,
+		NoLog:        true,
+	}
+	if opts.ServerName == "" {
+		opts.ServerName = cfg.Name
+	}
+	if err := clusterOptions(opts, cfg.Cluster); err != nil {
+		b.removeTemp()
+		return err
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		b.removeTemp()
 		return fmt.Errorf("bus: embedded NATS server: %w", err)
@@ -172,6 +204,22 @@ func (b *Bus) startServer(cfg Config) error {
 		return fmt.Errorf("%w on %s within %v; is the port already in use? set [nats] listen", ErrNotReady, cfg.Listen, defaultReadyTimeout)
 	}
 	b.srv = srv
+	return nil
+}
+
+// clusterOptions sets the embedded server's cluster listener and routes.
+func clusterOptions(opts *server.Options, c *ClusterConfig) error {
+	if c == nil {
+		return nil
+	}
+	host, port, err := splitListen(c.Listen)
+	if err != nil {
+		return fmt.Errorf("bus: [nats.cluster] listen: %w", err)
+	}
+	opts.Cluster = server.ClusterOpts{Name: c.Name, Host: host, Port: port}
+	if len(c.Routes) > 0 {
+		opts.Routes = server.RoutesFromStr(strings.Join(c.Routes, ","))
+	}
 	return nil
 }
 
@@ -191,30 +239,6 @@ func splitListen(listen string) (string, int, error) {
 		port = server.RANDOM_PORT
 	}
 	return host, port, nil
-}
-
-func (b *Bus) ensureStreams(ctx context.Context) error {
-	if _, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        TaskStream,
-		Description: "agentmux tasks, one subject per host, pulled by capacity",
-		Subjects:    []string{TaskSubjects},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Duplicates:  defaultAuditDupWindow,
-	}); err != nil {
-		return fmt.Errorf("bus: declare stream %s: %w", TaskStream, err)
-	}
-	if _, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        AuditStream,
-		Description: "agentmux audit trail: sessions, requests and who answered them",
-		Subjects:    []string{AuditSubjects},
-		Retention:   jetstream.LimitsPolicy,
-		Storage:     jetstream.FileStorage,
-		Duplicates:  defaultAuditDupWindow,
-	}); err != nil {
-		return fmt.Errorf("bus: declare stream %s: %w", AuditStream, err)
-	}
-	return nil
 }
 
 // ClientURL is the URL CLI commands use to reach this bus.

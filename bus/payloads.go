@@ -73,6 +73,8 @@ type SessionEnded struct {
 	Session  string          `json:"session"`
 	Host     string          `json:"host"`
 	Task     string          `json:"task,omitempty"`
+	Node     string          `json:"node,omitempty"`
+	Attempt  int             `json:"attempt"`
 	Outcome  string          `json:"outcome"` // ok or error
 	Result   json.RawMessage `json:"result,omitempty"`
 	Error    string          `json:"error,omitempty"`

@@ -35,16 +35,11 @@ type PendingStore struct {
 	nc *nats.Conn
 }
 
-// OpenPending opens (declaring it if needed) the pending-request bucket.
+// OpenPending opens the pending-request bucket a node declared.
 func OpenPending(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) (*PendingStore, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:      PendingBucket,
-		Description: "agentmux requests waiting for a person (runtime pending / respond)",
-		TTL:         pendingTTL,
-		Storage:     jetstream.FileStorage,
-	})
+	kv, err := js.KeyValue(ctx, PendingBucket)
 	if err != nil {
-		return nil, fmt.Errorf("bus: pending-request bucket %s: %w", PendingBucket, err)
+		return nil, fmt.Errorf("bus: pending-request bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", PendingBucket, err)
 	}
 	return &PendingStore{kv: kv, nc: nc}, nil
 }

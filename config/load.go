@@ -77,7 +77,7 @@ func decodeProblem(file string, err error) *Problem {
 }
 
 var known = map[string][]string{
-	"nats":        {"url", "listen", "store_dir", "credentials"},
+	"nats":        {"url", "listen", "store_dir", "credentials", "server_name", "replicas", "sync_interval", "cluster"},
 	"metrics":     {"addr"},
 	"hosts":       {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format"},
 	"supervisors": {"strategy", "concurrency", "rules", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
@@ -153,6 +153,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	if m.NATS.URL == "" && m.NATS.Listen == "" {
 		m.NATS.Listen = DefaultNATSListen
 	}
+	v.nats(&m.NATS)
 	if m.Metrics.Addr == "" {
 		m.Metrics.Addr = DefaultMetricsAddr
 	}

@@ -70,6 +70,25 @@ type NATS struct {
 	Listen      string `toml:"listen"`      // embedded server's client listener
 	StoreDir    string `toml:"store_dir"`   // embedded server's JetStream store
 	Credentials string `toml:"credentials"` // a .creds file for an external server
+	// ServerName names the embedded server; a cluster needs one per server.
+	ServerName string `toml:"server_name"`
+	// Replicas of every stream and bucket agentmux declares; 0: 1 on a lone server, 3
+	// in a cluster.
+	Replicas int `toml:"replicas"`
+	// SyncInterval is how often the embedded server fsyncs JetStream: "always", or a
+	// duration (the server's default is 2 minutes).
+	SyncInterval string   `toml:"sync_interval"`
+	Cluster      *Cluster `toml:"cluster"` // the embedded server joins a cluster
+
+	SyncAlways bool     `toml:"-"`
+	SyncEvery  Duration `toml:"-"`
+}
+
+// Cluster makes the embedded server one of a NATS cluster: [nats.cluster].
+type Cluster struct {
+	Name   string   `toml:"name"`   // the same on every server
+	Listen string   `toml:"listen"` // host:port for routes from the other servers
+	Routes []string `toml:"routes"` // nats://host:port of the other servers' cluster listeners
 }
 
 // Metrics says where /metrics, /healthz and /readyz are served.

@@ -43,8 +43,14 @@ type Options struct {
 	// Ephemeral runs the embedded NATS server on a free port with a temporary store, so
 	// `run`, `demo` and tests never collide with a node that is up.
 	Ephemeral bool
-	// NoSupervisors leaves the manifest's supervisors to other nodes.
+	// NoSupervisors leaves the manifest's supervisors to other nodes; Supervisors, when
+	// set, names the only ones this node serves.
 	NoSupervisors bool
+	Supervisors   []string
+	// NoHosts leaves every host to other nodes; Hosts, when set, names the only ones
+	// this node runs. Routes naming hosts a node does not run are fine.
+	NoHosts bool
+	Hosts   []string
 	// NoTasks leaves the work queue alone (run and demo submit locally).
 	NoTasks bool
 	// MetricsAddr overrides [metrics] addr; "-" serves no metrics.
@@ -74,33 +80,73 @@ type Node struct {
 	events  *eventstream.Subscription
 	// decisions counts the supervisors' goroutines; stop waits for them.
 	decisions sync.WaitGroup
+	roles     roles
+	started   time.Time
+	nodes     *bus.Nodes
+	heartbeat context.CancelFunc // stops the heartbeat loop
+	beatDone  chan struct{}      // closed when the heartbeat loop has ended
 	stopOnce  sync.Once
 	stopErr   error
 }
 
-// Start builds and starts a node.
+// Start builds and starts a node: metrics server, bus, actor system, supervisors,
+// router, control subjects and heartbeat, in that order.
 func Start(ctx context.Context, opts Options) (*Node, error) {
-	m := opts.Manifest
-	log := opts.Log
 	if opts.Name == "" {
 		host, _ := os.Hostname()
 		opts.Name = subjectToken(host) + "-" + nuid.Next()[:6]
 	}
-	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: log, stopped: make(chan struct{})}
+	roles, err := chooseRoles(opts)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now()}
+	if err := n.startMetrics(opts); err != nil {
+		return nil, err
+	}
+	if err := n.openBus(ctx, opts); err != nil {
+		n.msrv.Close()
+		return nil, err
+	}
+	n.startActorSystem()
+	if err := n.startSupervisors(ctx, opts.Manifest); err != nil {
+		n.abort()
+		return nil, err
+	}
+	n.startRouter(opts)
+	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.router, n.Name)
+	n.ctlSubs = subs
+	if err != nil {
+		_ = n.Stop(ctx)
+		return nil, fmt.Errorf("node: control subjects: %w", err)
+	}
+	if err := n.startHeartbeat(ctx); err != nil {
+		_ = n.Stop(ctx)
+		return nil, err
+	}
+	return n, nil
+}
 
-	addr := m.Metrics.Addr
+func (n *Node) startMetrics(opts Options) error {
+	addr := opts.Manifest.Metrics.Addr
 	if opts.MetricsAddr != "" {
 		addr = opts.MetricsAddr
 	}
-	if addr != metricsDisabledAddr {
-		srv, err := metrics.Serve(addr, n.Metrics, n.Ready, log)
-		if err != nil {
-			return nil, err
-		}
-		n.msrv = srv
+	if addr == metricsDisabledAddr {
+		return nil
 	}
+	srv, err := metrics.Serve(addr, n.Metrics, n.Ready, n.log)
+	if err != nil {
+		return err
+	}
+	n.msrv = srv
+	return nil
+}
 
-	bcfg := bus.Config{URL: m.NATS.URL, Credentials: m.NATS.Credentials, Listen: m.NATS.Listen, StoreDir: m.NATS.StoreDir, Name: "agentmux-" + n.Name,
+func (n *Node) openBus(ctx context.Context, opts Options) error {
+	nc := opts.Manifest.NATS
+	bcfg := bus.Config{URL: nc.URL, Credentials: nc.Credentials, Listen: nc.Listen, StoreDir: nc.StoreDir, Name: "agentmux-" + n.Name,
+		ServerName: nc.ServerName, Replicas: nc.Replicas, SyncAlways: nc.SyncAlways, SyncInterval: nc.SyncEvery.D(),
 		OnDisconnect: func(error) { n.Metrics.NATSDisconnects.Inc() },
 		OnReconnect:  func() { n.Metrics.NATSReconnects.Inc() },
 		OnAsyncError: func(err error) {
@@ -109,29 +155,19 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 				n.Metrics.SlowConsumers.Inc()
 			}
 		},
-		Ask: bus.AskerConfig{Log: log, Counters: n.Metrics.AskCounters()}}
-	if opts.Ephemeral && m.NATS.URL == "" {
-		bcfg.Listen, bcfg.StoreDir = "127.0.0.1:0", ""
+		Ask: bus.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters()}}
+	if c := nc.Cluster; c != nil {
+		bcfg.Cluster = &bus.ClusterConfig{Name: c.Name, Listen: c.Listen, Routes: c.Routes}
 	}
-	b, err := bus.Open(ctx, bcfg, log)
+	if opts.Ephemeral && nc.URL == "" {
+		bcfg.Listen, bcfg.StoreDir, bcfg.Cluster = "127.0.0.1:0", "", nil
+	}
+	b, err := bus.Open(ctx, bcfg, n.log)
 	if err != nil {
-		n.msrv.Close()
-		return nil, err
+		return err
 	}
 	n.Bus = b
-	n.audit = newAuditor(b.JS, n.Metrics, log)
-
-	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(levelHandler{min: slog.LevelError, Handler: log.Handler()}).With("lib", "protoactor")
-	}))
-	n.events = n.system.EventStream.Subscribe(func(evt any) {
-		switch e := evt.(type) {
-		case *actor.DeadLetterEvent:
-			n.Metrics.DeadLetters.Inc()
-		case *actor.SupervisorEvent:
-			n.Metrics.ActorFailures.WithLabelValues(strings.TrimSuffix(strings.ToLower(e.Directive.String()), "directive")).Inc()
-		}
-	})
+	n.audit = newAuditor(b.JS, n.Metrics, n.log)
 	if srv := b.Server(); srv != nil {
 		n.Metrics.WatchServer(func() metrics.ServerStats {
 			v, err := srv.Varz(nil)
@@ -142,46 +178,57 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 				InBytes: v.InBytes, OutBytes: v.OutBytes, SlowConsumers: v.SlowConsumers, Memory: v.Mem}
 		})
 	}
+	return nil
+}
 
-	if !opts.NoSupervisors {
-		pending, err := bus.OpenPending(ctx, b.JS, b.Conn)
-		if err != nil {
-			n.abort()
-			return nil, err
+func (n *Node) startActorSystem() {
+	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(levelHandler{min: slog.LevelError, Handler: n.log.Handler()}).With("lib", "protoactor")
+	}))
+	n.events = n.system.EventStream.Subscribe(func(evt any) {
+		switch e := evt.(type) {
+		case *actor.DeadLetterEvent:
+			n.Metrics.DeadLetters.Inc()
+		case *actor.SupervisorEvent:
+			n.Metrics.ActorFailures.WithLabelValues(strings.TrimSuffix(strings.ToLower(e.Directive.String()), "directive")).Inc()
 		}
-		deps := decide.Deps{Manifest: m, Pending: pending, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM}
-		for _, s := range m.Supervisors {
-			if s.Strategy == config.StrategyExternal {
-				continue
-			}
-			d, err := decide.New(s, deps)
-			if err != nil {
-				n.abort()
-				return nil, err
-			}
-			pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
-				Pending: pending, Goroutines: &n.decisions, Metrics: n.Metrics, Log: log}))
-			n.sups = append(n.sups, pid)
-		}
-		// The queue subscriptions must reach the server before any agent asks.
-		if err := b.Conn.FlushTimeout(5 * time.Second); err != nil {
-			log.Warn("flush supervisor subscriptions", "err", err)
-		}
+	})
+}
+
+// startSupervisors spawns a member of each supervisor this node serves.
+func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
+	if len(n.roles.supervisors) == 0 {
+		return nil
 	}
+	b := n.Bus
+	pending, err := bus.OpenPending(ctx, b.JS, b.Conn)
+	if err != nil {
+		return err
+	}
+	deps := decide.Deps{Manifest: m, Pending: pending, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM}
+	for _, s := range n.roles.supervisors {
+		d, err := decide.New(s, deps)
+		if err != nil {
+			return err
+		}
+		pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
+			Pending: pending, Goroutines: &n.decisions, Metrics: n.Metrics, Log: n.log}))
+		n.sups = append(n.sups, pid)
+	}
+	// The queue subscriptions must reach the server before any agent asks.
+	if err := b.Conn.FlushTimeout(5 * time.Second); err != nil {
+		n.log.Warn("flush supervisor subscriptions", "err", err)
+	}
+	return nil
+}
 
-	rcfg := router.Config{Manifest: m, Node: n.Name, Conn: b.Conn, Metrics: n.Metrics, Log: log, Audit: n.audit.record, Stopped: n.stopped,
-		WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: b.Asker}
+func (n *Node) startRouter(opts Options) {
+	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
+		Audit: n.audit.record, Stopped: n.stopped, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker}
 	if !opts.NoTasks {
-		rcfg.JS = b.JS
+		rcfg.JS = n.Bus.JS
 	}
 	n.router = n.system.Root.Spawn(router.Props(rcfg))
-	subs, err := router.ServeControl(b.Conn, n.system, n.router, n.Name)
-	n.ctlSubs = subs
-	if err != nil {
-		_ = n.Stop(ctx)
-		return nil, fmt.Errorf("node: control subjects: %w", err)
-	}
-	return n, nil
 }
 
 // abort undoes a partial start.
@@ -258,6 +305,7 @@ func (n *Node) stop(ctx context.Context) error {
 		defer cancel()
 	}
 	var err error
+	n.stopHeartbeat()
 	n.system.Root.Send(n.router, &router.Shutdown{Reason: "node stopping"})
 	select {
 	case <-n.stopped:

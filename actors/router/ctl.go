@@ -2,6 +2,8 @@ package router
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,6 +37,19 @@ type (
 		Error string `json:"error,omitempty"`
 	}
 )
+
+// StatsRequest asks the router for its hosts' processes and sessions; the answer is a
+// []bus.HostInfo, sorted by host.
+type StatsRequest struct{}
+
+func (r *Router) stats() []bus.HostInfo {
+	out := make([]bus.HostInfo, 0, len(r.pools))
+	for _, p := range r.pools {
+		out = append(out, bus.HostInfo{Name: p.host.Name, Pool: p.host.Pool, Busy: len(p.busy), Idle: len(p.idle), Queued: len(p.queue)})
+	}
+	slices.SortFunc(out, func(a, b bus.HostInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
 
 func (r *Router) list() []SessionInfo {
 	out := []SessionInfo{}

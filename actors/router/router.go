@@ -20,15 +20,19 @@ import (
 // ErrShuttingDown ends sessions submitted or queued while the node stops.
 var ErrShuttingDown = errors.New("router: runtime shutting down")
 
+// A task is delivered again when its node has not said "in progress" for taskAckWait:
+// a node that died is noticed, and its tasks handed to another, within that time.
 const (
-	taskAckWait      = 30 * time.Second
-	taskProgressTick = 10 * time.Second
+	taskAckWait      = 10 * time.Second
+	taskProgressTick = 3 * time.Second
 	taskFetchWait    = time.Second
 )
 
 // Config is what a Router needs.
 type Config struct {
 	Manifest *config.Manifest
+	// Hosts are the hosts this node runs; nil: every host of the manifest.
+	Hosts    map[string]*config.Host
 	Node     string
 	Conn     *nats.Conn
 	JS       jetstream.JetStream // nil: no work-queue intake
@@ -104,7 +108,11 @@ type session struct {
 
 func newRouter(cfg Config) *Router {
 	r := &Router{cfg: cfg, pools: map[string]*pool{}}
-	for name, h := range cfg.Manifest.Hosts {
+	hosts := cfg.Hosts
+	if hosts == nil {
+		hosts = cfg.Manifest.Hosts
+	}
+	for name, h := range hosts {
 		r.pools[name] = &pool{host: h, procs: map[string]*actor.PID{}, busy: map[string]*session{},
 			slots: make(chan struct{}, h.Pool), running: map[string]bool{}}
 	}
@@ -134,6 +142,8 @@ func (r *Router) Receive(c actor.Context) {
 		r.shutdown(m.Reason)
 	case *listRequest:
 		c.Respond(r.list())
+	case *StatsRequest:
+		c.Respond(r.stats())
 	case *ctlSession:
 		if reply := r.ctlSession(m); reply != nil {
 			c.Respond(reply) // nil: the agent answers
@@ -240,7 +250,18 @@ func (r *Router) onTask(m *taskArrived) {
 		r.release(p)
 		return
 	}
-	r.enqueue(p, &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt, Resume: task.Resume, Started: time.Now()}})
+	r.enqueue(p, &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt,
+		Resume: task.Resume, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now()}})
+}
+
+// firstAttempt numbers the first attempt of a task's delivery so that attempts stay
+// unique across nodes: each delivery has room for the host's retries.
+func firstAttempt(msg jetstream.Msg, retries int) int {
+	meta, err := msg.Metadata()
+	if err != nil || meta.NumDelivered < 1 {
+		return 0
+	}
+	return int(meta.NumDelivered-1) * (retries + 1)
 }
 
 func (r *Router) nak(msg jetstream.Msg) {
@@ -277,7 +298,7 @@ func (r *Router) submit(m *Submit) {
 		m.Start.Session = newSessionID()
 	}
 	if p == nil || r.stopping {
-		text := "no host '" + m.Host + "' in the manifest"
+		text := "host '" + m.Host + "' does not run on this node"
 		if r.stopping {
 			text = ErrShuttingDown.Error()
 		}

@@ -46,6 +46,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 		next := *s.start
 		next.Attempt++
 		s.start = &next
+		s.started = false // the new attempt starts anew: event and audit
 		p.queue = append(p.queue, s)
 		r.dispatch(p)
 		return
@@ -65,14 +66,14 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.cfg.Metrics.Sessions.WithLabelValues(p.host.Name, outcome).Inc()
 	r.cfg.Metrics.SessionDuration.WithLabelValues(p.host.Name).Observe(res.Duration.Seconds())
 	ms := float64(res.Duration.Microseconds()) / 1000
-	ended := &bus.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Outcome: outcome,
-		Error: res.Error, Duration: ms}
+	ended := &bus.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
+		Outcome: outcome, Error: res.Error, Duration: ms}
 	if res.OK {
 		ended.Result = res.Payload
 	}
 	r.publish(p.host.Name, res.Session, agent.EventSessionEnded, ended)
-	r.cfg.Audit(res.Session+".ended", &bus.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Node: r.cfg.Node,
-		Host: p.host.Name, Session: res.Session, Outcome: outcome, Error: res.Error, Duration: ms, Value: ended.Result})
+	r.cfg.Audit(bus.AuditID(res.Session, s.start.Attempt, "ended"), &bus.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Node: r.cfg.Node,
+		Host: p.host.Name, Session: res.Session, Attempt: s.start.Attempt, Outcome: outcome, Error: res.Error, Duration: ms, Value: ended.Result})
 	if s.task != nil {
 		if r.stopping && !res.OK {
 			r.nak(s.task) // another node runs it
@@ -101,8 +102,8 @@ func deliver(start *agent.StartSession, res *agent.Result) {
 func (r *Router) lifecycleStarted(s *session) {
 	r.publish(s.host, s.start.Session, agent.EventSessionStarted, &bus.SessionStarted{
 		Session: s.start.Session, Host: s.host, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt})
-	r.cfg.Audit(s.start.Session+".started", &bus.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli(),
-		Node: r.cfg.Node, Host: s.host, Session: s.start.Session, Text: s.start.Prompt})
+	r.cfg.Audit(bus.AuditID(s.start.Session, s.start.Attempt, "started"), &bus.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli(),
+		Node: r.cfg.Node, Host: s.host, Session: s.start.Session, Attempt: s.start.Attempt, Text: s.start.Prompt})
 }
 
 func (r *Router) publish(host, session, typ string, v any) {

@@ -28,7 +28,8 @@ func commands() []command {
 	return []command{
 		{"demo", "run 200 scripted agents under supervision on an embedded node", demo},
 		{"run", "run one session on an embedded node: run -c <manifest> <host> <prompt>", run},
-		{"up", "run a node until SIGINT/SIGTERM: up -c <manifest>", up},
+		{"up", "run a node until SIGINT/SIGTERM: up -c <manifest> [--no-hosts|--hosts a,b] [--no-supervisors|--supervisors x,y]", up},
+		{"nodes", "list the fleet's nodes: nodes -c <manifest> [--json]", nodes},
 		{"submit", "queue a task on a running node: submit -c <manifest> <host> <prompt> [--follow]", submit},
 		{"watch", "print live events of all sessions: watch -c <manifest>", watch},
 		{"pending", "list requests waiting for a person: pending -c <manifest> [--json]", pending},

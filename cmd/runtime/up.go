@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +21,9 @@ func up(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("name", "", "node `name` (default: host name and a short id)")
 	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")
 	noSup := fs.Bool("no-supervisors", false, "leave the manifest's supervisors to other nodes")
+	noHosts := fs.Bool("no-hosts", false, "run no agents: leave every host to other nodes")
+	hosts := fs.String("hosts", "", "run only these hosts (`a,b`); routes naming others are fine")
+	sups := fs.String("supervisors", "", "serve only these supervisors (`x,y`)")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
@@ -32,12 +36,15 @@ func up(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	n, err := node.Start(context.Background(), node.Options{Manifest: m, Name: *name, Log: log, NoSupervisors: *noSup})
+	n, err := node.Start(context.Background(), node.Options{Manifest: m, Name: *name, Log: log,
+		NoSupervisors: *noSup, Supervisors: list(*sups), NoHosts: *noHosts, Hosts: list(*hosts)})
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime up:", err)
 		return exitError
 	}
-	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "metrics", n.MetricsAddr(), "hosts", len(m.Hosts), "supervisors", len(m.Supervisors))
+	info := n.Info()
+	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "replicas", n.Bus.Replicas, "metrics", n.MetricsAddr(),
+		"hosts", strings.Join(n.Hosts(), ","), "supervisors", strings.Join(info.Supervisors, ","))
 	sig := <-sigs
 	log.Info("stopping; a second signal forces", "signal", sig.String())
 	ctx, cancel := context.WithTimeout(context.Background(), upStopTimeout)
@@ -56,4 +63,15 @@ func up(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("node stopped")
 	return exitOK
+}
+
+// list splits a comma-separated flag value; empty gives nil.
+func list(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

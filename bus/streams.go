@@ -1,0 +1,161 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	// clusterReplicas is the default number of copies in a cluster: one server may
+	// fail and a majority still holds every stream.
+	clusterReplicas = 3
+	// declareTimeout bounds the wait for a forming cluster's JetStream to take the
+	// declarations.
+	declareTimeout = 60 * time.Second
+	declareRetry   = 250 * time.Millisecond
+	// declareAttempt bounds one round of declarations: a forming cluster leaves API
+	// requests unanswered until its meta leader is elected.
+	declareAttempt = 2 * time.Second
+)
+
+// declare creates or updates every stream and bucket agentmux uses, with replicas
+// copies (0: chosen from the cluster), retrying while a cluster is still forming.
+func (b *Bus) declare(ctx context.Context, replicas int) error {
+	ctx, cancel := context.WithTimeout(ctx, declareTimeout)
+	defer cancel()
+	auto := replicas == 0
+	switch {
+	case !auto:
+	case b.Conn.ConnectedClusterName() == "":
+		replicas = 1
+	default:
+		replicas = clusterReplicas
+	}
+	for waited := false; ; {
+		attempt, cancelAttempt := context.WithTimeout(ctx, declareAttempt)
+		err := b.declareAll(attempt, replicas)
+		cancelAttempt()
+		if err != nil && ctx.Err() == nil && transient(err) && !waited {
+			waited = true
+			b.log.Info("waiting for JetStream to take the streams (a cluster elects its leader first)", "err", err)
+		}
+		switch {
+		case err == nil:
+			b.Replicas = replicas
+			return nil
+		case auto && replicas > 1 && tooFewServers(err):
+			b.log.Warn("the cluster has fewer than 3 JetStream servers; streams and buckets keep 1 copy: a server lost loses what it holds",
+				"cluster", b.Conn.ConnectedClusterName(), "err", err)
+			replicas = 1
+			continue
+		case !transient(err):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (JetStream did not take the declarations within %v; is the cluster formed, with a majority of its servers up?)", err, declareTimeout)
+		case <-time.After(declareRetry):
+		}
+	}
+}
+
+func (b *Bus) declareAll(ctx context.Context, replicas int) error {
+	for _, cfg := range []jetstream.StreamConfig{{
+		Name:        TaskStream,
+		Description: "agentmux tasks, one subject per host, pulled by capacity",
+		Subjects:    []string{TaskSubjects},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  defaultAuditDupWindow,
+	}, {
+		Name:        AuditStream,
+		Description: "agentmux audit trail: sessions, requests and who answered them",
+		Subjects:    []string{AuditSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  defaultAuditDupWindow,
+	}} {
+		cfg.Replicas = replicas
+		if err := b.declareStream(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	for _, cfg := range []jetstream.KeyValueConfig{{
+		Bucket:      PendingBucket,
+		Description: "agentmux requests waiting for a person (runtime pending / respond)",
+		TTL:         pendingTTL,
+		Storage:     jetstream.FileStorage,
+	}, {
+		Bucket:      NodesBucket,
+		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (runtime nodes)",
+		TTL:         nodesTTL,
+		Storage:     jetstream.FileStorage,
+	}} {
+		cfg.Replicas = replicas
+		if err := b.declareBucket(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// declareStream creates the stream, or updates it, saying so when its replicas change.
+func (b *Bus) declareStream(ctx context.Context, cfg jetstream.StreamConfig) error {
+	if s, err := b.JS.Stream(ctx, cfg.Name); err == nil {
+		if have := s.CachedInfo().Config.Replicas; have != cfg.Replicas {
+			b.log.Info("changing the replicas of a stream", "stream", cfg.Name, "from", have, "to", cfg.Replicas)
+		}
+	}
+	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("bus: declare stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
+	}
+	return nil
+}
+
+func (b *Bus) declareBucket(ctx context.Context, cfg jetstream.KeyValueConfig) error {
+	if kv, err := b.JS.KeyValue(ctx, cfg.Bucket); err == nil {
+		if st, err := kv.Status(ctx); err == nil && st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas != cfg.Replicas {
+			b.log.Info("changing the replicas of a bucket", "bucket", cfg.Bucket,
+				"from", st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas, "to", cfg.Replicas)
+		}
+	}
+	if _, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		return fmt.Errorf("bus: declare bucket %s with %d replicas: %w", cfg.Bucket, cfg.Replicas, err)
+	}
+	return nil
+}
+
+// JetStream API error codes (nats-server's jetstream_errors_generated.go).
+const (
+	errNoPeers               jetstream.ErrorCode = 10005 // no suitable peers for placement
+	errClusterNotAvailable   jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
+	errInsufficientResources jetstream.ErrorCode = 10023
+	errReplicasNotSupported  jetstream.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+)
+
+// tooFewServers reports a refusal to place more replicas than there are servers.
+func tooFewServers(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case errInsufficientResources, errReplicasNotSupported, errNoPeers:
+		return true
+	}
+	return false
+}
+
+// transient reports an error a forming cluster gives before its meta leader is elected.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503 || apiErr.ErrorCode == errClusterNotAvailable
+	}
+	return errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// fleet is three NATS servers in a JetStream cluster (`runtime up --no-hosts
+// --no-supervisors` with [nats.cluster]) and a manifest every other node of the fleet
+// shares, all real processes on loopback.
+type fleet struct {
+	dir      string
+	servers  []*proc
+	names    []string // server names, in order
+	urls     []string // client URLs, in order
+	manifest string   // the fleet's manifest: url names the three servers
+}
+
+// startFleet starts the three servers and writes the fleet manifest with body (hosts,
+// supervisors, routes) after its [nats] table.
+func startFleet(t *testing.T, body string) *fleet {
+	t.Helper()
+	f := &fleet{dir: t.TempDir()}
+	client, cluster := []int{freePort(t), freePort(t), freePort(t)}, []int{freePort(t), freePort(t), freePort(t)}
+	for i := range 3 {
+		var routes []string
+		for j := range 3 {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("%q", fmt.Sprintf("nats://127.0.0.1:%d", cluster[j])))
+			}
+		}
+		name := fmt.Sprintf("nats%d", i+1)
+		path := f.write(t, name+".toml", fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+server_name = %q
+sync_interval = "always"
+[nats.cluster]
+name = "fleet"
+listen = "127.0.0.1:%d"
+routes = [%s]
+[metrics]
+addr = "127.0.0.1:0"
+`, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", ")))
+		f.servers = append(f.servers, runtimeProc(t, "up", "-c", path, "--name", name, "--no-hosts", "--no-supervisors", "--log", "info"))
+		f.names = append(f.names, name)
+		f.urls = append(f.urls, fmt.Sprintf("nats://127.0.0.1:%d", client[i]))
+	}
+	for i, s := range f.servers {
+		until(t, f.names[i]+" up", s.stderr, "node up")
+		if !strings.Contains(s.stderr.String(), "replicas=3") {
+			t.Fatalf("%s declared its streams without 3 replicas:\n%s", f.names[i], s.stderr)
+		}
+	}
+	f.manifest = f.write(t, "fleet.toml", fmt.Sprintf("[nats]\nurl = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", strings.Join(f.urls, ","))+body)
+	return f
+}
+
+func (f *fleet) write(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(f.dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// node starts `runtime up` on the fleet's manifest with role flags.
+func (f *fleet) node(t *testing.T, name string, flags ...string) *proc {
+	t.Helper()
+	p := runtimeProc(t, append([]string{"up", "-c", f.manifest, "--name", name, "--log", "info"}, flags...)...)
+	until(t, name+" up", p.stderr, "node up")
+	return p
+}
+
+// conn is a client connection to the fleet, as the CLI makes one.
+func (f *fleet) conn(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := bus.Connect(strings.Join(f.urls, ","), "", "fleet-test", nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func kill(t *testing.T, p *proc) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+}
+
+// audit reads every audit record of the fleet.
+func auditRecords(t *testing.T, js jetstream.JetStream) []bus.AuditRecord {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cons, err := js.OrderedConsumer(ctx, bus.AuditStream, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, bus.AuditStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bus.AuditRecord
+	for range info.State.Msgs {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r bus.AuditRecord
+		if err := json.Unmarshal(m.Data(), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// slowPolicy is a command supervisor that notes which node runs it (its parent's pid),
+// then takes its time to approve.
+func slowPolicy(dir string, think time.Duration) string {
+	script := fmt.Sprintf(`import os, sys, time
+open(%q, "a").write(str(os.getppid()) + "\n")
+sys.stdin.readline()
+time.sleep(%g)
+print('{"value": "yes", "reason": "policy checked"}')
+`, filepath.Join(dir, "deciders"), think.Seconds())
+	return fmt.Sprintf("[supervisors.policy]\nstrategy = \"command\"\ncommand = \"python3\"\nargs = [\"-c\", %q]\n", script)
+}
+
+func simHost(extra string) string {
+	return fmt.Sprintf("[hosts.w]\ncommand = %q\nargs = [\"sim\"]\nenv = { AGENTMUX_RUNTIME_MAIN = \"1\" }\nstop_grace = \"2s\"\n%s\n", os.Args[0], extra)
+}
+
+// TestFleetSupervisorNodeKilledMidDecision: the supervisor node deciding an approval is
+// killed with SIGKILL; the other supervisor node answers long before the 30 s deadline,
+// and the agent gets that answer, not the default.
+func TestFleetSupervisorNodeKilledMidDecision(t *testing.T) {
+	f := startFleet(t, "")
+	f.manifest = f.write(t, "fleet.toml", readFile(t, f.manifest)+simHost(`question_timeout = "30s"`)+
+		slowPolicy(f.dir, 4*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")
+	f.node(t, "agents", "--no-supervisors")
+	sups := map[int]*proc{}
+	for _, name := range []string{"sup1", "sup2"} {
+		p := f.node(t, name, "--no-hosts")
+		sups[p.cmd.Process.Pid] = p
+	}
+	script := `{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy to staging"}},{"await":"a1"},{"result":"deployed"}]}`
+	submit := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-approve", "w", script, "--follow")
+	var first int
+	poll(t, 20*time.Second, "a supervisor node is deciding", func() bool {
+		first = deciders(t, f.dir, 0)
+		return first != 0
+	})
+	victim := sups[first]
+	if victim == nil {
+		t.Fatalf("the deciding process %d is not a supervisor node", first)
+	}
+	killedAt := time.Now()
+	kill(t, victim)
+	if code := submit.wait(t, 40*time.Second); code != exitOK {
+		t.Fatalf("submit exit %d\nstderr:\n%s", code, submit.stderr)
+	}
+	took := time.Since(killedAt)
+	out := submit.stdout.String()
+	if !strings.Contains(out, `"value":"yes"`) || !strings.Contains(submit.stderr.String(), `"decider":"command:policy"`) {
+		t.Fatalf("the approval was not answered by the policy:\nstdout %s\nstderr %s", out, submit.stderr)
+	}
+	second := deciders(t, f.dir, 1)
+	if second == 0 || second == first || sups[second] == nil {
+		t.Fatalf("deciders %d then %d; want the other supervisor node second", first, second)
+	}
+	t.Logf("answered by the other member %v after the kill (think time 4s, silence window %v)", took.Round(time.Millisecond), bus.DefaultSilence)
+}
+
+// deciders returns the pid of the i-th decision's node, or 0 while there is none.
+func deciders(t *testing.T, dir string, i int) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "deciders"))
+	if err != nil {
+		return 0
+	}
+	lines := strings.Fields(string(b))
+	if len(lines) <= i {
+		return 0
+	}
+	pid, err := strconv.Atoi(lines[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// poll checks cond until it holds, failing the test after d.
+func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out after %v waiting until %s", d, what)
+		}
+	}
+}

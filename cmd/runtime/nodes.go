@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// nodes lists the fleet's nodes from their heartbeats.
+func nodes(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("nodes", stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
+	nc, js, code := client("nodes", *path, stderr)
+	if nc == nil {
+		return code
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	store, err := bus.OpenNodes(ctx, js)
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime nodes:", err)
+		return exitError
+	}
+	list, err := store.List(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime nodes:", err)
+		return exitError
+	}
+	now := time.Now()
+	if *asJSON {
+		type row struct {
+			*bus.NodeInfo
+			State string `json:"state"`
+		}
+		rows := make([]row, 0, len(list))
+		for _, n := range list {
+			rows = append(rows, row{n, nodeState(n, now)})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rows); err != nil {
+			fmt.Fprintln(stderr, "runtime nodes:", err)
+			return exitError
+		}
+		return exitOK
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tSTATE\tVERSION\tUPTIME\tHOSTS (busy/free)\tSUPERVISORS\tSESSIONS\tHEARTBEAT")
+	for _, n := range list {
+		hosts := make([]string, 0, len(n.Hosts))
+		for _, h := range n.Hosts {
+			hosts = append(hosts, fmt.Sprintf("%s %d/%d", h.Name, h.Busy, h.Pool-h.Busy))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s ago\n", n.Name, nodeState(n, now), n.Version,
+			n.Heartbeat.Sub(n.Started).Round(time.Second), dash(strings.Join(hosts, ", ")), dash(strings.Join(n.Supervisors, ",")),
+			n.Sessions, now.Sub(n.Heartbeat).Round(100*time.Millisecond))
+	}
+	if err := w.Flush(); err != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+func nodeState(n *bus.NodeInfo, now time.Time) string {
+	switch {
+	case n.Stopped:
+		return "stopped"
+	case !n.Alive(now):
+		return "gone"
+	case n.Draining:
+		return "draining"
+	}
+	return "up"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,91 @@
+package node
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"github.com/agentmux/agentmux/actors/router"
+	"github.com/agentmux/agentmux/bus"
+)
+
+const heartbeatTimeout = 2 * time.Second
+
+// startHeartbeat writes this node's NodeInfo into the nodes bucket now and every
+// bus.HeartbeatInterval, so `runtime nodes` lists it and its absence is noticed.
+func (n *Node) startHeartbeat(ctx context.Context) error {
+	nodes, err := bus.OpenNodes(ctx, n.Bus.JS)
+	if err != nil {
+		return err
+	}
+	n.nodes = nodes
+	if err := n.beat(ctx, false); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.heartbeat, n.beatDone = cancel, make(chan struct{})
+	go func() {
+		defer close(n.beatDone)
+		t := time.NewTicker(bus.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := n.beat(ctx, false); err != nil && ctx.Err() == nil {
+					n.log.Warn("heartbeat not written", "err", err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// stopHeartbeat ends the loop and writes a last heartbeat that says the node stopped.
+func (n *Node) stopHeartbeat() {
+	if n.heartbeat == nil {
+		return
+	}
+	n.heartbeat()
+	<-n.beatDone
+	ctx, cancel := context.WithTimeout(context.Background(), heartbeatTimeout)
+	defer cancel()
+	if err := n.beat(ctx, true); err != nil {
+		n.log.Warn("last heartbeat not written", "err", err)
+	}
+}
+
+// beat writes one heartbeat.
+func (n *Node) beat(ctx context.Context, stopped bool) error {
+	info := n.Info()
+	info.Stopped = stopped
+	if !stopped {
+		res, err := n.system.Root.RequestFuture(n.router, &router.StatsRequest{}, heartbeatTimeout).Result()
+		if err == nil {
+			info.Hosts, _ = res.([]bus.HostInfo)
+		}
+		for _, h := range info.Hosts {
+			info.Sessions += h.Busy + h.Queued
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
+	defer cancel()
+	return n.nodes.Put(ctx, info)
+}
+
+// Info is this node's NodeInfo, without the live figures of its hosts.
+func (n *Node) Info() *bus.NodeInfo {
+	info := &bus.NodeInfo{Name: n.Name, Version: version(), Started: n.started, Heartbeat: time.Now(), Hosts: []bus.HostInfo{}, Supervisors: []string{}}
+	for _, s := range n.roles.supervisors {
+		info.Supervisors = append(info.Supervisors, s.Name)
+	}
+	return info
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
