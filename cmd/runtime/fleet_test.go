@@ -110,31 +110,27 @@ func kill(t *testing.T, p *proc) {
 	<-p.done
 }
 
-// audit reads every audit record of the fleet.
+// auditRecords reads every audit record of the fleet, by sequence.
 func auditRecords(t *testing.T, js jetstream.JetStream) []bus.AuditRecord {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cons, err := js.OrderedConsumer(ctx, bus.AuditStream, jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := js.Stream(ctx, bus.AuditStream)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("audit stream: %v", err)
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("audit stream info: %v", err)
 	}
 	var out []bus.AuditRecord
-	for range info.State.Msgs {
-		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := s.GetMsg(ctx, seq)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("audit record %d: %v", seq, err)
 		}
 		var r bus.AuditRecord
-		if err := json.Unmarshal(m.Data(), &r); err != nil {
+		if err := json.Unmarshal(m.Data, &r); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
@@ -237,6 +233,81 @@ func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
 		case <-tick.C:
 		case <-deadline:
 			t.Fatalf("timed out after %v waiting until %s", d, what)
+		}
+	}
+}
+
+// TestFleetAgentNodeKilledWithSessionsRunning: an agent node running four sessions is
+// killed with SIGKILL; the other agent node runs each task again, and every task ends
+// ok exactly once (in the audit) within 25 s of the kill, its new attempt numbered.
+func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
+	f := startFleet(t, simHost("pool = 4")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n[[routes]]\nsupervisor = \"ok\"\n")
+	nc, js := f.conn(t)
+	f.node(t, "sup", "--no-hosts")
+	victim := f.node(t, "agents1", "--no-supervisors")
+	started := make(chan bus.SessionStarted, 16)
+	sub, err := nc.Subscribe("agentmux.evt.w.*.session.started", func(m *nats.Msg) {
+		var s bus.SessionStarted
+		if json.Unmarshal(m.Data, &s) == nil {
+			started <- s
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	script := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"6s"},{"result":"done"}]}`
+	tasks := []string{"t-1", "t-2", "t-3", "t-4"}
+	for _, id := range tasks {
+		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
+			t.Fatalf("submit %s: exit %d", id, code)
+		}
+	}
+	for range tasks {
+		select {
+		case s := <-started:
+			if s.Node != "agents1" || s.Attempt != 0 {
+				t.Fatalf("first start %+v; want attempt 0 on agents1", s)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the four sessions did not start on agents1")
+		}
+	}
+	f.node(t, "agents2", "--no-supervisors")
+	killedAt := time.Now()
+	kill(t, victim)
+
+	ended := map[string]int{}
+	poll(t, 25*time.Second, "every task ended ok on agents2", func() bool {
+		clear(ended)
+		for _, r := range auditRecords(t, js) {
+			if r.Kind == "session.ended" {
+				if r.Outcome != "ok" || r.Node != "agents2" {
+					t.Fatalf("task %s ended %s on %s: %s", r.Session, r.Outcome, r.Node, r.Error)
+				}
+				ended[r.Session]++
+			}
+		}
+		return len(ended) == len(tasks)
+	})
+	t.Logf("all four tasks ended ok %v after the kill", time.Since(killedAt).Round(time.Millisecond))
+	for _, id := range tasks {
+		if ended[id] != 1 {
+			t.Errorf("task %s ended %d times in the audit; want once", id, ended[id])
+		}
+	}
+	starts := map[string][]int{}
+	for _, r := range auditRecords(t, js) {
+		if r.Kind == "session.started" {
+			starts[r.Session] = append(starts[r.Session], r.Attempt)
+		}
+	}
+	for _, id := range tasks {
+		if a := starts[id]; len(a) != 2 || a[0] != 0 || a[1] < 1 {
+			t.Errorf("task %s started as attempts %v; want 0 on the dead node, then a later one", id, a)
 		}
 	}
 }
