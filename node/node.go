@@ -78,7 +78,8 @@ type Node struct {
 	ctlSubs []*nats.Subscription
 	stopped chan struct{}
 	events  *eventstream.Subscription
-	// decisions counts the supervisors' goroutines; stop waits for them.
+	// decisions counts the goroutines of supervisors (decisions) and of the router
+	// (task acks); stop waits for them.
 	decisions sync.WaitGroup
 	roles     roles
 	started   time.Time
@@ -167,7 +168,10 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.Bus = b
-	n.audit = newAuditor(b.JS, n.Metrics, n.log)
+	if n.audit, err = newAuditor(b.Conn, n.Metrics, n.log); err != nil {
+		b.Close()
+		return err
+	}
 	if srv := b.Server(); srv != nil {
 		n.Metrics.WatchServer(func() metrics.ServerStats {
 			v, err := srv.Varz(nil)
@@ -224,7 +228,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 
 func (n *Node) startRouter(opts Options) {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
-		Audit: n.audit.record, Stopped: n.stopped, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker}
+		Audit: n.audit.record, Stopped: n.stopped, Goroutines: &n.decisions, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker}
 	if !opts.NoTasks {
 		rcfg.JS = n.Bus.JS
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -26,19 +27,23 @@ const (
 	taskAckWait      = 10 * time.Second
 	taskProgressTick = 3 * time.Second
 	taskFetchWait    = time.Second
+	// A finished task's ack is confirmed by the server, tried again for this long.
+	taskAckTimeout   = 30 * time.Second
+	taskAckTry       = 2 * time.Second
+	taskAckRetryWait = 250 * time.Millisecond
 )
 
 // Config is what a Router needs.
 type Config struct {
 	Manifest *config.Manifest
 	// Hosts are the hosts this node runs; nil: every host of the manifest.
-	Hosts    map[string]*config.Host
-	Node     string
-	Conn     *nats.Conn
-	JS       jetstream.JetStream // nil: no work-queue intake
-	Metrics  *metrics.Set
-	Log      *slog.Logger
-	Audit    func(id string, rec *bus.AuditRecord)
+	Hosts   map[string]*config.Host
+	Node    string
+	Conn    *nats.Conn
+	JS      jetstream.JetStream // nil: no work-queue intake
+	Metrics *metrics.Set
+	Log     *slog.Logger
+	Audit   func(id string, rec *bus.AuditRecord)
 	// WriteTimeout bounds each write to an agent's stdin; 0 is agent.DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	Asker        *bus.Asker // the node's requests to supervisors
@@ -46,6 +51,8 @@ type Config struct {
 	InProc map[string]agent.InProc
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
+	// Goroutines counts the router's own goroutines (task acks); the node waits for it.
+	Goroutines *sync.WaitGroup
 }
 
 // Submit runs a session on a host. Start.Reply receives the final Result.
@@ -69,6 +76,9 @@ type (
 func Props(cfg Config) *actor.Props {
 	if cfg.Audit == nil {
 		cfg.Audit = func(string, *bus.AuditRecord) {}
+	}
+	if cfg.Goroutines == nil {
+		cfg.Goroutines = &sync.WaitGroup{}
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return newRouter(cfg) },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {

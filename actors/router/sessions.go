@@ -1,11 +1,13 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/actors/agent"
@@ -79,14 +81,35 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 			r.nak(s.task) // another node runs it
 		} else {
 			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
-			if err := s.task.Ack(); err != nil {
-				r.cfg.Log.Warn("ack task", "session", res.Session, "err", err)
-			}
+			r.ack(s.task, res.Session)
 		}
 		r.release(p)
 	}
 	deliver(s.start, res)
 	r.maybeStopped()
+}
+
+// ack acknowledges a finished task and waits for the server to confirm it, trying
+// again across a leader election or a reconnect: a lost ack would run the task twice.
+func (r *Router) ack(task jetstream.Msg, session string) {
+	r.cfg.Goroutines.Add(1)
+	go func() {
+		defer r.cfg.Goroutines.Done()
+		deadline := time.Now().Add(taskAckTimeout)
+		for try := 1; ; try++ {
+			ctx, cancel := context.WithTimeout(context.Background(), taskAckTry)
+			err := task.DoubleAck(ctx)
+			cancel()
+			switch {
+			case err == nil:
+				return
+			case time.Now().After(deadline):
+				r.cfg.Log.Error("task not acknowledged; it will run again elsewhere", "session", session, "tries", try, "err", err)
+				return
+			}
+			time.Sleep(taskAckRetryWait) // this goroutine's own pace between tries
+		}
+	}()
 }
 
 func deliver(start *agent.StartSession, res *agent.Result) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -309,5 +310,89 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 		if a := starts[id]; len(a) != 2 || a[0] != 0 || a[1] < 1 {
 			t.Errorf("task %s started as attempts %v; want 0 on the dead node, then a later one", id, a)
 		}
+	}
+}
+
+// TestFleetTaskStreamLeaderKilled: the NATS server leading the task stream is killed
+// while 20 sessions ask questions; every session ends ok with no default answer, and a
+// task submitted afterwards runs.
+func TestFleetTaskStreamLeaderKilled(t *testing.T) {
+	f := startFleet(t, simHost("pool = 20\nquestion_timeout = \"30s\"")+
+		"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n[[routes]]\nsupervisor = \"ok\"\n")
+	nc, js := f.conn(t)
+	f.node(t, "sup", "--no-hosts")
+	f.node(t, "agents", "--no-supervisors")
+	var steps []string
+	for i := range 8 {
+		steps = append(steps, fmt.Sprintf(`{"send":{"type":"question","id":"q%d","question":"step %d?"}},{"await":"q%d"},{"sleep":"500ms"}`, i, i, i))
+	}
+	script := `{"steps":[` + strings.Join(steps, ",") + `,{"result":"done"}]}`
+	var tasks []string
+	for i := range 20 {
+		id := fmt.Sprintf("t-%d", i)
+		tasks = append(tasks, id)
+		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
+			t.Fatalf("submit %s: exit %d", id, code)
+		}
+	}
+	answered := make(chan bus.RequestAnswered, 512)
+	sub, err := nc.Subscribe("agentmux.evt.w.*.request.answered", func(m *nats.Msg) {
+		var a bus.RequestAnswered
+		if json.Unmarshal(m.Data, &a) == nil {
+			answered <- a
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	<-answered // sessions are asking
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, bus.TaskStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil || info.Cluster == nil || len(info.Cluster.Replicas) != 2 {
+		t.Fatalf("task stream %+v (%v); want a leader and two replicas", info, err)
+	}
+	leader := slices.Index(f.names, info.Cluster.Leader)
+	kill(t, f.servers[leader])
+	t.Logf("killed %s, the task stream's leader", f.names[leader])
+
+	ended := map[string][]bus.AuditRecord{}
+	poll(t, 60*time.Second, "all 20 sessions ended", func() bool {
+		clear(ended)
+		for _, r := range auditRecords(t, js) {
+			if r.Kind == "session.ended" {
+				ended[r.Session] = append(ended[r.Session], r)
+			}
+		}
+		return len(ended) == len(tasks)
+	})
+	for id, rs := range ended {
+		if len(rs) != 1 || rs[0].Outcome != "ok" {
+			t.Errorf("task %s ended %+v; want once, ok", id, rs)
+		}
+	}
+	answers := map[string]int{}
+	for _, r := range auditRecords(t, js) {
+		if r.Kind == "answer" {
+			answers[r.Session]++
+			if r.Decider != "static:ok" {
+				t.Errorf("session %s request %s answered by %s (%s): want the supervisor, never a default", r.Session, r.Request, r.Decider, r.Reason)
+			}
+		}
+	}
+	for _, id := range tasks {
+		if answers[id] != 8 {
+			t.Errorf("session %s has %d answers in the audit; want all 8", id, answers[id])
+		}
+	}
+	after := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-after", "w", `{"steps":[{"result":"still here"}]}`, "--follow")
+	if code := after.wait(t, 30*time.Second); code != exitOK || !strings.Contains(after.stdout.String(), "still here") {
+		t.Fatalf("a task submitted after the kill: exit %d\nstdout %s\nstderr %s", code, after.stdout, after.stderr)
 	}
 }

@@ -18,7 +18,10 @@ import (
 	"github.com/agentmux/agentmux/config"
 )
 
-const publishTimeout = 10 * time.Second
+const (
+	publishTimeout   = 10 * time.Second
+	publishRetryWait = 250 * time.Millisecond
+)
 
 // clientURL is where CLI commands find the node's NATS.
 func clientURL(m *config.Manifest) string {
@@ -66,7 +69,10 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	data, _ := json.Marshal(&bus.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume})
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
-	if _, err := js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(*id)); err != nil {
+	// While a cluster elects a new leader for the stream, publishes find no responder:
+	// retry for as long as the publish timeout allows.
+	retries := jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait))
+	if _, err := js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(*id), retries, jetstream.WithRetryWait(publishRetryWait)); err != nil {
 		fmt.Fprintf(stderr, "runtime submit: queue the task: %v; is `runtime up` running with this manifest?\n", err)
 		return exitError
 	}
