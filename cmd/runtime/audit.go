@@ -95,7 +95,7 @@ func readAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*
 
 func printAudit(w io.Writer, records []*bus.AuditRecord) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tEVENT\tREQUEST\tDETAIL")
+	fmt.Fprintln(tw, "TIME\tATTEMPT\tEVENT\tREQUEST\tDETAIL")
 	for _, r := range records {
 		at := time.UnixMilli(r.Time).Format("15:04:05.000")
 		var detail string
@@ -109,8 +109,10 @@ func printAudit(w io.Writer, records []*bus.AuditRecord) {
 			if r.Reason != "" {
 				detail += ": " + oneLine(r.Reason, 80)
 			}
+		case "answer.refused":
+			detail = fmt.Sprintf("%s by %s from node %s refused: %s", r.Value, r.Decider, r.Member, r.Reason)
 		case "session.ended":
-			detail = fmt.Sprintf("%s in %.1fs", r.Outcome, r.Duration/1000)
+			detail = fmt.Sprintf("%s on node %s in %.1fs", r.Outcome, r.Node, r.Duration/1000)
 			switch {
 			case r.Error != "":
 				detail += ": " + r.Error
@@ -118,7 +120,7 @@ func printAudit(w io.Writer, records []*bus.AuditRecord) {
 				detail += ": " + oneLine(string(r.Value), 100)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at, r.Kind, r.Request, detail)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", at, r.Attempt, r.Kind, r.Request, detail)
 	}
 	_ = tw.Flush()
 }

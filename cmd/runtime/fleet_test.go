@@ -111,32 +111,43 @@ func kill(t *testing.T, p *proc) {
 	<-p.done
 }
 
-// auditRecords reads every audit record of the fleet, by sequence.
+// auditRecords reads every audit record of the fleet, by sequence; it fails the test
+// when the stream cannot be read within 20 s.
 func auditRecords(t *testing.T, js jetstream.JetStream) []bus.AuditRecord {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	var out []bus.AuditRecord
+	var err error
+	poll(t, 20*time.Second, "the audit stream is readable", func() bool {
+		out, err = readFleetAudit(js)
+		return err == nil
+	})
+	return out
+}
+
+func readFleetAudit(js jetstream.JetStream) ([]bus.AuditRecord, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s, err := js.Stream(ctx, bus.AuditStream)
 	if err != nil {
-		t.Fatalf("audit stream: %v", err)
+		return nil, err
 	}
 	info, err := s.Info(ctx)
 	if err != nil {
-		t.Fatalf("audit stream info: %v", err)
+		return nil, err
 	}
 	var out []bus.AuditRecord
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := s.GetMsg(ctx, seq)
 		if err != nil {
-			t.Fatalf("audit record %d: %v", seq, err)
+			return nil, fmt.Errorf("audit record %d: %w", seq, err)
 		}
 		var r bus.AuditRecord
 		if err := json.Unmarshal(m.Data, &r); err != nil {
-			t.Fatal(err)
+			return nil, fmt.Errorf("audit record %d: %w", seq, err)
 		}
 		out = append(out, r)
 	}
-	return out
+	return out, nil
 }
 
 // slowPolicy is a command supervisor that notes which node runs it (its parent's pid),
