@@ -62,8 +62,8 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 	info.Stopped = stopped
 	if !stopped {
 		res, err := n.system.Root.RequestFuture(n.router, &router.StatsRequest{}, heartbeatTimeout).Result()
-		if err == nil {
-			info.Hosts, _ = res.([]bus.HostInfo)
+		if st, ok := res.(*router.Stats); err == nil && ok {
+			info.Hosts, info.Draining = st.Hosts, st.Draining
 		}
 		for _, h := range info.Hosts {
 			info.Sessions += h.Busy + h.Queued

@@ -26,6 +26,7 @@ import (
 )
 
 const (
+	ctlTimeout          = 5 * time.Second
 	defaultStopTimeout  = 30 * time.Second
 	auditFlushTimeout   = 5 * time.Second
 	supervisorStopWait  = 5 * time.Second
@@ -292,6 +293,25 @@ func (n *Node) Run(ctx context.Context, host, session, prompt string) (*agent.Re
 		return r, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// Drain stops taking tasks, hands queued ones back, lets running sessions finish
+// within grace and then hands the rest back (see router.Drain); it returns when no
+// session is left here, or ctx ends. Stop the node afterwards.
+func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
+	res, err := n.system.Root.RequestFuture(n.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
+	if err != nil {
+		return fmt.Errorf("node: drain: the router did not answer: %w", err)
+	}
+	if r, ok := res.(*router.DrainReply); ok {
+		n.log.Info("draining", "effect", r.Effect)
+	}
+	select {
+	case <-n.stopped:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("node: sessions still running when the drain's wait ended: %w", ctx.Err())
 	}
 }
 

@@ -39,15 +39,21 @@ type (
 )
 
 // StatsRequest asks the router for its hosts' processes and sessions; the answer is a
-// []bus.HostInfo, sorted by host.
+// *Stats.
 type StatsRequest struct{}
 
-func (r *Router) stats() []bus.HostInfo {
-	out := make([]bus.HostInfo, 0, len(r.pools))
+// Stats are the router's figures for a heartbeat.
+type Stats struct {
+	Hosts    []bus.HostInfo // sorted by host
+	Draining bool
+}
+
+func (r *Router) stats() *Stats {
+	out := &Stats{Hosts: make([]bus.HostInfo, 0, len(r.pools)), Draining: r.draining || r.stopping}
 	for _, p := range r.pools {
-		out = append(out, bus.HostInfo{Name: p.host.Name, Pool: p.host.Pool, Busy: len(p.busy), Idle: len(p.idle), Queued: len(p.queue)})
+		out.Hosts = append(out.Hosts, bus.HostInfo{Name: p.host.Name, Pool: p.host.Pool, Busy: len(p.busy), Idle: len(p.idle), Queued: len(p.queue)})
 	}
-	slices.SortFunc(out, func(a, b bus.HostInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.Hosts, func(a, b bus.HostInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -88,8 +94,9 @@ func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 	return &ctlReply{Error: "no running session " + m.session + " on this node"}
 }
 
-// ServeControl answers agentmux.ctl.<node>.{list,interrupt,message} for the router.
-// The request payload of interrupt and message is {"session": "...", "text": "..."}.
+// ServeControl answers agentmux.ctl.<node>.{list,interrupt,message,drain} for the
+// router. The request payload of interrupt and message is {"session": "...", "text":
+// "..."}; of drain {"grace_ms": N}.
 func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, node string) ([]*nats.Subscription, error) {
 	var subs []*nats.Subscription
 	handle := func(verb string, fn func(m *nats.Msg) any) error {
@@ -108,6 +115,19 @@ func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, n
 		return res
 	}
 	err := handle("list", func(*nats.Msg) any { return ask(&listRequest{}) })
+	if err == nil {
+		err = handle("drain", func(m *nats.Msg) any {
+			var req struct {
+				GraceMS int64 `json:"grace_ms"`
+			}
+			if len(m.Data) > 0 {
+				if err := json.Unmarshal(m.Data, &req); err != nil || req.GraceMS < 0 {
+					return &ctlReply{Error: `want {"grace_ms": <milliseconds ≥ 0>}`}
+				}
+			}
+			return ask(&Drain{Grace: time.Duration(req.GraceMS) * time.Millisecond})
+		})
+	}
 	for _, verb := range []string{"interrupt", "message"} {
 		if err != nil {
 			break

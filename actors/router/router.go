@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -93,6 +94,8 @@ type Router struct {
 	pools    map[string]*pool
 	c        actor.Context
 	cancel   context.CancelFunc // stops pullers and the progress ticker
+	stopPull context.CancelFunc // stops the pullers only (drain)
+	draining bool
 	stopping bool
 	stopOnce bool
 }
@@ -150,6 +153,12 @@ func (r *Router) Receive(c actor.Context) {
 		r.onProgressTick()
 	case *Shutdown:
 		r.shutdown(m.Reason)
+	case *Drain:
+		c.Respond(r.drain(m))
+	case *drainOver:
+		if !r.stopping {
+			r.shutdown(fmt.Sprintf("drained: the grace of %v is over; the rest go back to the queue", m.grace))
+		}
 	case *listRequest:
 		c.Respond(r.list())
 	case *StatsRequest:
@@ -168,6 +177,8 @@ func (r *Router) Receive(c actor.Context) {
 func (r *Router) start(c actor.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	pullCtx, stopPull := context.WithCancel(ctx)
+	r.stopPull = stopPull
 	if r.cfg.JS != nil {
 		for name, p := range r.pools {
 			cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, bus.TaskStream, jetstream.ConsumerConfig{
@@ -181,7 +192,7 @@ func (r *Router) start(c actor.Context) {
 				r.cfg.Log.Error("task consumer not created; this host takes no queued tasks", "host", name, "err", err)
 				continue
 			}
-			go pull(ctx, c.ActorSystem(), c.Self(), name, cons, p.slots, r.cfg.Log)
+			go pull(pullCtx, c.ActorSystem(), c.Self(), name, cons, p.slots, r.cfg.Log)
 		}
 		go tick(ctx, c.ActorSystem(), c.Self())
 	}
@@ -244,7 +255,7 @@ func (r *Router) onTask(m *taskArrived) {
 		r.release(p)
 		return
 	}
-	if r.stopping {
+	if r.stopping || r.draining {
 		r.nak(m.msg)
 		r.release(p)
 		return

@@ -87,6 +87,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	}
 	deliver(s.start, res)
 	r.maybeStopped()
+	r.maybeDrained()
 }
 
 // ack acknowledges a finished task and waits for the server to confirm it, trying
@@ -172,6 +173,10 @@ func (r *Router) shutdown(reason string) {
 		queued := p.queue
 		p.queue = nil
 		for _, s := range queued {
+			if s.task != nil && !s.started {
+				r.handBack(p, s) // it never started here: another node runs it
+				continue
+			}
 			r.finish(p, s, &agent.Result{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task,
 				Error: ErrShuttingDown.Error(), Duration: time.Since(s.start.Started)})
 		}

@@ -156,7 +156,7 @@ const (
 
 func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 	manifest := nodeManifest(t)
-	up := runtimeProc(t, "up", "-c", manifest)
+	up := runtimeProc(t, "up", "-c", manifest, "--grace", "1s")
 	until(t, "runtime up", up.stderr, "node up")
 	watch := runtimeProc(t, "watch", "-c", manifest)
 

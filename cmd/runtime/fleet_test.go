@@ -407,3 +407,105 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 		t.Fatalf("a task submitted after the kill: exit %d\nstdout %s\nstderr %s", code, after.stdout, after.stderr)
 	}
 }
+
+// TestFleetDrainLosesNothing: a drained node finishes what it runs within the grace
+// and takes nothing more; one drained with no grace hands its running task back; every
+// task ends ok exactly once, on the node `runtime nodes` says ran it.
+func TestFleetDrainLosesNothing(t *testing.T) {
+	f := startFleet(t, simHost("pool = 2")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n[[routes]]\nsupervisor = \"ok\"\n")
+	_, js := f.conn(t)
+	f.node(t, "sup", "--no-hosts")
+	f.node(t, "a1", "--no-supervisors")
+	script := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"8s"},{"result":"done"}]}`
+	submit := func(id, script string) {
+		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
+			t.Fatalf("submit %s: exit %d", id, code)
+		}
+	}
+	for _, id := range []string{"t-1", "t-2", "t-3"} {
+		submit(id, script)
+	}
+	// a1's pool of 2 takes two; the third waits in the stream.
+	poll(t, 20*time.Second, "a1 runs two sessions", func() bool { return nodeSessions(t, f, "a1") == 2 })
+
+	d := runtimeProc(t, "drain", "-c", f.manifest, "a1", "--grace", "20s", "--wait")
+	if code := d.wait(t, 40*time.Second); code != exitOK || !strings.Contains(d.stdout.String(), "a1: drained") {
+		t.Fatalf("drain a1: exit %d\nstdout %s\nstderr %s", code, d.stdout, d.stderr)
+	}
+	if st := stateOf(t, f, "a1"); st != "draining" {
+		t.Fatalf("runtime nodes says a1 is %q; want draining", st)
+	}
+	f.node(t, "a2", "--no-supervisors")
+	waitEnded(t, js, map[string]string{"t-1": "a1", "t-2": "a1", "t-3": "a2"})
+	long := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"30s"},{"result":"done"}]}`
+
+	// No grace: the running task goes back to the queue and runs on the next node.
+	submit("t-long", long)
+	poll(t, 20*time.Second, "a2 runs t-long", func() bool { return nodeSessions(t, f, "a2") == 1 })
+	d = runtimeProc(t, "drain", "-c", f.manifest, "a2", "--grace", "0s", "--wait")
+	if code := d.wait(t, 40*time.Second); code != exitOK {
+		t.Fatalf("drain a2: exit %d\nstdout %s\nstderr %s", code, d.stdout, d.stderr)
+	}
+	f.node(t, "a3", "--no-supervisors")
+	waitEnded(t, js, map[string]string{"t-1": "a1", "t-2": "a1", "t-3": "a2", "t-long": "a3"})
+}
+
+// waitEnded waits until each task has ended ok exactly once, on the node given.
+func waitEnded(t *testing.T, js jetstream.JetStream, want map[string]string) {
+	t.Helper()
+	var ok map[string][]string
+	poll(t, 60*time.Second, fmt.Sprintf("tasks %v ended ok", want), func() bool {
+		ok = map[string][]string{}
+		for _, r := range auditRecords(t, js) {
+			if r.Kind == "session.ended" && r.Outcome == "ok" {
+				ok[r.Session] = append(ok[r.Session], r.Node)
+			}
+		}
+		for id := range want {
+			if len(ok[id]) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for id, node := range want {
+		if len(ok[id]) != 1 || ok[id][0] != node {
+			t.Errorf("task %s ended ok on %v; want once, on %s", id, ok[id], node)
+		}
+	}
+}
+
+// nodeInfo reads one node's entry from `runtime nodes --json`.
+func nodeInfo(t *testing.T, f *fleet, name string) map[string]any {
+	t.Helper()
+	p := runtimeProc(t, "nodes", "-c", f.manifest, "--json")
+	if code := p.wait(t, 20*time.Second); code != exitOK {
+		t.Fatalf("runtime nodes: exit %d\n%s", code, p.stderr)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(p.stdout.String()), &rows); err != nil {
+		t.Fatalf("runtime nodes --json: %v\n%s", err, p.stdout)
+	}
+	for _, r := range rows {
+		if r["name"] == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func nodeSessions(t *testing.T, f *fleet, name string) int {
+	if r := nodeInfo(t, f, name); r != nil {
+		n, _ := r["sessions"].(float64)
+		return int(n)
+	}
+	return -1
+}
+
+func stateOf(t *testing.T, f *fleet, name string) string {
+	if r := nodeInfo(t, f, name); r != nil {
+		s, _ := r["state"].(string)
+		return s
+	}
+	return ""
+}

@@ -30,6 +30,7 @@ func commands() []command {
 		{"run", "run one session on an embedded node: run -c <manifest> <host> <prompt>", run},
 		{"up", "run a node until SIGINT/SIGTERM: up -c <manifest> [--no-hosts|--hosts a,b] [--no-supervisors|--supervisors x,y]", up},
 		{"nodes", "list the fleet's nodes: nodes -c <manifest> [--json]", nodes},
+		{"drain", "stop a node taking tasks, hand back the rest: drain -c <manifest> <node> [--grace 30s] [--wait]", drain},
 		{"submit", "queue a task on a running node: submit -c <manifest> <host> <prompt> [--follow]", submit},
 		{"watch", "print live events of all sessions: watch -c <manifest>", watch},
 		{"pending", "list requests waiting for a person: pending -c <manifest> [--json]", pending},

@@ -13,7 +13,10 @@ import (
 	"github.com/agentmux/agentmux/node"
 )
 
-const upStopTimeout = 30 * time.Second
+const (
+	upStopTimeout     = 30 * time.Second
+	defaultDrainGrace = 30 * time.Second
+)
 
 func up(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("up", stderr)
@@ -24,6 +27,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	noHosts := fs.Bool("no-hosts", false, "run no agents: leave every host to other nodes")
 	hosts := fs.String("hosts", "", "run only these hosts (`a,b`); routes naming others are fine")
 	sups := fs.String("supervisors", "", "serve only these supervisors (`x,y`)")
+	grace := fs.Duration("grace", defaultDrainGrace, "on SIGTERM, how long running sessions may finish before their tasks go back to the queue")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
@@ -46,8 +50,8 @@ func up(args []string, stdout, stderr io.Writer) int {
 	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "replicas", n.Bus.Replicas, "metrics", n.MetricsAddr(),
 		"hosts", strings.Join(n.Hosts(), ","), "supervisors", strings.Join(info.Supervisors, ","))
 	sig := <-sigs
-	log.Info("stopping; a second signal forces", "signal", sig.String())
-	ctx, cancel := context.WithTimeout(context.Background(), upStopTimeout)
+	log.Info("draining, then stopping; a second signal forces", "signal", sig.String(), "grace", *grace)
+	ctx, cancel := context.WithTimeout(context.Background(), *grace+upStopTimeout)
 	defer cancel()
 	go func() {
 		select {
@@ -57,6 +61,9 @@ func up(args []string, stdout, stderr io.Writer) int {
 		case <-ctx.Done():
 		}
 	}()
+	if err := n.Drain(ctx, *grace); err != nil {
+		log.Warn("drain", "err", err)
+	}
 	if err := n.Stop(ctx); err != nil {
 		fmt.Fprintln(stderr, "runtime up:", err)
 		return exitError

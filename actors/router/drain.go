@@ -1,0 +1,82 @@
+package router
+
+import (
+	"fmt"
+	"time"
+)
+
+// Drain stops the node taking tasks: tasks still queued here go back to the work queue
+// at once, running sessions may finish within Grace, and then the rest are stopped and
+// their tasks handed back (Stopped is closed when no process is left). No task is
+// lost, and none runs to completion twice. The answer is a *DrainReply.
+type Drain struct {
+	Grace time.Duration
+}
+
+// DrainReply says what a Drain did.
+type DrainReply struct {
+	OK         bool   `json:"ok"`
+	Effect     string `json:"effect,omitempty"`
+	Running    int    `json:"running"`     // sessions left to finish within the grace
+	HandedBack int    `json:"handed_back"` // queued tasks returned to the work queue
+}
+
+type drainOver struct{ grace time.Duration }
+
+func (r *Router) drain(m *Drain) *DrainReply {
+	if r.stopping {
+		return &DrainReply{Effect: "the node is already stopping"}
+	}
+	first := !r.draining
+	r.draining = true
+	if r.stopPull != nil {
+		r.stopPull()
+	}
+	handed, running := 0, 0
+	for _, p := range r.pools {
+		kept := p.queue[:0]
+		for _, s := range p.queue {
+			if s.task == nil {
+				kept = append(kept, s) // a local submission has no queue to go back to
+				continue
+			}
+			r.handBack(p, s)
+			handed++
+		}
+		p.queue = kept
+		running += len(p.busy) + len(p.queue)
+	}
+	if first {
+		if running == 0 {
+			r.shutdown("drained: nothing was running")
+		} else {
+			system, self := r.c.ActorSystem(), r.c.Self()
+			grace := m.Grace
+			time.AfterFunc(grace, func() { system.Root.Send(self, &drainOver{grace: grace}) })
+		}
+	}
+	r.cfg.Log.Info("draining: no more tasks taken", "running", running, "handed_back", handed, "grace", m.Grace)
+	return &DrainReply{OK: true, Running: running, HandedBack: handed,
+		Effect: fmt.Sprintf("draining: %d sessions may finish within %v, %d queued tasks handed back", running, m.Grace, handed)}
+}
+
+// handBack returns a task that never started here to the work queue.
+func (r *Router) handBack(p *pool, s *session) {
+	delete(p.running, s.start.Session)
+	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Dec()
+	r.nak(s.task)
+	r.release(p)
+}
+
+// maybeDrained stops a draining router once its last session has ended.
+func (r *Router) maybeDrained() {
+	if !r.draining || r.stopping {
+		return
+	}
+	for _, p := range r.pools {
+		if len(p.busy) > 0 || len(p.queue) > 0 {
+			return
+		}
+	}
+	r.shutdown("drained: every session finished")
+}

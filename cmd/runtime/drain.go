@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentmux/agentmux/actors/router"
+	"github.com/agentmux/agentmux/bus"
+)
+
+const drainPoll = 500 * time.Millisecond
+
+// drain asks one node to stop taking tasks and hand back what it cannot finish.
+func drain(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("drain", stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	grace := fs.Duration("grace", defaultDrainGrace, "how long running sessions may finish before their tasks go back to the queue")
+	wait := fs.Bool("wait", false, "wait until no session is left on the node")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "runtime drain: want one node name: drain -c <manifest> <node> [--grace 30s] [--wait]; `runtime nodes` lists them")
+		return exitUsage
+	}
+	node := pos[0]
+	nc, js, code := client("drain", *path, stderr)
+	if nc == nil {
+		return code
+	}
+	defer nc.Close()
+	req, _ := json.Marshal(map[string]int64{"grace_ms": grace.Milliseconds()})
+	msg, err := nc.Request(bus.CtlSubject(node, "drain"), req, clientTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "runtime drain: node %q did not answer: %v; `runtime nodes` lists the live ones\n", node, err)
+		return exitError
+	}
+	var reply router.DrainReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
+		fmt.Fprintf(stderr, "runtime drain: %s\n", msg.Data)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", node, reply.Effect)
+	if !*wait {
+		return exitOK
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *grace+upStopTimeout)
+	defer cancel()
+	nodes, err := bus.OpenNodes(ctx, js)
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime drain:", err)
+		return exitError
+	}
+	for {
+		list, err := nodes.List(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "runtime drain:", err)
+			return exitError
+		}
+		done := true
+		for _, n := range list {
+			if n.Name == node && n.Alive(time.Now()) && n.Sessions > 0 {
+				done = false
+			}
+		}
+		if done {
+			fmt.Fprintf(stdout, "%s: drained\n", node)
+			return exitOK
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "runtime drain: %s still has sessions after %v\n", node, *grace+upStopTimeout)
+			return exitError
+		case <-time.After(drainPoll):
+		}
+	}
+}
