@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 
 func small(agentKind string) Config {
 	c := Defaults()
-	c.Sessions, c.Progress, c.Rate, c.Think, c.QuestionTimeout = 20, 50, 200, 10*time.Millisecond, 300*time.Millisecond
+	c.Sessions, c.Progress, c.Rate, c.Think, c.QuestionTimeout = 20, 50, 200, 10*time.Millisecond, time.Second
 	c.Agent = agentKind
 	c.AgentCommand = []string{os.Args[0]}
 	c.AgentEnv = map[string]string{"AGENTMUX_BENCH_AGENT": "1"}

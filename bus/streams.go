@@ -90,6 +90,12 @@ func (b *Bus) declareAll(ctx context.Context, replicas int) error {
 		TTL:         pendingTTL,
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      MemoryBucket,
+		Description: "agentmux llm supervisors' exchanges with sessions (memory = \"session\"), for every member",
+		TTL:         memoryTTL,
+		MaxBytes:    memoryMaxBytes,
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      NodesBucket,
 		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (runtime nodes)",
 		TTL:         nodesTTL,

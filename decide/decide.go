@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"time"
@@ -78,6 +79,9 @@ type Deps struct {
 	Getenv     func(string) string // default os.Getenv
 	HTTPClient *http.Client        // for LLM providers; default http.DefaultClient
 	Observe    LLMObserver         // optional
+	// Memory keeps llm supervisors' exchanges with sessions; nil: each process its own.
+	Memory Memory
+	Log    *slog.Logger // default: discard
 }
 
 // New returns the Decider for a configured supervisor: its strategy, with escalation,
@@ -85,6 +89,9 @@ type Deps struct {
 func New(s *config.Supervisor, deps Deps) (Decider, error) {
 	if deps.Getenv == nil {
 		deps.Getenv = os.Getenv
+	}
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
 	}
 	return build(s, deps, map[string]bool{})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
@@ -39,7 +40,7 @@ type chatModel interface {
 type chatRequest struct {
 	Model       string
 	System      string
-	History     []exchange // earlier questions and answers, oldest first
+	History     []Exchange // earlier questions and answers, oldest first
 	User        string
 	Schema      map[string]any
 	Temperature *float64
@@ -51,14 +52,28 @@ type chatReply struct {
 	InputTokens, OutputTokens int64
 }
 
-// exchange is one request put to the model and its reply, kept as memory.
-type exchange struct{ User, Assistant string }
+// Exchange is one request put to the model and its reply, kept as memory.
+type Exchange struct {
+	User      string `json:"user"`
+	Assistant string `json:"assistant"`
+}
+
+// Memory keeps an llm supervisor's exchanges with each session, so that whichever
+// member answers a session's next request sees the earlier ones. bus.Memory keeps them
+// in a KV bucket for the whole fleet; without one, each process remembers its own.
+type Memory interface {
+	// History returns the session's exchanges with supervisor, oldest first.
+	History(ctx context.Context, supervisor, session string) ([]Exchange, error)
+	// Remember adds one exchange, keeping at most the latest MemoryTurns.
+	Remember(ctx context.Context, supervisor, session string, x Exchange) error
+}
 
 // LLM decides by asking a model, in the shape each request needs.
 type LLM struct {
 	sup     *config.Supervisor
 	model   chatModel
-	memory  *memory // nil without memory = "session"
+	memory  Memory // nil without memory = "session"
+	log     *slog.Logger
 	observe LLMObserver
 	decider string
 }
@@ -81,9 +96,12 @@ func NewLLM(s *config.Supervisor, deps Deps) (*LLM, error) {
 	} else {
 		model = newOpenAI(c, key, deps.HTTPClient)
 	}
-	l := &LLM{sup: s, model: model, observe: deps.Observe, decider: "llm:" + s.Name + "/" + s.ModelID}
+	l := &LLM{sup: s, model: model, observe: deps.Observe, decider: "llm:" + s.Name + "/" + s.ModelID, log: deps.Log}
 	if s.Memory == "session" {
-		l.memory = newMemory(memorySessions, memoryTurns)
+		l.memory = deps.Memory
+		if l.memory == nil {
+			l.memory = newMemory(memorySessions, MemoryTurns)
+		}
 	}
 	return l, nil
 }
@@ -107,25 +125,25 @@ func (l *LLM) Decide(ctx context.Context, r *Request) (Decision, error) {
 	}
 	l.note(call)
 	if m.Type == protocol.TypeApproval {
-		return l.approval(r, m, user, text, reply, perr), nil
+		return l.approval(ctx, r, m, user, text, reply, perr), nil
 	}
 	if perr != nil {
 		return Decision{}, perr
 	}
-	l.remember(r.Session, user, text)
+	l.remember(ctx, r.Session, user, text)
 	return Decision{Value: reply.Answer, Decider: l.decider, Reason: reply.Reason, RiskLevel: reply.RiskLevel}, nil
 }
 
 // approval turns the model's reply into "yes" or "no" (or one of the approval's
 // options); anything unparseable is a deny.
-func (l *LLM) approval(r *Request, m *protocol.Message, user, text string, reply *modelReply, perr error) Decision {
+func (l *LLM) approval(ctx context.Context, r *Request, m *protocol.Message, user, text string, reply *modelReply, perr error) Decision {
 	if perr != nil {
 		if len(m.Options) > 0 {
 			return Decision{Cancelled: true, Decider: l.decider, Reason: "unparseable decision, declined: " + perr.Error()}
 		}
 		return Decision{Value: json.RawMessage(`"no"`), Decider: l.decider, Reason: "unparseable decision, denied: " + perr.Error(), RiskLevel: "high"}
 	}
-	l.remember(r.Session, user, text)
+	l.remember(ctx, r.Session, user, text)
 	if len(m.Options) > 0 {
 		v, _ := json.Marshal(reply.Decision)
 		if err := protocol.ValidateAnswer(m, v); err != nil {
@@ -193,8 +211,13 @@ func (l *LLM) ask(ctx context.Context, r *Request, user string, schema map[strin
 	}
 	req := &chatRequest{Model: l.sup.ModelID, System: system, User: user, Schema: schema,
 		Temperature: l.sup.Temperature, MaxTokens: l.sup.MaxTokens}
-	if l.memory != nil {
-		req.History = l.memory.get(r.Session)
+	if l.memory != nil && r.Session != "" {
+		h, err := l.memory.History(ctx, l.sup.Name, r.Session)
+		if err != nil {
+			// Deciding without the history beats not deciding.
+			l.log.Warn("llm supervisor's memory unreadable; deciding without it", "supervisor", l.sup.Name, "session", r.Session, "err", err)
+		}
+		req.History = h
 	}
 	begun := time.Now()
 	reply, err := l.model.complete(ctx, req)
@@ -221,8 +244,10 @@ func (l *LLM) note(c LLMCall) {
 	}
 }
 
-func (l *LLM) remember(session, user, assistant string) {
+func (l *LLM) remember(ctx context.Context, session, user, assistant string) {
 	if l.memory != nil && session != "" {
-		l.memory.add(session, exchange{User: user, Assistant: assistant})
+		if err := l.memory.Remember(ctx, l.sup.Name, session, Exchange{User: user, Assistant: assistant}); err != nil {
+			l.log.Warn("llm supervisor's memory not written", "supervisor", l.sup.Name, "session", session, "err", err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package decide
 
 import (
 	"container/list"
+	"context"
 	"sync"
 )
 
@@ -9,10 +10,12 @@ import (
 // go first) and the exchanges kept per session (oldest go first).
 const (
 	memorySessions = 1024
-	memoryTurns    = 20
+	// MemoryTurns is how many exchanges are kept per session.
+	MemoryTurns = 20
 )
 
-// memory keeps a supervisor's own exchanges with each session, as conversation history.
+// memory keeps a supervisor's own exchanges with each session, as conversation
+// history, in this process: the Memory of a process without a fleet's bucket.
 type memory struct {
 	mu       sync.Mutex
 	sessions map[string]*list.Element
@@ -23,15 +26,26 @@ type memory struct {
 
 type sessionMemory struct {
 	session   string
-	exchanges []exchange
+	exchanges []Exchange
 }
 
 func newMemory(sessions, turns int) *memory {
 	return &memory{sessions: map[string]*list.Element{}, order: list.New(), max: sessions, turns: turns}
 }
 
+// History implements Memory; a process's memory is per supervisor already.
+func (m *memory) History(_ context.Context, _, session string) ([]Exchange, error) {
+	return m.get(session), nil
+}
+
+// Remember implements Memory.
+func (m *memory) Remember(_ context.Context, _, session string, x Exchange) error {
+	m.add(session, x)
+	return nil
+}
+
 // get returns a copy of what is remembered of session.
-func (m *memory) get(session string) []exchange {
+func (m *memory) get(session string) []Exchange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.sessions[session]
@@ -39,10 +53,10 @@ func (m *memory) get(session string) []exchange {
 		return nil
 	}
 	m.order.MoveToFront(e)
-	return append([]exchange(nil), e.Value.(*sessionMemory).exchanges...)
+	return append([]Exchange(nil), e.Value.(*sessionMemory).exchanges...)
 }
 
-func (m *memory) add(session string, x exchange) {
+func (m *memory) add(session string, x Exchange) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.sessions[session]

@@ -210,7 +210,11 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return err
 	}
-	deps := decide.Deps{Manifest: m, Pending: pending, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM}
+	memory, err := bus.OpenMemory(ctx, b.JS)
+	if err != nil {
+		return err
+	}
+	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM, Log: n.log}
 	for _, s := range n.roles.supervisors {
 		d, err := decide.New(s, deps)
 		if err != nil {

@@ -26,6 +26,7 @@ type fleet struct {
 	dir      string
 	servers  []*proc
 	names    []string // server names, in order
+	configs  []string // server manifests, in order
 	urls     []string // client URLs, in order
 	manifest string   // the fleet's manifest: url names the three servers
 }
@@ -56,8 +57,9 @@ routes = [%s]
 [metrics]
 addr = "127.0.0.1:0"
 `, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", ")))
-		f.servers = append(f.servers, runtimeProc(t, "up", "-c", path, "--name", name, "--no-hosts", "--no-supervisors", "--log", "info"))
+		f.configs = append(f.configs, path)
 		f.names = append(f.names, name)
+		f.servers = append(f.servers, f.server(t, i))
 		f.urls = append(f.urls, fmt.Sprintf("nats://127.0.0.1:%d", client[i]))
 	}
 	for i, s := range f.servers {
@@ -68,6 +70,11 @@ addr = "127.0.0.1:0"
 	}
 	f.manifest = f.write(t, "fleet.toml", fmt.Sprintf("[nats]\nurl = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", strings.Join(f.urls, ","))+body)
 	return f
+}
+
+// server starts (or restarts, on its store) the i-th NATS server.
+func (f *fleet) server(t *testing.T, i int) *proc {
+	return runtimeProc(t, "up", "-c", f.configs[i], "--name", f.names[i], "--no-hosts", "--no-supervisors", "--log", "info")
 }
 
 func (f *fleet) write(t *testing.T, name, text string) string {
@@ -406,6 +413,27 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 	if code := after.wait(t, 30*time.Second); code != exitOK || !strings.Contains(after.stdout.String(), "still here") {
 		t.Fatalf("a task submitted after the kill: exit %d\nstdout %s\nstderr %s", code, after.stdout, after.stderr)
 	}
+
+	// Restarted on its store, the server rejoins and catches up: the stream has three
+	// current copies again.
+	f.servers[leader] = f.server(t, leader)
+	until(t, f.names[leader]+" back", f.servers[leader].stderr, "node up")
+	poll(t, 30*time.Second, f.names[leader]+" is a current replica of the task stream again", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		info, err := s.Info(ctx)
+		if err != nil || info.Cluster == nil {
+			return false
+		}
+		current := 0
+		for _, r := range info.Cluster.Replicas {
+			if r.Current && !r.Offline {
+				current++
+			}
+		}
+		return current == 2 && (info.Cluster.Leader == f.names[leader] || slices.ContainsFunc(info.Cluster.Replicas,
+			func(r *jetstream.PeerInfo) bool { return r.Name == f.names[leader] }))
+	})
 }
 
 // TestFleetDrainLosesNothing: a drained node finishes what it runs within the grace

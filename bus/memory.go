@@ -1,0 +1,99 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/decide"
+)
+
+// MemoryBucket is the KV bucket of llm supervisors' exchanges with sessions: one key
+// per supervisor and session, shared by every member in the fleet.
+const MemoryBucket = "agentmux_memory"
+
+const (
+	memoryTTL        = 24 * time.Hour // a day after a session's last exchange
+	memoryMaxBytes   = 256 << 20      // the bucket's bound; the oldest entries go first
+	memoryMaxText    = 8 << 10        // per side of an exchange; longer text is cut
+	memoryCASRetries = 5              // concurrent writers of one session's memory
+)
+
+// Memory is decide.Memory in a KV bucket, so that whichever member of an llm supervisor
+// answers a session's next request sees its earlier exchanges.
+type Memory struct {
+	kv jetstream.KeyValue
+}
+
+// OpenMemory opens the memory bucket a node declared.
+func OpenMemory(ctx context.Context, js jetstream.JetStream) (*Memory, error) {
+	kv, err := js.KeyValue(ctx, MemoryBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bus: memory bucket %s: %w", MemoryBucket, err)
+	}
+	return &Memory{kv: kv}, nil
+}
+
+func memoryKey(supervisor, session string) string { return supervisor + "." + session }
+
+// History implements decide.Memory.
+func (m *Memory) History(ctx context.Context, supervisor, session string) ([]decide.Exchange, error) {
+	xs, _, err := m.read(ctx, memoryKey(supervisor, session))
+	return xs, err
+}
+
+func (m *Memory) read(ctx context.Context, key string) ([]decide.Exchange, uint64, error) {
+	e, err := m.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("bus: read memory %s: %w", key, err)
+	}
+	var xs []decide.Exchange
+	if err := json.Unmarshal(e.Value(), &xs); err != nil {
+		return nil, 0, fmt.Errorf("bus: memory %s is corrupt: %w", key, err)
+	}
+	return xs, e.Revision(), nil
+}
+
+// Remember implements decide.Memory: it appends x with a compare-and-set, keeping the
+// latest decide.MemoryTurns exchanges.
+func (m *Memory) Remember(ctx context.Context, supervisor, session string, x decide.Exchange) error {
+	key := memoryKey(supervisor, session)
+	x.User, x.Assistant = cut(x.User, memoryMaxText), cut(x.Assistant, memoryMaxText)
+	for range memoryCASRetries {
+		xs, rev, err := m.read(ctx, key)
+		if err != nil {
+			return err
+		}
+		xs = append(xs, x)
+		if len(xs) > decide.MemoryTurns {
+			xs = xs[len(xs)-decide.MemoryTurns:]
+		}
+		data, _ := json.Marshal(xs)
+		if rev == 0 {
+			_, err = m.kv.Create(ctx, key, data)
+		} else {
+			_, err = m.kv.Update(ctx, key, data, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !casConflict(err) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return fmt.Errorf("bus: write memory %s: %w", key, err)
+		}
+	}
+	return fmt.Errorf("bus: write memory %s: %d writers raced for it", key, memoryCASRetries)
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
