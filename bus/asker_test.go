@@ -2,10 +2,12 @@ package bus
 
 import (
 	"encoding/json"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -148,4 +150,66 @@ func TestAskPastItsDeadlineCountsATimeout(t *testing.T) {
 	if f.answered.n.Load() != 0 {
 		t.Fatal("nothing answered")
 	}
+}
+
+// TestOpenAsksAreAskedAgainAfterAReconnect: the server restarts while a member decides;
+// its answer, sent while the asker was cut off, is lost, so the asker asks again once
+// it is back, and the member's answer to the second copy arrives.
+func TestOpenAsksAreAskedAgainAfterAReconnect(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
+	srv := startServer(t, opts)
+	url := srv.ClientURL()
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	reasked := &count{}
+	connect := func(name string) *nats.Conn {
+		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	nc := connect("asker")
+	asker, err := NewAsker(nc, AskerConfig{Counters: AskCounters{Reasked: reasked}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(asker.Close)
+	nc.SetReconnectHandler(func(*nats.Conn) { asker.Reconnected() })
+	member := connect("member")
+	copies := make(chan *nats.Msg, 4)
+	if _, err := member.Subscribe(AskSubject("s"), func(m *nats.Msg) { copies <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := member.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	answers := make(chan *Reply, 4)
+	asker.Ask(&nats.Msg{Subject: AskSubject("s"), Data: []byte(`{}`)}, time.Now().Add(time.Minute), true, func(r *Reply) { answers <- r })
+	first := <-copies
+	if err := SendStatus(member, first.Reply, StatusAck, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	srv = startServer(t, opts)
+	second := <-copies // asked again after the reconnect
+	answer(t, member, second.Reply, `"after the restart"`, "m1")
+	if r := <-answers; string(r.Value) != `"after the restart"` || reasked.n.Load() < 1 {
+		t.Fatalf("answer %+v after %d re-asks", r, reasked.n.Load())
+	}
+}
+
+func startServer(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv
 }
