@@ -77,11 +77,16 @@ func (c *Config) startNode(ctx context.Context, log *slog.Logger) (*node.Node, e
 	if err != nil {
 		return nil, fmt.Errorf("bench: the load manifest: %w", err)
 	}
+	return node.Start(ctx, c.agentOptions(m, log))
+}
+
+// agentOptions are the options of the node that runs the load agents.
+func (c *Config) agentOptions(m *config.Manifest, log *slog.Logger) node.Options {
 	opts := node.Options{Manifest: m, Name: "loadgen", Log: log, Ephemeral: true, NoTasks: true, MetricsAddr: "-", NoSupervisors: c.RemoteSupervisors}
 	if c.Agent == AgentInProc {
 		opts.InProc = map[string]agent.InProc{loadHost: inprocAgent, warmupHost: inprocAgent}
 	}
-	return node.Start(ctx, opts)
+	return opts
 }
 
 // runAgentmux runs the scenario on a node: sessions submitted on the arrival schedule.
@@ -90,18 +95,31 @@ func runAgentmux(ctx context.Context, c *Config, log *slog.Logger, progress Prog
 	if err != nil {
 		return nil, err
 	}
+	return runOn(ctx, c, "agentmux", n, func() { stopNodes(n) }, progress)
+}
+
+// stopNodes stops nodes in order, each within a minute.
+func stopNodes(nodes ...*node.Node) {
+	for _, n := range nodes {
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_ = n.Stop(stopCtx)
+		cancel()
+	}
+}
+
+// runOn runs the scenario's sessions on node n, whose supervisors may run elsewhere;
+// stopAll stops n and whatever else the system runs, once.
+func runOn(ctx context.Context, c *Config, name string, n *node.Node, stopAll func(), progress Progress) (*System, error) {
 	stopped := false
 	stop := func() {
 		if !stopped {
 			stopped = true
-			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			_ = n.Stop(stopCtx)
+			stopAll()
 		}
 	}
 	defer stop()
 	prompt := c.plan().Prompt()
-	col := newCollector("agentmux")
+	col := newCollector(name)
 	results := make(chan *agent.Result, c.Sessions)
 	before := readUsage()
 	t0 := time.Now()
@@ -130,9 +148,9 @@ func runAgentmux(ctx context.Context, c *Config, log *slog.Logger, progress Prog
 			peak = max(peak, int(gaugeValue(active)))
 		case r := <-results:
 			addResult(col, r)
-			progress("agentmux", col.sessions, c.Sessions)
+			progress(name, col.sessions, c.Sessions)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("bench: agentmux: %d of %d sessions ended before the timeout: %w", col.sessions, c.Sessions, ctx.Err())
+			return nil, fmt.Errorf("bench: %s: %d of %d sessions ended before the timeout: %w", name, col.sessions, c.Sessions, ctx.Err())
 		}
 	}
 	wall := time.Since(t0)

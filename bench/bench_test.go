@@ -131,6 +131,34 @@ func TestRunInProc(t *testing.T) {
 	checkSystem(t, rep.Systems[0], c, true)
 }
 
+// TestRunOnAFleet: --nodes 3 runs the same scenario on three nodes in one NATS cluster,
+// supervisors on other nodes than the agents, and reports its round trip next to the
+// single node's.
+func TestRunOnAFleet(t *testing.T) {
+	c := small(AgentInProc)
+	c.Nodes = 3
+	rep, err := Run(context.Background(), c, slog.New(slog.DiscardHandler), noProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Systems) != 2 || rep.Systems[1].Name != "agentmux-3nodes" || rep.Config.Nodes != 3 {
+		t.Fatalf("systems %v", rep.Systems)
+	}
+	checkSystem(t, rep.Systems[1], c, true)
+	figures := map[string]float64{}
+	for _, r := range rep.Ratios {
+		figures[r.Figure] = r.Value
+	}
+	if figures["cross-node question rtt p50 / single node"] <= 0 || figures["cross-node question rtt p99 / single node"] <= 0 {
+		t.Fatalf("ratios %+v lack the cross-node round trip", rep.Ratios)
+	}
+	var table strings.Builder
+	WriteTable(&table, rep)
+	if !strings.Contains(table.String(), "agentmux-3nodes") || !strings.Contains(table.String(), "cross-node question rtt p50 / single node") {
+		t.Fatalf("table:\n%s", table.String())
+	}
+}
+
 func TestValidateSaysWhichFlag(t *testing.T) {
 	c := Defaults()
 	c.Agent = "thread"

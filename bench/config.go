@@ -32,7 +32,10 @@ type Config struct {
 
 	NATSURL           string // empty: an embedded server
 	RemoteSupervisors bool   // supervisors already run elsewhere (on NATSURL)
-	Timeout           time.Duration
+	// Nodes ≥ 2 also runs the scenario on a fleet of that many nodes in one NATS
+	// cluster in this process: agents on one, supervisors on the others.
+	Nodes   int
+	Timeout time.Duration
 
 	Baselines     bool   // also run B0, B1, B2 and the Node.js harness
 	NodeBinary    string // node, for the Node.js harness
@@ -64,6 +67,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bench: unrouted questions need a question timeout")
 	case c.RemoteSupervisors && c.NATSURL == "":
 		return fmt.Errorf("bench: remote supervisors need the NATS URL they listen on")
+	case c.Nodes == 1 || c.Nodes < 0:
+		return fmt.Errorf("bench: --nodes %d: a fleet needs at least 2 nodes (one for agents, the rest for supervisors); 0 runs none", c.Nodes)
+	case c.Nodes > 0 && c.NATSURL != "":
+		return fmt.Errorf("bench: --nodes runs its own cluster; drop --nats")
 	}
 	return nil
 }

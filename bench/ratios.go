@@ -1,11 +1,24 @@
 package bench
 
+import "fmt"
+
 // Ratio is one target of performance.md, measured.
 type Ratio struct {
 	Figure string  `json:"figure"`
 	Value  float64 `json:"value"`
-	Target string  `json:"target"`
+	Target string  `json:"target"` // empty: a figure reported, with no target
 	Met    bool    `json:"met"`
+}
+
+// cells are the want and met columns of a table row.
+func (r Ratio) cells() (want, met string) {
+	switch {
+	case r.Target == "":
+		return "-", "-"
+	case !r.Met:
+		return r.Target, "NO"
+	}
+	return r.Target, "yes"
 }
 
 // ratios compares agentmux with the baselines measured in the same run, and states
@@ -51,6 +64,10 @@ func ratios(r *Report) []Ratio {
 	}
 	if r.Config.Agent == AgentInProc && r.Config.Progress > 0 && r.Config.ProgressRate == 0 && r.Config.Questions+r.Config.Approvals+r.Config.Unrouted == 0 {
 		add("progress lines/s (inproc)", am.ProgressPS, "≥ 1,000,000", am.ProgressPS >= 1e6)
+	}
+	if f := r.system(fmt.Sprintf("agentmux-%dnodes", r.Config.Nodes)); f != nil && f.Questions.Count > 0 && am.Questions.Count > 0 {
+		add("cross-node question rtt p50 / single node", ratio(float64(f.Questions.P50), float64(am.Questions.P50)), "", true)
+		add("cross-node question rtt p99 / single node", ratio(float64(f.Questions.P99), float64(am.Questions.P99)), "", true)
 	}
 	if am.DefaultLate.Count > 0 {
 		v := ms(am.DefaultLate.P99)

@@ -42,6 +42,7 @@ type ConfigEcho struct {
 	QuestionTimeout float64 `json:"question_timeout_ms"`
 	Agent           string  `json:"agent"`
 	NATS            string  `json:"nats"`
+	Nodes           int     `json:"nodes,omitempty"`
 }
 
 // Run runs the scenario on agentmux and, when asked, on the baselines and probes, one
@@ -59,13 +60,23 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 		Machine: Machine{Cores: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version()},
 		Config: ConfigEcho{Sessions: c.Sessions, Rate: c.Rate, Progress: c.Progress, ProgressRate: c.ProgressRate, Questions: c.Questions,
 			Approvals: c.Approvals, Unrouted: c.Unrouted, ThinkMS: ms(c.Think.Microseconds()), QuestionTimeout: ms(c.QuestionTimeout.Microseconds()),
-			Agent: c.Agent, NATS: natsName(c.NATSURL)},
+			Agent: c.Agent, NATS: natsName(c.NATSURL), Nodes: c.Nodes},
 	}
 	sys, err := runAgentmux(ctx, &c, log, progress)
 	if err != nil {
 		return nil, err
 	}
 	rep.Systems = append(rep.Systems, sys)
+	if c.Nodes > 1 {
+		if err := settle(ctx); err != nil {
+			return nil, err
+		}
+		fleet, err := runFleet(ctx, &c, log, progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Systems = append(rep.Systems, fleet)
+	}
 	if c.Baselines {
 		if err := settle(ctx); err != nil {
 			return nil, err

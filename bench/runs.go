@@ -59,6 +59,9 @@ func medians(runs []*Report) []Ratio {
 
 // meets reads a target such as "≤ 1.3" or "≥ 1,000,000".
 func meets(v float64, target string) bool {
+	if target == "" {
+		return true // a figure reported, with no target
+	}
 	var bound float64
 	var op string
 	clean := []rune{}
@@ -94,11 +97,8 @@ func WriteMedians(w io.Writer, r *Runs) {
 				each = append(each, fmt.Sprintf("%.3g", run.Ratios[i].Value))
 			}
 		}
-		met := "yes"
-		if !m.Met {
-			met = "NO"
-		}
-		fmt.Fprintf(tw, "%s\t%.3g\t%v\t%s\t%s\n", m.Figure, m.Value, each, m.Target, met)
+		want, met := m.cells()
+		fmt.Fprintf(tw, "%s\t%.3g\t%v\t%s\t%s\n", m.Figure, m.Value, each, want, met)
 	}
 	_ = tw.Flush()
 }

@@ -35,11 +35,8 @@ func WriteTable(w io.Writer, r *Report) {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "target\tmeasured\twant\tmet")
 		for _, x := range r.Ratios {
-			met := "yes"
-			if !x.Met {
-				met = "NO"
-			}
-			fmt.Fprintf(tw, "%s\t%.3g\t%s\t%s\n", x.Figure, x.Value, x.Target, met)
+			want, met := x.cells()
+			fmt.Fprintf(tw, "%s\t%.3g\t%s\t%s\n", x.Figure, x.Value, want, met)
 		}
 		_ = tw.Flush()
 	}

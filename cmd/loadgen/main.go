@@ -51,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.Agent, "agent", c.Agent, "agent kind: process (subprocesses) or inproc (pipes in this process)")
 	fs.StringVar(&c.NATSURL, "nats", "", "NATS `url` to drive (default: an embedded server)")
 	fs.BoolVar(&c.RemoteSupervisors, "remote-supervisors", false, "supervisors fast/nobody already run on --nats; start none here")
+	fs.IntVar(&c.Nodes, "nodes", 0, "also run on a fleet of this many nodes in one NATS cluster (agents on one, supervisors on the rest)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up after this long")
 	fs.BoolVar(&c.Baselines, "baselines", false, "also run B0, B1, B2 and the Node.js harness, and report the ratios")
 	fs.StringVar(&c.NodeBinary, "node", c.NodeBinary, "`node` binary for the Node.js harness")
