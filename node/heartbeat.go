@@ -20,7 +20,9 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 	}
 	n.nodes = nodes
 	if err := n.beat(ctx, false); err != nil {
-		return err
+		// A bucket just placed in a forming cluster may take a moment: the loop writes
+		// again in HeartbeatInterval.
+		n.log.Warn("first heartbeat not written; trying again", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.heartbeat, n.beatDone = cancel, make(chan struct{})
