@@ -26,7 +26,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestMetricsAfterAScriptedRun(t *testing.T) {
-	f := start(t, simHost("w", "question_default = \"skip\"\nquestion_timeout = \"200ms\"")+`
+	f := start(t, simHost("w", "question_default = \"skip\"\nquestion_timeout = \"5s\"")+`
 [supervisors.s]
 strategy = "rule"
 rules = [{ type = "question", match = "answer me", answer = "yes" }]
@@ -49,7 +49,7 @@ supervisor = "s"
 	f.run("w", script(
 		send(`{"type":"progress","message":"one"}`), send(`{"type":"progress","message":"two"}`),
 		send(`{"type":"question","id":"q1","question":"answer me"}`), await("q1"),
-		send(`{"type":"question","id":"q2","question":"ignored"}`), await("q2"),
+		send(`{"type":"question","id":"q2","question":"ignored","timeout_ms":200}`), await("q2"),
 		`{"raw":"{not json"}`, result))
 	f.run("w", script(`{"error":"failed on purpose"}`))
 

@@ -345,7 +345,7 @@ func TestHugeLineThenNormalLine(t *testing.T) {
 }
 
 func TestInitHandshake(t *testing.T) {
-	params := "init_timeout = \"300ms\"\n[hosts.%s.params]\nmodel = \"opus\"\n"
+	params := "init_timeout = \"3s\"\n[hosts.%s.params]\nmodel = \"opus\"\n"
 	f := start(t, simHost("ack", fmt.Sprintf(params, "ack"))+
 		strings.Replace(simHost("refuse", fmt.Sprintf(params, "refuse")), `AGENTMUX_SIM = "1"`, `AGENTMUX_SIM = "1", AGENTMUX_SIM_INIT = "error"`, 1)+
 		strings.Replace(simHost("silent", fmt.Sprintf(params, "silent")), `AGENTMUX_SIM = "1"`, `AGENTMUX_SIM = "1", AGENTMUX_SIM_INIT = "silent"`, 1))

@@ -54,7 +54,13 @@ type proc struct {
 // runtimeProc starts `runtime args…` as a real process.
 func runtimeProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(os.Args[0], args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	return startProc(t, exec.Command(os.Args[0], args...))
+}
+
+// startProc starts cmd, which runs this binary as `runtime`, and stops it at cleanup.
+func startProc(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "AGENTMUX_RUNTIME_MAIN=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -35,6 +35,12 @@ type fleet struct {
 // supervisors, routes) after its [nats] table.
 func startFleet(t *testing.T, body string) *fleet {
 	t.Helper()
+	return startFleetOn(t, "127.0.0.1", body)
+}
+
+// startFleetOn is startFleet with the servers' client listeners on host.
+func startFleetOn(t *testing.T, host, body string) *fleet {
+	t.Helper()
 	f := &fleet{dir: t.TempDir()}
 	client, cluster := []int{freePort(t), freePort(t), freePort(t)}, []int{freePort(t), freePort(t), freePort(t)}
 	for i := range 3 {
@@ -46,7 +52,7 @@ func startFleet(t *testing.T, body string) *fleet {
 		}
 		name := fmt.Sprintf("nats%d", i+1)
 		path := f.write(t, name+".toml", fmt.Sprintf(`[nats]
-listen = "127.0.0.1:%d"
+listen = "%s:%d"
 store_dir = %q
 server_name = %q
 sync_interval = "always"
@@ -56,11 +62,11 @@ listen = "127.0.0.1:%d"
 routes = [%s]
 [metrics]
 addr = "127.0.0.1:0"
-`, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", ")))
+`, host, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", ")))
 		f.configs = append(f.configs, path)
 		f.names = append(f.names, name)
 		f.servers = append(f.servers, f.server(t, i))
-		f.urls = append(f.urls, fmt.Sprintf("nats://127.0.0.1:%d", client[i]))
+		f.urls = append(f.urls, fmt.Sprintf("nats://%s:%d", host, client[i]))
 	}
 	for i, s := range f.servers {
 		until(t, f.names[i]+" up", s.stderr, "node up")
@@ -295,9 +301,9 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 			t.Fatal("the four sessions did not start on agents1")
 		}
 	}
-	f.node(t, "agents2", "--no-supervisors")
 	killedAt := time.Now()
 	kill(t, victim)
+	f.node(t, "agents2", "--no-supervisors")
 
 	ended := map[string]int{}
 	poll(t, 25*time.Second, "every task ended ok on agents2", func() bool {

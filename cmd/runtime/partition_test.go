@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// netns is a network namespace joined to this one by a veth pair: the test's own
+// host, reachable at peer from here, and reaching this side at local.
+type netns struct {
+	name, hostLink string
+	local, peer    string
+}
+
+// newNetns makes the namespace and its link; it needs root and iproute2 (.ci/run
+// installs it). It is removed at cleanup.
+func newNetns(t *testing.T) *netns {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the partition test needs root to make a network namespace (CI runs as root)")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Fatal("the partition test needs iproute2's ip; apt-get install iproute2 (.ci/run does)")
+	}
+	id := os.Getpid() % 200
+	n := &netns{name: fmt.Sprintf("amtest%d", os.Getpid()), hostLink: fmt.Sprintf("amh%d", os.Getpid()),
+		local: fmt.Sprintf("10.231.%d.1", id), peer: fmt.Sprintf("10.231.%d.2", id)}
+	nsLink := fmt.Sprintf("amn%d", os.Getpid())
+	t.Cleanup(func() {
+		_ = exec.Command("ip", "link", "del", n.hostLink).Run()
+		_ = exec.Command("ip", "netns", "del", n.name).Run()
+	})
+	for _, args := range [][]string{
+		{"netns", "add", n.name},
+		{"link", "add", n.hostLink, "type", "veth", "peer", "name", nsLink},
+		{"link", "set", nsLink, "netns", n.name},
+		{"addr", "add", n.local + "/30", "dev", n.hostLink},
+		{"link", "set", n.hostLink, "up"},
+		{"netns", "exec", n.name, "ip", "addr", "add", n.peer + "/30", "dev", nsLink},
+		{"netns", "exec", n.name, "ip", "link", "set", nsLink, "up"},
+		{"netns", "exec", n.name, "ip", "link", "set", "lo", "up"},
+	} {
+		ip(t, args...)
+	}
+	return n
+}
+
+func ip(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// node starts `runtime up` inside the namespace.
+func (n *netns) node(t *testing.T, f *fleet, name string, flags ...string) *proc {
+	t.Helper()
+	args := append([]string{"netns", "exec", n.name, os.Args[0], "up", "-c", f.manifest, "--name", name, "--log", "info"}, flags...)
+	p := startProc(t, exec.Command("ip", args...))
+	until(t, name+" up", p.stderr, "node up")
+	return p
+}
+
+// TestFleetAgentNodePartitioned: the agent node, in its own network namespace, is cut
+// off from the cluster for 10 s while its sessions wait for answers a supervisor node
+// is deciding; every question still gets the supervisor's answer, none the default,
+// and every session ends ok once.
+func TestFleetAgentNodePartitioned(t *testing.T) {
+	ns := newNetns(t)
+	f := startFleetOn(t, ns.local, simHost(`question_timeout = "60s"`+"\npool = 5")+
+		slowPolicy(t.TempDir(), 2*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")
+	_, js := f.conn(t)
+	f.node(t, "sup", "--no-hosts")
+	ns.node(t, f, "agents", "--no-supervisors")
+	var steps []string
+	for i := range 4 {
+		steps = append(steps, fmt.Sprintf(`{"send":{"type":"approval","id":"a%d","description":"step %d"}},{"await":"a%d"}`, i, i, i))
+	}
+	script := `{"steps":[` + strings.Join(steps, ",") + `,{"result":"done"}]}`
+	tasks := map[string]string{}
+	for i := range 5 {
+		id := fmt.Sprintf("t-%d", i)
+		tasks[id] = "agents"
+		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
+			t.Fatalf("submit %s: exit %d", id, code)
+		}
+	}
+	poll(t, 30*time.Second, "the sessions are asking", func() bool {
+		for _, r := range auditRecords(t, js) {
+			if r.Kind == "request" {
+				return true
+			}
+		}
+		return false
+	})
+	ip(t, "link", "set", ns.hostLink, "down")
+	time.Sleep(10 * time.Second) // the partition itself: ten seconds cut off
+	ip(t, "link", "set", ns.hostLink, "up")
+	waitEnded(t, js, tasks)
+	answers := 0
+	for _, r := range auditRecords(t, js) {
+		if r.Kind == "answer" {
+			answers++
+			if r.Decider != "command:policy" || r.Outcome != "answered" {
+				t.Errorf("session %s request %s: %s by %s (%s); want the policy's answer", r.Session, r.Request, r.Outcome, r.Decider, r.Reason)
+			}
+		}
+	}
+	if answers != 20 {
+		t.Errorf("%d answers in the audit; want 20", answers)
+	}
+}
