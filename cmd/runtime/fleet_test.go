@@ -115,6 +115,19 @@ func (f *fleet) conn(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
+// submit queues tasks as `runtime submit` does, all at once from the test's connection.
+func submitTasks(t *testing.T, js jetstream.JetStream, host, prompt string, ids ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		data, _ := json.Marshal(&bus.Task{ID: id, Host: host, Prompt: prompt})
+		if _, err := js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(20)); err != nil {
+			t.Fatalf("queue task %s: %v", id, err)
+		}
+	}
+}
+
 // kill sends SIGKILL and waits for the process to be gone.
 func kill(t *testing.T, p *proc) {
 	t.Helper()
@@ -286,11 +299,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 	}
 	script := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"6s"},{"result":"done"}]}`
 	tasks := []string{"t-1", "t-2", "t-3", "t-4"}
-	for _, id := range tasks {
-		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
-			t.Fatalf("submit %s: exit %d", id, code)
-		}
-	}
+	submitTasks(t, js, "w", script, tasks...)
 	for range tasks {
 		select {
 		case s := <-started:
@@ -353,12 +362,9 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 	script := `{"steps":[` + strings.Join(steps, ",") + `,{"result":"done"}]}`
 	var tasks []string
 	for i := range 20 {
-		id := fmt.Sprintf("t-%d", i)
-		tasks = append(tasks, id)
-		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
-			t.Fatalf("submit %s: exit %d", id, code)
-		}
+		tasks = append(tasks, fmt.Sprintf("t-%d", i))
 	}
+	submitTasks(t, js, "w", script, tasks...)
 	answered := make(chan bus.RequestAnswered, 512)
 	sub, err := nc.Subscribe("agentmux.evt.w.*.request.answered", func(m *nats.Msg) {
 		var a bus.RequestAnswered

@@ -82,13 +82,12 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 	}
 	script := `{"steps":[` + strings.Join(steps, ",") + `,{"result":"done"}]}`
 	tasks := map[string]string{}
+	var ids []string
 	for i := range 5 {
-		id := fmt.Sprintf("t-%d", i)
-		tasks[id] = "agents"
-		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
-			t.Fatalf("submit %s: exit %d", id, code)
-		}
+		ids = append(ids, fmt.Sprintf("t-%d", i))
+		tasks[ids[i]] = "agents"
 	}
+	submitTasks(t, js, "w", script, ids...)
 	poll(t, 30*time.Second, "the sessions are asking", func() bool {
 		for _, r := range auditRecords(t, js) {
 			if r.Kind == "request" {
