@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +47,12 @@ type AskerConfig struct {
 	// LateGrace is how long after its deadline an ask keeps listening, so that late and
 	// duplicate answers are reported rather than lost.
 	LateGrace time.Duration
-	Counters  AskCounters
-	Log       *slog.Logger
+	// Members lists the live members of a supervisor (Directory.Members). With it, an
+	// ask whose member fell silent goes to another member by name; without it, to the
+	// queue group again.
+	Members  func(supervisor string) []string
+	Counters AskCounters
+	Log      *slog.Logger
 }
 
 // Asker sends a node's requests to supervisors over one reply subscription for the
@@ -95,7 +102,8 @@ type call struct {
 	retry    bool      // the timer runs out a no-responders backoff
 	due      time.Time // when timer's current purpose falls due; earlier firings are stale
 	timer    *time.Timer
-	member   string // who holds it, from the last acknowledgement
+	member   string   // who holds it, from the last acknowledgement
+	tried    []string // members asked by name, or that fell silent: not asked by name again
 	deliver  func(*Reply)
 }
 
@@ -263,11 +271,14 @@ func (a *Asker) onTimer(key string) {
 	c.state, c.member, c.retry = stateAsking, "", false
 	a.arm(c, a.nextWait(c, now))
 	msg := c.msg
+	if !retry {
+		msg = a.another(c, member)
+	}
 	a.mu.Unlock()
 	if !retry {
 		inc(a.cfg.Counters.Reasked)
 		a.cfg.Log.Info("supervisor member silent; asking again", "subject", msg.Subject,
-			"request", msg.Header.Get(HeaderRequest), "session", msg.Header.Get(HeaderSession), "member", member)
+			"request", msg.Header.Get(HeaderRequest), "session", msg.Header.Get(HeaderSession), "silent", member)
 	}
 	a.publish(msg)
 }
@@ -355,9 +366,34 @@ func (a *Asker) onStatus(c *call, status, member string, now time.Time) *nats.Ms
 		}
 		c.state, c.member = stateAsking, ""
 		a.arm(c, a.nextWait(c, now))
-		return c.msg
+		return a.another(c, member)
 	}
 	return nil
+}
+
+// another is the ask to send again after member fell silent or let go: addressed to a
+// live member not tried yet, else (none known) to the queue group. Callers hold mu.
+func (a *Asker) another(c *call, member string) *nats.Msg {
+	if a.cfg.Members == nil {
+		return c.msg
+	}
+	if member != "" && !slices.Contains(c.tried, member) {
+		c.tried = append(c.tried, member)
+	}
+	supervisor := strings.TrimPrefix(c.msg.Subject, askPrefix)
+	var fresh []string
+	for _, m := range a.cfg.Members(supervisor) {
+		if !slices.Contains(c.tried, m) {
+			fresh = append(fresh, m)
+		}
+	}
+	if len(fresh) == 0 {
+		c.tried = c.tried[:0] // every one tried: start over, through the queue group
+		return c.msg
+	}
+	pick := fresh[rand.IntN(len(fresh))]
+	c.tried = append(c.tried, pick)
+	return &nats.Msg{Subject: AskMemberSubject(supervisor, pick), Reply: c.msg.Reply, Header: c.msg.Header, Data: c.msg.Data}
 }
 
 func inc(c Counter) {

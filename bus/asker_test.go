@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"sync/atomic"
@@ -212,4 +213,64 @@ func startServer(t *testing.T, opts *server.Options) *server.Server {
 	}
 	t.Cleanup(srv.Shutdown)
 	return srv
+}
+
+// TestSilentMemberIsPassedOverByName: the queue group keeps handing the ask to the same
+// member (as NATS does for a member on the asker's own server) and that member hangs;
+// the re-ask goes by name to a live member from the directory, which answers.
+func TestSilentMemberIsPassedOverByName(t *testing.T) {
+	reasked := &count{}
+	b := open(t, Config{Listen: "127.0.0.1:0", Ask: AskerConfig{AckTimeout: 200 * time.Millisecond, Silence: 300 * time.Millisecond,
+		Members: func(string) []string { return []string{"hung", "live"} }, Counters: AskCounters{Reasked: reasked}}})
+	hung := make(chan string, 8)
+	for _, subject := range []string{AskSubject("s"), AskMemberSubject("s", "hung")} {
+		if _, err := b.Conn.Subscribe(subject, func(m *nats.Msg) {
+			_ = SendStatus(b.Conn, m.Reply, StatusAck, "hung")
+			hung <- m.Subject // and never a word more
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Conn.Subscribe(AskMemberSubject("s", "live"), func(m *nats.Msg) { answer(t, b.Conn, m.Reply, `"live"`, "live") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	answers := make(chan *Reply, 4)
+	b.Asker.Ask(&nats.Msg{Subject: AskSubject("s"), Data: []byte(`{}`)}, time.Now().Add(time.Minute), true, func(r *Reply) { answers <- r })
+	if got := <-hung; got != AskSubject("s") {
+		t.Fatalf("first copy on %s; want the queue subject", got)
+	}
+	r := <-answers
+	if r.Member != "live" || reasked.n.Load() != 1 {
+		t.Fatalf("answer %+v after %d re-asks; want the live member's, after one", r, reasked.n.Load())
+	}
+}
+
+func TestDirectoryListsLiveMembers(t *testing.T) {
+	b := open(t, Config{Listen: "127.0.0.1:0"})
+	ctx := context.Background()
+	nodes, err := OpenNodes(ctx, b.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, n := range []*NodeInfo{
+		{Name: "a", Heartbeat: now, Supervisors: []string{"s", "x"}},
+		{Name: "b", Heartbeat: now, Supervisors: []string{"s"}},
+		{Name: "draining", Heartbeat: now, Supervisors: []string{"s"}, Draining: true},
+		{Name: "stopped", Heartbeat: now, Supervisors: []string{"s"}, Stopped: true},
+		{Name: "gone", Heartbeat: now.Add(-NodeDeadAfter - time.Second), Supervisors: []string{"s"}},
+		{Name: "agents", Heartbeat: now},
+	} {
+		if err := nodes.Put(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "the directory has the nodes", func() bool { return len(b.Directory.Members("x")) == 1 })
+	waitUntil(t, "the directory has every node", func() bool { return len(b.Directory.Members("s")) == 2 })
+	if got := b.Directory.Members("s"); got[0] != "a" || got[1] != "b" {
+		t.Fatalf("members of s: %v; want a and b", got)
+	}
 }

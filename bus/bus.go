@@ -72,6 +72,8 @@ type Bus struct {
 	Conn  *nats.Conn
 	JS    jetstream.JetStream
 	Asker *Asker // the node's asks to supervisors; asked again on reconnect
+	// Directory lists the live members of each supervisor, for the Asker's re-asks.
+	Directory *Directory
 	// Replicas is how many copies each stream and bucket has.
 	Replicas int
 
@@ -79,6 +81,9 @@ type Bus struct {
 	srv     *server.Server        // nil when connected to an external server
 	tempDir string                // removed on Close
 	asker   atomic.Pointer[Asker] // Asker, for the reconnect handler
+
+	stopWatch context.CancelFunc // ends the Directory's watch
+	watchDone chan struct{}      // closed when it has ended
 
 	closeOnce sync.Once
 }
@@ -137,6 +142,17 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 	if err := b.declare(ctx, cfg.Replicas); err != nil {
 		b.Close()
 		return nil, err
+	}
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	b.stopWatch, b.watchDone = stopWatch, make(chan struct{})
+	if b.Directory, err = WatchDirectory(watchCtx, js, func() { close(b.watchDone) }); err != nil {
+		stopWatch()
+		b.stopWatch = nil
+		b.Close()
+		return nil, err
+	}
+	if cfg.Ask.Members == nil {
+		cfg.Ask.Members = b.Directory.Members
 	}
 	if b.Asker, err = NewAsker(nc, cfg.Ask); err != nil {
 		b.Close()
@@ -261,6 +277,10 @@ func (b *Bus) Close() {
 	b.closeOnce.Do(func() {
 		if b.Asker != nil {
 			b.Asker.Close()
+		}
+		if b.stopWatch != nil {
+			b.stopWatch()
+			<-b.watchDone
 		}
 		if b.Conn != nil {
 			done := make(chan struct{})

@@ -59,6 +59,10 @@ const AllEvents = evtPrefix + ">"
 // AskSubject is where requests for supervisor are sent; members share queue group supervisor.
 func AskSubject(supervisor string) string { return askPrefix + supervisor }
 
+// AskMemberSubject is where one member (node) of supervisor takes asks addressed to it
+// alone: an ask is sent there when the member the queue group picked fell silent.
+func AskMemberSubject(supervisor, member string) string { return askPrefix + supervisor + "." + member }
+
 // AuditSubject is where a session's audit records go.
 func AuditSubject(host, session string) string { return auditPrefix + host + "." + session }
 

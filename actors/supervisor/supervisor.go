@@ -50,7 +50,8 @@ type Supervisor struct {
 	cfg      Config
 	name     string
 	log      *slog.Logger
-	sub      *nats.Subscription
+	sub      *nats.Subscription // the queue group's
+	direct   *nats.Subscription // asks addressed to this member by name
 	ctx      context.Context    // the decisions' parent; cancelled when the actor stops
 	stop     context.CancelFunc // cancels ctx: decisions, keep-alives, human deliveries
 	inflight int
@@ -114,6 +115,14 @@ func (s *Supervisor) start(c actor.Context) {
 		s.log.Warn("pending limits", "err", err)
 	}
 	s.sub = sub
+	if s.cfg.Member != "" {
+		// Re-asks after another member fell silent come here by name (bus.Directory).
+		if s.direct, err = s.cfg.Conn.Subscribe(bus.AskMemberSubject(s.name, s.cfg.Member), handle); err != nil {
+			s.log.Warn("subscribe to asks by name; re-asks reach this member through the queue group only", "err", err)
+		} else if err := s.direct.SetPendingLimits(-1, -1); err != nil {
+			s.log.Warn("pending limits", "err", err)
+		}
+	}
 	s.cfg.Goroutines.Add(1)
 	go func() {
 		defer s.cfg.Goroutines.Done()
@@ -138,9 +147,11 @@ func (s *Supervisor) start(c actor.Context) {
 // stopping lets go of every ask this member holds, so that the askers give them to
 // another member at once, and ends the decisions without answering.
 func (s *Supervisor) stopping() {
-	if s.sub != nil {
-		if err := s.sub.Unsubscribe(); err != nil {
-			s.log.Warn("unsubscribe", "err", err)
+	for _, sub := range []*nats.Subscription{s.sub, s.direct} {
+		if sub != nil {
+			if err := sub.Unsubscribe(); err != nil {
+				s.log.Warn("unsubscribe", "err", err)
+			}
 		}
 	}
 	if s.stop != nil {

@@ -196,15 +196,52 @@ func simHost(extra string) string {
 // killed with SIGKILL; the other supervisor node answers long before the 30 s deadline,
 // and the agent gets that answer, not the default.
 func TestFleetSupervisorNodeKilledMidDecision(t *testing.T) {
+	supervisorFailover(t, func(p *proc) { kill(t, p) }, nil)
+}
+
+// TestFleetSupervisorNodeHungMidDecision: the deciding supervisor node is stopped
+// (SIGSTOP: alive to the NATS server, silent to everyone); the ask goes by name to the
+// other node, which answers before the deadline. Resumed, the hung node's answer comes
+// late: refused, counted and audited with who sent it.
+func TestFleetSupervisorNodeHungMidDecision(t *testing.T) {
+	supervisorFailover(t, func(p *proc) {
+		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}, func(f *fleet, js jetstream.JetStream, hung *proc, name string) {
+		if err := hung.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, "the hung member's late answer is audited as refused", func() bool {
+			for _, r := range auditRecords(t, js) {
+				if r.Kind == "answer.refused" && r.Member == name && r.Decider == "command:policy" {
+					return true
+				}
+			}
+			return false
+		})
+	})
+}
+
+// supervisorFailover runs an approval decided by a slow command supervisor on one of
+// two supervisor nodes, silences the deciding node with silence, and checks that the
+// other node's answer reaches the agent; then runs after, if any.
+func supervisorFailover(t *testing.T, silence func(*proc), after func(f *fleet, js jetstream.JetStream, silenced *proc, name string)) {
 	f := startFleet(t, "")
 	f.manifest = f.write(t, "fleet.toml", readFile(t, f.manifest)+simHost(`question_timeout = "30s"`)+
 		slowPolicy(f.dir, 4*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")
+	_, js := f.conn(t)
 	f.node(t, "agents", "--no-supervisors")
-	sups := map[int]*proc{}
+	sups, names := map[int]*proc{}, map[int]string{}
 	for _, name := range []string{"sup1", "sup2"} {
 		p := f.node(t, name, "--no-hosts")
-		sups[p.cmd.Process.Pid] = p
+		sups[p.cmd.Process.Pid], names[p.cmd.Process.Pid] = p, name
 	}
+	// Both members are in the directory before the ask: the agents' node has their
+	// heartbeats.
+	poll(t, 20*time.Second, "both supervisor nodes heartbeat", func() bool {
+		return stateOf(t, f, "sup1") == "up" && stateOf(t, f, "sup2") == "up"
+	})
 	script := `{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy to staging"}},{"await":"a1"},{"result":"deployed"}]}`
 	submit := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-approve", "w", script, "--follow")
 	var first int
@@ -216,12 +253,12 @@ func TestFleetSupervisorNodeKilledMidDecision(t *testing.T) {
 	if victim == nil {
 		t.Fatalf("the deciding process %d is not a supervisor node", first)
 	}
-	killedAt := time.Now()
-	kill(t, victim)
+	silencedAt := time.Now()
+	silence(victim)
 	if code := submit.wait(t, 40*time.Second); code != exitOK {
 		t.Fatalf("submit exit %d\nstderr:\n%s", code, submit.stderr)
 	}
-	took := time.Since(killedAt)
+	took := time.Since(silencedAt)
 	out := submit.stdout.String()
 	if !strings.Contains(out, `"value":"yes"`) || !strings.Contains(submit.stderr.String(), `"decider":"command:policy"`) {
 		t.Fatalf("the approval was not answered by the policy:\nstdout %s\nstderr %s", out, submit.stderr)
@@ -230,7 +267,11 @@ func TestFleetSupervisorNodeKilledMidDecision(t *testing.T) {
 	if second == 0 || second == first || sups[second] == nil {
 		t.Fatalf("deciders %d then %d; want the other supervisor node second", first, second)
 	}
-	t.Logf("answered by the other member %v after the kill (think time 4s, silence window %v)", took.Round(time.Millisecond), bus.DefaultSilence)
+	t.Logf("answered by the other member %v after %s was silenced (think time 4s, silence window %v)",
+		took.Round(time.Millisecond), names[first], bus.DefaultSilence)
+	if after != nil {
+		after(f, js, victim, names[first])
+	}
 }
 
 // deciders returns the pid of the i-th decision's node, or 0 while there is none.

@@ -1,0 +1,84 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Directory knows which live nodes serve which supervisors, from the heartbeats in the
+// nodes bucket, which it watches. The Asker asks it for another member when one falls
+// silent: a hung or cut-off member stays in its queue group until the server drops its
+// connection (minutes), and NATS prefers a queue member on the asker's own server, so
+// asking the group again could reach the silent member each time.
+type Directory struct {
+	mu    sync.RWMutex // protects nodes
+	nodes map[string]*NodeInfo
+	now   func() time.Time
+}
+
+// WatchDirectory starts watching the nodes bucket until ctx ends; done is called when
+// the watching goroutine has returned.
+func WatchDirectory(ctx context.Context, js jetstream.JetStream, done func()) (*Directory, error) {
+	kv, err := js.KeyValue(ctx, NodesBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bus: node bucket %s: %w", NodesBucket, err)
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bus: watch nodes: %w", err)
+	}
+	d := &Directory{nodes: map[string]*NodeInfo{}, now: time.Now}
+	go func() {
+		defer done()
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e != nil {
+					d.update(e)
+				}
+			}
+		}
+	}()
+	return d, nil
+}
+
+func (d *Directory) update(e jetstream.KeyValueEntry) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(d.nodes, e.Key())
+		return
+	}
+	var info NodeInfo
+	if json.Unmarshal(e.Value(), &info) == nil {
+		d.nodes[e.Key()] = &info
+	}
+}
+
+// Members returns the live nodes serving supervisor, by name: heartbeat recent, not
+// draining or stopped.
+func (d *Directory) Members(supervisor string) []string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	now := d.now()
+	var out []string
+	for name, n := range d.nodes {
+		if n.Alive(now) && !n.Draining && slices.Contains(n.Supervisors, supervisor) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
