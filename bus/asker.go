@@ -98,6 +98,7 @@ type call struct {
 	watch    bool // the member is expected to acknowledge and keep alive
 	state    callState
 	answered bool
+	early    bool // settled by the caller before the deadline: answered or withdrawn, not timed out
 	backoff  time.Duration
 	retry    bool      // the timer runs out a no-responders backoff
 	due      time.Time // when timer's current purpose falls due; earlier firings are stale
@@ -228,7 +229,9 @@ func (a *Asker) settle(key string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if c, ok := a.calls[key]; ok && c.state != stateSettled {
-		a.settleLocked(c, time.Now())
+		now := time.Now()
+		c.early = now.Before(c.deadline)
+		a.settleLocked(c, now)
 	}
 }
 
@@ -248,17 +251,20 @@ func (a *Asker) onTimer(key string) {
 		a.mu.Unlock()
 		return // stale: the timer was pointed elsewhere meanwhile
 	}
-	if c.state == stateSettled || !now.Before(c.deadline) {
-		if c.state == stateSettled && !now.Before(c.deadline.Add(a.cfg.LateGrace)) {
-			delete(a.calls, key)
-			a.mu.Unlock()
-			return
-		}
-		if !c.answered {
+	if c.state != stateSettled && !now.Before(c.deadline) {
+		a.settleLocked(c, now) // no answer by the deadline: listen for a late one
+		a.mu.Unlock()
+		return
+	}
+	if c.state == stateSettled {
+		// Listening is over. Nothing answered, and the caller gave up only at the
+		// deadline: a timeout.
+		delete(a.calls, key)
+		timedOut := !c.answered && !c.early
+		a.mu.Unlock()
+		if timedOut {
 			inc(a.cfg.Counters.Timeout)
 		}
-		a.settleLocked(c, now)
-		a.mu.Unlock()
 		return
 	}
 	if a.nc.Status() != nats.CONNECTED {

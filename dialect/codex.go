@@ -41,7 +41,13 @@ func newCodex(dir string) *codex {
 		withdrawn: map[string]bool{}, byRPC: map[string][]string{}}
 }
 
-func (c *codex) Args() []string              { return []string{"app-server"} }
+// Args starts the app server with the working directory writable by the commands a
+// supervisor approves (Codex's default sandbox is read-only, so an approved write
+// failed with "Read-only file system"). A host's own `-c sandbox_mode=…` comes later and
+// wins.
+func (c *codex) Args() []string {
+	return []string{"app-server", "-c", `sandbox_mode="workspace-write"`}
+}
 func (c *codex) Capabilities() []string      { return []string{"interrupt", "message"} }
 func (c *codex) Reusable() bool              { return true }
 func (c *codex) SessionArgs(string) []string { return nil }
