@@ -46,7 +46,9 @@ supervisor = "architect"
 	agents := start(t, simHost("w", "")+supervisors, func(o *Options) { o.NoSupervisors = true })
 	member := func() *Node {
 		f := start(t, fmt.Sprintf("[nats]\nurl = %q\n", agents.n.Bus.ClientURL())+simHost("w", "")+supervisors,
-			func(o *Options) { o.NoHosts, o.Ephemeral, o.Name = true, false, "member-"+time.Now().Format("150405.000000") })
+			func(o *Options) {
+				o.NoHosts, o.Ephemeral, o.Name = true, false, "member-"+time.Now().Format("150405.000000")
+			})
 		return f.n
 	}
 	ask := func(question string) {

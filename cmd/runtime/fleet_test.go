@@ -516,6 +516,15 @@ func TestFleetDrainLosesNothing(t *testing.T) {
 	if st := stateOf(t, f, "a1"); st != "draining" {
 		t.Fatalf("runtime nodes says a1 is %q; want draining", st)
 	}
+	table := runtimeProc(t, "nodes", "-c", f.manifest)
+	if code := table.wait(t, 20*time.Second); code != exitOK {
+		t.Fatalf("runtime nodes: exit %d\n%s", code, table.stderr)
+	}
+	for _, want := range []string{"NODE", "HOSTS (busy/free)", "a1", "draining", "w 0/2", "sup", "ok", "nats1"} {
+		if !strings.Contains(table.stdout.String(), want) {
+			t.Errorf("runtime nodes lacks %q:\n%s", want, table.stdout)
+		}
+	}
 	f.node(t, "a2", "--no-supervisors")
 	waitEnded(t, js, map[string]string{"t-1": "a1", "t-2": "a1", "t-3": "a2"})
 	long := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"30s"},{"result":"done"}]}`
