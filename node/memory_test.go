@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nuid"
 )
 
 // TestLLMMemoryIsSharedByTheMembers: a session's first question is answered by one
@@ -47,7 +49,7 @@ supervisor = "architect"
 	member := func() *Node {
 		f := start(t, fmt.Sprintf("[nats]\nurl = %q\n", agents.n.Bus.ClientURL())+simHost("w", "")+supervisors,
 			func(o *Options) {
-				o.NoHosts, o.Ephemeral, o.Name = true, false, "member-"+time.Now().Format("150405.000000")
+				o.NoHosts, o.Ephemeral, o.Name = true, false, "member-"+nuid.Next()
 			})
 		return f.n
 	}

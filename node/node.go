@@ -98,6 +98,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		host, _ := os.Hostname()
 		opts.Name = subjectToken(host) + "-" + nuid.Next()[:6]
 	}
+	if subjectToken(opts.Name) != opts.Name {
+		return nil, fmt.Errorf("node: name %q may only hold letters, digits, '_' and '-': it is a token of NATS subjects", opts.Name)
+	}
 	roles, err := chooseRoles(opts)
 	if err != nil {
 		return nil, err
