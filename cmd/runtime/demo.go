@@ -136,7 +136,7 @@ func demoLLM(getenv func(string) string) string {
 // routed by content; with llm (a [connections.llm] table) the default supervisor is a
 // model that falls back to the static answers.
 func demoManifest(self string, pool int, llm string) string {
-	questionTimeout := "2s"
+	questionTimeout := "10s" // generous: 200 agents starting at once on a small machine
 	dflt := "[supervisors.default]\nstrategy = \"static\"\n"
 	if llm != "" {
 		questionTimeout = "30s" // a model takes seconds; the unanswered question waits this long
