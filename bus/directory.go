@@ -29,13 +29,24 @@ func WatchDirectory(ctx context.Context, js jetstream.JetStream, done func()) (*
 	if err != nil {
 		return nil, fmt.Errorf("bus: node bucket %s: %w", NodesBucket, err)
 	}
-	w, err := kv.WatchAll(ctx)
-	if err != nil {
+	d := &Directory{nodes: map[string]*NodeInfo{}, now: time.Now}
+	if err := watchBucket(ctx, kv, d.update, done); err != nil {
 		return nil, fmt.Errorf("bus: watch nodes: %w", err)
 	}
-	d := &Directory{nodes: map[string]*NodeInfo{}, now: time.Now}
+	return d, nil
+}
+
+// watchBucket hands each entry of kv, as it is now and as it changes, to each, on a
+// goroutine that ends with ctx and then calls done (when set).
+func watchBucket(ctx context.Context, kv jetstream.KeyValue, each func(jetstream.KeyValueEntry), done func()) error {
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
 	go func() {
-		defer done()
+		if done != nil {
+			defer done()
+		}
 		defer func() { _ = w.Stop() }()
 		for {
 			select {
@@ -45,13 +56,13 @@ func WatchDirectory(ctx context.Context, js jetstream.JetStream, done func()) (*
 				if !ok {
 					return
 				}
-				if e != nil {
-					d.update(e)
+				if e != nil { // nil marks the end of the initial values
+					each(e)
 				}
 			}
 		}
 	}()
-	return d, nil
+	return nil
 }
 
 func (d *Directory) update(e jetstream.KeyValueEntry) {

@@ -133,29 +133,17 @@ func (s *PendingStore) Respond(ctx context.Context, id string, value json.RawMes
 // supervisor to the agent that asked, once across all nodes: the delivering member
 // wins a compare-and-set from answered to delivered first.
 func (s *PendingStore) Deliver(ctx context.Context, supervisor string, onError func(error)) error {
-	w, err := s.kv.WatchAll(ctx)
+	err := watchBucket(ctx, s.kv, func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
+			return
+		}
+		if err := s.deliver(ctx, supervisor, e); err != nil && onError != nil {
+			onError(err)
+		}
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("bus: watch pending requests: %w", err)
 	}
-	go func() {
-		defer func() { _ = w.Stop() }()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil || e.Operation() != jetstream.KeyValuePut {
-					continue // nil marks the end of the initial values
-				}
-				if err := s.deliver(ctx, supervisor, e); err != nil && onError != nil {
-					onError(err)
-				}
-			}
-		}
-	}()
 	return nil
 }
 

@@ -128,6 +128,29 @@ func submitTasks(t *testing.T, js jetstream.JetStream, host, prompt string, ids 
 	}
 }
 
+// events decodes every event on subject into a channel, until the test ends.
+func events[T any](t *testing.T, nc *nats.Conn, subject string) <-chan T {
+	t.Helper()
+	out := make(chan T, 1024)
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		var v T
+		if json.Unmarshal(m.Data, &v) == nil {
+			select {
+			case out <- v:
+			default: // nobody reads this many: the test looks at the first ones only
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // kill sends SIGKILL and waits for the process to be gone.
 func kill(t *testing.T, p *proc) {
 	t.Helper()
@@ -324,20 +347,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 	nc, js := f.conn(t)
 	f.node(t, "sup", "--no-hosts")
 	victim := f.node(t, "agents1", "--no-supervisors")
-	started := make(chan bus.SessionStarted, 16)
-	sub, err := nc.Subscribe("agentmux.evt.w.*.session.started", func(m *nats.Msg) {
-		var s bus.SessionStarted
-		if json.Unmarshal(m.Data, &s) == nil {
-			started <- s
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	started := events[bus.SessionStarted](t, nc, "agentmux.evt.w.*.session.started")
 	script := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"6s"},{"result":"done"}]}`
 	tasks := []string{"t-1", "t-2", "t-3", "t-4"}
 	submitTasks(t, js, "w", script, tasks...)
@@ -424,17 +434,7 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 		tasks = append(tasks, fmt.Sprintf("t-%d", i))
 	}
 	submitTasks(t, js, "w", script, tasks...)
-	answered := make(chan bus.RequestAnswered, 512)
-	sub, err := nc.Subscribe("agentmux.evt.w.*.request.answered", func(m *nats.Msg) {
-		var a bus.RequestAnswered
-		if json.Unmarshal(m.Data, &a) == nil {
-			answered <- a
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
+	answered := events[bus.RequestAnswered](t, nc, "agentmux.evt.w.*.request.answered")
 	<-answered // sessions are asking
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
