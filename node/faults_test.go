@@ -2,9 +2,11 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,7 +58,7 @@ func TestRetriesRunAFailedSessionAgain(t *testing.T) {
 func TestRetriesExhausted(t *testing.T) {
 	f := start(t, countingAgent(t, 1, 10))
 	res := f.run("flaky", "go")
-	if res.OK || res.Error != "agent exited without result" || res.Attempt != 1 {
+	if res.OK || !strings.HasPrefix(res.Error, "agent exited without result (exit status ") || res.Attempt != 1 {
 		t.Fatalf("result = %+v; want the failure of the second and last attempt", res)
 	}
 }
@@ -186,5 +188,33 @@ func TestListShowsRunningSessions(t *testing.T) {
 	}
 	if !strings.Contains(string(m.Data), `"session":"`+session+`","host":"w"`) || !strings.Contains(string(m.Data), `"state":"running"`) {
 		t.Fatalf("list = %s", m.Data)
+	}
+}
+
+// TestAgentKilledSaysBySignal: an agent killed from outside ends its session with an
+// error naming the signal.
+func TestAgentKilledSaysBySignal(t *testing.T) {
+	f := start(t, simHost("w", "")+"[supervisors.nobody]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"nobody\"\n")
+	reply := make(chan *agent.Result, 1)
+	f.n.Submit("w", "", script(send(`{"type":"question","id":"q1","question":"anyone?"}`), await("q1"), result), reply)
+	var pids []int
+	waitFor(t, 10*time.Second, func() error {
+		if pids = f.leftovers(); len(pids) == 0 {
+			return errors.New("no agent process yet")
+		}
+		return nil
+	})
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case res := <-reply:
+		if want := "agent exited without result (killed by signal killed)"; res.OK || res.Error != want {
+			t.Fatalf("result %+v; want %q", res, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the session did not end after its agent was killed")
 	}
 }

@@ -307,8 +307,8 @@ func TestInvalidTypedAnswerGetsDefault(t *testing.T) {
 
 func TestAgentExitsMidQuestion(t *testing.T) {
 	f := start(t, simHost("w", "")+"[supervisors.nobody]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"nobody\"\n")
-	res := f.run("w", script(send(`{"type":"question","id":"q1","question":"still there?"}`), `{"exit":3}`))
-	if res.OK || res.Error != "agent exited without result" {
+	res := f.run("w", script(send(`{"type":"question","id":"q1","question":"still there?"}`), `{"stderr":"panic: out of cheese"}`, `{"exit":3}`))
+	if want := "agent exited without result (exit status 3); last stderr: panic: out of cheese"; res.OK || res.Error != want {
 		t.Fatalf("result = %+v", res)
 	}
 	if r := record(res, "q1"); r.Outcome != "cancelled" {

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
@@ -26,7 +28,21 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultDrainDelay   = 500 * time.Millisecond
 	termDelay           = 500 * time.Millisecond // stdin close → SIGTERM
+	// A crash's error quotes the last stderr lines, each cut to this many bytes.
+	stderrTailLines = 3
+	stderrTailBytes = 200
 )
+
+// cutLine shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cutLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
 
 // Config is what an Agent needs; zero fields take defaults.
 type Config struct {
@@ -98,6 +114,8 @@ type Agent struct {
 	stateLabel string
 	ladder     []*time.Timer                        // stop ladder and drain timers, stopped when the process is gone
 	messages   map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
+
+	stderrTail []string // the last stderr lines, for the error of a crash
 
 	waiting *StartSession // arrived before the process was ready
 	sess    *session
@@ -306,7 +324,13 @@ func (a *Agent) maybeGone() {
 		}
 		return
 	}
-	text := "agent exited without result"
+	text := "agent exited without result (" + exitDescription(a.exitErr) + ")"
+	if len(a.stderrTail) > 0 {
+		text += "; last stderr: " + strings.Join(a.stderrTail, " | ")
+	}
+	if a.sess != nil {
+		a.log.Warn("agent exited in a session", "pid", a.pid(), "session", a.sess.id, "err", text)
+	}
 	if a.state == stateInitializing && a.waiting != nil {
 		text = fmt.Sprintf("host '%s' exited during initialization: %v", a.host.Name, a.exitErr)
 	}
@@ -318,6 +342,21 @@ func (a *Agent) maybeGone() {
 	}
 	a.failWaiting(text)
 	a.finish(text) // the parent stops this actor once it has read everything sent before
+}
+
+// exitDescription says how a process ended: "exit status 3", "killed by signal: killed".
+func exitDescription(err error) string {
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return "exit status 0"
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exit status %d", exitErr.ExitCode())
+	}
+	return err.Error()
 }
 
 // finish reports the process gone, once. The parent stops the actor on AgentExited: were
@@ -431,6 +470,12 @@ func (a *Agent) onStderr(m *stderrLine) {
 		a.cfg.Metrics.StderrLines.WithLabelValues(h, "dropped").Add(float64(m.dropped))
 	}
 	a.cfg.Metrics.StderrLines.WithLabelValues(h, "published").Inc()
+	if m.line != "" {
+		a.stderrTail = append(a.stderrTail, cutLine(m.line, stderrTailBytes))
+		if len(a.stderrTail) > stderrTailLines {
+			a.stderrTail = a.stderrTail[1:]
+		}
+	}
 	data, _ := json.Marshal(struct {
 		Line    string `json:"line,omitempty"`
 		Dropped int    `json:"dropped,omitempty"`
