@@ -128,3 +128,13 @@ func TestSubjects(t *testing.T) {
 		}
 	}
 }
+
+func TestReplicasOnALoneServer(t *testing.T) {
+	if b := open(t, Config{Listen: "127.0.0.1:0"}); b.Replicas != 1 {
+		t.Fatalf("a lone server's streams have %d replicas; want 1", b.Replicas)
+	}
+	_, err := Open(context.Background(), Config{Listen: "127.0.0.1:0", Replicas: 3}, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "this server is not in a cluster: set [nats] replicas = 1") {
+		t.Fatalf("replicas = 3 on a lone server: %v", err)
+	}
+}

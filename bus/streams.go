@@ -20,6 +20,10 @@ const (
 	// declareAttempt bounds one round of declarations: a forming cluster leaves API
 	// requests unanswered until its meta leader is elected.
 	declareAttempt = 2 * time.Second
+	// peerWait is how long a cluster may lack the servers for three replicas before the
+	// declarations settle for one: while a cluster forms, its JetStream servers join the
+	// meta group one by one.
+	peerWait = 20 * time.Second
 )
 
 // declare creates or updates every stream and bucket agentmux uses, with replicas
@@ -35,24 +39,30 @@ func (b *Bus) declare(ctx context.Context, replicas int) error {
 	default:
 		replicas = clusterReplicas
 	}
+	settleBy := time.Now().Add(peerWait)
 	for waited := false; ; {
 		attempt, cancelAttempt := context.WithTimeout(ctx, declareAttempt)
 		err := b.declareAll(attempt, replicas)
 		cancelAttempt()
-		if err != nil && ctx.Err() == nil && transient(err) && !waited {
+		few := err != nil && tooFewServers(err)
+		if err != nil && ctx.Err() == nil && (transient(err) || few) && !waited {
 			waited = true
-			b.log.Info("waiting for JetStream to take the streams (a cluster elects its leader first)", "err", err)
+			b.log.Info("waiting for JetStream to take the streams (a forming cluster elects its leader and gathers its servers)", "err", err)
 		}
 		switch {
 		case err == nil:
 			b.Replicas = replicas
 			return nil
-		case auto && replicas > 1 && tooFewServers(err):
+		case few && auto && replicas > 1 && time.Now().After(settleBy):
 			b.log.Warn("the cluster has fewer than 3 JetStream servers; streams and buckets keep 1 copy: a server lost loses what it holds",
 				"cluster", b.Conn.ConnectedClusterName(), "err", err)
 			replicas = 1
 			continue
-		case !transient(err):
+		case !transient(err) && !few:
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode == errReplicasNotSupported {
+				return fmt.Errorf("%w; this server is not in a cluster: set [nats] replicas = 1, or leave it out", err)
+			}
 			return err
 		}
 		select {
@@ -150,7 +160,7 @@ func tooFewServers(err error) bool {
 		return false
 	}
 	switch apiErr.ErrorCode {
-	case errInsufficientResources, errReplicasNotSupported, errNoPeers:
+	case errInsufficientResources, errNoPeers:
 		return true
 	}
 	return false

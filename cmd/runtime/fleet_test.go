@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -511,29 +512,47 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 // and takes nothing more; one drained with no grace hands its running task back; every
 // task ends ok exactly once, on the node `runtime nodes` says ran it.
 func TestFleetDrainLosesNothing(t *testing.T) {
-	f := startFleet(t, simHost("pool = 2")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n[[routes]]\nsupervisor = \"ok\"\n")
-	_, js := f.conn(t)
+	f := startFleet(t, simHost("pool = 2")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n"+
+		"[supervisors.gate]\nstrategy = \"external\"\n[[routes]]\nmatch = \"gate\"\nsupervisor = \"gate\"\n[[routes]]\nsupervisor = \"ok\"\n")
+	nc, js := f.conn(t)
+	// The gate is this test: the first sessions wait on it until the drain has begun.
+	gate := make(chan *nats.Msg, 8)
+	var open atomic.Bool
+	sub, err := nc.QueueSubscribe(bus.AskSubject("gate"), "gate", func(m *nats.Msg) {
+		if open.Load() {
+			_ = m.Respond([]byte(`{"value":"open","decider":"gate"}`))
+			return
+		}
+		gate <- m
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	f.node(t, "sup", "--no-hosts")
 	f.node(t, "a1", "--no-supervisors")
-	script := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"8s"},{"result":"done"}]}`
+	script := `{"steps":[{"send":{"type":"question","id":"q1","question":"through the gate?"}},{"await":"q1"},{"result":"done"}]}`
 	submit := func(id, script string) {
 		if code := runtimeProc(t, "submit", "-c", f.manifest, "--id", id, "w", script).wait(t, 30*time.Second); code != exitOK {
 			t.Fatalf("submit %s: exit %d", id, code)
 		}
 	}
-	for _, id := range []string{"t-1", "t-2", "t-3"} {
-		submit(id, script)
-	}
-	// a1's pool of 2 takes two; the third waits in the stream.
-	poll(t, 20*time.Second, "a1 runs two sessions", func() bool { return nodeSessions(t, f, "a1") == 2 })
+	submitTasks(t, js, "w", script, "t-1", "t-2", "t-3")
+	// a1's pool of 2 takes two, which wait at the gate; the third waits in the stream.
+	held := []*nats.Msg{<-gate, <-gate}
 
-	d := runtimeProc(t, "drain", "-c", f.manifest, "a1", "--grace", "20s", "--wait")
+	d := runtimeProc(t, "drain", "-c", f.manifest, "a1", "--grace", "60s", "--wait")
+	until(t, "a1 draining", d.stdout, "a1: draining: 2 sessions may finish within 1m0s, 0 queued tasks handed back")
+	for _, m := range held {
+		if err := m.Respond([]byte(`{"value":"open","decider":"gate"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if code := d.wait(t, 40*time.Second); code != exitOK || !strings.Contains(d.stdout.String(), "a1: drained") {
 		t.Fatalf("drain a1: exit %d\nstdout %s\nstderr %s", code, d.stdout, d.stderr)
 	}
-	if st := stateOf(t, f, "a1"); st != "draining" {
-		t.Fatalf("runtime nodes says a1 is %q; want draining", st)
-	}
+	open.Store(true) // the third session, on the next node, passes the gate at once
+	poll(t, 10*time.Second, "runtime nodes says a1 is draining", func() bool { return stateOf(t, f, "a1") == "draining" })
 	table := runtimeProc(t, "nodes", "-c", f.manifest)
 	if code := table.wait(t, 20*time.Second); code != exitOK {
 		t.Fatalf("runtime nodes: exit %d\n%s", code, table.stderr)
