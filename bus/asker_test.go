@@ -115,7 +115,7 @@ func TestSilentMemberIsReplacedAndItsLateAnswerReported(t *testing.T) {
 func TestKeptAliveAndDeferredAsksAreNotAskedAgain(t *testing.T) {
 	f := newAskFixture(t)
 	var copies atomic.Int32
-	held := make(chan string, 1)
+	held := make(chan string, 8)
 	f.member(t, func(m *nats.Msg) {
 		copies.Add(1)
 		held <- m.Reply
@@ -123,17 +123,29 @@ func TestKeptAliveAndDeferredAsksAreNotAskedAgain(t *testing.T) {
 	answers, settle := f.ask(time.Now().Add(time.Minute))
 	defer settle()
 	reply := <-held
-	// Keep it alive for several silence windows, then hand it to a person.
+	// notAgain fails the test if the ask reaches the member again within d.
+	notAgain := func(d time.Duration, what string) {
+		t.Helper()
+		select {
+		case <-held:
+			t.Fatalf("asked again while %s", what)
+		case <-time.After(d):
+		}
+	}
+	// Keep it alive for two silence windows (keep-alives every 100 ms), then hand it to a
+	// person and wait two more: a watched ask would be asked again in each.
+	keepAlive := time.NewTicker(100 * time.Millisecond)
+	defer keepAlive.Stop()
 	for range 6 {
 		if err := SendStatus(f.b.Conn, reply, StatusAlive, "m1"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond) // the member's keep-alive period, shortened
+		<-keepAlive.C
 	}
 	if err := SendStatus(f.b.Conn, reply, StatusDeferred, "m1"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond) // two silence windows: a watched ask would be asked again
+	notAgain(600*time.Millisecond, "a person has it")
 	answer(t, f.b.Conn, reply, `"a person's"`, "m1")
 	if r := <-answers; string(r.Value) != `"a person's"` {
 		t.Fatalf("answer %+v", r)
