@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmux/agentmux/bus"
 )
 
 // netns is a network namespace joined to this one by a veth pair: the test's own
@@ -96,9 +99,33 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 		}
 		return false
 	})
+	// The cut lasts until the rest of the fleet counts the node gone (its heartbeat older
+	// than bus.NodeDeadAfter) and ten seconds have passed.
+	nodes, err := bus.OpenNodes(context.Background(), js)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ip(t, "link", "set", ns.hostLink, "down")
-	time.Sleep(10 * time.Second) // the partition itself: ten seconds cut off
+	cutAt := time.Now()
+	poll(t, 30*time.Second, "the fleet counts the cut-off agent node gone", func() bool {
+		if time.Since(cutAt) < 10*time.Second {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		list, err := nodes.List(ctx)
+		if err != nil {
+			return false
+		}
+		for _, n := range list {
+			if n.Name == "agents" && !n.Alive(time.Now()) {
+				return true
+			}
+		}
+		return false
+	})
 	ip(t, "link", "set", ns.hostLink, "up")
+	t.Logf("cut off for %v", time.Since(cutAt).Round(100*time.Millisecond))
 	waitEnded(t, js, tasks)
 	answers := 0
 	for _, r := range auditRecords(t, js) {
