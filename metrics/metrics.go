@@ -125,14 +125,19 @@ func New() *Set {
 		ActorFailures:   counter("actor_failures_total", "Actor failures handled by supervision, by directive.", "directive"),
 	}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	version := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
+	version := Version()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info", Help: "Build information; always 1."}, []string{"version"})
 	build.WithLabelValues(version).Set(1)
 	r.MustRegister(build)
 	return s
+}
+
+// Version is this binary's module version, or "(devel)" for a build from a work tree.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }
 
 // ObserveLLM records one model call.

@@ -2,11 +2,11 @@ package node
 
 import (
 	"context"
-	"runtime/debug"
 	"time"
 
 	"github.com/agentmux/agentmux/actors/router"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/metrics"
 )
 
 const heartbeatTimeout = 2 * time.Second
@@ -78,16 +78,9 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 
 // Info is this node's NodeInfo, without the live figures of its hosts.
 func (n *Node) Info() *bus.NodeInfo {
-	info := &bus.NodeInfo{Name: n.Name, Version: version(), Started: n.started, Heartbeat: time.Now(), Hosts: []bus.HostInfo{}, Supervisors: []string{}}
+	info := &bus.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.started, Heartbeat: time.Now(), Hosts: []bus.HostInfo{}, Supervisors: []string{}}
 	for _, s := range n.roles.supervisors {
 		info.Supervisors = append(info.Supervisors, s.Name)
 	}
 	return info
-}
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
