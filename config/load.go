@@ -77,8 +77,8 @@ func decodeProblem(file string, err error) *Problem {
 }
 
 var known = map[string][]string{
-	"nats":        {"url", "listen", "store_dir", "credentials", "server_name", "replicas", "sync_interval", "cluster"},
-	"metrics":     {"addr"},
+	"nats":        {"url", "listen", "store_dir", "credentials", "server_name", "replicas", "sync_interval", "cluster", "users", "user", "password_env", "nkey_seed_file", "tls"},
+	"metrics":     {"addr", "token_env"},
 	"hosts":       {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format"},
 	"supervisors": {"strategy", "concurrency", "rules", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
 	"routes":      {"type", "host", "match", "supervisor", "post_process"},
@@ -190,6 +190,8 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		v.route(i, r, m)
 		m.Routes = append(m.Routes, r)
 	}
+	v.security(m)
+	v.noChildSecrets(m)
 	return m
 }
 

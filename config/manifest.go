@@ -80,6 +80,18 @@ type NATS struct {
 	SyncInterval string   `toml:"sync_interval"`
 	Cluster      *Cluster `toml:"cluster"` // the embedded server joins a cluster
 
+	// Users the embedded server lets in; with any, anonymous connections are refused.
+	Users []*User `toml:"users"`
+	// The client identity of the CLI, and of a node on an external server: a user and
+	// the variable holding its password, a .creds file (Credentials), or an nkey seed.
+	// AGENTMUX_NATS_USER, AGENTMUX_NATS_PASSWORD and AGENTMUX_NATS_CREDS override them.
+	User         string `toml:"user"`
+	PasswordEnv  string `toml:"password_env"`
+	NkeySeedFile string `toml:"nkey_seed_file"`
+	// TLS on the embedded server's client listener and cluster routes; the CLI and
+	// nodes trust its ca.
+	TLS *TLS `toml:"tls"`
+
 	SyncAlways bool     `toml:"-"`
 	SyncEvery  Duration `toml:"-"`
 }
@@ -89,11 +101,46 @@ type Cluster struct {
 	Name   string   `toml:"name"`   // the same on every server
 	Listen string   `toml:"listen"` // host:port for routes from the other servers
 	Routes []string `toml:"routes"` // nats://host:port of the other servers' cluster listeners
+	// User and the variable holding its password authenticate the routes between the
+	// servers (the same on every server); [nats.tls] with verify does it by certificate.
+	User        string `toml:"user"`
+	PasswordEnv string `toml:"password_env"`
+}
+
+// Roles a [[nats.users]] entry may have; docs/security.md has what each may do.
+const (
+	RoleNode       = "node"
+	RoleOperator   = "operator"
+	RoleViewer     = "viewer"
+	RoleSupervisor = "supervisor"
+)
+
+// User is one identity the embedded server lets in: [[nats.users]].
+type User struct {
+	Name        string   `toml:"name"`
+	PasswordEnv string   `toml:"password_env"` // the variable holding its password
+	Nkey        string   `toml:"nkey"`         // or its public nkey, "U…"
+	Role        string   `toml:"role"`
+	Supervisors []string `toml:"supervisors"` // role supervisor: whose asks it may take
+	Tools       []string `toml:"tools"`       // role supervisor: the tools it serves
+}
+
+// TLS is [nats.tls]: the embedded server's certificate and the CA clients and servers
+// trust. ClientCert and ClientKey are what the CLI presents when Verify asks for one.
+type TLS struct {
+	Cert       string `toml:"cert"`
+	Key        string `toml:"key"`
+	CA         string `toml:"ca"`
+	Verify     bool   `toml:"verify"` // clients and routes must present a certificate ca signed
+	ClientCert string `toml:"client_cert"`
+	ClientKey  string `toml:"client_key"`
 }
 
 // Metrics says where /metrics, /healthz and /readyz are served.
 type Metrics struct {
 	Addr string `toml:"addr"`
+	// TokenEnv names the variable holding a bearer token /metrics then requires.
+	TokenEnv string `toml:"token_env"`
 }
 
 // Host is one agent command and how its sessions run. [hosts.X] and [agents.X] decode

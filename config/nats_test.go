@@ -16,6 +16,12 @@ sync_interval = "always"
 name = "agentmux"
 listen = "0.0.0.0:6222"
 routes = ["nats://10.0.0.2:6222", "nats://10.0.0.3:6222"]
+user = "route"
+password_env = "AGENTMUX_ROUTE_PASSWORD"
+[[nats.users]]
+name = "ops"
+password_env = "AGENTMUX_OPS_PASSWORD"
+role = "operator"
 [hosts.w]
 command = "x"
 `))
