@@ -102,7 +102,7 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 		return err
 	}
 	defer b.Close()
-	peer, err := bus.Connect(b.ClientURL(), "", "loadgen-responder")
+	peer, err := bus.Connect(bus.Client{URL: b.ClientURL(), Name: "loadgen-responder"})
 	if err != nil {
 		return err
 	}

@@ -39,7 +39,7 @@ func TestEmbeddedServerDeclaresTheStreams(t *testing.T) {
 		t.Fatalf("store not in the configured dir: %v", err)
 	}
 	// A CLI client reaches the node through its client URL.
-	nc, err := Connect(b.ClientURL(), "", "cli")
+	nc, err := Connect(Client{URL: b.ClientURL(), Name: "cli"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 			t.Errorf("Open(%+v) = %v; want an error saying %q", c.cfg, err, c.want)
 		}
 	}
-	if _, err := Connect("nats://"+closedAddr(t), "", "cli", nats.Timeout(time.Second)); err == nil || !strings.Contains(err.Error(), "is `runtime up` running") {
+	if _, err := Connect(Client{URL: "nats://" + closedAddr(t), Name: "cli"}, nats.Timeout(time.Second)); err == nil || !strings.Contains(err.Error(), "is `runtime up` running") {
 		t.Errorf("Connect to nothing = %v", err)
 	}
 }

@@ -1,19 +1,23 @@
 package bus
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Subject prefixes and stream names of the public subject API.
 const (
 	TaskStream  = "AGENTMUX_TASKS"
 	AuditStream = "AGENTMUX_AUDIT"
 
-	taskPrefix  = "agentmux.task."
-	evtPrefix   = "agentmux.evt."
-	askPrefix   = "agentmux.ask."
-	auditPrefix = "agentmux.audit."
-	ctlPrefix   = "agentmux.ctl."
-	toolPrefix  = "agentmux.tool."
-	humanPrefix = "agentmux.human."
+	taskPrefix    = "agentmux.task."
+	evtPrefix     = "agentmux.evt."
+	askPrefix     = "agentmux.ask."
+	auditPrefix   = "agentmux.audit."
+	ctlPrefix     = "agentmux.ctl."
+	toolPrefix    = "agentmux.tool."
+	humanPrefix   = "agentmux.human."
+	respondPrefix = "agentmux.respond."
 )
 
 // Headers set on asks and audit records (events name host, session and type in their
@@ -80,3 +84,9 @@ func HumanSubject(supervisor, id string) string { return humanPrefix + superviso
 
 // HumanSubjects matches every announcement.
 const HumanSubjects = humanPrefix + ">"
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// IsName reports whether s may name a host, supervisor, node or user: it is one token
+// of the subjects.
+func IsName(s string) bool { return namePattern.MatchString(s) }

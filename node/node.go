@@ -62,6 +62,8 @@ type Options struct {
 	// InProc runs the agents of the named hosts inside this process instead of their
 	// commands: the load generator's "inproc" agents.
 	InProc map[string]agent.InProc
+	// Getenv reads the passwords the manifest names (default os.Getenv).
+	Getenv func(string) string
 }
 
 // Node is one running agentmux node.
@@ -125,6 +127,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		_ = n.Stop(ctx)
 		return nil, fmt.Errorf("node: control subjects: %w", err)
 	}
+	if err := n.serveRespond(ctx); err != nil {
+		_ = n.Stop(ctx)
+		return nil, err
+	}
 	if err := n.startHeartbeat(ctx); err != nil {
 		_ = n.Stop(ctx)
 		return nil, err
@@ -149,8 +155,21 @@ func (n *Node) startMetrics(opts Options) error {
 }
 
 func (n *Node) openBus(ctx context.Context, opts Options) error {
-	nc := opts.Manifest.NATS
-	bcfg := bus.Config{URL: nc.URL, Credentials: nc.Credentials, Listen: nc.Listen, StoreDir: nc.StoreDir, Name: "agentmux-" + n.Name,
+	m, nc, getenv := opts.Manifest, opts.Manifest.NATS, opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	users, err := Users(m, getenv)
+	if err != nil {
+		return err
+	}
+	var id bus.Identity
+	if nc.URL != "" {
+		if id, err = Identity(m, getenv); err != nil {
+			return err
+		}
+	}
+	bcfg := bus.Config{URL: nc.URL, Identity: id, TLS: TLS(m), Users: users, Listen: nc.Listen, StoreDir: nc.StoreDir, Name: "agentmux-" + n.Name,
 		ServerName: nc.ServerName, Replicas: nc.Replicas, SyncAlways: nc.SyncAlways, SyncInterval: nc.SyncEvery.D(),
 		OnDisconnect: func(error) { n.Metrics.NATSDisconnects.Inc() },
 		OnReconnect:  func() { n.Metrics.NATSReconnects.Inc() },
@@ -162,7 +181,12 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		},
 		Ask: bus.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters()}}
 	if c := nc.Cluster; c != nil {
-		bcfg.Cluster = &bus.ClusterConfig{Name: c.Name, Listen: c.Listen, Routes: c.Routes}
+		bcfg.Cluster = &bus.ClusterConfig{Name: c.Name, Listen: c.Listen, Routes: c.Routes, User: c.User}
+		if c.PasswordEnv != "" {
+			if bcfg.Cluster.Password = getenv(c.PasswordEnv); bcfg.Cluster.Password == "" {
+				return fmt.Errorf("node: [nats.cluster] %s is not set; export the routes' password there, the same on every server", c.PasswordEnv)
+			}
+		}
 	}
 	if opts.Ephemeral && nc.URL == "" {
 		bcfg.Listen, bcfg.StoreDir, bcfg.Cluster = "127.0.0.1:0", "", nil
@@ -231,6 +255,20 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if err := b.Conn.FlushTimeout(5 * time.Second); err != nil {
 		n.log.Warn("flush supervisor subscriptions", "err", err)
 	}
+	return nil
+}
+
+// serveRespond takes people's answers (runtime respond) on this node too.
+func (n *Node) serveRespond(ctx context.Context) error {
+	pending, err := bus.OpenPending(ctx, n.Bus.JS, n.Bus.Conn)
+	if err != nil {
+		return err
+	}
+	sub, err := bus.ServeRespond(n.Bus.Conn, pending, n.log)
+	if err != nil {
+		return err
+	}
+	n.ctlSubs = append(n.ctlSubs, sub)
 	return nil
 }
 

@@ -28,16 +28,16 @@ func audit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "runtime audit: want a session id: audit -c <manifest> <session>")
 		return exitUsage
 	}
-	nc, js, code := client("audit", *path, stderr)
-	if nc == nil {
+	c, code := client("audit", *path, stderr)
+	if c == nil {
 		return code
 	}
-	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer c.close()
+	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	records, err := readAudit(ctx, js, pos[0])
+	records, err := readAudit(ctx, c.js, pos[0])
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime audit:", err)
+		fmt.Fprintln(stderr, "runtime audit:", c.explain(err))
 		return exitError
 	}
 	if len(records) == 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,14 +27,20 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	node := pos[0]
-	nc, js, code := client("drain", *path, stderr)
-	if nc == nil {
+	c, code := client("drain", *path, stderr)
+	if c == nil {
 		return code
 	}
-	defer nc.Close()
+	defer c.close()
 	req, _ := json.Marshal(map[string]int64{"grace_ms": grace.Milliseconds()})
-	msg, err := nc.Request(bus.CtlSubject(node, "drain"), req, clientTimeout)
+	reqCtx, cancelReq := c.timeout(clientTimeout)
+	defer cancelReq()
+	msg, err := c.nc.RequestWithContext(reqCtx, bus.CtlSubject(node, "drain"), req)
 	if err != nil {
+		if refused := c.explain(nil); refused != nil {
+			fmt.Fprintln(stderr, "runtime drain:", refused)
+			return exitError
+		}
 		fmt.Fprintf(stderr, "runtime drain: node %q did not answer: %v; `runtime nodes` lists the live ones\n", node, err)
 		return exitError
 	}
@@ -48,9 +53,9 @@ func drain(args []string, stdout, stderr io.Writer) int {
 	if !*wait {
 		return exitOK
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *grace+upStopTimeout)
+	ctx, cancel := c.timeout(*grace + upStopTimeout)
 	defer cancel()
-	nodes, err := bus.OpenNodes(ctx, js)
+	nodes, err := bus.OpenNodes(ctx, c.js)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime drain:", err)
 		return exitError

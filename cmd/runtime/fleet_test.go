@@ -104,7 +104,7 @@ func (f *fleet) node(t *testing.T, name string, flags ...string) *proc {
 // conn is a client connection to the fleet, as the CLI makes one.
 func (f *fleet) conn(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := bus.Connect(strings.Join(f.urls, ","), "", "fleet-test", nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := bus.Connect(bus.Client{URL: strings.Join(f.urls, ","), Name: "fleet-test"}, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,49 +11,25 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/decide"
-	"github.com/agentmux/agentmux/protocol"
 )
 
-const clientTimeout = 10 * time.Second
-
-// client connects a CLI command to the node's NATS that the manifest at path names.
-func client(cmd, path string, stderr io.Writer) (*nats.Conn, jetstream.JetStream, int) {
-	m, code := loadManifest(path, stderr)
-	if m == nil {
+// pendingClient opens the pending-request store of the node the manifest names.
+func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *bus.PendingStore, int) {
+	c, code := client(cmd, path, stderr)
+	if c == nil {
 		return nil, nil, code
 	}
-	nc, err := bus.Connect(clientURL(m), m.NATS.Credentials, "agentmux-"+cmd)
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	store, err := bus.OpenPending(ctx, c.js, c.nc)
 	if err != nil {
-		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, c.explain(err))
+		c.close()
 		return nil, nil, exitError
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, err)
-		return nil, nil, exitError
-	}
-	return nc, js, exitOK
-}
-
-// pendingClient opens the pending-request store of the node the manifest names; done
-// closes the connection.
-func pendingClient(ctx context.Context, cmd, path string, stderr io.Writer) (*bus.PendingStore, func(), int) {
-	nc, js, code := client(cmd, path, stderr)
-	if nc == nil {
-		return nil, nil, code
-	}
-	store, err := bus.OpenPending(ctx, js, nc)
-	if err != nil {
-		nc.Close()
-		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, err)
-		return nil, nil, exitError
-	}
-	return store, nc.Close, exitOK
+	return c, store, exitOK
 }
 
 func pending(args []string, stdout, stderr io.Writer) int {
@@ -64,16 +39,16 @@ func pending(args []string, stdout, stderr io.Writer) int {
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
-	store, done, code := pendingClient(ctx, "pending", *path, stderr)
-	if store == nil {
+	c, store, code := pendingClient("pending", *path, stderr)
+	if c == nil {
 		return code
 	}
-	defer done()
+	defer c.close()
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
 	list, err := store.List(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime pending:", err)
+		fmt.Fprintln(stderr, "runtime pending:", c.explain(err))
 		return exitError
 	}
 	if *asJSON {
@@ -105,7 +80,7 @@ func pending(args []string, stdout, stderr io.Writer) int {
 func respond(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("respond", stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	as := fs.String("as", os.Getenv("USER"), "`name` recorded as who answered")
+	as := fs.String("as", "", "`name` recorded as who answered, on a bus without users (default $USER); with users it is the user you connect as")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -114,38 +89,69 @@ func respond(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, `runtime respond: want an id and an answer: respond -c <manifest> <id> <answer>; the answer is JSON (true, ["a","b"], {"k":1}) or else a string`)
 		return exitUsage
 	}
-	if *as == "" {
-		*as = "operator"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
-	store, done, code := pendingClient(ctx, "respond", *path, stderr)
-	if store == nil {
+	c, code := client("respond", *path, stderr)
+	if c == nil {
 		return code
 	}
-	defer done()
+	defer c.close()
+	who, err := responder(c, *as)
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime respond:", err)
+		return exitUsage
+	}
 	value := json.RawMessage(pos[1])
 	if !json.Valid(value) {
 		value, _ = json.Marshal(pos[1])
 	}
-	// Check the answer's shape here, where the person can still fix it.
-	if p, _, err := store.Get(ctx, pos[0]); err == nil {
-		r := &decide.Request{Type: p.Type, Text: p.Text, Request: p.Body}
-		if err := protocol.ValidateAnswer(r.Message(), value); err != nil {
-			fmt.Fprintf(stderr, "runtime respond: %s does not fit %s: %v\n", value, pos[0], err)
-			return exitUsage
-		}
-	}
-	p, err := store.Respond(ctx, pos[0], value, *as)
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	req, _ := json.Marshal(&bus.RespondRequest{Value: value})
+	msg, err := c.nc.RequestWithContext(ctx, bus.RespondSubject(who, pos[0]), req)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime respond:", err)
-		if errors.Is(err, bus.ErrNoSuchPending) {
+		if errors.Is(err, nats.ErrNoResponders) {
+			err = errors.New("no node answered: is `runtime up` running with this manifest?")
+		}
+		fmt.Fprintln(stderr, "runtime respond:", c.explain(err))
+		return exitError
+	}
+	var reply bus.RespondReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		fmt.Fprintf(stderr, "runtime respond: the node's reply is not JSON: %s\n", msg.Data)
+		return exitError
+	}
+	if !reply.OK {
+		fmt.Fprintln(stderr, "runtime respond:", reply.Error)
+		if reply.Code == bus.RespondNoSuch || reply.Code == bus.RespondInvalid {
 			return exitUsage
 		}
 		return exitError
 	}
-	fmt.Fprintf(stdout, "answered %s (%s %s of session %s) with %s as %s\n", p.ID, p.Type, p.Request, p.Session, value, *as)
+	p := reply.Pending
+	fmt.Fprintf(stdout, "answered %s (%s %s of session %s) with %s as %s\n", p.ID, p.Type, p.Request, p.Session, value, who)
 	return exitOK
+}
+
+// responder is who an answer is recorded as: the user the bus knows, or on a bus
+// without users the name given (or $USER).
+func responder(c *busClient, as string) (string, error) {
+	if c.secured {
+		if !bus.IsName(c.user) {
+			return "", fmt.Errorf("the bus knows you as %q, which cannot be part of a subject: name the user with letters, digits, '_' and '-'", c.user)
+		}
+		if as != "" && as != c.user {
+			return "", fmt.Errorf("--as %q: you are connected as %q, and an answer is recorded as the user who gave it", as, c.user)
+		}
+		return c.user, nil
+	}
+	for _, name := range []string{as, os.Getenv("USER"), "operator"} {
+		if name != "" {
+			if !bus.IsName(name) {
+				return "", fmt.Errorf("--as %q: use letters, digits, '_' and '-'", name)
+			}
+			return name, nil
+		}
+	}
+	return "", nil
 }
 
 func oneLine(s string, n int) string {

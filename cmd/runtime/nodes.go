@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,21 +19,21 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	nc, js, code := client("nodes", *path, stderr)
-	if nc == nil {
+	c, code := client("nodes", *path, stderr)
+	if c == nil {
 		return code
 	}
-	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer c.close()
+	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	store, err := bus.OpenNodes(ctx, js)
+	store, err := bus.OpenNodes(ctx, c.js)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime nodes:", err)
+		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
 		return exitError
 	}
 	list, err := store.List(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime nodes:", err)
+		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
 		return exitError
 	}
 	now := time.Now()

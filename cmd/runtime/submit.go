@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,21 +14,12 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/config"
 )
 
 const (
 	publishTimeout   = 10 * time.Second
 	publishRetryWait = 250 * time.Millisecond
 )
-
-// clientURL is where CLI commands find the node's NATS.
-func clientURL(m *config.Manifest) string {
-	if m.NATS.URL != "" {
-		return m.NATS.URL
-	}
-	return "nats://" + m.NATS.Listen
-}
 
 func submit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("submit", stderr)
@@ -48,31 +38,30 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if *id == "" {
 		*id = "t-" + nuid.Next()
 	}
-	nc, err := bus.Connect(clientURL(m), m.NATS.Credentials, "agentmux-submit")
+	c, err := dial("submit", m)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime submit:", err)
 		return exitError
 	}
-	defer nc.Close()
+	defer c.close()
 	var printer *eventPrinter
 	if *follow {
-		if printer, err = followEvents(nc, bus.SessionEvents(host, *id), stderr); err != nil {
+		if printer, err = c.follow(bus.SessionEvents(host, *id), stderr); err != nil {
 			fmt.Fprintln(stderr, "runtime submit:", err)
 			return exitError
 		}
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		fmt.Fprintln(stderr, "runtime submit:", err)
-		return exitError
-	}
 	data, _ := json.Marshal(&bus.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume})
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	ctx, cancel := c.timeout(publishTimeout)
 	defer cancel()
 	// While a cluster elects a new leader for the stream, publishes find no responder:
 	// retry for as long as the publish timeout allows.
 	retries := jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait))
-	if _, err := js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(*id), retries, jetstream.WithRetryWait(publishRetryWait)); err != nil {
+	if _, err := c.js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(*id), retries, jetstream.WithRetryWait(publishRetryWait)); err != nil {
+		if refused := c.explain(nil); refused != nil {
+			fmt.Fprintln(stderr, "runtime submit:", refused)
+			return exitError
+		}
 		fmt.Fprintf(stderr, "runtime submit: queue the task: %v; is `runtime up` running with this manifest?\n", err)
 		return exitError
 	}
@@ -112,7 +101,7 @@ func watch(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	// A watch outlives node restarts: it reconnects for as long as it runs.
-	nc, err := bus.Connect(clientURL(m), m.NATS.Credentials, "agentmux-watch", nats.MaxReconnects(-1),
+	c, err := dial("watch", m, nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			fmt.Fprintf(stderr, "runtime watch: disconnected (%v); reconnecting\n", err)
 		}),
@@ -123,8 +112,8 @@ func watch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "runtime watch:", err)
 		return exitError
 	}
-	defer nc.Close()
-	if _, err := followEvents(nc, *subject, stdout); err != nil {
+	defer c.close()
+	if _, err := c.follow(*subject, stdout); err != nil {
 		fmt.Fprintln(stderr, "runtime watch:", err)
 		return exitError
 	}
@@ -132,7 +121,7 @@ func watch(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	closed := make(chan struct{})
-	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	c.nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
 	select {
 	case <-sigs:
 	case <-closed:

@@ -1,0 +1,194 @@
+package bus
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Role names what an identity on the bus may do.
+type Role string
+
+// The roles of [[nats.users]].
+const (
+	RoleNode       Role = "node"       // everything a node does
+	RoleOperator   Role = "operator"   // submit, watch, pending/respond, ctl, read audit
+	RoleViewer     Role = "viewer"     // watch, read audit and pending
+	RoleSupervisor Role = "supervisor" // take the asks of its supervisors, serve its tools
+)
+
+// Roles lists every role, most powerful first.
+func Roles() []Role { return []Role{RoleNode, RoleOperator, RoleViewer, RoleSupervisor} }
+
+// User is one identity the embedded server lets in.
+type User struct {
+	Name     string
+	Password string // or
+	Nkey     string // its public nkey, "U…"
+	Role     Role
+	// Supervisors and Tools: role supervisor takes the asks of these supervisors and
+	// serves these tools.
+	Supervisors []string
+	Tools       []string
+}
+
+// Grants are the subjects an identity may publish and subscribe to.
+type Grants struct {
+	Publish   []string
+	Subscribe []string
+	// Responses: it may reply once to each request it received (supervisors and tool
+	// servers), though it may publish nothing else.
+	Responses bool
+}
+
+// responseTTL is how long a supervisor may take to reply to an ask: past any deadline.
+const responseTTL = 24 * time.Hour
+
+// InboxPrefix is where the replies to requests of the user name arrive. Its own inbox
+// keeps one user's replies from every other user.
+func InboxPrefix(name string) string { return "_INBOX_" + name }
+
+// RespondSubject is where the user name answers the request waiting for a person id;
+// only that user may publish there, so a node records who answered from the subject.
+func RespondSubject(name, id string) string { return respondPrefix + name + "." + id }
+
+// RespondSubjects matches every answer of every user.
+const RespondSubjects = respondPrefix + "*.>"
+
+// ParseRespondSubject splits an answer's subject into the user and the request id.
+func ParseRespondSubject(subject string) (user, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, respondPrefix)
+	if !found {
+		return "", "", false
+	}
+	user, id, ok = strings.Cut(rest, ".")
+	return user, id, ok && user != "" && id != ""
+}
+
+// readable are the streams and buckets operators and viewers may read.
+var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket}
+
+// readStream is what reading a stream through JetStream takes: stream info, ephemeral
+// consumers and their messages, direct gets. Not one of them changes the stream.
+func readStream(stream string) []string {
+	return []string{
+		"$JS.API.STREAM.INFO." + stream,
+		"$JS.API.STREAM.MSG.GET." + stream,
+		"$JS.API.DIRECT.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>",
+		"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
+		"$JS.API.CONSUMER.INFO." + stream + ".*",
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".*",
+		"$JS.FC." + stream + ".>",
+	}
+}
+
+// GrantsFor returns what u may do: docs/security.md shows the same table.
+func GrantsFor(u User) Grants {
+	switch u.Role {
+	case RoleNode:
+		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
+	case RoleOperator, RoleViewer:
+		g := Grants{Publish: []string{"$JS.API.INFO"}, Subscribe: []string{evtPrefix + ">", humanPrefix + ">", InboxPrefix(u.Name) + ".>"}}
+		for _, s := range readable {
+			g.Publish = append(g.Publish, readStream(s)...)
+		}
+		if u.Role == RoleOperator {
+			g.Publish = append(g.Publish, TaskSubjects, RespondSubject(u.Name, ">"))
+			for _, verb := range CtlVerbs() {
+				g.Publish = append(g.Publish, ctlPrefix+"*."+verb)
+			}
+		}
+		return g
+	case RoleSupervisor:
+		g := Grants{Responses: true}
+		for _, s := range u.Supervisors {
+			g.Subscribe = append(g.Subscribe, AskSubject(s))
+		}
+		for _, t := range u.Tools {
+			g.Subscribe = append(g.Subscribe, ToolSubject(t))
+		}
+		return g
+	}
+	return Grants{}
+}
+
+// CtlVerbs are the control requests a node answers on agentmux.ctl.<node>.<verb>.
+func CtlVerbs() []string { return []string{"list", "interrupt", "message", "drain"} }
+
+// permissions turns grants into the server's subject permissions; an empty list allows
+// nothing.
+func (g Grants) permissions() *server.Permissions {
+	p := &server.Permissions{
+		Publish:   &server.SubjectPermission{Allow: g.Publish},
+		Subscribe: &server.SubjectPermission{Allow: g.Subscribe},
+	}
+	if len(g.Publish) == 0 {
+		p.Publish = &server.SubjectPermission{Deny: []string{">"}}
+	}
+	if len(g.Subscribe) == 0 {
+		p.Subscribe = &server.SubjectPermission{Deny: []string{">"}}
+	}
+	if g.Responses {
+		p.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: responseTTL}
+	}
+	return p
+}
+
+// Allows reports whether the grants let publish (or subscribe, when pub is false) on
+// subject.
+func (g Grants) Allows(pub bool, subject string) bool {
+	list := g.Subscribe
+	if pub {
+		list = g.Publish
+	}
+	return slices.ContainsFunc(list, func(pattern string) bool { return subjectMatches(pattern, subject) })
+}
+
+// RolesAllowing names the roles that would let the user name publish (or subscribe to)
+// subject.
+func RolesAllowing(name string, pub bool, subject string) []Role {
+	var out []Role
+	for _, r := range Roles() {
+		if GrantsFor(User{Name: name, Role: r}).Allows(pub, subject) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// subjectMatches reports whether subject fits pattern, whose tokens may be * (any one)
+// or a final > (one or more).
+func subjectMatches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(p) == len(s)
+}
+
+// serverAuth adds users to the server's options; with any, anonymous clients are
+// refused.
+func serverAuth(opts *server.Options, users []User) error {
+	for _, u := range users {
+		perms := GrantsFor(u).permissions()
+		switch {
+		case u.Nkey != "":
+			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: u.Nkey, Permissions: perms})
+		case u.Password != "":
+			opts.Users = append(opts.Users, &server.User{Username: u.Name, Password: u.Password, Permissions: perms})
+		default:
+			return fmt.Errorf("bus: user %q has neither password nor nkey; set its password_env variable", u.Name)
+		}
+	}
+	return nil
+}

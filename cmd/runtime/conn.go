@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/node"
+)
+
+const clientTimeout = 10 * time.Second
+
+// busClient is a CLI command's connection to the node's NATS: who it is, and a
+// context that ends the moment the server refuses it something, so a command says
+// what was refused instead of waiting for a reply that cannot come.
+type busClient struct {
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	user string // the name the bus knows this client by; empty when anonymous
+	// secured: the client has an identity, so the bus (not the client) says who it is.
+	secured bool
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+}
+
+// clientURL is where CLI commands find the node's NATS.
+func clientURL(m *config.Manifest) string {
+	if m.NATS.URL != "" {
+		return m.NATS.URL
+	}
+	return "nats://" + m.NATS.Listen
+}
+
+// dial connects command cmd with the manifest's client identity.
+func dial(cmd string, m *config.Manifest, extra ...nats.Option) (*busClient, error) {
+	id, err := node.Identity(m, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	user, err := node.UserName(m, id)
+	if err != nil {
+		return nil, err
+	}
+	c := &busClient{user: user, secured: !id.Anonymous()}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.nc, err = bus.Connect(bus.Client{URL: clientURL(m), Name: "agentmux-" + cmd, Identity: id, TLS: node.TLS(m), User: user,
+		OnRefusal: func(r *bus.PermissionError) { c.cancel(r) }}, extra...)
+	if err != nil {
+		c.cancel(err)
+		return nil, err
+	}
+	if c.js, err = jetstream.New(c.nc); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// client loads the manifest at path and connects command cmd; on failure it has said
+// why on stderr and returns the exit code.
+func client(cmd, path string, stderr io.Writer) (*busClient, int) {
+	m, code := loadManifest(path, stderr)
+	if m == nil {
+		return nil, code
+	}
+	c, err := dial(cmd, m)
+	if err != nil {
+		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, err)
+		return nil, exitError
+	}
+	return c, exitOK
+}
+
+// timeout is the command's context bounded by d.
+func (c *busClient) timeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.ctx, d)
+}
+
+// explain returns the server's refusal when one ended the command, else err.
+func (c *busClient) explain(err error) error {
+	var refused *bus.PermissionError
+	if cause := context.Cause(c.ctx); errors.As(cause, &refused) {
+		return refused
+	}
+	if r := bus.Refusal(c.nc.LastError(), c.user); r != nil {
+		return r
+	}
+	return err
+}
+
+// refused reports a refusal that already arrived: after a subscription, Flush makes
+// sure the server's answer to it has been read.
+func (c *busClient) refused() error {
+	if err := c.nc.Flush(); err != nil {
+		return err
+	}
+	return c.explain(nil)
+}
+
+func (c *busClient) close() {
+	c.cancel(nil)
+	c.nc.Close()
+}
+
+// follow prints the events on subject, or says that the bus refused to show them.
+func (c *busClient) follow(subject string, w io.Writer) (*eventPrinter, error) {
+	p, err := followEvents(c.nc, subject, w)
+	if err != nil {
+		return nil, c.explain(err)
+	}
+	if err := c.refused(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,68 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+)
+
+// Users are the manifest's [[nats.users]] with their passwords read from the
+// environment; a password variable that is unset is an error, not an open door.
+func Users(m *config.Manifest, getenv func(string) string) ([]bus.User, error) {
+	var out []bus.User
+	for _, u := range m.NATS.Users {
+		b := bus.User{Name: u.Name, Nkey: u.Nkey, Role: bus.Role(u.Role), Supervisors: u.Supervisors, Tools: u.Tools}
+		if u.PasswordEnv != "" {
+			if b.Password = getenv(u.PasswordEnv); b.Password == "" {
+				return nil, fmt.Errorf("node: user %q: %s is not set; export its password there (or give the user an nkey)", u.Name, u.PasswordEnv)
+			}
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// Identity is who the CLI, or a node on an external server, is on the bus: [nats] user,
+// password_env, credentials and nkey_seed_file, overridden by AGENTMUX_NATS_USER,
+// AGENTMUX_NATS_PASSWORD and AGENTMUX_NATS_CREDS, so one manifest serves several people.
+func Identity(m *config.Manifest, getenv func(string) string) (bus.Identity, error) {
+	n := m.NATS
+	id := bus.Identity{User: n.User, Credentials: n.Credentials, NkeySeedFile: n.NkeySeedFile}
+	if n.PasswordEnv != "" {
+		id.Password = getenv(n.PasswordEnv)
+	}
+	if v := getenv(config.EnvNATSUser); v != "" {
+		id.User = v
+	}
+	if v := getenv(config.EnvNATSPassword); v != "" {
+		id.Password = v
+	}
+	if v := getenv(config.EnvNATSCreds); v != "" {
+		id = bus.Identity{Credentials: v}
+	}
+	if id.User != "" && id.Password == "" {
+		return id, fmt.Errorf("node: user %q has no password: set %s (or the variable [nats] password_env names)", id.User, config.EnvNATSPassword)
+	}
+	return id, nil
+}
+
+// UserName is the name the bus knows id by, nkeys mapped to the manifest's users.
+func UserName(m *config.Manifest, id bus.Identity) (string, error) {
+	names := map[string]string{}
+	for _, u := range m.NATS.Users {
+		if u.Nkey != "" {
+			names[u.Nkey] = u.Name
+		}
+	}
+	return id.Name(names)
+}
+
+// TLS is the manifest's [nats.tls], or nil.
+func TLS(m *config.Manifest) *bus.TLS {
+	t := m.NATS.TLS
+	if t == nil {
+		return nil
+	}
+	return &bus.TLS{Cert: t.Cert, Key: t.Key, CA: t.CA, Verify: t.Verify, ClientCert: t.ClientCert, ClientKey: t.ClientKey}
+}
