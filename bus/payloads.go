@@ -39,6 +39,9 @@ type Reply struct {
 	Decider    string          `json:"decider,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	Member     string          `json:"member,omitempty"` // the node whose member answered
+	// Claimed is the decider an external supervisor named: the runtime records it
+	// apart, as words of that supervisor, and the decider as external:<supervisor>.
+	Claimed string `json:"claimed,omitempty"`
 }
 
 // AuditRecord is one entry of the audit stream.
@@ -55,7 +58,8 @@ type AuditRecord struct {
 	Value    json.RawMessage `json:"value,omitempty"`
 	Outcome  string          `json:"outcome,omitempty"`
 	Decider  string          `json:"decider,omitempty"`
-	Member   string          `json:"member,omitempty"` // the node that sent a refused answer
+	Claimed  string          `json:"claimed,omitempty"` // the decider an external supervisor named
+	Member   string          `json:"member,omitempty"`  // the node that sent a refused answer
 	Reason   string          `json:"reason,omitempty"`
 	Latency  float64         `json:"latency_ms,omitempty"`
 	Duration float64         `json:"duration_ms,omitempty"`
@@ -97,6 +101,7 @@ type RequestAnswered struct {
 	Value   json.RawMessage `json:"value"`
 	Outcome string          `json:"outcome"`
 	Decider string          `json:"decider"`
+	Claimed string          `json:"claimed,omitempty"` // the decider an external supervisor named
 	Reason  string          `json:"reason,omitempty"`
 	Latency float64         `json:"latency_ms"`
 }

@@ -241,6 +241,9 @@ type Route struct {
 	// and keep them alive, so a silent member's asks go to another (bus.Asker). False
 	// for an external supervisor, which is waited for until the deadline.
 	Failover bool `toml:"-"`
+	// External: the supervisor is another process, so the decider its answers name is
+	// only its claim; they are recorded as external:<supervisor>.
+	External bool `toml:"-"`
 }
 
 // Tool is a tool agents may call. With a command it runs once per call (the args as JSON

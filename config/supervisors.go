@@ -170,7 +170,8 @@ func (v *validator) route(i int, r *Route, m *Manifest) {
 	} else if s, ok := m.Supervisors[r.Supervisor]; !ok {
 		v.add(at("supervisor"), "no supervisor %q; define [supervisors.%s] or name one of %s", r.Supervisor, r.Supervisor, names(m.Supervisors))
 	} else {
-		r.Failover = s.Strategy != StrategyExternal
+		r.External = s.Strategy == StrategyExternal
+		r.Failover = !r.External
 	}
 	v.requestType(at("type"), r.Type, true)
 	if r.Host != "" {

@@ -51,6 +51,7 @@ type pending struct {
 	def      json.RawMessage
 	timer    *time.Timer
 	settle   func() // tells the asker the request is answered: stop asking
+	claimed  string // the decider an external supervisor named in its answer
 }
 
 func (a *Agent) startSession(m *StartSession) {
@@ -205,8 +206,20 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	}}
 	gen, session, attempt := s.gen, s.id, s.start.Attempt
 	p.settle = a.cfg.Asker.Ask(req, p.deadline, route.Failover, func(r *bus.Reply) {
+		if route.External {
+			r = externalReply(route.Supervisor, r)
+		}
 		a.send(&answerArrived{gen: gen, session: session, attempt: attempt, id: id, reply: r})
 	})
+}
+
+// externalReply records what an external supervisor answered as its own, and the
+// decider it named as its claim: no process outside the nodes can speak for a rule, a
+// model or a person.
+func externalReply(supervisor string, r *bus.Reply) *bus.Reply {
+	c := *r
+	c.Decider, c.Claimed = "external:"+supervisor, r.Decider
+	return &c
 }
 
 func (a *Agent) defaultFor(msg *protocol.Message) json.RawMessage {
@@ -234,6 +247,7 @@ func (a *Agent) onAnswer(m *answerArrived) {
 		return
 	}
 	r := m.reply
+	p.claimed = r.Claimed
 	switch {
 	case r.UseDefault:
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, r.Reason)
@@ -257,7 +271,7 @@ func (a *Agent) refuseAnswer(m *answerArrived) {
 	a.log.Info("answer refused: the request was already settled", "session", m.session, "request", m.id, "decider", r.Decider, "member", r.Member)
 	a.cfg.Audit(bus.AuditID(m.session, m.attempt, m.id+".refused."+nuid.Next()), &bus.AuditRecord{Kind: "answer.refused",
 		Time: time.Now().UnixMilli(), Node: a.cfg.Node, Host: a.host.Name, Session: m.session, Attempt: m.attempt, Request: m.id,
-		Value: r.Value, Decider: r.Decider, Member: r.Member, Reason: "the request was already answered, timed out or ended; first answer wins"})
+		Value: r.Value, Decider: r.Decider, Claimed: r.Claimed, Member: r.Member, Reason: "the request was already answered, timed out or ended; first answer wins"})
 }
 
 // normalize accepts true and false for approvals without options.
@@ -296,11 +310,11 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 	a.cfg.Metrics.RequestWait.WithLabelValues(string(p.msg.Type)).Observe(wait.Seconds())
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
-	data, _ := json.Marshal(&bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Reason: reason, Latency: ms})
+	data, _ := json.Marshal(&bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms})
 	a.publish(s.id, EventRequestAnswered, data)
 	a.cfg.Audit(p.audit+".answer", &bus.AuditRecord{Kind: "answer", Time: time.Now().UnixMilli(), Node: a.cfg.Node,
 		Host: a.host.Name, Session: s.id, Attempt: s.start.Attempt, Request: p.id, Type: string(p.msg.Type), Value: value,
-		Outcome: string(outcome), Decider: decider, Reason: reason, Latency: ms})
+		Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms})
 }
 
 func (a *Agent) onSessionTimer(m *timerFired) {

@@ -105,12 +105,12 @@ func printAudit(w io.Writer, records []*bus.AuditRecord) {
 		case "request":
 			detail = fmt.Sprintf("%s: %s", r.Type, oneLine(r.Text, 80))
 		case "answer":
-			detail = fmt.Sprintf("%s %s by %s in %.0fms", r.Value, r.Outcome, r.Decider, r.Latency)
+			detail = fmt.Sprintf("%s %s by %s in %.0fms", r.Value, r.Outcome, decider(r), r.Latency)
 			if r.Reason != "" {
 				detail += ": " + oneLine(r.Reason, 80)
 			}
 		case "answer.refused":
-			detail = fmt.Sprintf("%s by %s from node %s refused: %s", r.Value, r.Decider, r.Member, r.Reason)
+			detail = fmt.Sprintf("%s by %s from node %s refused: %s", r.Value, decider(r), r.Member, r.Reason)
 		case "session.ended":
 			detail = fmt.Sprintf("%s on node %s in %.1fs", r.Outcome, r.Node, r.Duration/1000)
 			switch {
@@ -123,4 +123,12 @@ func printAudit(w io.Writer, records []*bus.AuditRecord) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", at, r.Attempt, r.Kind, r.Request, detail)
 	}
 	_ = tw.Flush()
+}
+
+// decider is who answered, with what an external supervisor claimed kept apart.
+func decider(r *bus.AuditRecord) string {
+	if r.Claimed != "" {
+		return fmt.Sprintf("%s (claims %s)", r.Decider, r.Claimed)
+	}
+	return r.Decider
 }
