@@ -3,7 +3,7 @@
 //
 //	m := metrics.New()
 //	m.Messages.WithLabelValues("worker", "progress").Inc()
-//	srv, err := metrics.Serve("127.0.0.1:9464", m, ready, log)
+//	srv, err := metrics.Serve("127.0.0.1:9464", "", m, ready, log)
 //	defer srv.Close()
 //
 // Labels are bounded: host, type, outcome, reason, supervisor; never a session id.

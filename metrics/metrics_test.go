@@ -61,7 +61,7 @@ func TestFamiliesLintClean(t *testing.T) {
 
 func TestServeHealthAndReadiness(t *testing.T) {
 	var ready atomic.Bool
-	srv, err := Serve("127.0.0.1:0", New(), func() error {
+	srv, err := Serve("127.0.0.1:0", "", New(), func() error {
 		if !ready.Load() {
 			return errors.New("NATS connection is RECONNECTING")
 		}
@@ -105,8 +105,44 @@ func TestServeOnABusyAddressSaysWhatToDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, err = Serve(ln.Addr().String(), New(), func() error { return nil }, slog.New(slog.DiscardHandler))
+	_, err = Serve(ln.Addr().String(), "", New(), func() error { return nil }, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "set [metrics] addr to a free address") {
 		t.Fatalf("Serve on a busy address = %v", err)
+	}
+}
+
+func TestMetricsBearerToken(t *testing.T) {
+	srv, err := Serve("127.0.0.1:0", "s3cret", New(), func() error { return nil }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	get := func(path, auth string) (int, http.Header, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+srv.Addr()+path, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	for _, auth := range []string{"", "Bearer wrong", "s3cret", "Basic czNjcmV0"} {
+		code, h, body := get("/metrics", auth)
+		if code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") || strings.Contains(body, "agentmux_build_info") {
+			t.Errorf("/metrics with %q = %d %q", auth, code, body)
+		}
+	}
+	if code, _, body := get("/metrics", "Bearer s3cret"); code != 200 || !strings.Contains(body, "agentmux_build_info") {
+		t.Errorf("/metrics with the token = %d", code)
+	}
+	if code, _, _ := get("/healthz", ""); code != 200 {
+		t.Errorf("/healthz without the token = %d; probes carry no token", code)
+	}
+	if code, _, _ := get("/readyz", ""); code != 200 {
+		t.Errorf("/readyz without the token = %d", code)
 	}
 }

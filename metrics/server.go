@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,13 +26,15 @@ type Server struct {
 
 // Serve listens on addr ("127.0.0.1:0" picks a port) and serves until Close. ready
 // reports whether the node can take work; /readyz answers 503 with its error otherwise.
-func Serve(addr string, s *Set, ready func() error, log *slog.Logger) (*Server, error) {
+// With a token, /metrics answers only requests bearing it (Authorization: Bearer);
+// /healthz and /readyz, which tell nothing but up and ready, answer anyone.
+func Serve(addr, token string, s *Set, ready func() error, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen on %s: %w; set [metrics] addr to a free address", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry, EnableOpenMetrics: true}))
+	mux.Handle("/metrics", bearer(token, promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry, EnableOpenMetrics: true})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
@@ -50,6 +53,22 @@ func Serve(addr string, s *Set, ready func() error, log *slog.Logger) (*Server, 
 		}
 	}()
 	return srv, nil
+}
+
+// bearer lets through requests bearing token; an empty token lets through all.
+func bearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentmux metrics"`)
+			http.Error(w, "unauthorized: send Authorization: Bearer <the token [metrics] token_env holds>", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Addr is the address the server listens on.

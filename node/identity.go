@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
@@ -65,4 +66,30 @@ func TLS(m *config.Manifest) *bus.TLS {
 		return nil
 	}
 	return &bus.TLS{Cert: t.Cert, Key: t.Key, CA: t.CA, Verify: t.Verify, ClientCert: t.ClientCert, ClientKey: t.ClientKey}
+}
+
+// metricsToken is the bearer token /metrics requires: [metrics] token_env's value. An
+// endpoint other machines can reach without one is logged, not refused: metrics are
+// often scraped inside a trusted network.
+func metricsToken(opts Options, addr string) (string, error) {
+	env := opts.Manifest.Metrics.TokenEnv
+	if env == "" {
+		if config.BeyondLoopback(addr) {
+			opts.Log.Warn("metrics are served beyond loopback without a token; set [metrics] token_env to require one", "addr", addr)
+		}
+		return "", nil
+	}
+	token := getenv(opts)(env)
+	if token == "" {
+		return "", fmt.Errorf("node: [metrics] token_env: %s is not set; export the token /metrics requires there", env)
+	}
+	return token, nil
+}
+
+// getenv is how the node reads its secrets.
+func getenv(opts Options) func(string) string {
+	if opts.Getenv != nil {
+		return opts.Getenv
+	}
+	return os.Getenv
 }

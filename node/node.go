@@ -146,7 +146,11 @@ func (n *Node) startMetrics(opts Options) error {
 	if addr == metricsDisabledAddr {
 		return nil
 	}
-	srv, err := metrics.Serve(addr, n.Metrics, n.Ready, n.log)
+	token, err := metricsToken(opts, addr)
+	if err != nil {
+		return err
+	}
+	srv, err := metrics.Serve(addr, token, n.Metrics, n.Ready, n.log)
 	if err != nil {
 		return err
 	}
@@ -155,10 +159,7 @@ func (n *Node) startMetrics(opts Options) error {
 }
 
 func (n *Node) openBus(ctx context.Context, opts Options) error {
-	m, nc, getenv := opts.Manifest, opts.Manifest.NATS, opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
+	m, nc, getenv := opts.Manifest, opts.Manifest.NATS, getenv(opts)
 	users, err := Users(m, getenv)
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nuid"
 )
 
 // TestMain doubles as the runtime binary: with AGENTMUX_RUNTIME_MAIN set, the test binary
@@ -22,6 +24,12 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv("AGENTMUX_RUNTIME_MAIN") != "" {
 		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	// The secured fleets' passwords, which every process the tests start inherits.
+	for _, name := range []string{"AGENTMUX_TEST_FLEET_PASSWORD", "AGENTMUX_TEST_ROUTE_PASSWORD"} {
+		if err := os.Setenv(name, nuid.Next()); err != nil {
+			panic(err)
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -61,7 +69,7 @@ func runtimeProc(t *testing.T, args ...string) *proc {
 func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
 	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "AGENTMUX_RUNTIME_MAIN=1")
+	p.cmd.Env = append(append(os.Environ(), cmd.Env...), "AGENTMUX_RUNTIME_MAIN=1") // later entries win
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

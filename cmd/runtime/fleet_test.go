@@ -22,7 +22,8 @@ import (
 
 // fleet is three NATS servers in a JetStream cluster (`runtime up --no-hosts
 // --no-supervisors` with [nats.cluster]) and a manifest every other node of the fleet
-// shares, all real processes on loopback.
+// shares, all real processes on loopback. It is secured as in production: the routes
+// authenticate, and every node and the test connect as the node user "fleet".
 type fleet struct {
 	dir      string
 	servers  []*proc
@@ -61,6 +62,12 @@ sync_interval = "always"
 name = "fleet"
 listen = "127.0.0.1:%d"
 routes = [%s]
+user = "route"
+password_env = "AGENTMUX_TEST_ROUTE_PASSWORD"
+[[nats.users]]
+name = "fleet"
+password_env = "AGENTMUX_TEST_FLEET_PASSWORD"
+role = "node"
 [metrics]
 addr = "127.0.0.1:0"
 `, host, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", ")))
@@ -75,7 +82,7 @@ addr = "127.0.0.1:0"
 			t.Fatalf("%s declared its streams without 3 replicas:\n%s", f.names[i], s.stderr)
 		}
 	}
-	f.manifest = f.write(t, "fleet.toml", fmt.Sprintf("[nats]\nurl = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", strings.Join(f.urls, ","))+body)
+	f.manifest = f.write(t, "fleet.toml", fmt.Sprintf("[nats]\nurl = %q\nuser = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\n[metrics]\naddr = \"127.0.0.1:0\"\n", strings.Join(f.urls, ","))+body)
 	return f
 }
 
@@ -104,7 +111,8 @@ func (f *fleet) node(t *testing.T, name string, flags ...string) *proc {
 // conn is a client connection to the fleet, as the CLI makes one.
 func (f *fleet) conn(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := bus.Connect(bus.Client{URL: strings.Join(f.urls, ","), Name: "fleet-test"}, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	id := bus.Identity{User: "fleet", Password: os.Getenv("AGENTMUX_TEST_FLEET_PASSWORD")}
+	nc, err := bus.Connect(bus.Client{URL: strings.Join(f.urls, ","), Name: "fleet-test", Identity: id}, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
