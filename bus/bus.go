@@ -47,10 +47,10 @@ type Config struct {
 	TLS      *TLS     // the embedded server's certificate; what URL's clients trust
 	// Users the embedded server lets in (then no anonymous client); the node itself
 	// connects as a node user of its own.
-	Users  []User
-	Listen string // embedded server's client listener; port 0 picks a free port
-	StoreDir    string // embedded server's JetStream store; empty: a temporary directory removed on Close
-	Name        string // connection name, shown by the server
+	Users    []User
+	Listen   string // embedded server's client listener; port 0 picks a free port
+	StoreDir string // embedded server's JetStream store; empty: a temporary directory removed on Close
+	Name     string // connection name, shown by the server
 
 	// ServerName names the embedded server (needed in a cluster); Cluster, when set,
 	// makes it one server of a NATS cluster.

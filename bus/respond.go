@@ -27,11 +27,11 @@ type RespondRequest struct {
 
 // Codes of a refused RespondReply.
 const (
-	RespondNoSuch      = "no_such_request"
-	RespondInvalid     = "invalid_answer"
-	RespondAnswered    = "already_answered"
+	RespondNoSuch       = "no_such_request"
+	RespondInvalid      = "invalid_answer"
+	RespondAnswered     = "already_answered"
 	RespondPastDeadline = "past_deadline"
-	RespondFailed      = "failed"
+	RespondFailed       = "failed"
 )
 
 // RespondReply says whether the answer was taken; Code and Error say why not.
