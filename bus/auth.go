@@ -72,7 +72,8 @@ func ParseRespondSubject(subject string) (user, id string, ok bool) {
 var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket}
 
 // readStream is what reading a stream through JetStream takes: stream info, ephemeral
-// consumers and their messages, direct gets. Not one of them changes the stream.
+// consumers and their messages, direct gets. Not one of them changes the stream's
+// messages.
 func readStream(stream string) []string {
 	return []string{
 		"$JS.API.STREAM.INFO." + stream,
@@ -80,6 +81,9 @@ func readStream(stream string) []string {
 		"$JS.API.DIRECT.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>",
 		"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
 		"$JS.API.CONSUMER.INFO." + stream + ".*",
+		// Readers delete the consumers they made when done. They cannot list the
+		// others', whose names are random.
+		"$JS.API.CONSUMER.DELETE." + stream + ".*",
 		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".*",
 		"$JS.FC." + stream + ".>",
 	}

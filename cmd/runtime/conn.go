@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,7 +53,14 @@ func dial(cmd string, m *config.Manifest, extra ...nats.Option) (*busClient, err
 	c := &busClient{user: user, secured: !id.Anonymous()}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.nc, err = bus.Connect(bus.Client{URL: clientURL(m), Name: "agentmux-" + cmd, Identity: id, TLS: node.TLS(m), User: user,
-		OnRefusal: func(r *bus.PermissionError) { c.cancel(r) }}, extra...)
+		OnRefusal: func(r *bus.PermissionError) {
+			// A request subscribes to the inbox before it publishes: a refused publish
+			// says more than the refused inbox of an identity that may not ask at all.
+			if !r.Publish && strings.HasPrefix(r.Subject, bus.InboxPrefix(user)+".") {
+				return
+			}
+			c.cancel(r)
+		}}, extra...)
 	if err != nil {
 		c.cancel(err)
 		return nil, err

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// secureNode is a `runtime up` whose embedded server has users of every role.
+type secureNode struct {
+	manifest  string
+	url       string
+	passwords map[string]string // user → password
+	seedFile  string            // the nkey user "keyed"'s seed
+	dir       string
+}
+
+const secureNodeName = "secure1"
+
+func startSecureNode(t *testing.T) *secureNode {
+	t.Helper()
+	s := &secureNode{dir: t.TempDir(), passwords: map[string]string{}}
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := kp.Seed()
+	pub, _ := kp.PublicKey()
+	s.seedFile = filepath.Join(s.dir, "keyed.nk")
+	if err := os.WriteFile(s.seedFile, seed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, u := range []string{"ops", "view", "pager", "machine"} {
+		s.passwords[u] = nuid.Next()
+		env = append(env, "T_PW_"+strings.ToUpper(u)+"="+s.passwords[u])
+	}
+	port := freePort(t)
+	s.url = fmt.Sprintf("nats://127.0.0.1:%d", port)
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[[nats.users]]
+name = "ops"
+password_env = "T_PW_OPS"
+role = "operator"
+[[nats.users]]
+name = "view"
+password_env = "T_PW_VIEW"
+role = "viewer"
+[[nats.users]]
+name = "pager"
+password_env = "T_PW_PAGER"
+role = "supervisor"
+supervisors = ["oncall"]
+[[nats.users]]
+name = "machine"
+password_env = "T_PW_MACHINE"
+role = "node"
+[[nats.users]]
+name = "keyed"
+nkey = %q
+role = "operator"
+[metrics]
+addr = "127.0.0.1:0"
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+question_timeout = "2m"
+[supervisors.oncall]
+strategy = "external"
+[supervisors.other]
+strategy = "external"
+[supervisors.people]
+strategy = "human"
+[supervisors.qa]
+strategy = "rule"
+rules = [{ match = "tests", answer = "yes" }]
+[[routes]]
+match = "(?i)deploy"
+supervisor = "oncall"
+[[routes]]
+match = "(?i)other"
+supervisor = "other"
+[[routes]]
+match = "(?i)person"
+supervisor = "people"
+[[routes]]
+supervisor = "qa"
+`, port, filepath.Join(s.dir, "store"), pub, os.Args[0])
+	s.manifest = filepath.Join(s.dir, "agentmux.toml")
+	if err := os.WriteFile(s.manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "up", "-c", s.manifest, "--name", secureNodeName)
+	cmd.Env = env
+	up := startProc(t, cmd)
+	until(t, "secure node up", up.stderr, "node up")
+	return s
+}
+
+// cli runs a CLI command as user (no user: anonymous) and returns its exit code,
+// stdout and stderr.
+func (s *secureNode) cli(t *testing.T, user string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	if user != "" {
+		cmd.Env = []string{"AGENTMUX_NATS_USER=" + user, "AGENTMUX_NATS_PASSWORD=" + s.passwords[user]}
+	}
+	p := startProc(t, cmd)
+	code := p.wait(t, 30*time.Second)
+	return code, p.stdout.String(), p.stderr.String()
+}
+
+// conn connects as user the way the CLI does; refused is cancelled with the server's
+// refusal the moment one arrives.
+func (s *secureNode) conn(t *testing.T, user string) (*nats.Conn, jetstream.JetStream, context.Context) {
+	t.Helper()
+	ctx, refuse := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { refuse(nil) })
+	nc, err := bus.Connect(bus.Client{URL: s.url, Name: "test-" + user, User: user,
+		Identity:  bus.Identity{User: user, Password: s.passwords[user]},
+		OnRefusal: func(r *bus.PermissionError) { refuse(r) }})
+	if err != nil {
+		t.Fatalf("connect as %s: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js, ctx
+}
+
+// subscribeOnce subscribes to subject (in queue group queue, if any) and unsubscribes
+// once the server has taken or refused it.
+func subscribeOnce(nc *nats.Conn, subject, queue string) error {
+	sub, err := nc.QueueSubscribeSync(subject, queue)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	return nc.Flush()
+}
+
+// TestSecureRoles: against a running node, each role may do what its row allows and
+// is refused the rest, with an error naming the subject.
+func TestSecureRoles(t *testing.T) {
+	s := startSecureNode(t)
+	task, _ := json.Marshal(&bus.Task{ID: "t-roles", Host: "w", Prompt: okScript})
+	ops := []struct {
+		name    string
+		allowed []string // users whose role allows it
+		skip    []string // users it is not tried as: it would change the node's state
+		do      func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error
+	}{
+		{"submit a task", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, bus.TaskSubject("w"), task, jetstream.WithMsgID("t-roles"))
+			return err
+		}},
+		{"take oncall's asks", []string{"machine", "pager"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			return subscribeOnce(nc, bus.AskSubject("oncall"), "oncall")
+		}},
+		{"take another supervisor's asks", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			return subscribeOnce(nc, bus.AskSubject("other"), "other")
+		}},
+		{"reply on a node's inbox unasked", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			if err := nc.Publish("_INBOX."+nuid.Next()+".k1", []byte(`{"value":"yes","decider":"rule:forged"}`)); err != nil {
+				return err
+			}
+			return nc.Flush()
+		}},
+		{"watch events", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			return subscribeOnce(nc, bus.AllEvents, "")
+		}},
+		{"publish an event", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			if err := nc.Publish(bus.EventSubject("w", "forged", "progress"), []byte(`{}`)); err != nil {
+				return err
+			}
+			return nc.Flush()
+		}},
+		{"read the audit", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := readAudit(ctx, js, "t-none")
+			return err
+		}},
+		{"read pending requests", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			store, err := bus.OpenPending(ctx, js, nc)
+			if err != nil {
+				return err
+			}
+			_, err = store.List(ctx)
+			return err
+		}},
+		{"purge the audit", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// A purge of a subject no record has: allowed or not, it removes nothing.
+			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.PURGE."+bus.AuditStream, []byte(`{"filter":"agentmux.audit.none.none"}`))
+			return err
+		}},
+		{"delete the task stream", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			return js.DeleteStream(ctx, bus.TaskStream)
+		}},
+		{"write a pending request", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV."+bus.PendingBucket+".h-forged", []byte(`{}`))
+			return err
+		}},
+		{"ctl list", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, bus.CtlSubject(secureNodeName, "list"), nil)
+			return err
+		}},
+		{"ctl interrupt", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, bus.CtlSubject(secureNodeName, "interrupt"), []byte(`{"session":"t-none"}`))
+			return err
+		}},
+	}
+	for _, user := range []string{"machine", "ops", "view", "pager"} {
+		for _, op := range ops {
+			if slices.Contains(op.skip, user) {
+				continue
+			}
+			t.Run(user+"/"+op.name, func(t *testing.T) {
+				nc, js, refused := s.conn(t, user)
+				ctx, cancel := context.WithTimeout(refused, 10*time.Second)
+				defer cancel()
+				err := op.do(ctx, nc, js)
+				perm := bus.Refusal(nc.LastError(), user)
+				var cause *bus.PermissionError
+				if errors.As(context.Cause(refused), &cause) {
+					perm = cause
+				}
+				if perm != nil {
+					err = perm
+				}
+				want := slices.Contains(op.allowed, user)
+				switch {
+				case want && err != nil:
+					t.Fatalf("%s may %s, but: %v", user, op.name, err)
+				case !want && perm == nil:
+					t.Fatalf("%s may not %s, but it was not refused (err %v)", user, op.name, err)
+				case !want && !strings.Contains(perm.Error(), fmt.Sprintf("user %q may not", user)):
+					t.Fatalf("refusal %q does not name the user", perm)
+				}
+			})
+		}
+	}
+}
+
+// TestSecureCLI: anonymous and wrong-password clients are refused with what to do;
+// a refused command names the subject and the roles that may; an answer is recorded as
+// the authenticated user, never as the name a client claims.
+func TestSecureCLI(t *testing.T) {
+	s := startSecureNode(t)
+	if _, err := nats.Connect(s.url); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("an anonymous connection: %v", err)
+	}
+	code, _, stderr := s.cli(t, "", "pending", "-c", s.manifest)
+	if code != exitError || !strings.Contains(stderr, "anonymous clients are refused") || !strings.Contains(stderr, "AGENTMUX_NATS_USER") {
+		t.Fatalf("anonymous pending: exit %d, %s", code, stderr)
+	}
+	wrong := exec.Command(os.Args[0], "pending", "-c", s.manifest)
+	wrong.Env = []string{"AGENTMUX_NATS_USER=ops", "AGENTMUX_NATS_PASSWORD=wrong"}
+	p := startProc(t, wrong)
+	if code := p.wait(t, 30*time.Second); code != exitError || !strings.Contains(p.stderr.String(), `user "ops" was refused`) ||
+		!strings.Contains(p.stderr.String(), "the password is wrong") {
+		t.Fatalf("wrong password: exit %d, %s", code, p.stderr)
+	}
+
+	code, _, stderr = s.cli(t, "view", "submit", "-c", s.manifest, "w", okScript)
+	if code != exitError || !strings.Contains(stderr, `permission denied: user "view" may not publish to "agentmux.task.w"; role node or operator may`) {
+		t.Fatalf("viewer submit: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = s.cli(t, "view", "respond", "-c", s.manifest, "h-none", "yes")
+	if code != exitError || !strings.Contains(stderr, `user "view" may not publish to "agentmux.respond.view.h-none"; role node or operator may`) {
+		t.Fatalf("viewer respond: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = s.cli(t, "pager", "audit", "-c", s.manifest, "t-none")
+	if code != exitError || !strings.Contains(stderr, `user "pager" may not publish to "$JS.API.`) {
+		t.Fatalf("supervisor audit: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = s.cli(t, "ops", "respond", "-c", s.manifest, "--as", "alice", "h-none", "yes")
+	if code != exitUsage || !strings.Contains(stderr, `--as "alice": you are connected as "ops"`) {
+		t.Fatalf("respond --as another: exit %d, %s", code, stderr)
+	}
+	// An nkey user: the manifest maps its key to its name.
+	keyed := filepath.Join(s.dir, "keyed.toml")
+	src, _ := os.ReadFile(s.manifest)
+	if err := os.WriteFile(keyed, []byte(strings.Replace(string(src), "[nats]\n", fmt.Sprintf("[nats]\nnkey_seed_file = %q\n", s.seedFile), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = s.cli(t, "", "respond", "-c", keyed, "h-none", "yes")
+	if code != exitUsage || !strings.Contains(stderr, `no such pending request "h-none"`) {
+		t.Fatalf("nkey respond: exit %d, %s", code, stderr)
+	}
+
+	// A person's answer, as ops: recorded as human:ops.
+	follow := exec.Command(os.Args[0], "submit", "-c", s.manifest, "--id", "t-person", "w",
+		`{"steps":[{"send":{"type":"approval","id":"a1","description":"a person must say"}},{"await":"a1"},{"result":"done"}]}`, "--follow")
+	follow.Env = []string{"AGENTMUX_NATS_USER=ops", "AGENTMUX_NATS_PASSWORD=" + s.passwords["ops"]}
+	session := startProc(t, follow)
+	id := waitPending(t, s, "t-person")
+	if code, out, stderr := s.cli(t, "ops", "respond", "-c", s.manifest, id, "yes"); code != exitOK || !strings.Contains(out, "as ops") {
+		t.Fatalf("ops respond: exit %d, %s %s", code, out, stderr)
+	}
+	if code := session.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("session: exit %d, %s", code, session.stderr)
+	}
+	if d := auditDecider(t, s, "t-person"); d != "human:ops" {
+		t.Fatalf("the person's answer is recorded as %q, want human:ops", d)
+	}
+}
+
+// waitPending returns the id of the request of session waiting for a person.
+func waitPending(t *testing.T, s *secureNode, session string) string {
+	t.Helper()
+	var id string
+	poll(t, 20*time.Second, "the request waiting for a person", func() bool {
+		_, out, _ := s.cli(t, "view", "pending", "-c", s.manifest, "--json")
+		for _, line := range strings.Split(out, "\n") {
+			var rec struct{ ID, Session string }
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Session == session {
+				id = rec.ID
+			}
+		}
+		return id != ""
+	})
+	return id
+}
+
+// auditDecider is the decider and claim of the answer the audit holds for session, read
+// by the viewer.
+func auditDecider(t *testing.T, s *secureNode, session string) string {
+	t.Helper()
+	var decider string
+	poll(t, 20*time.Second, "the answer's audit record", func() bool {
+		_, out, _ := s.cli(t, "view", "audit", "-c", s.manifest, session, "--json")
+		for _, line := range strings.Split(out, "\n") {
+			var rec bus.AuditRecord
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == "answer" {
+				decider = rec.Decider
+				if rec.Claimed != "" {
+					decider += " claims " + rec.Claimed
+				}
+			}
+		}
+		return decider != ""
+	})
+	return decider
+}
+
+// TestSecureForgedDecider: an external supervisor's user answers its own asks, and
+// what it claims is recorded apart; it can neither answer twice nor reach another
+// supervisor's asks.
+func TestSecureForgedDecider(t *testing.T) {
+	s := startSecureNode(t)
+	pager, _, refused := s.conn(t, "pager")
+	asks, err := pager.QueueSubscribeSync(bus.AskSubject("oncall"), "oncall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pager.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	follow := exec.Command(os.Args[0], "submit", "-c", s.manifest, "--id", "t-forge", "w",
+		`{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy to prod"}},{"await":"a1"},{"result":"done"}]}`, "--follow")
+	follow.Env = []string{"AGENTMUX_NATS_USER=ops", "AGENTMUX_NATS_PASSWORD=" + s.passwords["ops"]}
+	session := startProc(t, follow)
+	ask, err := asks.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatalf("the ask never reached the supervisor: %v", err)
+	}
+	if err := ask.Respond([]byte(`{"value":"yes","decider":"human:alice","reason":"alice said so"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if code := session.wait(t, 30*time.Second); code != exitOK || !strings.Contains(session.stdout.String(), `"a1":{"value":"yes","outcome":"answered"}`) {
+		t.Fatalf("session: exit %d\n%s\n%s", code, session.stdout, session.stderr)
+	}
+	if d := auditDecider(t, s, "t-forge"); d != "external:oncall claims human:alice" {
+		t.Fatalf("the answer is recorded as %q, want external:oncall claims human:alice", d)
+	}
+	// A second reply to the same ask is refused by the server.
+	if err := ask.Respond([]byte(`{"value":"no","decider":"rule:security"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = pager.Flush()
+	poll(t, 5*time.Second, "the second reply's refusal", func() bool { return context.Cause(refused) != nil })
+	var perm *bus.PermissionError
+	if !errors.As(context.Cause(refused), &perm) || !perm.Publish || perm.Subject != ask.Reply {
+		t.Fatalf("a second reply: %v", context.Cause(refused))
+	}
+}
