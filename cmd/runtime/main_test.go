@@ -43,3 +43,16 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestUnsafeStartRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "open.toml")
+	if err := os.WriteFile(path, []byte("[nats]\nlisten = \"0.0.0.0:4222\"\n[hosts.w]\ncommand = \"x\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"validate", "up"} {
+		code, _, errOut := runCLI(cmd, "-c", path)
+		if code != exitUsage || !strings.Contains(errOut, `nats.listen (open.toml:2:1): "0.0.0.0:4222" lets in anyone who can reach it, and no [[nats.users]] are defined`) {
+			t.Errorf("runtime %s on an open listener: exit %d, %q", cmd, code, errOut)
+		}
+	}
+}

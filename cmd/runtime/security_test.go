@@ -83,6 +83,13 @@ command = %q
 args = ["sim"]
 env = { AGENTMUX_RUNTIME_MAIN = "1" }
 question_timeout = "2m"
+[hosts.envdump]
+command = "python3"
+args = ["-c", %q]
+[supervisors.envcheck]
+strategy = "command"
+command = "python3"
+args = ["-c", %q]
 [supervisors.oncall]
 strategy = "external"
 [supervisors.other]
@@ -92,6 +99,9 @@ strategy = "human"
 [supervisors.qa]
 strategy = "rule"
 rules = [{ match = "tests", answer = "yes" }]
+[[routes]]
+match = "env check"
+supervisor = "envcheck"
 [[routes]]
 match = "(?i)deploy"
 supervisor = "oncall"
@@ -103,16 +113,53 @@ match = "(?i)person"
 supervisor = "people"
 [[routes]]
 supervisor = "qa"
-`, port, filepath.Join(s.dir, "store"), pub, os.Args[0])
+`, port, filepath.Join(s.dir, "store"), pub, os.Args[0], envAgent, envSupervisor)
 	s.manifest = filepath.Join(s.dir, "agentmux.toml")
 	if err := os.WriteFile(s.manifest, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "up", "-c", s.manifest, "--name", secureNodeName)
-	cmd.Env = env
+	// The node's own environment holds every secret a machine might: its users'
+	// passwords and a client identity.
+	cmd.Env = append(env, "AGENTMUX_NATS_USER=ops", "AGENTMUX_NATS_PASSWORD="+s.passwords["ops"])
 	up := startProc(t, cmd)
 	until(t, "secure node up", up.stderr, "node up")
 	return s
+}
+
+// envAgent asks an approval, then ends with its whole environment as the result;
+// envSupervisor approves, giving its whole environment as the reason.
+const (
+	envAgent = `import json, os, sys
+sys.stdin.readline()
+print(json.dumps({"type": "approval", "id": "a1", "description": "env check"}), flush=True)
+sys.stdin.readline()
+print(json.dumps({"type": "result", "text": json.dumps(dict(os.environ))}), flush=True)
+`
+	envSupervisor = `import json, os, sys
+sys.stdin.readline()
+print(json.dumps({"value": "yes", "reason": json.dumps(dict(os.environ))}))
+`
+)
+
+// TestSecureChildrenSeeNoCredential: an agent and a command supervisor, run by a node
+// whose environment holds every password, see none of them.
+func TestSecureChildrenSeeNoCredential(t *testing.T) {
+	s := startSecureNode(t)
+	code, out, events := s.cli(t, "ops", "submit", "-c", s.manifest, "--id", "t-env", "envdump", "go", "--follow")
+	if code != exitOK || !strings.Contains(out, "PATH") || !strings.Contains(events, `"decider":"command:envcheck"`) || !strings.Contains(events, "PATH") {
+		t.Fatalf("the environment dump: exit %d\n%s\n%s", code, out, events)
+	}
+	for user, pw := range s.passwords {
+		if strings.Contains(out, pw) || strings.Contains(events, pw) {
+			t.Errorf("%s's password reached a child process", user)
+		}
+	}
+	for _, name := range []string{"T_PW_", "AGENTMUX_NATS_"} {
+		if strings.Contains(out, name) || strings.Contains(events, name) {
+			t.Errorf("a child process saw a variable named %s…", name)
+		}
+	}
 }
 
 // cli runs a CLI command as user (no user: anonymous) and returns its exit code,
