@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -157,5 +158,26 @@ env = { AGENTMUX_METRICS_TOKEN = "t" }`, []string{
 				}
 			}
 		})
+	}
+}
+
+// TestDocumentedProductionManifest keeps docs/security.md's production manifest valid.
+func TestDocumentedProductionManifest(t *testing.T) {
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "## A production manifest")
+	if !ok {
+		t.Fatal("docs/security.md has no production manifest")
+	}
+	_, block, _ := strings.Cut(rest, "```toml\n")
+	block, _, _ = strings.Cut(block, "```")
+	m, err := Parse("security.md", []byte(block))
+	if err != nil {
+		t.Fatalf("the documented production manifest does not load:\n%v", err)
+	}
+	if len(m.NATS.Users) != 3 || m.NATS.TLS == nil || m.NATS.Cluster.User != "route" {
+		t.Fatalf("the documented manifest lost its security: %+v", m.NATS)
 	}
 }
