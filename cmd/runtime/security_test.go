@@ -266,6 +266,18 @@ func TestSecureRoles(t *testing.T) {
 			_, err := js.Publish(ctx, "$KV."+bus.PendingBucket+".h-forged", []byte(`{}`))
 			return err
 		}},
+		{"answer a person's request", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			user := strings.TrimPrefix(nc.Opts.Name, "test-")
+			msg, err := nc.RequestWithContext(ctx, bus.RespondSubject(user, "h-none"), []byte(`{"value":"yes"}`))
+			if err != nil {
+				return err
+			}
+			var reply bus.RespondReply
+			if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Code != bus.RespondNoSuch {
+				return fmt.Errorf("reply %s", msg.Data)
+			}
+			return nil
+		}},
 		{"ctl list", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := nc.RequestWithContext(ctx, bus.CtlSubject(secureNodeName, "list"), nil)
 			return err
