@@ -1,0 +1,67 @@
+package bus
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestSubjectMatches(t *testing.T) {
+	for _, c := range []struct {
+		pattern, subject string
+		want             bool
+	}{
+		{">", "a.b", true},
+		{"a.>", "a", false},
+		{"a.>", "a.b.c", true},
+		{"a.*", "a.b", true},
+		{"a.*", "a.b.c", false},
+		{"a.*.c", "a.x.c", true},
+		{"a.b", "a.b.c", false},
+		{"_INBOX_ops.>", "_INBOX_ops.x.y", true},
+		{"_INBOX_ops.>", "_INBOX_opsx.y", false},
+	} {
+		if got := subjectMatches(c.pattern, c.subject); got != c.want {
+			t.Errorf("subjectMatches(%q, %q) = %v", c.pattern, c.subject, got)
+		}
+	}
+}
+
+func TestRolesAllowing(t *testing.T) {
+	for _, c := range []struct {
+		user    string
+		pub     bool
+		subject string
+		want    []Role
+	}{
+		{"view", true, TaskSubject("w"), []Role{RoleNode, RoleOperator}},
+		{"view", true, RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator}},
+		{"ops", true, RespondSubject("alice", "h-1"), []Role{RoleNode}}, // another's name
+		{"pager", false, AskSubject("oncall"), []Role{RoleNode}},        // supervisors are named per user
+		{"x", true, "$JS.API.STREAM.PURGE." + AuditStream, []Role{RoleNode}},
+		{"x", true, "$JS.API.CONSUMER.MSG.NEXT." + AuditStream + ".c1", []Role{RoleNode, RoleOperator, RoleViewer}},
+		{"x", false, AllEvents, []Role{RoleNode, RoleOperator, RoleViewer}},
+		{"x", true, CtlSubject("n1", "interrupt"), []Role{RoleNode, RoleOperator}},
+	} {
+		if got := RolesAllowing(c.user, c.pub, c.subject); !slices.Equal(got, c.want) {
+			t.Errorf("RolesAllowing(%s, %v, %s) = %v, want %v", c.user, c.pub, c.subject, got, c.want)
+		}
+	}
+	g := GrantsFor(User{Name: "pager", Role: RoleSupervisor, Supervisors: []string{"oncall"}, Tools: []string{"lookup"}})
+	if !g.Allows(false, AskSubject("oncall")) || !g.Allows(false, ToolSubject("lookup")) || g.Allows(false, AskSubject("other")) || len(g.Publish) != 0 || !g.Responses {
+		t.Fatalf("supervisor grants %+v", g)
+	}
+	if p := g.permissions(); len(p.Publish.Deny) != 1 || p.Response == nil || p.Response.MaxMsgs != 1 {
+		t.Fatalf("supervisor permissions %+v", p)
+	}
+}
+
+func TestParseRespondSubject(t *testing.T) {
+	if u, id, ok := ParseRespondSubject(RespondSubject("ops", "h-a.b")); !ok || u != "ops" || id != "h-a.b" {
+		t.Fatalf("parsed %q %q %v", u, id, ok)
+	}
+	for _, s := range []string{"agentmux.respond.ops", "agentmux.respond..x", "agentmux.ask.x.y"} {
+		if _, _, ok := ParseRespondSubject(s); ok {
+			t.Errorf("%q parsed", s)
+		}
+	}
+}
