@@ -23,6 +23,7 @@ type Response struct {
 	ID        string
 	Value     json.RawMessage // nil is written as null
 	Outcome   Outcome
+	Reason    string // why, for an invalid one; omitted when empty
 }
 
 // AppendResponse appends r as one line, "\n" included. The value is compacted, so no
@@ -39,6 +40,10 @@ func AppendResponse(dst []byte, r Response) []byte {
 	dst = appendCompact(dst, r.Value)
 	dst = append(dst, `,"outcome":`...)
 	dst = append(dst, quote(string(r.Outcome))...)
+	if r.Reason != "" {
+		dst = append(dst, `,"reason":`...)
+		dst = append(dst, quote(r.Reason)...)
+	}
 	return append(dst, "}\n"...)
 }
 

@@ -166,19 +166,24 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		s.seq[msg.Type]++
 		id = string(msg.Type) + "-" + strconv.Itoa(s.seq[msg.Type])
 	}
-	if _, dup := s.pending[id]; dup {
-		a.onFrameError(&frameError{reason: "duplicate_id", size: len(msg.Raw),
-			err: fmt.Errorf("request id %q is already waiting for an answer; ids must be unique among outstanding requests", id)})
-		return
-	}
+	_, dup := s.pending[id]
 	raw := msg.WithID(id)
-	a.publish(s.id, string(msg.Type), raw)
+	if !dup {
+		a.publish(s.id, string(msg.Type), raw)
+	}
 	now := time.Now()
 	s.requests++
 	p := &pending{msg: msg, id: id, readAt: now, def: a.defaultFor(msg),
 		audit: bus.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
 	a.cfg.Audit(p.audit+".request", &bus.AuditRecord{Kind: "request", Time: now.UnixMilli(), Node: a.cfg.Node,
 		Host: a.host.Name, Session: s.id, Attempt: s.start.Attempt, Request: id, Type: string(msg.Type), Text: msg.RequestText()})
+	if dup {
+		// The first request keeps waiting; this one is answered at once, invalid.
+		err := fmt.Errorf("request id %q is already waiting for an answer; ids must be unique among outstanding requests", id)
+		a.onFrameError(&frameError{reason: "duplicate_id", size: len(msg.Raw), err: err})
+		a.respond(s, p, p.def, protocol.OutcomeInvalid, "runtime", err.Error())
+		return
+	}
 
 	route := a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
 	if route == nil {
@@ -296,8 +301,17 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 	if p.settle != nil {
 		p.settle() // the asker listens on past the deadline, so late answers are reported
 	}
+	a.respond(s, p, value, outcome, decider, reason)
+}
+
+// respond writes the response to p, when the process lives, and records it: metrics,
+// the request.answered event and the audit. An invalid response says why.
+func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
 	if !a.exited && a.proc != nil {
 		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}
+		if outcome == protocol.OutcomeInvalid {
+			resp.Reason = reason
+		}
 		if a.dialect == nil {
 			a.proc.stdin.write(protocol.AppendResponse(nil, resp))
 		} else if reply := a.dialect.Answer(p.msg, resp, reason); reply != nil {
