@@ -305,6 +305,10 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 	if code := again.wait(t, 10*time.Second); code != exitError || !strings.Contains(again.stderr.String(), "already answered by alice") {
 		t.Fatalf("second respond: exit %d, %s", code, again.stderr)
 	}
+	malformed := runtimeProc(t, "respond", "-c", manifest, "h-*", "yes")
+	if code := malformed.wait(t, 10*time.Second); code != exitUsage || !strings.Contains(malformed.stderr.String(), `"h-*" is not a request id`) {
+		t.Fatalf("respond to a malformed id: exit %d, %s", code, malformed.stderr)
+	}
 	missing := runtimeProc(t, "respond", "-c", manifest, "h-nonexistent", "yes")
 	if code := missing.wait(t, 10*time.Second); code != exitUsage || !strings.Contains(missing.stderr.String(), "no such pending request") {
 		t.Fatalf("respond to nothing: exit %d, %s", code, missing.stderr)

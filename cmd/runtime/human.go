@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -77,6 +78,13 @@ func pending(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// requestID is what an id of a request waiting for a person may hold: a key of the
+// pending bucket.
+var requestID = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]+$`)
+
+// respond answers a request waiting for a person. Exit codes: 0 answered; 1 refused
+// (already answered, past its deadline, cancelled) or the bus failed; 2 usage: a bad
+// id, no such request, an answer that does not fit.
 func respond(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("respond", stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
@@ -87,6 +95,10 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) != 2 {
 		fmt.Fprintln(stderr, `runtime respond: want an id and an answer: respond -c <manifest> <id> <answer>; the answer is JSON (true, ["a","b"], {"k":1}) or else a string`)
+		return exitUsage
+	}
+	if !requestID.MatchString(pos[0]) {
+		fmt.Fprintf(stderr, "runtime respond: %q is not a request id (h-…); `runtime pending` lists them\n", pos[0])
 		return exitUsage
 	}
 	c, code := client("respond", *path, stderr)
