@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -43,14 +45,17 @@ func Load(path string) (*Manifest, error) {
 func Parse(path string, src []byte) (*Manifest, error) {
 	name := filepath.Base(path)
 	var f file
-	md, err := toml.Decode(string(src), &f)
+	v := &validator{file: name, loc: newLocator(src)}
+	md, err := v.decode(string(src), &f)
 	if err != nil {
 		return nil, &Error{Problems: []*Problem{decodeProblem(name, err)}}
 	}
-	v := &validator{file: name, loc: newLocator(src)}
+	v.md = md
 	for _, key := range md.Undecoded() {
 		if !freeForm(key) {
-			v.add(key, "unknown key %q; %s", key[len(key)-1], suggestion(key))
+			for _, at := range v.loc.arrayPaths(key) {
+				v.add(at, "unknown key %q; %s", key[len(key)-1], suggestion(key))
+			}
 		}
 	}
 	m := v.manifest(path, &f)
@@ -77,13 +82,16 @@ func decodeProblem(file string, err error) *Problem {
 }
 
 var known = map[string][]string{
-	"nats":        {"url", "listen", "store_dir", "credentials", "server_name", "replicas", "sync_interval", "cluster", "users", "user", "password_env", "nkey_seed_file", "tls"},
-	"metrics":     {"addr", "token_env"},
-	"hosts":       {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format"},
-	"supervisors": {"strategy", "concurrency", "rules", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
-	"routes":      {"type", "host", "match", "supervisor", "post_process"},
-	"tools":       {"command", "args", "env", "inherit_env", "working_dir", "timeout", "description"},
-	"connections": {"provider", "api_key_env", "base_url", "default_model", "timeout", "organization", "project", "models", "retry", "rate_limit"},
+	"nats":         {"url", "listen", "store_dir", "credentials", "server_name", "replicas", "sync_interval", "cluster", "users", "user", "password_env", "nkey_seed_file", "tls"},
+	"nats.users":   {"name", "password_env", "nkey", "role", "supervisors", "tools"},
+	"nats.cluster": {"name", "listen", "routes", "user", "password_env"},
+	"nats.tls":     {"cert", "key", "ca", "verify", "client_cert", "client_key"},
+	"metrics":      {"addr", "token_env"},
+	"hosts":        {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format"},
+	"supervisors":  {"strategy", "concurrency", "rules", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
+	"routes":       {"type", "host", "match", "supervisor", "post_process"},
+	"tools":        {"command", "args", "env", "inherit_env", "working_dir", "timeout", "description"},
+	"connections":  {"provider", "api_key_env", "base_url", "default_model", "timeout", "organization", "project", "models", "retry", "rate_limit"},
 }
 
 // freeFormKeys are the places whose contents are any TOML the user likes: the decoder
@@ -120,6 +128,11 @@ func suggestion(key toml.Key) string {
 	if section == "agents" {
 		section = "hosts"
 	}
+	if len(key) > 2 {
+		if _, sub := known[key[0]+"."+key[1]]; sub {
+			section = key[0] + "." + key[1]
+		}
+	}
 	keys, ok := known[section]
 	if !ok {
 		return "the sections are nats, metrics, hosts (or agents), supervisors, routes, tools, connections, project"
@@ -130,7 +143,9 @@ func suggestion(key toml.Key) string {
 type validator struct {
 	file     string
 	loc      *locator
+	md       toml.MetaData // what the manifest wrote, to tell a 0 written from one left out
 	problems []*Problem
+	warnings []*Problem
 }
 
 func (v *validator) add(path []string, format string, args ...any) {
@@ -192,6 +207,10 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	}
 	v.security(m)
 	v.noChildSecrets(m)
+	if len(m.Hosts) == 0 && len(m.Supervisors) == 0 {
+		v.add(nil, "the manifest has neither hosts nor supervisors: add a [hosts.X] with a command, or a [supervisors.X], for a node to have something to do")
+	}
+	m.Warnings = v.warnings
 	return m
 }
 
@@ -226,14 +245,12 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	if len(h.Params) > 0 {
 		h.ParamsJSON = v.toJSON(at("params"), h.Params)
 	}
-	if h.InitTimeout == 0 {
-		h.InitTimeout = Duration(DefaultInitTimeout)
-	}
-	if h.QuestionTimeout == 0 {
-		h.QuestionTimeout = Duration(DefaultQuestionTimeout)
-	}
-	if h.StopGrace == 0 {
-		h.StopGrace = Duration(DefaultStopGrace)
+	// One rule for every duration: left out, it is the default; 0 means none, where
+	// none means something, and is refused where a bound is needed.
+	v.required(at("init_timeout"), &h.InitTimeout, DefaultInitTimeout, "would wait for init_ack forever")
+	v.required(at("question_timeout"), &h.QuestionTimeout, DefaultQuestionTimeout, "would leave requests without a deadline")
+	if !v.written(at("stop_grace")...) {
+		h.StopGrace = Duration(DefaultStopGrace) // 0 written: SIGKILL right after SIGTERM
 	}
 	switch {
 	case h.MaxLineBytes == 0:
@@ -252,6 +269,59 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	}
 	v.envNames(at("inherit_env"), h.InheritEnv)
 	h.WorkingDir = v.dir(h.WorkingDir, manifestPath)
+	if h.Command != "" {
+		v.runnable([]string{section, h.Name}, h.Command, h.WorkingDir)
+	}
+}
+
+// runnable warns when command cannot be found or its working directory does not
+// exist: the manifest may be meant for another machine, so it is not an error.
+func (v *validator) runnable(path []string, command, dir string) {
+	if dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			v.warn(append(path, "working_dir"), "%q is not a directory here", dir)
+			return
+		}
+	}
+	if strings.ContainsRune(command, filepath.Separator) {
+		p := command
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			v.warn(append(path, "command"), "%q does not exist here", command)
+		}
+		return
+	}
+	if _, err := exec.LookPath(command); err != nil {
+		v.warn(append(path, "command"), "%q is not on PATH here", command)
+	}
+}
+
+func (v *validator) warn(path []string, format string, args ...any) {
+	line, col := v.loc.find(path)
+	v.warnings = append(v.warnings, &Problem{File: v.file, Line: line, Col: col, Key: strings.Join(path, "."), Msg: fmt.Sprintf(format, args...)})
+}
+
+// written reports whether the manifest sets the key at path (hosts under [agents] too).
+func (v *validator) written(path ...string) bool {
+	if v.md.IsDefined(path...) {
+		return true
+	}
+	if len(path) > 0 && path[0] == "hosts" {
+		return v.md.IsDefined(append([]string{"agents"}, path[1:]...)...)
+	}
+	return false
+}
+
+// required gives d its default when left out, and refuses a written 0.
+func (v *validator) required(path []string, d *Duration, def time.Duration, why string) {
+	switch {
+	case !v.written(path...):
+		*d = Duration(def)
+	case *d == 0:
+		v.add(path, "0 %s; leave it out for the default %v, or give a duration", why, def)
+	}
 }
 
 func (v *validator) toJSON(path []string, value any) json.RawMessage {

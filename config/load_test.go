@@ -73,7 +73,7 @@ func TestProblemsHavePositions(t *testing.T) {
 		{"unknown key", "[hosts.w]\ncommand = \"x\"\ntimout = 5\n",
 			`config: hosts.w.timout (agentmux.toml:3:1): unknown key "timout"; known keys here: command`},
 		{"bad duration", "[hosts.w]\ncommand = \"x\"\ntimeout = \"10x\"\n",
-			`config: hosts.w.timeout (agentmux.toml:3:12): "10x" is not a duration; use seconds or "90s"`},
+			`config: hosts.w.timeout (agentmux.toml:3:1): "10x" is not a duration; use seconds or "90s"`},
 		{"syntax", "[hosts.w]\ncommand = \"x\n",
 			`config: hosts.w.command (agentmux.toml:2:`},
 		{"missing command", "[agents.w]\nargs = []\n",
@@ -184,5 +184,98 @@ answers = { tool_call = { rows = [1, 2] } }
 	}
 	if _, err := Parse("m.toml", []byte("[supervisors.r]\nstrategy = \"rule\"\nrules = [{ match = \"x\", answer = 1, anwser = 2 }]\n")); err == nil || !strings.Contains(err.Error(), `unknown key "anwser"`) {
 		t.Fatalf("a misspelt rule key must still be an error, got %v", err)
+	}
+}
+
+func TestEveryProblemReported(t *testing.T) {
+	_, err := Parse("m.toml", []byte(`[hosts.w]
+command = "x"
+timeout = "10x"
+idle_timeout = "5y"
+question_timeout = "0s"
+init_timeout = 0
+stop_grace = -1
+[[nats.users]]
+name = "a"
+password_env = "P"
+role = "viewer"
+[[nats.users]]
+name = "b"
+password_env = "P"
+role = "viewer"
+bogus = 1
+[tools.t]
+command = "x"
+timeout = 0
+`))
+	if err == nil {
+		t.Fatal("a manifest with many problems loaded")
+	}
+	for _, want := range []string{
+		`hosts.w.timeout (m.toml:3:1): "10x" is not a duration`,
+		`hosts.w.idle_timeout (m.toml:4:1): "5y" is not a duration`,
+		`hosts.w.question_timeout (m.toml:5:1): 0 would leave requests without a deadline; leave it out for the default 1m0s`,
+		`hosts.w.init_timeout (m.toml:6:1): 0 would wait for init_ack forever`,
+		`hosts.w.stop_grace (m.toml:7:1): -1 is negative`,
+		`nats.users.1.bogus (m.toml:16:1): unknown key "bogus"; known keys here: name, password_env, nkey, role, supervisors, tools`,
+		`tools.t.timeout (m.toml:19:1): 0 would let a tool call run forever`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestZeroMeansNone(t *testing.T) {
+	m, err := Parse("m.toml", []byte("[hosts.w]\ncommand = \"x\"\ntimeout = 0\nidle_timeout = \"0s\"\nstop_grace = 0\n[hosts.d]\ncommand = \"x\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, d := m.Hosts["w"], m.Hosts["d"]
+	if w.Timeout != 0 || w.IdleTimeout != 0 || w.StopGrace != 0 {
+		t.Errorf("a written 0 is not none: %+v", w)
+	}
+	if d.StopGrace.D() != DefaultStopGrace || d.QuestionTimeout.D() != DefaultQuestionTimeout || d.InitTimeout.D() != DefaultInitTimeout {
+		t.Errorf("left out is not the default: %+v", d)
+	}
+}
+
+func TestNothingToDo(t *testing.T) {
+	_, err := Parse("m.toml", []byte("[nats]\nlisten = \"127.0.0.1:4222\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "neither hosts nor supervisors") {
+		t.Fatalf("an empty manifest: %v", err)
+	}
+}
+
+func TestWarningsForThisMachine(t *testing.T) {
+	m, err := Parse(filepath.Join(t.TempDir(), "m.toml"), []byte(`[hosts.a]
+command = "no-such-agent-xyz"
+[hosts.b]
+command = "./bin/agent"
+[hosts.c]
+command = "sh"
+working_dir = "/does/not/exist"
+[hosts.d]
+command = "sh"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range m.Warnings {
+		got = append(got, w.Error())
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		`hosts.a.command (m.toml:2:1): "no-such-agent-xyz" is not on PATH here`,
+		`hosts.b.command (m.toml:4:1): "./bin/agent" does not exist here`,
+		`hosts.c.working_dir (m.toml:7:1): "/does/not/exist" is not a directory here`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings lack %q:\n%s", want, all)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("%d warnings, want 3 (sh is on PATH):\n%s", len(got), all)
 	}
 }

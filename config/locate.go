@@ -20,6 +20,44 @@ func newLocator(src []byte) *locator {
 // find returns the 1-based line and column of path, e.g. ["hosts","w","timeout"] or
 // ["routes","2","match"]; 0, 0 when not found.
 func (l *locator) find(path []string) (line, col int) {
+	line, col, _ = l.locate(path)
+	return line, col
+}
+
+// arrayPaths puts back the index the TOML library leaves out of keys inside arrays of
+// tables ([[nats.users]] bogus = 1 comes as nats.users.bogus): one path per table of the
+// array that holds the key, or key itself when no array does.
+func (l *locator) arrayPaths(key []string) [][]string {
+	for i := len(key) - 1; i >= 1; i-- {
+		n := l.arrayTables(strings.Join(key[:i], "."))
+		var out [][]string
+		for j := range n {
+			p := append(append(append([]string{}, key[:i]...), strconv.Itoa(j)), key[i:]...)
+			if _, _, ok := l.locate(p); ok {
+				out = append(out, p)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return [][]string{key}
+}
+
+// arrayTables counts the [[name]] headers.
+func (l *locator) arrayTables(name string) int {
+	n := 0
+	for _, raw := range l.lines {
+		s := strings.TrimSpace(raw)
+		if strings.HasPrefix(s, "[[") && strings.Join(splitKey(strings.Trim(strings.SplitN(s, "]", 2)[0], "[ ")), ".") == name {
+			n++
+		}
+	}
+	return n
+}
+
+// locate is find, and whether path itself was found (not only its table).
+func (l *locator) locate(path []string) (line, col int, ok bool) {
 	// Longest table header that is a prefix of path, with [[array]] index counting.
 	bestLine, bestLen := -1, 0
 	counts := map[string]int{}
@@ -44,7 +82,7 @@ func (l *locator) find(path []string) (line, col int) {
 	pos := 0
 	if bestLine >= 0 {
 		if bestLen == len(path) {
-			return bestLine + 1, strings.Index(l.lines[bestLine], "[") + 1
+			return bestLine + 1, strings.Index(l.lines[bestLine], "[") + 1, true
 		}
 		pos = bestLine + 1
 		line, col = bestLine+1, 1
@@ -64,10 +102,10 @@ func (l *locator) find(path []string) (line, col int) {
 			}
 		}
 		if !found {
-			return line, col
+			return line, col, false
 		}
 	}
-	return line, col
+	return line, col, true
 }
 
 func hasPrefix(path, prefix []string) bool {

@@ -62,6 +62,9 @@ type Manifest struct {
 	Routes      Routes
 	Tools       map[string]*Tool
 	Connections map[string]*Connection
+	// Warnings are what may be wrong on this machine only: a command not found, a
+	// working directory missing. `validate` prints them; a node logs them.
+	Warnings []*Problem
 }
 
 // NATS says where the node's NATS is. An empty URL runs an embedded server.

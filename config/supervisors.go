@@ -36,6 +36,9 @@ func (v *validator) supervisor(s *Supervisor, m *Manifest) {
 		}
 		v.envNames(at("inherit_env"), s.InheritEnv)
 		s.WorkingDir = v.dir(s.WorkingDir, m.Path)
+		if s.Command != "" {
+			v.runnable(at(), s.Command, s.WorkingDir)
+		}
 	case StrategyHuman, StrategyExternal:
 	case "":
 		v.add(at(), `a supervisor needs a strategy: "rule", "static", "llm", "command", "human" or "external"`)
@@ -194,14 +197,12 @@ func (v *validator) tool(t *Tool, manifestPath string) {
 	if !namePattern.MatchString(t.Name) {
 		v.add(at(), "tool name %q may only hold letters, digits, '_' and '-' (it is part of NATS subjects)", t.Name)
 	}
-	switch {
-	case t.Timeout == 0:
-		t.Timeout = Duration(DefaultToolTimeout)
-	case t.Timeout < 0:
-		v.add(at("timeout"), "a negative timeout")
-	}
+	v.required(at("timeout"), &t.Timeout, DefaultToolTimeout, "would let a tool call run forever")
 	v.envNames(at("inherit_env"), t.InheritEnv)
 	t.WorkingDir = v.dir(t.WorkingDir, manifestPath)
+	if t.Command != "" {
+		v.runnable(at(), t.Command, t.WorkingDir)
+	}
 }
 
 func (v *validator) connection(c *Connection) {

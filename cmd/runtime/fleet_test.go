@@ -70,7 +70,7 @@ password_env = "AGENTMUX_TEST_FLEET_PASSWORD"
 role = "node"
 [metrics]
 addr = "127.0.0.1:0"
-`, host, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", ")))
+`, host, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", "))+body)
 		f.configs = append(f.configs, path)
 		f.names = append(f.names, name)
 		f.servers = append(f.servers, f.server(t, i))

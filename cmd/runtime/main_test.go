@@ -24,7 +24,7 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCLI("validate", "-c", bad)
-	if code != exitUsage || !strings.Contains(errOut, `hosts.w.timeout (bad.toml:3:12): "10x" is not a duration; use seconds or "90s"`) {
+	if code != exitUsage || !strings.Contains(errOut, `hosts.w.timeout (bad.toml:3:1): "10x" is not a duration; use seconds or "90s"`) {
 		t.Fatalf("bad manifest: exit %d, %q", code, errOut)
 	}
 }

@@ -36,6 +36,9 @@ func up(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(stderr, *logLevel)
+	for _, w := range m.Warnings {
+		log.Warn("manifest", "problem", w.Error())
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)

@@ -19,6 +19,9 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if m == nil {
 		return code
 	}
+	for _, w := range m.Warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	fmt.Fprintf(stdout, "%s: ok (%d hosts, %d supervisors, %d routes)\n", *path, len(m.Hosts), len(m.Supervisors), len(m.Routes))
 	return exitOK
 }
