@@ -70,7 +70,10 @@ password_env = "AGENTMUX_TEST_FLEET_PASSWORD"
 role = "node"
 [metrics]
 addr = "127.0.0.1:0"
-`, host, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", "))+body)
+# A manifest needs something to run; servers run it with --no-hosts.
+[hosts.unused]
+command = "true"
+`, host, client[i], filepath.Join(f.dir, name), name, cluster[i], strings.Join(routes, ", ")))
 		f.configs = append(f.configs, path)
 		f.names = append(f.names, name)
 		f.servers = append(f.servers, f.server(t, i))
