@@ -50,9 +50,14 @@ type AskerConfig struct {
 	// Members lists the live members of a supervisor (Directory.Members). With it, an
 	// ask whose member fell silent goes to another member by name; without it, to the
 	// queue group again.
-	Members  func(supervisor string) []string
-	Counters AskCounters
-	Log      *slog.Logger
+	Members func(supervisor string) []string
+	// OnWithdrawn is called when an ask a person was deciding (a member said
+	// StatusDeferred) is given up without their answer: the session ended or the
+	// request got its default. The key names the person's pending request ("h-" +
+	// key). It is called on the caller's goroutine and must not block.
+	OnWithdrawn func(key, why string)
+	Counters    AskCounters
+	Log         *slog.Logger
 }
 
 // Asker sends a node's requests to supervisors over one reply subscription for the
@@ -156,22 +161,23 @@ func (a *Asker) Close() {
 // supervisor outside agentmux) the ask waits for an answer until the deadline, unless
 // the member acknowledges of its own accord.
 //
-// settle, called when the caller has its answer (or wrote a default, or the request was
-// withdrawn), stops asking again; late answers are still delivered to be reported.
-func (a *Asker) Ask(msg *nats.Msg, deadline time.Time, failover bool, deliver func(*Reply)) (settle func()) {
+// settle, called when the caller has its answer (why empty) or gave up on one (why says
+// why: it wrote a default, the session ended), stops asking again; late answers are
+// still delivered to be reported.
+func (a *Asker) Ask(msg *nats.Msg, deadline time.Time, failover bool, deliver func(*Reply)) (settle func(why string)) {
 	key := nuid.Next()
 	msg.Reply = a.prefix + key
 	c := &call{msg: msg, deadline: deadline, watch: failover, backoff: minAskBackoff, deliver: deliver}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
-		return func() {}
+		return func(string) {}
 	}
 	a.calls[key] = c
 	c.timer = time.AfterFunc(a.nextWait(c, time.Now()), func() { a.onTimer(key) })
 	a.mu.Unlock()
 	a.publish(msg)
-	return func() { a.settle(key) }
+	return func(why string) { a.settle(key, why) }
 }
 
 // Reconnected asks again every open ask: replies sent while the connection was down
@@ -225,13 +231,18 @@ func (a *Asker) publish(m *nats.Msg) {
 	}
 }
 
-func (a *Asker) settle(key string) {
+func (a *Asker) settle(key, why string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if c, ok := a.calls[key]; ok && c.state != stateSettled {
+	c, ok := a.calls[key]
+	withdrawn := ok && c.state == stateDeferred && why != ""
+	if ok && c.state != stateSettled {
 		now := time.Now()
 		c.early = now.Before(c.deadline)
 		a.settleLocked(c, now)
+	}
+	a.mu.Unlock()
+	if withdrawn && a.cfg.OnWithdrawn != nil {
+		a.cfg.OnWithdrawn(key, why)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,13 +21,52 @@ func (c *count) Inc() { c.n.Add(1) }
 type askFixture struct {
 	b                                     *Bus
 	answered, reasked, duplicate, timeout *count
+	withdrawn                             chan string // key and why of each OnWithdrawn
 }
 
 func newAskFixture(t *testing.T) *askFixture {
-	f := &askFixture{answered: &count{}, reasked: &count{}, duplicate: &count{}, timeout: &count{}}
+	f := &askFixture{answered: &count{}, reasked: &count{}, duplicate: &count{}, timeout: &count{}, withdrawn: make(chan string, 8)}
 	f.b = open(t, Config{Listen: "127.0.0.1:0", Ask: AskerConfig{AckTimeout: 200 * time.Millisecond, Silence: 300 * time.Millisecond,
-		LateGrace: time.Second, Counters: AskCounters{Answered: f.answered, Reasked: f.reasked, Duplicate: f.duplicate, Timeout: f.timeout}}})
+		LateGrace: time.Second, Counters: AskCounters{Answered: f.answered, Reasked: f.reasked, Duplicate: f.duplicate, Timeout: f.timeout},
+		OnWithdrawn: func(key, why string) { f.withdrawn <- key + " " + why }}})
 	return f
+}
+
+// TestDeferredAskWithdrawn: an ask a person decides, given up on, is reported withdrawn
+// with its key; one answered, or not deferred, is not.
+func TestDeferredAskWithdrawn(t *testing.T) {
+	f := newAskFixture(t)
+	replies := make(chan string, 8)
+	f.member(t, func(m *nats.Msg) {
+		replies <- m.Reply
+		if string(m.Data) == `"person"` {
+			_ = SendStatus(f.b.Conn, m.Reply, StatusDeferred, "m1")
+		}
+	})
+	ask := func(body string) (func(string), string) {
+		settle := f.b.Asker.Ask(&nats.Msg{Subject: AskSubject("s"), Data: []byte(body)}, time.Now().Add(time.Minute), true, func(*Reply) {})
+		reply := <-replies
+		return settle, reply[strings.LastIndexByte(reply, '.')+1:]
+	}
+	person, key := ask(`"person"`)
+	waitUntil(t, "the ask is deferred", func() bool {
+		f.b.Asker.mu.Lock()
+		defer f.b.Asker.mu.Unlock()
+		return f.b.Asker.calls[key].state == stateDeferred
+	})
+	person("cancelled: session ended")
+	if got := <-f.withdrawn; got != key+" cancelled: session ended" {
+		t.Fatalf("withdrawn %q", got)
+	}
+	answered, _ := ask(`"person"`)
+	machine, _ := ask(`"rule"`)
+	answered("")
+	machine("timed_out: no answer")
+	select {
+	case got := <-f.withdrawn:
+		t.Fatalf("withdrawn %q: answered or never deferred", got)
+	case <-time.After(200 * time.Millisecond):
+	}
 }
 
 // member subscribes to the ask subject and hands every copy of an ask to handle.
@@ -45,7 +85,7 @@ func (f *askFixture) member(t *testing.T, handle func(*nats.Msg)) {
 func (f *askFixture) ask(deadline time.Time) (chan *Reply, func()) {
 	answers := make(chan *Reply, 8)
 	settle := f.b.Asker.Ask(&nats.Msg{Subject: AskSubject("s"), Data: []byte(`{}`)}, deadline, true, func(r *Reply) { answers <- r })
-	return answers, settle
+	return answers, func() { settle("") }
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {

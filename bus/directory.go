@@ -78,6 +78,18 @@ func (d *Directory) update(e jetstream.KeyValueEntry) {
 	}
 }
 
+// Gone reports whether node has stopped or missed its heartbeats for NodeDeadAfter; a
+// node the directory never saw counts as gone once since (when something showed it
+// alive) is NodeDeadAfter past.
+func (d *Directory) Gone(node string, since, now time.Time) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if n, ok := d.nodes[node]; ok {
+		return !n.Alive(now)
+	}
+	return now.Sub(since) > NodeDeadAfter
+}
+
 // Members returns the live nodes serving supervisor, by name: heartbeat recent, not
 // draining or stopped.
 func (d *Directory) Members(supervisor string) []string {

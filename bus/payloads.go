@@ -28,6 +28,9 @@ type Ask struct {
 	Request  json.RawMessage `json:"request"`  // the canonical request as the agent sent it, id included
 	// PostProcess: the route asks an llm supervisor to rework the tool's result.
 	PostProcess bool `json:"post_process,omitempty"`
+	// Node is the asking node, Attempt the session's attempt.
+	Node    string `json:"node,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
 }
 
 // Reply is a supervisor's answer. Exactly one of Value, UseDefault and Cancelled says

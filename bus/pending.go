@@ -25,6 +25,7 @@ var (
 	ErrNoSuchPending   = errors.New("no such pending request")
 	ErrAlreadyAnswered = errors.New("already answered")
 	ErrPastDeadline    = errors.New("past its deadline")
+	ErrCancelled       = errors.New("cancelled")
 )
 
 // PendingStore keeps requests waiting for a person in a KV bucket every node sees:
@@ -110,6 +111,8 @@ func (s *PendingStore) Respond(ctx context.Context, id string, value json.RawMes
 		return nil, err
 	}
 	switch {
+	case p.State == decide.StateCancelled:
+		return p, fmt.Errorf("%s was %w: %s; no answer can reach the agent", id, ErrCancelled, p.Cancelled)
 	case p.State != decide.StatePending:
 		return p, fmt.Errorf("%s: %w by %s at %s", id, ErrAlreadyAnswered, p.Responder, p.AnsweredAt.Format(time.RFC3339))
 	case time.Now().After(p.Deadline):
@@ -127,6 +130,25 @@ func (s *PendingStore) Respond(ctx context.Context, id string, value json.RawMes
 		return nil, fmt.Errorf("bus: answer %s: %w", id, err)
 	}
 	return p, nil
+}
+
+// Cancel ends a request still waiting for a person, saying why: its session ended, it
+// got its default, or its node is gone. It returns the request when it cancelled it,
+// nil when a person answered first or it was cancelled already.
+func (s *PendingStore) Cancel(ctx context.Context, id, why string) (*decide.PendingRequest, error) {
+	for {
+		p, rev, err := s.Get(ctx, id)
+		if err != nil || p.State != decide.StatePending {
+			return nil, err
+		}
+		p.State, p.Cancelled = decide.StateCancelled, why
+		data, _ := json.Marshal(p)
+		if _, err := s.kv.Update(ctx, id, data, rev); err == nil {
+			return p, nil
+		} else if !casConflict(err) {
+			return nil, fmt.Errorf("bus: cancel %s: %w", id, err)
+		}
+	}
 }
 
 // Deliver watches the bucket until ctx ends and sends every answered request of

@@ -31,6 +31,7 @@ const (
 	RespondInvalid      = "invalid_answer"
 	RespondAnswered     = "already_answered"
 	RespondPastDeadline = "past_deadline"
+	RespondCancelled    = "cancelled"
 	RespondFailed       = "failed"
 )
 
@@ -98,6 +99,8 @@ func refusedAnswer(p *decide.PendingRequest, err error) *RespondReply {
 		code = RespondAnswered
 	case errors.Is(err, ErrPastDeadline):
 		code = RespondPastDeadline
+	case errors.Is(err, ErrCancelled):
+		code = RespondCancelled
 	}
 	return &RespondReply{Pending: p, Code: code, Error: err.Error()}
 }

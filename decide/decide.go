@@ -33,6 +33,9 @@ type Request struct {
 	// PostProcess asks an llm supervisor to rework a tool's result (a route's
 	// post_process).
 	PostProcess bool
+	// Node asked, for the session's Attempt.
+	Node    string
+	Attempt int
 }
 
 // Message decodes the request as the agent sent it; a request without a body gets one

@@ -24,6 +24,7 @@ const (
 	StatePending   = "pending"
 	StateAnswered  = "answered"  // a person answered; not yet delivered
 	StateDelivered = "delivered" // the answer went to the agent
+	StateCancelled = "cancelled" // the request ended first: no answer can reach it
 )
 
 // PendingRequest is one request waiting for a person.
@@ -48,6 +49,12 @@ type PendingRequest struct {
 	Value      json.RawMessage `json:"value,omitempty"`
 	Responder  string          `json:"responder,omitempty"`
 	AnsweredAt time.Time       `json:"answered_at,omitzero"`
+	// Node and Attempt are the asking node and the session's attempt: a request whose
+	// node is gone is cancelled, and audited on that attempt.
+	Node    string `json:"node,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// Cancelled says why a cancelled request ended before a person answered.
+	Cancelled string `json:"cancelled,omitempty"`
 }
 
 // Human hands the request to a person and defers: the answer is delivered to the
@@ -77,7 +84,7 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	m := r.Message()
 	p := &PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
-		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: StatePending}
+		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: StatePending, Node: r.Node, Attempt: r.Attempt}
 	for _, o := range m.Options {
 		p.Options = append(p.Options, o.Value)
 	}

@@ -38,6 +38,7 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 				if err := n.beat(ctx, false); err != nil && ctx.Err() == nil {
 					n.log.Warn("heartbeat not written", "err", err)
 				}
+				n.sweepOrphans(ctx)
 			}
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -79,6 +80,7 @@ type Node struct {
 	audit   *auditor
 	msrv    *metrics.Server
 	ctlSubs []*nats.Subscription
+	pending atomic.Pointer[bus.PendingStore] // people's requests, once open
 	stopped chan struct{}
 	events  *eventstream.Subscription
 	// decisions counts the goroutines of supervisors (decisions) and of the router
@@ -116,6 +118,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n.startActorSystem()
+	if err := n.serveRespond(ctx); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if err := n.startSupervisors(ctx, opts.Manifest); err != nil {
 		n.abort()
 		return nil, err
@@ -126,10 +132,6 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err != nil {
 		_ = n.Stop(ctx)
 		return nil, fmt.Errorf("node: control subjects: %w", err)
-	}
-	if err := n.serveRespond(ctx); err != nil {
-		_ = n.Stop(ctx)
-		return nil, err
 	}
 	if err := n.startHeartbeat(ctx); err != nil {
 		_ = n.Stop(ctx)
@@ -180,7 +182,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 				n.Metrics.SlowConsumers.Inc()
 			}
 		},
-		Ask: bus.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters()}}
+		Ask: bus.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters(), OnWithdrawn: n.withdraw}}
 	if c := nc.Cluster; c != nil {
 		bcfg.Cluster = &bus.ClusterConfig{Name: c.Name, Listen: c.Listen, Routes: c.Routes, User: c.User}
 		if c.PasswordEnv != "" {
@@ -269,6 +271,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	n.pending.Store(pending)
 	n.ctlSubs = append(n.ctlSubs, sub)
 	return nil
 }

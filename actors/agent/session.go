@@ -50,8 +50,8 @@ type pending struct {
 	deadline time.Time
 	def      json.RawMessage
 	timer    *time.Timer
-	settle   func() // tells the asker the request is answered: stop asking
-	claimed  string // the decider an external supervisor named in its answer
+	settle   func(why string) // tells the asker the request is settled: stop asking
+	claimed  string           // the decider an external supervisor named in its answer
 }
 
 func (a *Agent) startSession(m *StartSession) {
@@ -202,7 +202,8 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	s.pending[id] = p
 	p.timer = a.after(timeout, timerRequest, s.gen, id)
 	data, _ := json.Marshal(&bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
-		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess})
+		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
+		Node: a.cfg.Node, Attempt: s.start.Attempt})
 	req := &nats.Msg{Subject: bus.AskSubject(route.Supervisor), Data: data, Header: nats.Header{
 		bus.HeaderSession:  []string{s.id},
 		bus.HeaderRequest:  []string{id},
@@ -299,7 +300,13 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 		p.timer.Stop()
 	}
 	if p.settle != nil {
-		p.settle() // the asker listens on past the deadline, so late answers are reported
+		// The asker listens on past the deadline, so late answers are reported; a
+		// request given up on is withdrawn from a person deciding it.
+		why := ""
+		if outcome != protocol.OutcomeAnswered && outcome != protocol.OutcomeInvalid {
+			why = fmt.Sprintf("%s: %s", outcome, reason)
+		}
+		p.settle(why)
 	}
 	a.respond(s, p, value, outcome, decider, reason)
 }

@@ -216,7 +216,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 	begun := time.Now()
 	dec, err := s.cfg.Decider.Decide(ctx, &decide.Request{Host: ask.Host, Session: ask.Session, Type: ask.Type,
 		ID: ask.ID, Text: ask.Text, Request: ask.Request, Default: ask.Default, Deadline: deadline,
-		ReplyTo: msg.Reply, PostProcess: ask.PostProcess})
+		ReplyTo: msg.Reply, PostProcess: ask.PostProcess, Node: ask.Node, Attempt: ask.Attempt})
 	s.cfg.Metrics.DecisionTime.WithLabelValues(s.name).Observe(time.Since(begun).Seconds())
 	if parent.Err() != nil {
 		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "released").Inc()

@@ -1,0 +1,75 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// pendingTimeout bounds one withdrawal or sweep of the pending bucket.
+const pendingTimeout = 5 * time.Second
+
+// withdraw cancels the request a person was deciding when its ask is given up on (the
+// session ended, the default was written): nobody could receive an answer now, so it
+// leaves `runtime pending`, and `runtime respond` refuses it saying why. It is the
+// Asker's OnWithdrawn and runs on an agent's goroutine, so it only starts the work.
+func (n *Node) withdraw(key, why string) {
+	store := n.pending.Load()
+	if store == nil {
+		return
+	}
+	n.decisions.Add(1)
+	go func() {
+		defer n.decisions.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), pendingTimeout)
+		defer cancel()
+		if _, err := store.Cancel(ctx, "h-"+key, why); err != nil {
+			n.log.Warn("withdraw a request from a person", "request", "h-"+key, "err", err)
+		}
+	}()
+}
+
+// sweepOrphans cancels, and audits as cancelled, the requests waiting for a person whose
+// asking node is gone (no heartbeat for bus.NodeDeadAfter) or is this node before it
+// restarted: their sessions are over, so no answer could reach them.
+func (n *Node) sweepOrphans(ctx context.Context) {
+	store := n.pending.Load()
+	if store == nil || len(n.roles.supervisors) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, pendingTimeout)
+	defer cancel()
+	list, err := store.List(ctx)
+	if err != nil {
+		n.log.Warn("sweep requests waiting for a person", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, p := range list {
+		var why string
+		switch {
+		case p.Node == "":
+		case p.Node == n.Name && p.Created.Before(n.started):
+			why = fmt.Sprintf("orphaned: node %s restarted, and its session with it", p.Node)
+		case p.Node != n.Name && n.Bus.Directory.Gone(p.Node, p.Created, now):
+			why = fmt.Sprintf("orphaned: node %s is gone (no heartbeat for %v), and its session with it", p.Node, bus.NodeDeadAfter)
+		}
+		if why == "" {
+			continue
+		}
+		cancelled, err := store.Cancel(ctx, p.ID, why)
+		if err != nil {
+			n.log.Warn("cancel an orphaned request", "request", p.ID, "err", err)
+			continue
+		}
+		if cancelled == nil {
+			continue // answered meanwhile, or another node cancelled it
+		}
+		n.log.Info("request waiting for a person cancelled", "request", p.ID, "session", p.Session, "why", why)
+		n.audit.record(bus.AuditID(p.Session, p.Attempt, p.ID+".orphaned"), &bus.AuditRecord{Kind: "answer", Time: now.UnixMilli(),
+			Node: n.Name, Host: p.Host, Session: p.Session, Attempt: p.Attempt, Request: p.Request, Type: p.Type,
+			Outcome: "cancelled", Decider: "runtime", Reason: why})
+	}
+}
