@@ -12,8 +12,8 @@ import (
 // (SIGTERM to its node) or whose node dies (SIGKILL) leaves `runtime pending`, is
 // refused by `runtime respond` saying why, and has a cancelled outcome in the audit.
 func TestFleetStaleHumanRequests(t *testing.T) {
-	// Each case has a host of its own: a node that left keeps its pull requests at the
-	// server until they expire, and a task for its host could wait for that.
+	// Each case has a host of its own: the terminated node hands its task back, and a
+	// new node of the same host (pool 1) would run that again before the next one.
 	other := strings.Replace(simHost(`question_timeout = "5m"`), "[hosts.w]", "[hosts.v]", 1)
 	f := startFleet(t, simHost(`question_timeout = "5m"`)+other+"[supervisors.people]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"people\"\n")
 	_, js := f.conn(t)
