@@ -410,3 +410,51 @@ supervisor = "s"
 		}
 	}
 }
+
+// TestSecondReplyCountedAndAudited: two answerers outside one queue group both reply;
+// the agent gets the first, and the second is counted late and audited as refused, with
+// who sent it.
+func TestSecondReplyCountedAndAudited(t *testing.T) {
+	f := start(t, simHost("w", "")+"[supervisors.dup]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"dup\"\n")
+	nc := f.n.Bus.Conn
+	first := make(chan struct{})
+	for i, who := range []string{"alpha", "beta"} {
+		sub, err := nc.Subscribe(bus.AskSubject("dup"), func(m *nats.Msg) {
+			if i == 1 {
+				<-first // beta answers once alpha has
+			}
+			data, _ := json.Marshal(&bus.Reply{Value: json.RawMessage(`"from ` + who + `"`), Decider: "rule:" + who})
+			if err := m.Respond(data); err != nil {
+				t.Errorf("respond: %v", err)
+			}
+			if i == 0 {
+				close(first)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	res := f.run("w", script(send(`{"type":"question","id":"q1","question":"who?"}`), await("q1"), result))
+	if got := answers(t, res); string(got["q1"].Value) != `"from alpha"` {
+		t.Fatalf("q1 = %s; want the first reply", got["q1"].Value)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if v := testutil.ToFloat64(f.n.Metrics.LateAnswers.WithLabelValues("w")); v != 1 {
+			return fmt.Errorf("late answers = %v", v)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		records, err := bus.ReadAudit(ctx, f.n.Bus.JS, res.Session)
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			if r.Kind == "answer.refused" && string(r.Value) == `"from beta"` && r.Decider == "external:dup" && r.Claimed == "rule:beta" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no refused answer from beta in %d records", len(records))
+	})
+}

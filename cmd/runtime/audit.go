@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentmux/agentmux/bus"
 )
-
-const auditFetchWait = 500 * time.Millisecond
 
 func audit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("audit", stderr)
@@ -35,7 +29,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	records, err := readAudit(ctx, c.js, pos[0])
+	records, err := bus.ReadAudit(ctx, c.js, pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime audit:", c.explain(err))
 		return exitError
@@ -53,44 +47,6 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	}
 	printAudit(stdout, records)
 	return exitOK
-}
-
-// readAudit reads every audit record of one session, in the order they were stored.
-func readAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*bus.AuditRecord, error) {
-	cons, err := js.OrderedConsumer(ctx, bus.AuditStream, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{bus.AuditSubject("*", session)},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the audit stream: %w", err)
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the audit stream: %w", err)
-	}
-	want := int(info.NumPending)
-	var out []*bus.AuditRecord
-	for len(out) < want {
-		batch, err := cons.Fetch(want-len(out), jetstream.FetchMaxWait(auditFetchWait))
-		if err != nil {
-			return nil, fmt.Errorf("read the audit stream: %w", err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			var r bus.AuditRecord
-			if err := json.Unmarshal(m.Data(), &r); err != nil {
-				return nil, fmt.Errorf("audit record %s is not JSON: %w", m.Subject(), err)
-			}
-			out = append(out, &r)
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("read the audit stream: %w", err)
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return out, nil
 }
 
 func printAudit(w io.Writer, records []*bus.AuditRecord) {

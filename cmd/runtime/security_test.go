@@ -243,7 +243,7 @@ func TestSecureRoles(t *testing.T) {
 			return nc.Flush()
 		}},
 		{"read the audit", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			_, err := readAudit(ctx, js, "t-none")
+			_, err := bus.ReadAudit(ctx, js, "t-none")
 			return err
 		}},
 		{"read pending requests", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
