@@ -8,10 +8,10 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentmux/agentmux/internal/procenv"
+	"github.com/agentmux/agentmux/internal/shim"
 )
 
 const (
@@ -33,18 +33,19 @@ type program struct {
 // run starts p with stdin as its standard input and returns its standard output. The
 // process runs in its own group, killed whole when ctx ends.
 func (p *program) run(ctx context.Context, stdin []byte) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, p.command, p.args...)
+	cmd, err := shim.Command(ctx, p.command, p.args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: run %s: %w; check its command and working_dir", p.what, p.command, err)
+	}
 	cmd.Env = procenv.Build(p.inheritEnv, p.env)
 	cmd.Dir = p.dir
 	cmd.Stdin = bytes.NewReader(stdin)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = commandWaitDelay
 	var stdout limitedBuffer
 	stdout.limit = maxCommandOutput
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: %s did not finish before the deadline: %w", p.what, p.command, ctx.Err())

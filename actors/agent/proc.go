@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/internal/procenv"
 	"github.com/agentmux/agentmux/internal/queue"
+	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -47,10 +49,12 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, writeTimeou
 	if d != nil {
 		args = append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
 	}
-	cmd := exec.Command(h.Command, args...)
+	cmd, err := shim.Command(context.Background(), h.Command, args...)
+	if err != nil {
+		return nil, fmt.Errorf("agent: start %s: %w; check the host's command and PATH", h.Command, err)
+	}
 	cmd.Dir = h.WorkingDir
 	cmd.Env = env(h)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 
 	var files []*os.File
 	closeAll := func() {

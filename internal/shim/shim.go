@@ -1,0 +1,53 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"syscall"
+)
+
+// shell runs the shim's script.
+const shell = "/bin/sh"
+
+// script is the shim. Its arguments are the command: they are never interpolated. The
+// command's stdin is the shim's (an asynchronous list's would be /dev/null). SIGTERM and
+// SIGINT, which the node sends the whole group, are ignored by the shim only once the
+// command runs, so the command does not inherit the ignoring; the command acts on them.
+// The exit status of a command a signal killed is 128 + the signal: the shim dies of
+// that signal then, so its parent sees what killed the command.
+const script = `trap 'kill -9 0' USR1
+[ "$PPID" = 1 ] && kill -9 0
+exec 3<&0
+"$@" <&3 3<&- &
+child=$!
+exec 3<&-
+trap '' TERM INT
+while :; do
+	wait "$child"
+	status=$?
+	kill -0 "$child" 2>/dev/null || break
+done
+if [ "$status" -gt 128 ]; then
+	trap - TERM INT
+	kill -$((status - 128)) $$
+fi
+exit "$status"`
+
+// parentDied is the signal the kernel sends the shim when its parent dies: one nothing
+// else sends to an agent's group (the stop ladder sends SIGTERM and SIGKILL).
+const parentDied = syscall.SIGUSR1
+
+// Command returns the command that runs name with args in a process group of its own,
+// the whole group killed when ctx ends or this process dies. name is looked up in PATH
+// here, as exec.Command does.
+func Command(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
+	path, err := exec.LookPath(name)
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, shell, append([]string{"-c", script, "agentmux-shim", path}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: parentDied}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	return cmd, nil
+}
