@@ -211,11 +211,12 @@ func readFleetAudit(js jetstream.JetStream) ([]bus.AuditRecord, error) {
 	return out, nil
 }
 
-// slowPolicy is a command supervisor that notes which node runs it (its parent's pid),
-// then takes its time to approve.
+// slowPolicy is a command supervisor that notes which node runs it (the parent of its
+// parent, the shim), then takes its time to approve.
 func slowPolicy(dir string, think time.Duration) string {
 	script := fmt.Sprintf(`import os, sys, time
-open(%q, "a").write(str(os.getppid()) + "\n")
+node = open("/proc/%%d/stat" %% os.getppid()).read().rsplit(")", 1)[1].split()[1]
+open(%q, "a").write(node + "\n")
 sys.stdin.readline()
 time.sleep(%g)
 print('{"value": "yes", "reason": "policy checked"}')
