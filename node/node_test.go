@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // fixture is one node on its own embedded NATS, with a marker in every agent's
@@ -70,25 +70,7 @@ func start(t *testing.T, manifest string, options ...func(*Options)) *fixture {
 }
 
 // leftovers lists live processes carrying this fixture's marker.
-func (f *fixture) leftovers() []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !strings.Contains(string(env), "AGENTMUX_TEST_MARK="+f.mark) {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
-			continue // a zombie is already dead
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
+func (f *fixture) leftovers() []int { return proctest.Marked(f.mark) }
 
 func (f *fixture) run(host, prompt string) *agent.Result {
 	f.t.Helper()

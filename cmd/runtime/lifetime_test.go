@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestKilledNodeLeavesNoProcess: `runtime up` is killed with SIGKILL while an agent
@@ -52,31 +52,10 @@ supervisor = "policy"
 	runtimeProc(t, "submit", "-c", manifest, "w", `{"steps":[{"grandchild":true},{"send":{"type":"approval","id":"a1","description":"go?"}},{"await":"a1"},{"result":"done"}]}`)
 	poll(t, 20*time.Second, "the agent, its grandchild, the supervisor and its child running", func() bool {
 		_, err := os.Stat(started)
-		return err == nil && len(marked(mark)) >= 4
+		return err == nil && len(proctest.Marked(mark)) >= 4
 	})
 	kill(t, up)
 	killed := time.Now()
-	poll(t, 2*time.Second, "every process the node started gone", func() bool { return len(marked(mark)) == 0 })
+	poll(t, 2*time.Second, "every process the node started gone", func() bool { return len(proctest.Marked(mark)) == 0 })
 	t.Logf("all gone %v after the node", time.Since(killed).Round(time.Millisecond))
-}
-
-// marked lists the live processes whose environment holds mark.
-func marked(mark string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !strings.Contains(string(env), "AGENTMUX_TEST_MARK="+mark) {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
-			continue // a zombie is already dead
-		}
-		pids = append(pids, pid)
-	}
-	return pids
 }
