@@ -295,6 +295,15 @@ func supervisorFailover(t *testing.T, silence func(*proc), after func(f *fleet, 
 		t.Fatalf("submit exit %d\nstderr:\n%s", code, submit.stderr)
 	}
 	took := time.Since(silencedAt)
+	poll(t, 10*time.Second, "the session's end in the audit", func() bool {
+		for _, r := range auditRecords(t, js) {
+			if r.Session == "t-approve" && r.Kind == "session.ended" {
+				return true
+			}
+		}
+		return false
+	})
+	checkInvariants(t, js, "t-approve")
 	out := submit.stdout.String()
 	if !strings.Contains(out, `"value":"yes"`) || !strings.Contains(submit.stderr.String(), `"decider":"command:policy"`) {
 		t.Fatalf("the approval was not answered by the policy:\nstdout %s\nstderr %s", out, submit.stderr)
@@ -392,6 +401,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 		return len(ended) == len(tasks)
 	})
 	t.Logf("all four tasks ended ok %v after the kill", time.Since(killedAt).Round(time.Millisecond))
+	checkInvariants(t, js, tasks...)
 	for _, id := range tasks {
 		if ended[id] != 1 {
 			t.Errorf("task %s ended %d times in the audit; want once", id, ended[id])
@@ -493,6 +503,7 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 			t.Errorf("session %s has %d answers in the audit; want all 8", id, answers[id])
 		}
 	}
+	checkInvariants(t, js, tasks...)
 	after := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-after", "w", `{"steps":[{"result":"still here"}]}`, "--follow")
 	if code := after.wait(t, 30*time.Second); code != exitOK || !strings.Contains(after.stdout.String(), "still here") {
 		t.Fatalf("a task submitted after the kill: exit %d\nstdout %s\nstderr %s", code, after.stdout, after.stderr)
@@ -587,6 +598,7 @@ func TestFleetDrainLosesNothing(t *testing.T) {
 	}
 	f.node(t, "a3", "--no-supervisors")
 	waitEnded(t, js, map[string]string{"t-1": "a1", "t-2": "a1", "t-3": "a2", "t-long": "a3"})
+	checkInvariants(t, js, "t-1", "t-2", "t-3", "t-long")
 }
 
 // waitEnded waits until each task has ended ok exactly once, on the node given.

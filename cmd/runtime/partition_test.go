@@ -142,4 +142,5 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 	if len(answered) != 20 {
 		t.Errorf("%d requests answered in the audit; want 20", len(answered))
 	}
+	checkInvariants(t, js, ids...)
 }

@@ -66,6 +66,7 @@ func TestFleetStaleHumanRequests(t *testing.T) {
 				}
 				return false
 			})
+			checkInvariants(t, js)
 		})
 	}
 }
