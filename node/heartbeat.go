@@ -30,7 +30,7 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 		defer close(n.beatDone)
 		t := time.NewTicker(bus.HeartbeatInterval)
 		defer t.Stop()
-		for {
+		for beats := 0; ; beats++ {
 			select {
 			case <-ctx.Done():
 				return
@@ -38,7 +38,9 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 				if err := n.beat(ctx, false); err != nil && ctx.Err() == nil {
 					n.log.Warn("heartbeat not written", "err", err)
 				}
-				n.sweepOrphans(ctx)
+				if beats%sweepEvery == 0 {
+					n.sweepOrphans(ctx)
+				}
 			}
 		}
 	}()

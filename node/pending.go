@@ -11,6 +11,10 @@ import (
 // pendingTimeout bounds one withdrawal or sweep of the pending bucket.
 const pendingTimeout = 5 * time.Second
 
+// sweepEvery is how many heartbeats apart the pending bucket is swept for orphans (10
+// s): a sweep reads every entry.
+const sweepEvery = 5
+
 // withdraw cancels the request a person was deciding when its ask is given up on (the
 // session ended, the default was written): nobody could receive an answer now, so it
 // leaves `runtime pending`, and `runtime respond` refuses it saying why. It is the
