@@ -19,6 +19,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/invariants"
 	"github.com/agentmux/agentmux/internal/proctest"
 )
 
@@ -80,7 +81,36 @@ func (f *fixture) run(host, prompt string) *agent.Result {
 	if err != nil {
 		f.t.Fatalf("session did not end: %v", err)
 	}
+	f.checkAudit(res.Session)
 	return res
+}
+
+// checkAudit ends every session a test runs with the invariant checker over its audit
+// (internal/invariants), once the session's end is recorded.
+func (f *fixture) checkAudit(session string) {
+	f.t.Helper()
+	var records []bus.AuditRecord
+	waitFor(f.t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rs, err := bus.ReadAudit(ctx, f.n.Bus.JS, session)
+		if err != nil {
+			return err
+		}
+		records = records[:0]
+		ended := false
+		for _, r := range rs {
+			records = append(records, *r)
+			ended = ended || r.Kind == "session.ended"
+		}
+		if !ended {
+			return fmt.Errorf("session %s: no session.ended in its %d audit records yet", session, len(rs))
+		}
+		return nil
+	})
+	for _, v := range invariants.Violations(records, nil) {
+		f.t.Errorf("audit of session %s: %s", session, v)
+	}
 }
 
 func waitFor(t *testing.T, d time.Duration, check func() error) {

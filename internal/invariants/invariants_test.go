@@ -1,0 +1,48 @@
+package invariants
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// TestViolations: the checker finds each kind of broken history, and passes a whole one.
+func TestViolations(t *testing.T) {
+	rec := func(kind, session string, attempt int, request, outcome string) bus.AuditRecord {
+		return bus.AuditRecord{Kind: kind, Session: session, Attempt: attempt, Request: request, Outcome: outcome}
+	}
+	whole := []bus.AuditRecord{
+		rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), // killed: no end
+		rec("session.started", "s", 1, "", ""), rec("request", "s", 1, "q1", ""), rec("answer", "s", 1, "q1", "answered"),
+		rec("request", "s", 1, "q1", ""), rec("answer", "s", 1, "q1", "invalid"), // a duplicate id, answered invalid
+		rec("session.ended", "s", 1, "", "ok"),
+	}
+	if v := Violations(whole, []string{"s"}); len(v) != 0 {
+		t.Fatalf("a whole history: %v", v)
+	}
+	for _, c := range []struct {
+		name    string
+		records []bus.AuditRecord
+		want    string
+	}{
+		{"unanswered", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
+			"s#0: request q1 asked 1 times, answered 0 times"},
+		{"answered twice", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
+			"answered 2 times"},
+		{"never asked", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("answer", "s", 0, "q9", ""), rec("session.ended", "s", 0, "", "ok")},
+			"1 answers to request q9, which it never asked"},
+		{"ended twice", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("session.ended", "s", 0, "", "ok"), rec("session.ended", "s", 0, "", "ok")},
+			"s#0: started 1 times, ended 2 times"},
+		{"ended unstarted", []bus.AuditRecord{rec("session.ended", "s", 0, "", "ok")}, "ended only if started"},
+		{"ok in two attempts", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("session.ended", "s", 0, "", "ok"), rec("session.started", "s", 1, "", ""), rec("session.ended", "s", 1, "", "ok")},
+			"task s ended ok 2 times"},
+		{"never ended", []bus.AuditRecord{rec("session.started", "s", 0, "", "")}, "task s ended ok 0 times"},
+	} {
+		v := Violations(c.records, []string{"s"})
+		if !slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, c.want) }) {
+			t.Errorf("%s: violations %v; want one saying %q", c.name, v, c.want)
+		}
+	}
+}
