@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/shim"
 )
 
 // Command decides by running a program per request: the request JSON on stdin, one
@@ -19,10 +20,10 @@ type Command struct {
 	timeout config.Duration
 }
 
-// NewCommand builds the command strategy of s.
-func NewCommand(s *config.Supervisor) *Command {
+// NewCommand builds the command strategy of s; procs as in Deps.
+func NewCommand(s *config.Supervisor, procs *shim.Registry) *Command {
 	return &Command{name: s.Name, timeout: s.Timeout, prog: program{what: fmt.Sprintf("supervisor %q", s.Name),
-		command: s.Command, args: s.Args, env: s.Env, inheritEnv: s.InheritEnv, dir: s.WorkingDir}}
+		command: s.Command, args: s.Args, env: s.Env, inheritEnv: s.InheritEnv, dir: s.WorkingDir, procs: procs}}
 }
 
 // commandInput is what the program reads on stdin.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -85,6 +86,9 @@ type Deps struct {
 	// Memory keeps llm supervisors' exchanges with sessions; nil: each process its own.
 	Memory Memory
 	Log    *slog.Logger // default: discard
+	// Procs records the process groups of commands and tools while they run (nil: not
+	// recorded), for a node starting on the same store to sweep.
+	Procs *shim.Registry
 }
 
 // New returns the Decider for a configured supervisor: its strategy, with escalation,
@@ -112,7 +116,7 @@ func build(s *config.Supervisor, deps Deps, seen map[string]bool) (Decider, erro
 	case config.StrategyStatic:
 		d = &Static{name: s.Name, answers: s.AnswersJSON}
 	case config.StrategyCommand:
-		d = NewCommand(s)
+		d = NewCommand(s, deps.Procs)
 	case config.StrategyLLM:
 		d, err = NewLLM(s, deps)
 	case config.StrategyHuman:
@@ -132,7 +136,7 @@ func build(s *config.Supervisor, deps Deps, seen map[string]bool) (Decider, erro
 		d = &escalating{inner: d, to: h, when: e.Re, levels: e.RiskLevel}
 	}
 	if deps.Manifest != nil && len(deps.Manifest.Tools) > 0 {
-		d = &withTools{inner: d, tools: deps.Manifest.Tools, served: deps.ServedTool, post: post}
+		d = &withTools{inner: d, tools: deps.Manifest.Tools, served: deps.ServedTool, post: post, procs: deps.Procs}
 	}
 	if s.Fallback != "" && deps.Manifest != nil {
 		fs, ok := deps.Manifest.Supervisors[s.Fallback]

@@ -28,6 +28,7 @@ type program struct {
 	env        map[string]string
 	inheritEnv []string
 	dir        string
+	procs      *shim.Registry // records the process group while it runs
 }
 
 // run starts p with stdin as its standard input and returns its standard output. The
@@ -45,7 +46,11 @@ func (p *program) run(ctx context.Context, stdin []byte) ([]byte, error) {
 	stdout.limit = maxCommandOutput
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	if err = cmd.Start(); err == nil {
+		p.procs.Record(cmd.Process.Pid)
+		err = cmd.Wait()
+		p.procs.Forget(cmd.Process.Pid)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: %s did not finish before the deadline: %w", p.what, p.command, ctx.Err())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -21,6 +22,7 @@ type withTools struct {
 	tools  map[string]*config.Tool
 	served func(ctx context.Context, tool string, call json.RawMessage) (json.RawMessage, error)
 	post   postProcessor
+	procs  *shim.Registry
 }
 
 // ToolCall is what a tool reads: on stdin for a command tool, as the request payload on
@@ -70,7 +72,7 @@ func (w *withTools) call(ctx context.Context, tool *config.Tool, r *Request, m *
 	var err error
 	if tool.Command != "" {
 		p := program{what: fmt.Sprintf("tool %q", tool.Name), command: tool.Command, args: tool.Args,
-			env: tool.Env, inheritEnv: tool.InheritEnv, dir: tool.WorkingDir}
+			env: tool.Env, inheritEnv: tool.InheritEnv, dir: tool.WorkingDir, procs: w.procs}
 		out, err = p.run(ctx, args)
 	} else {
 		if w.served == nil {

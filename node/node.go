@@ -23,6 +23,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -81,6 +82,7 @@ type Node struct {
 	msrv    *metrics.Server
 	ctlSubs []*nats.Subscription
 	pending atomic.Pointer[bus.PendingStore] // people's requests, once open
+	procs   *shim.Registry                   // the process groups started, in the store
 	stopped chan struct{}
 	events  *eventstream.Subscription
 	// decisions counts the goroutines of supervisors (decisions) and of the router
@@ -110,6 +112,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now()}
+	if err := n.sweepLeftovers(opts); err != nil {
+		return nil, err
+	}
 	if err := n.startMetrics(opts); err != nil {
 		return nil, err
 	}
@@ -244,7 +249,8 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return err
 	}
-	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM, Log: n.log}
+	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM, Log: n.log,
+		Procs: n.procs}
 	for _, s := range n.roles.supervisors {
 		d, err := decide.New(s, deps)
 		if err != nil {
@@ -278,7 +284,8 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(opts Options) {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
-		Audit: n.audit.record, Stopped: n.stopped, Goroutines: &n.decisions, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker}
+		Audit: n.audit.record, Stopped: n.stopped, Goroutines: &n.decisions, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker,
+		Procs: n.procs}
 	if !opts.NoTasks {
 		rcfg.JS = n.Bus.JS
 	}

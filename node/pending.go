@@ -3,9 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/shim"
 )
 
 // pendingTimeout bounds one withdrawal or sweep of the pending bucket.
@@ -76,4 +78,23 @@ func (n *Node) sweepOrphans(ctx context.Context) {
 			Node: n.Name, Host: p.Host, Session: p.Session, Attempt: p.Attempt, Request: p.Request, Type: p.Type,
 			Outcome: "cancelled", Decider: "runtime", Reason: why})
 	}
+}
+
+// sweepLeftovers kills the process groups an earlier node on this store started and
+// that outlived it (their shim was killed with it), then records this node's. Only a
+// node with a store of its own records: an ephemeral one has nothing to come back to.
+func (n *Node) sweepLeftovers(opts Options) error {
+	dir := opts.Manifest.NATS.StoreDir
+	if dir == "" || opts.Ephemeral || opts.Manifest.NATS.URL != "" {
+		return nil
+	}
+	procs, err := shim.OpenRegistry(filepath.Join(dir, "agentmux-processes"))
+	if err != nil {
+		return err
+	}
+	if killed := procs.Sweep(); len(killed) > 0 {
+		n.log.Warn("killed process groups an earlier node on this store left running", "groups", killed)
+	}
+	n.procs = procs
+	return nil
 }

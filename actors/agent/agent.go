@@ -19,6 +19,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
+	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -60,6 +61,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// InProc, when set, runs the agent in this process instead of the host's command.
 	InProc InProc
+	// Procs records the agent's process group in the node's store while it runs, for
+	// the next node on that store to sweep if it outlives this one (nil: not recorded).
+	Procs *shim.Registry
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration
@@ -133,7 +137,7 @@ func (a *Agent) spawn(extra []string) {
 		if a.cfg.InProc != nil {
 			p, err = startInProc(a.host, a.cfg.InProc, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		} else {
-			p, err = startProcess(a.host, a.dialect, extra, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startProcess(a.host, a.dialect, extra, a.cfg.Procs, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()

@@ -44,7 +44,8 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 
 // startProcess starts h's command with its own process group and a parent-death signal,
 // and the goroutines that serve its pipes. send delivers their reports to the actor.
-func startProcess(h *config.Host, d dialect.Dialect, extra []string, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+// procs records the process group while it runs (nil: not recorded).
+func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim.Registry, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
 	args := h.Args
 	if d != nil {
 		args = append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
@@ -95,6 +96,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, writeTimeou
 	inR.Close()
 	outW.Close()
 	errW.Close()
+	procs.Record(cmd.Process.Pid)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
 	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
@@ -105,7 +107,9 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, writeTimeou
 	go readStdout(outR, h.MaxLineBytes, plain, d != nil, counts.frameBytes, send)
 	go readStderr(errR, send)
 	go func() {
-		send(&processExited{err: cmd.Wait()})
+		err := cmd.Wait()
+		procs.Forget(cmd.Process.Pid)
+		send(&processExited{err: err})
 	}()
 	return p, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -50,6 +51,8 @@ type Config struct {
 	Asker        *bus.Asker // the node's requests to supervisors
 	// InProc runs the agents of the named hosts inside this process (load generation).
 	InProc map[string]agent.InProc
+	// Procs records the agents' process groups (agent.Config.Procs).
+	Procs *shim.Registry
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
 	// Goroutines counts the router's own goroutines (task acks); the node waits for it.
@@ -346,7 +349,7 @@ func (r *Router) dispatch(p *pool) {
 			p.idle = p.idle[:len(p.idle)-1]
 		case len(p.procs) < p.host.Pool:
 			pid = r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker}))
+				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs}))
 			p.procs[pid.Id] = pid
 		default:
 			return

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,4 +62,59 @@ supervisor = "policy"
 	killed := time.Now()
 	poll(t, 2*time.Second, "every process the node started gone", func() bool { return len(proctest.Marked(mark)) == 0 })
 	t.Logf("all gone %v after the node", time.Since(killed).Round(time.Millisecond))
+}
+
+// TestRestartSweepsLeftovers: a node's shim is killed with it (stopped first, so it
+// cannot act on its parent's death), leaving the agent and its child running; the next
+// node on the same store kills them as it starts. The agent ignores SIGHUP, which the
+// kernel sends a group orphaned with a stopped member (the shim).
+func TestRestartSweepsLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	mark := nuid.Next()
+	store := filepath.Join(dir, "store")
+	manifest := filepath.Join(dir, "agentmux.toml")
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
+[hosts.w]
+command = "sh"
+args = ["-c", "trap '' HUP; sleep 3600 & exec sleep 3601"]
+env = { AGENTMUX_TEST_MARK = %q }
+`, freePort(t), store, mark)
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up", up.stderr, "node up")
+	runtimeProc(t, "submit", "-c", manifest, "w", "run")
+	records := filepath.Join(store, "agentmux-processes")
+	var groups []os.DirEntry
+	poll(t, 20*time.Second, "the shim, the agent and its child running, the group recorded", func() bool {
+		groups, _ = os.ReadDir(records)
+		return len(groups) == 1 && len(proctest.Marked(mark)) >= 3
+	})
+	shimPID, err := strconv.Atoi(groups[0].Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-shimPID, syscall.SIGKILL) })
+	if err := syscall.Kill(shimPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	kill(t, up)
+	if err := syscall.Kill(shimPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 5*time.Second, "the shim gone", func() bool { return !slices.Contains(proctest.Marked(mark), shimPID) })
+	if left := proctest.Marked(mark); len(left) < 2 {
+		t.Fatalf("only %v left after the node and its shim died; the test needs the agent and its child orphaned", left)
+	}
+	again := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up again", again.stderr, "node up")
+	if !strings.Contains(again.stderr.String(), "killed process groups an earlier node on this store left running") {
+		t.Fatalf("the restarted node did not say it swept:\n%s", again.stderr)
+	}
+	poll(t, 5*time.Second, "the leftovers gone", func() bool { return len(proctest.Marked(mark)) == 0 })
 }
