@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/invariants"
 )
 
 // TestMain doubles as the runtime binary: with AGENTMUX_RUNTIME_MAIN set, the test binary
@@ -225,6 +228,33 @@ func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 	}
 	if code := watch.wait(t, 10*time.Second); code != exitOK {
 		t.Fatalf("watch after SIGTERM: exit %d, stderr %q", code, watch.stderr)
+	}
+
+	// The audit was flushed before the exit: a node started again on the store has the
+	// stopped session's request, its cancelled answer and its end, and every invariant.
+	again := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up again", again.stderr, "node up")
+	audit := runtimeProc(t, "audit", "-c", manifest, "t-pending", "--json")
+	if code := audit.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("audit after the restart: exit %d, %s", code, audit.stderr)
+	}
+	var records []bus.AuditRecord
+	kinds := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(audit.stdout.String()), "\n") {
+		var r bus.AuditRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		records = append(records, r)
+		if r.Attempt == 0 {
+			kinds[r.Kind] = r.Outcome
+		}
+	}
+	if kinds["request"] != "" || kinds["answer"] != "cancelled" || kinds["session.ended"] != "error" {
+		t.Fatalf("the stopped attempt's audit: %v", kinds)
+	}
+	for _, v := range invariants.Violations(records, nil) {
+		t.Errorf("audit of the stopped session: %s", v)
 	}
 }
 
