@@ -235,6 +235,21 @@ func TestFleetSupervisorNodeKilledMidDecision(t *testing.T) {
 	supervisorFailover(t, func(p *proc) { kill(t, p) }, nil)
 }
 
+// TestFleetSupervisorNodeTerminatedMidDecision: the deciding supervisor node gets
+// SIGTERM; it lets go of the ask as it stops (measured: answered 6.5 s after the
+// signal, for a 4 s decision), the other node answers, and the stopped node exits 0.
+func TestFleetSupervisorNodeTerminatedMidDecision(t *testing.T) {
+	supervisorFailover(t, func(p *proc) {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}, func(_ *fleet, _ jetstream.JetStream, stopped *proc, name string) {
+		if code := stopped.wait(t, 60*time.Second); code != exitOK {
+			t.Fatalf("%s exited %d on SIGTERM:\n%s", name, code, stopped.stderr)
+		}
+	})
+}
+
 // TestFleetSupervisorNodeHungMidDecision: the deciding supervisor node is stopped
 // (SIGSTOP: alive to the NATS server, silent to everyone); the ask goes by name to the
 // other node, which answers before the deadline. Resumed, the hung node's answer comes
