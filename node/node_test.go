@@ -470,3 +470,34 @@ func TestSecondReplyCountedAndAudited(t *testing.T) {
 		return fmt.Errorf("no refused answer from beta in %d records", len(records))
 	})
 }
+
+// TestProgressFloodLosesNoQuestion: ten agents each write 2,000 progress lines around a
+// question; every question is answered by its supervisor, every session ends ok, and
+// every session's audit keeps the invariants.
+func TestProgressFloodLosesNoQuestion(t *testing.T) {
+	f := start(t, simHost("w", "pool = 10")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n[[routes]]\nsupervisor = \"ok\"\n")
+	var steps []string
+	for i := range 2000 {
+		steps = append(steps, send(fmt.Sprintf(`{"type":"progress","message":"step %d of a long flood of progress"}`, i)))
+		if i == 1000 {
+			steps = append(steps, send(`{"type":"question","id":"q1","question":"carry on?"}`))
+		}
+	}
+	prompt := script(append(steps, await("q1"), result)...)
+	results := make(chan *agent.Result, 10)
+	for range 10 {
+		f.n.Submit("w", "", prompt, results)
+	}
+	for range 10 {
+		select {
+		case res := <-results:
+			got := answers(t, res)
+			if !res.OK || string(got["q1"].Value) != `"go on"` || got["q1"].Outcome != "answered" {
+				t.Fatalf("session %s: ok %v, q1 %+v; want the supervisor's answer", res.Session, res.OK, got["q1"])
+			}
+			f.checkAudit(res.Session)
+		case <-time.After(60 * time.Second):
+			t.Fatal("the flooded sessions did not all end")
+		}
+	}
+}
