@@ -124,3 +124,57 @@ supervisor = "s"
 		t.Errorf("t1 decided by %q", r.Decider)
 	}
 }
+
+// TestLLMFaultsFallBackBeforeTheDeadline: a model endpoint that fails (500), throttles
+// (429) or hangs leaves each request to the llm supervisor's fallback before its
+// deadline, in a real session whose audit keeps the invariants.
+func TestLLMFaultsFallBackBeforeTheDeadline(t *testing.T) {
+	t.Setenv("AGENTMUX_TEST_MODEL_KEY", "sk-test")
+	hang := make(chan struct{})
+	t.Cleanup(func() { close(hang) })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case strings.Contains(string(body), "five hundred"):
+			http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
+		case strings.Contains(string(body), "throttled"):
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+		default:
+			select {
+			case <-hang:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	f := start(t, simHost("w", `question_timeout = "3s"`)+fmt.Sprintf(`
+[connections.fake]
+provider = "openai"
+base_url = "%s/v1"
+api_key_env = "AGENTMUX_TEST_MODEL_KEY"
+default_model = "fake-1"
+[supervisors.architect]
+strategy = "llm"
+connection = "fake"
+fallback = "safe"
+[supervisors.safe]
+strategy = "static"
+answers = { question = "fallback" }
+[[routes]]
+supervisor = "architect"
+`, srv.URL))
+	res := f.run("w", script(
+		send(`{"type":"question","id":"q1","question":"five hundred?"}`), await("q1"),
+		send(`{"type":"question","id":"q2","question":"throttled?"}`), await("q2"),
+		send(`{"type":"question","id":"q3","question":"hanging?"}`), await("q3"), result))
+	got := answers(t, res)
+	for _, id := range []string{"q1", "q2", "q3"} {
+		if string(got[id].Value) != `"fallback"` || got[id].Outcome != "answered" {
+			t.Errorf("%s = %s %s; want the fallback's answer, before the deadline", id, got[id].Value, got[id].Outcome)
+		}
+		if r := record(res, id); r.Decider != "static:safe" {
+			t.Errorf("%s decided by %q; want the fallback static:safe", id, r.Decider)
+		}
+	}
+}
