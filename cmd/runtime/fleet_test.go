@@ -296,7 +296,7 @@ func supervisorFailover(t *testing.T, silence func(*proc), after func(f *fleet, 
 	script := `{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy to staging"}},{"await":"a1"},{"result":"deployed"}]}`
 	submit := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-approve", "w", script, "--follow")
 	var first int
-	poll(t, 20*time.Second, "a supervisor node is deciding", func() bool {
+	poll(t, 40*time.Second, "a supervisor node is deciding", func() bool {
 		first = deciders(t, f.dir, 0)
 		return first != 0
 	})
