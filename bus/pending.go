@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/protocol"
 )
 
 // PendingBucket is the JetStream KV bucket of requests waiting for a person.
@@ -26,6 +27,7 @@ var (
 	ErrAlreadyAnswered = errors.New("already answered")
 	ErrPastDeadline    = errors.New("past its deadline")
 	ErrCancelled       = errors.New("cancelled")
+	ErrInvalidAnswer   = errors.New("does not fit")
 )
 
 // PendingStore keeps requests waiting for a person in a KV bucket every node sees:
@@ -104,11 +106,16 @@ func (s *PendingStore) List(ctx context.Context) ([]*decide.PendingRequest, erro
 }
 
 // Respond answers a pending request as responder. The first answer wins: a second one,
-// or one after the deadline, is refused with an error that says what happened.
+// one after the deadline, one to a cancelled request or one that does not fit the
+// request's shape is refused with an error that says what happened.
 func (s *PendingStore) Respond(ctx context.Context, id string, value json.RawMessage, responder string) (*decide.PendingRequest, error) {
 	p, rev, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	r := &decide.Request{Type: p.Type, Text: p.Text, Request: p.Body}
+	if err := protocol.ValidateAnswer(r.Message(), value); err != nil {
+		return p, fmt.Errorf("%s %w %s: %v", value, ErrInvalidAnswer, id, err)
 	}
 	switch {
 	case p.State == decide.StateCancelled:

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/decide"
-	"github.com/agentmux/agentmux/protocol"
 )
 
 // respondQueue is the queue group of the nodes answering `runtime respond`.
@@ -75,15 +74,7 @@ func respond(store *PendingStore, m *nats.Msg) *RespondReply {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), respondTimeout)
 	defer cancel()
-	p, _, err := store.Get(ctx, id)
-	if err != nil {
-		return refusedAnswer(p, err)
-	}
-	r := &decide.Request{Type: p.Type, Text: p.Text, Request: p.Body}
-	if err := protocol.ValidateAnswer(r.Message(), req.Value); err != nil {
-		return &RespondReply{Pending: p, Code: RespondInvalid, Error: fmt.Sprintf("%s does not fit %s: %v", req.Value, id, err)}
-	}
-	p, err = store.Respond(ctx, id, req.Value, user)
+	p, err := store.Respond(ctx, id, req.Value, user)
 	if err != nil {
 		return refusedAnswer(p, err)
 	}
@@ -95,6 +86,8 @@ func refusedAnswer(p *decide.PendingRequest, err error) *RespondReply {
 	switch {
 	case errors.Is(err, ErrNoSuchPending):
 		code = RespondNoSuch
+	case errors.Is(err, ErrInvalidAnswer):
+		code = RespondInvalid
 	case errors.Is(err, ErrAlreadyAnswered):
 		code = RespondAnswered
 	case errors.Is(err, ErrPastDeadline):

@@ -167,8 +167,9 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		id = string(msg.Type) + "-" + strconv.Itoa(s.seq[msg.Type])
 	}
 	_, dup := s.pending[id]
-	raw := msg.WithID(id)
+	var raw []byte
 	if !dup {
+		raw = msg.WithID(id)
 		a.publish(s.id, string(msg.Type), raw)
 	}
 	now := time.Now()

@@ -54,7 +54,7 @@ func TestFleetStaleHumanRequests(t *testing.T) {
 			})
 			c.stop(agents)
 			poll(t, 30*time.Second, "the request leaving runtime pending", func() bool { return fleetPending(t, f, c.session) == "" })
-			code, _, stderr := fleetCLI(t, f, "respond", "-c", f.manifest, id, "yes")
+			code, _, stderr := fleetCLI(t, "respond", "-c", f.manifest, id, "yes")
 			if code != exitError || !strings.Contains(stderr, id+" was cancelled: "+c.why) || !strings.Contains(stderr, "no answer can reach the agent") {
 				t.Fatalf("respond to a stale request: exit %d, %s", code, stderr)
 			}
@@ -74,7 +74,7 @@ func TestFleetStaleHumanRequests(t *testing.T) {
 // fleetPending is the id of the request of session waiting for a person, or "".
 func fleetPending(t *testing.T, f *fleet, session string) string {
 	t.Helper()
-	code, out, stderr := fleetCLI(t, f, "pending", "-c", f.manifest, "--json")
+	code, out, stderr := fleetCLI(t, "pending", "-c", f.manifest, "--json")
 	if code != exitOK {
 		t.Fatalf("pending: exit %d, %s", code, stderr)
 	}
@@ -88,7 +88,7 @@ func fleetPending(t *testing.T, f *fleet, session string) string {
 }
 
 // fleetCLI runs a CLI command on the fleet's manifest.
-func fleetCLI(t *testing.T, f *fleet, args ...string) (int, string, string) {
+func fleetCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	p := runtimeProc(t, args...)
 	code := p.wait(t, 30*time.Second)
