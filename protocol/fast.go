@@ -38,7 +38,7 @@ func decodeFast(obj []byte) (*Message, bool) {
 		case "message", "context", "args", "default", "schema":
 			// Kept as raw JSON by the full decoder too; message matters for errors only.
 		default:
-			if typedField(key) {
+			if typedField(key) || foldsToKnown(key) {
 				return nil, false
 			}
 		}
@@ -73,6 +73,18 @@ func decodeFast(obj []byte) (*Message, bool) {
 
 // typedField reports whether the full decoder gives key a Go type (and so may reject
 // its value) or meaning (id).
+// foldsToKnown reports whether key is a field of the full decoder in other letter case
+// ("tEXt"): encoding/json matches keys regardless of case, so the full decoder judges it.
+func foldsToKnown(key []byte) bool {
+	for _, name := range []string{"type", "text", "chunk", "message", "context", "args", "default", "schema",
+		"id", "question", "description", "risk_level", "tool", "kind", "multi", "options", "timeout_ms", "capabilities"} {
+		if bytes.EqualFold(key, []byte(name)) {
+			return true
+		}
+	}
+	return false
+}
+
 func typedField(key []byte) bool {
 	switch string(key) {
 	case "id", "question", "description", "risk_level", "tool", "kind", "multi", "options", "timeout_ms", "capabilities":
