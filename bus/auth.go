@@ -18,10 +18,13 @@ const (
 	RoleOperator   Role = "operator"   // submit, watch, pending/respond, ctl, read audit
 	RoleViewer     Role = "viewer"     // watch, read audit and pending
 	RoleSupervisor Role = "supervisor" // take the asks of its supervisors, serve its tools
+	// RoleConsole is `runtime console`: it reads what a viewer reads and answers
+	// requests in the name of each person it signed in, so it is trusted as they are.
+	RoleConsole Role = "console"
 )
 
 // Roles lists every role, most powerful first.
-func Roles() []Role { return []Role{RoleNode, RoleOperator, RoleViewer, RoleSupervisor} }
+func Roles() []Role { return []Role{RoleNode, RoleOperator, RoleViewer, RoleSupervisor, RoleConsole} }
 
 // User is one identity the embedded server lets in.
 type User struct {
@@ -69,7 +72,7 @@ func ParseRespondSubject(subject string) (user, id string, ok bool) {
 }
 
 // readable are the streams and buckets operators and viewers may read.
-var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket}
+var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket, "KV_" + PipelineBucket}
 
 // readStream is what reading a stream through JetStream takes: stream info, ephemeral
 // consumers and their messages, direct gets. Not one of them changes the stream's
@@ -94,10 +97,13 @@ func GrantsFor(u User) Grants {
 	switch u.Role {
 	case RoleNode:
 		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
-	case RoleOperator, RoleViewer:
+	case RoleOperator, RoleViewer, RoleConsole:
 		g := Grants{Publish: []string{"$JS.API.INFO"}, Subscribe: []string{evtPrefix + ">", humanPrefix + ">", InboxPrefix(u.Name) + ".>"}}
 		for _, s := range readable {
 			g.Publish = append(g.Publish, readStream(s)...)
+		}
+		if u.Role == RoleConsole {
+			g.Publish = append(g.Publish, RespondSubjects, ctlPrefix+"*.list")
 		}
 		if u.Role == RoleOperator {
 			g.Publish = append(g.Publish, TaskSubjects, RespondSubject(u.Name, ">"))

@@ -34,12 +34,12 @@ func TestRolesAllowing(t *testing.T) {
 		want    []Role
 	}{
 		{"view", true, TaskSubject("w"), []Role{RoleNode, RoleOperator}},
-		{"view", true, RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator}},
-		{"ops", true, RespondSubject("alice", "h-1"), []Role{RoleNode}}, // another's name
-		{"pager", false, AskSubject("oncall"), []Role{RoleNode}},        // supervisors are named per user
+		{"view", true, RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator, RoleConsole}},
+		{"ops", true, RespondSubject("alice", "h-1"), []Role{RoleNode, RoleConsole}}, // another's name: the console answers for those it signed in
+		{"pager", false, AskSubject("oncall"), []Role{RoleNode}},                     // supervisors are named per user
 		{"x", true, "$JS.API.STREAM.PURGE." + AuditStream, []Role{RoleNode}},
-		{"x", true, "$JS.API.CONSUMER.MSG.NEXT." + AuditStream + ".c1", []Role{RoleNode, RoleOperator, RoleViewer}},
-		{"x", false, AllEvents, []Role{RoleNode, RoleOperator, RoleViewer}},
+		{"x", true, "$JS.API.CONSUMER.MSG.NEXT." + AuditStream + ".c1", []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		{"x", false, AllEvents, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
 		{"x", true, CtlSubject("n1", "interrupt"), []Role{RoleNode, RoleOperator}},
 	} {
 		if got := RolesAllowing(c.user, c.pub, c.subject); !slices.Equal(got, c.want) {

@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -136,5 +137,30 @@ func TestReplicasOnALoneServer(t *testing.T) {
 	_, err := Open(context.Background(), Config{Listen: "127.0.0.1:0", Replicas: 3}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "this server is not in a cluster: set [nats] replicas = 1") {
 		t.Fatalf("replicas = 3 on a lone server: %v", err)
+	}
+}
+
+// ReadAudit returns every record a session has when the read begins, on each of many
+// reads right after the records were stored, and only that session's.
+func TestReadAuditReturnsEverySessionRecord(t *testing.T) {
+	b := open(t, Config{Listen: "127.0.0.1:0"})
+	ctx := context.Background()
+	for i := range 40 {
+		session := fmt.Sprintf("s%d", i)
+		for _, what := range []string{"started", "r1.request", "r1.answer", "ended"} {
+			if _, err := b.JS.Publish(ctx, AuditSubject("w", session), []byte(`{"kind":"`+what+`","session":"`+session+`"}`), jetstream.WithMsgID(session+"."+what)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		records, err := ReadAudit(ctx, b.JS, session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(records) != 4 || records[0].Kind != "started" || records[3].Kind != "ended" || records[3].Session != session {
+			t.Fatalf("read %d records of %s: %+v", len(records), session, records)
+		}
+	}
+	if records, err := ReadAudit(ctx, b.JS, "nobody"); err != nil || len(records) != 0 {
+		t.Fatalf("a session without records: %v %v", records, err)
 	}
 }

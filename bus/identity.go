@@ -175,7 +175,11 @@ func (e *PermissionError) Error() string {
 	for i, r := range e.Roles {
 		roles[i] = string(r)
 	}
-	return fmt.Sprintf("permission denied: %s may not %s %q; role %s may", who, verb, e.Subject, strings.Join(roles, " or "))
+	list := roles[len(roles)-1]
+	if n := len(roles); n > 1 {
+		list = strings.Join(roles[:n-1], ", ") + " or " + roles[n-1]
+	}
+	return fmt.Sprintf("permission denied: %s may not %s %q; role %s may", who, verb, e.Subject, list)
 }
 
 var violation = regexp.MustCompile(`(?i)(publish|subscription) to "([^"]+)"`)

@@ -45,6 +45,9 @@ type Reply struct {
 	// Claimed is the decider an external supervisor named: the runtime records it
 	// apart, as words of that supervisor, and the decider as external:<supervisor>.
 	Claimed string `json:"claimed,omitempty"`
+	// Scope "session": the same request later in the same session gets this answer at
+	// once, decided by session:<decider> (approve for the session).
+	Scope string `json:"scope,omitempty"`
 }
 
 // AuditRecord is one entry of the audit stream.
@@ -54,7 +57,9 @@ type AuditRecord struct {
 	Node     string          `json:"node"`
 	Host     string          `json:"host"`
 	Session  string          `json:"session"`
-	Attempt  int             `json:"attempt"` // of the session: retries and redeliveries count up
+	Attempt  int             `json:"attempt"`            // of the session: retries and redeliveries count up
+	Pipeline string          `json:"pipeline,omitempty"` // a stage's session: its pipeline run's pipeline
+	Stage    string          `json:"stage,omitempty"`
 	Request  string          `json:"request,omitempty"`
 	Type     string          `json:"type,omitempty"`
 	Text     string          `json:"text,omitempty"`
@@ -82,19 +87,24 @@ type SessionEnded struct {
 	Task     string          `json:"task,omitempty"`
 	Node     string          `json:"node,omitempty"`
 	Attempt  int             `json:"attempt"`
+	Pipeline string          `json:"pipeline,omitempty"` // a stage's session
+	Stage    string          `json:"stage,omitempty"`
 	Outcome  string          `json:"outcome"` // ok or error
 	Result   json.RawMessage `json:"result,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"` // a typed result: the JSON that fit its schema
 	Error    string          `json:"error,omitempty"`
 	Duration float64         `json:"duration_ms"`
 }
 
 // SessionStarted is the payload of a session.started event.
 type SessionStarted struct {
-	Session string `json:"session"`
-	Host    string `json:"host"`
-	Task    string `json:"task,omitempty"`
-	Node    string `json:"node"`
-	Attempt int    `json:"attempt"`
+	Session  string `json:"session"`
+	Host     string `json:"host"`
+	Task     string `json:"task,omitempty"`
+	Node     string `json:"node"`
+	Attempt  int    `json:"attempt"`
+	Pipeline string `json:"pipeline,omitempty"` // a stage's session
+	Stage    string `json:"stage,omitempty"`
 }
 
 // RequestAnswered is the payload of a request.answered event.

@@ -108,7 +108,8 @@ func (s *PendingStore) List(ctx context.Context) ([]*decide.PendingRequest, erro
 // Respond answers a pending request as responder. The first answer wins: a second one,
 // one after the deadline, one to a cancelled request or one that does not fit the
 // request's shape is refused with an error that says what happened.
-func (s *PendingStore) Respond(ctx context.Context, id string, value json.RawMessage, responder string) (*decide.PendingRequest, error) {
+func (s *PendingStore) Respond(ctx context.Context, id, responder string, a RespondRequest) (*decide.PendingRequest, error) {
+	value := a.Value
 	p, rev, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func (s *PendingStore) Respond(ctx context.Context, id string, value json.RawMes
 	case time.Now().After(p.Deadline):
 		return p, fmt.Errorf("%s is %w (%s): the agent got the default answer", id, ErrPastDeadline, p.Deadline.Format(time.RFC3339))
 	}
-	p.State, p.Value, p.Responder, p.AnsweredAt = decide.StateAnswered, value, responder, time.Now()
+	p.State, p.Value, p.Responder, p.Reason, p.Scope, p.AnsweredAt = decide.StateAnswered, value, responder, a.Reason, a.Scope, time.Now()
 	data, _ := json.Marshal(p)
 	if _, err := s.kv.Update(ctx, id, data, rev); err != nil {
 		if casConflict(err) {
@@ -192,11 +193,29 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 		}
 		return fmt.Errorf("bus: claim the delivery of %s: %w", p.ID, err)
 	}
-	reply, _ := json.Marshal(&Reply{Value: p.Value, Decider: "human:" + p.Responder, Reason: "answered by " + p.Responder + " (runtime respond " + p.ID + ")"})
+	why := "answered by " + p.Responder + " (" + p.ID + ")"
+	if p.Reason != "" {
+		why = p.Responder + ": " + p.Reason
+	}
+	reply, _ := json.Marshal(&Reply{Value: p.Value, Decider: "human:" + p.Responder, Reason: why, Scope: p.Scope})
 	if err := s.nc.Publish(p.ReplyTo, reply); err != nil {
 		return fmt.Errorf("bus: deliver the answer to %s: %w", p.ID, err)
 	}
 	return nil
+}
+
+// Watch calls each with every request in the bucket, then with each change, until ctx
+// ends: what the console shows.
+func (s *PendingStore) Watch(ctx context.Context, each func(*decide.PendingRequest)) error {
+	return watchBucket(ctx, s.kv, func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
+			return
+		}
+		var p decide.PendingRequest
+		if json.Unmarshal(e.Value(), &p) == nil {
+			each(&p)
+		}
+	}, nil)
 }
 
 // casConflict reports whether a KV update lost a compare-and-set race.

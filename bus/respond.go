@@ -21,7 +21,9 @@ const respondTimeout = 5 * time.Second
 
 // RespondRequest is what `runtime respond` sends on agentmux.respond.<user>.<id>.
 type RespondRequest struct {
-	Value json.RawMessage `json:"value"`
+	Value  json.RawMessage `json:"value"`
+	Reason string          `json:"reason,omitempty"` // why, for the agent and the audit (a deny's reason)
+	Scope  string          `json:"scope,omitempty"`  // "session": it stands for the same request later in the session
 }
 
 // Codes of a refused RespondReply.
@@ -40,6 +42,24 @@ type RespondReply struct {
 	Pending *decide.PendingRequest `json:"pending,omitempty"`
 	Code    string                 `json:"code,omitempty"`
 	Error   string                 `json:"error,omitempty"`
+}
+
+// Answer gives a person's answer to the pending request id, as who, through whichever
+// node serves agentmux.respond: the reply says whether it was taken, and why not.
+func Answer(ctx context.Context, nc *nats.Conn, who, id string, a RespondRequest) (*RespondReply, error) {
+	req, _ := json.Marshal(&a)
+	msg, err := nc.RequestWithContext(ctx, RespondSubject(who, id), req)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			err = errors.New("no node answered: is `runtime up` running with this manifest?")
+		}
+		return nil, err
+	}
+	var reply RespondReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return nil, fmt.Errorf("the node's reply is not JSON: %s", msg.Data)
+	}
+	return &reply, nil
 }
 
 // ServeRespond answers agentmux.respond.<user>.<id> for people answering requests
@@ -74,7 +94,7 @@ func respond(store *PendingStore, m *nats.Msg) *RespondReply {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), respondTimeout)
 	defer cancel()
-	p, err := store.Respond(ctx, id, req.Value, user)
+	p, err := store.Respond(ctx, id, user, req)
 	if err != nil {
 		return refusedAnswer(p, err)
 	}

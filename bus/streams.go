@@ -106,6 +106,11 @@ func (b *Bus) declareAll(ctx context.Context, replicas int) error {
 		MaxBytes:    memoryMaxBytes,
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      PipelineBucket,
+		Description: "agentmux pipeline runs: params and each stage's outcome, for resuming a run on another node",
+		TTL:         pipelineTTL,
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      NodesBucket,
 		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (runtime nodes)",
 		TTL:         nodesTTL,

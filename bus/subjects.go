@@ -54,6 +54,9 @@ func ParseEventSubject(subject string) (host, session, typ string, ok bool) {
 	return parts[0], parts[1], parts[2], true
 }
 
+// EventsOfType matches the events of type typ of every session.
+func EventsOfType(typ string) string { return evtPrefix + "*.*." + typ }
+
 // SessionEvents matches every event of one session.
 func SessionEvents(host, session string) string { return evtPrefix + host + "." + session + ".>" }
 

@@ -27,6 +27,8 @@ type file struct {
 	Routes      []*Route               `toml:"routes"`
 	Tools       map[string]*Tool       `toml:"tools"`
 	Connections map[string]*Connection `toml:"connections"`
+	Pipelines   map[string]*Pipeline   `toml:"pipelines"`
+	Notify      map[string]*Notify     `toml:"notify"`
 	Project     map[string]any         `toml:"project"` // Concerto's; ignored
 	MCP         map[string]any         `toml:"mcp"`     // Concerto's; ignored
 }
@@ -45,7 +47,8 @@ func Load(path string) (*Manifest, error) {
 func Parse(path string, src []byte) (*Manifest, error) {
 	name := filepath.Base(path)
 	var f file
-	v := &validator{file: name, loc: newLocator(src)}
+	dirAbs, _ := filepath.Abs(filepath.Dir(path))
+	v := &validator{file: name, dirAbs: dirAbs, loc: newLocator(src)}
 	md, err := v.decode(string(src), &f)
 	if err != nil {
 		return nil, &Error{Problems: []*Problem{decodeProblem(name, err)}}
@@ -87,10 +90,13 @@ var known = map[string][]string{
 	"nats.cluster": {"name", "listen", "routes", "user", "password_env"},
 	"nats.tls":     {"cert", "key", "ca", "verify", "client_cert", "client_key"},
 	"metrics":      {"addr", "token_env"},
-	"hosts":        {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format"},
-	"supervisors":  {"strategy", "concurrency", "rules", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
+	"hosts":        {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format", "messages", "result_schema", "result_retries"},
+	"supervisors":  {"strategy", "concurrency", "rules", "allow", "ask", "deny", "import", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
 	"routes":       {"type", "host", "match", "supervisor", "post_process"},
 	"tools":        {"command", "args", "env", "inherit_env", "working_dir", "timeout", "description"},
+	"pipelines":    {"params", "stages"},
+	"notify":       {"webhook", "events", "format", "secret_env", "console_url", "timeout", "retry_for"},
+	"stages":       {"name", "host", "prompt", "routes", "result_schema", "result_retries"},
 	"connections":  {"provider", "api_key_env", "base_url", "default_model", "timeout", "organization", "project", "models", "retry", "rate_limit"},
 }
 
@@ -101,6 +107,7 @@ var freeFormKeys = [][]string{
 	{"hosts", "*", "params"}, {"agents", "*", "params"},
 	{"hosts", "*", "question_default"}, {"agents", "*", "question_default"},
 	{"supervisors", "*", "answers"}, {"supervisors", "*", "rules", "answer"}, // keys of an array of tables carry no index
+	{"hosts", "*", "result_schema"}, {"agents", "*", "result_schema"}, {"pipelines", "*", "stages", "result_schema"},
 	{"connections", "*", "retry"}, {"connections", "*", "rate_limit"}, {"connections", "*", "models"},
 }
 
@@ -133,15 +140,22 @@ func suggestion(key toml.Key) string {
 			section = key[0] + "." + key[1]
 		}
 	}
+	if section == "pipelines" && len(key) > 3 && key[2] == "stages" {
+		section = "stages"
+		if len(key) > 4 && key[3] == "routes" {
+			section = "routes"
+		}
+	}
 	keys, ok := known[section]
 	if !ok {
-		return "the sections are nats, metrics, hosts (or agents), supervisors, routes, tools, connections, project"
+		return "the sections are nats, metrics, hosts (or agents), supervisors, routes, tools, connections, pipelines, notify, project"
 	}
 	return "known keys here: " + strings.Join(keys, ", ")
 }
 
 type validator struct {
 	file     string
+	dirAbs   string // the manifest's folder, absolute: where "/x" permission paths start
 	loc      *locator
 	md       toml.MetaData // what the manifest wrote, to tell a 0 written from one left out
 	problems []*Problem
@@ -164,6 +178,8 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		Supervisors: map[string]*Supervisor{},
 		Tools:       map[string]*Tool{},
 		Connections: map[string]*Connection{},
+		Pipelines:   map[string]*Pipeline{},
+		Notify:      map[string]*Notify{},
 	}
 	if m.NATS.URL == "" && m.NATS.Listen == "" {
 		m.NATS.Listen = DefaultNATSListen
@@ -202,8 +218,18 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	}
 	v.fallbackCycles(m)
 	for i, r := range f.Routes {
-		v.route(i, r, m)
+		v.route([]string{"routes", strconv.Itoa(i)}, r, m)
 		m.Routes = append(m.Routes, r)
+	}
+	for name, p := range f.Pipelines {
+		p.Name = name
+		v.pipeline(p, m)
+		m.Pipelines[name] = p
+	}
+	for name, n := range f.Notify {
+		n.Name = name
+		v.notify(n)
+		m.Notify[name] = n
 	}
 	v.security(m)
 	v.noChildSecrets(m)
@@ -267,6 +293,7 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	if h.Retries < 0 {
 		v.add(at("retries"), "%d is negative; use 0 for no retries", h.Retries)
 	}
+	v.hostResult(at, h)
 	v.envNames(at("inherit_env"), h.InheritEnv)
 	h.WorkingDir = v.dir(h.WorkingDir, manifestPath)
 	if h.Command != "" {

@@ -3,6 +3,9 @@ package config
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
+
+	"github.com/agentmux/agentmux/permission"
 	"time"
 )
 
@@ -62,6 +65,8 @@ type Manifest struct {
 	Routes      Routes
 	Tools       map[string]*Tool
 	Connections map[string]*Connection
+	Pipelines   map[string]*Pipeline
+	Notify      map[string]*Notify
 	// Warnings are what may be wrong on this machine only: a command not found, a
 	// working directory missing. `validate` prints them; a node logs them.
 	Warnings []*Problem
@@ -115,6 +120,7 @@ const (
 	RoleNode       = "node"
 	RoleOperator   = "operator"
 	RoleViewer     = "viewer"
+	RoleConsole    = "console" // runtime console: answers in the names of the people it signs in
 	RoleSupervisor = "supervisor"
 )
 
@@ -171,20 +177,41 @@ type Host struct {
 	Pool            int               `toml:"pool"`
 	Retries         int               `toml:"retries"`
 	Params          map[string]any    `toml:"params"`
+	// Messages are the message types the agent sends; any other is reported as a
+	// listen:unhandled event. Empty: every type. result and error always end a session.
+	Messages []string `toml:"messages"`
+	// ResultSchema types the session's result (execute_with_schema); ResultRetries is
+	// how many new prompts a result that does not fit gets.
+	ResultSchema  map[string]any `toml:"result_schema"`
+	ResultRetries int            `toml:"result_retries"`
 
 	// Filled by Load.
 	ParamsJSON          json.RawMessage `toml:"-"` // nil when params is empty: no init line
 	QuestionDefaultJSON json.RawMessage `toml:"-"`
 	ApprovalDefaultJSON json.RawMessage `toml:"-"`
+	Result              *ResultSpec     `toml:"-"` // nil without result_schema
+}
+
+// Sends reports whether the host's agent sends messages of type typ: it declares it,
+// or declares nothing.
+func (h *Host) Sends(typ string) bool {
+	return len(h.Messages) == 0 || slices.Contains(h.Messages, typ) || typ == "result" || typ == "error"
 }
 
 // Supervisor is one decision maker.
 type Supervisor struct {
-	Name        string         `toml:"-"`
-	Strategy    string         `toml:"strategy"`
-	Concurrency int            `toml:"concurrency"`
-	Rules       []*Rule        `toml:"rules"`   // rule
-	Answers     map[string]any `toml:"answers"` // static: question, approval, tool_call
+	Name        string  `toml:"-"`
+	Strategy    string  `toml:"strategy"`
+	Concurrency int     `toml:"concurrency"`
+	Rules       []*Rule `toml:"rules"` // rule
+	// rule: tool permissions in Claude Code's syntax, checked deny, ask, allow for
+	// approvals; Import adds a Claude Code settings file's permissions as they are.
+	Allow       []string        `toml:"allow"`
+	Ask         []string        `toml:"ask"`
+	Deny        []string        `toml:"deny"`
+	Import      string          `toml:"import"`
+	Permissions *permission.Set `toml:"-"`
+	Answers     map[string]any  `toml:"answers"` // static: question, approval, tool_call
 
 	// llm
 	Connection   string   `toml:"connection"`
@@ -225,6 +252,9 @@ type Rule struct {
 	Type   string `toml:"type"`
 	Match  string `toml:"match"`
 	Answer any    `toml:"answer"`
+	// Scope "session": the answer also goes, at once, to the same request later in the
+	// same session.
+	Scope string `toml:"scope"`
 
 	Re         *regexp.Regexp  `toml:"-"`
 	AnswerJSON json.RawMessage `toml:"-"`

@@ -17,7 +17,9 @@ const (
 )
 
 // Roles lists the roles of [[nats.users]].
-func Roles() []string { return []string{RoleNode, RoleOperator, RoleViewer, RoleSupervisor} }
+func Roles() []string {
+	return []string{RoleNode, RoleOperator, RoleViewer, RoleSupervisor, RoleConsole}
+}
 
 // security checks [[nats.users]], the client identity and [nats.tls], and refuses an
 // embedded server that anyone beyond this machine could use without an identity.

@@ -2,11 +2,14 @@ package config
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentmux/agentmux/permission"
 )
 
 func (v *validator) supervisor(s *Supervisor, m *Manifest) {
@@ -59,8 +62,9 @@ func (v *validator) supervisor(s *Supervisor, m *Manifest) {
 }
 
 func (v *validator) rules(s *Supervisor, at func(...string) []string) {
-	if len(s.Rules) == 0 {
-		v.add(at(), `a rule supervisor needs rules, e.g. rules = [{ match = "(?i)token", answer = "…" }]`)
+	v.permissions(s, at)
+	if len(s.Rules) == 0 && s.Permissions.Empty() {
+		v.add(at(), `a rule supervisor needs rules, e.g. rules = [{ match = "(?i)token", answer = "…" }], or permissions: allow = ["Bash(npm run test:*)"]`)
 	}
 	for i, r := range s.Rules {
 		rp := at("rules", strconv.Itoa(i))
@@ -71,6 +75,7 @@ func (v *validator) rules(s *Supervisor, at func(...string) []string) {
 			continue
 		}
 		r.AnswerJSON = v.toJSON(append(rp, "answer"), r.Answer)
+		v.enum(append(rp, "scope"), &r.Scope, "request", "a scope", "request", "session")
 	}
 }
 
@@ -131,8 +136,8 @@ func (v *validator) escalate(s *Supervisor, m *Manifest, at func(...string) []st
 	case to.Strategy != StrategyHuman:
 		v.add(at("escalate", "to"), "supervisor %q is %s; escalate to a human supervisor", e.To, to.Strategy)
 	}
-	if e.When == "" && len(e.RiskLevel) == 0 {
-		v.add(at("escalate"), `escalate needs when = "<regex>" or risk_level = ["high", "critical"]`)
+	if e.When == "" && len(e.RiskLevel) == 0 && s.Permissions.Empty() {
+		v.add(at("escalate"), `escalate needs when = "<regex>" or risk_level = ["high", "critical"] (or, on a rule supervisor, ask permission rules)`)
 	}
 	if e.When != "" {
 		e.Re = v.regexp(at("escalate", "when"), e.When)
@@ -166,8 +171,9 @@ func (v *validator) fallbackCycles(m *Manifest) {
 	}
 }
 
-func (v *validator) route(i int, r *Route, m *Manifest) {
-	at := func(key ...string) []string { return append([]string{"routes", strconv.Itoa(i)}, key...) }
+// route validates a route written at base: one of [[routes]], or of a stage's routes.
+func (v *validator) route(base []string, r *Route, m *Manifest) {
+	at := func(key ...string) []string { return append(append([]string{}, base...), key...) }
 	if r.Supervisor == "" {
 		v.add(at(), `a route needs a supervisor, e.g. supervisor = "default"`)
 	} else if s, ok := m.Supervisors[r.Supervisor]; !ok {
@@ -178,8 +184,10 @@ func (v *validator) route(i int, r *Route, m *Manifest) {
 	}
 	v.requestType(at("type"), r.Type, true)
 	if r.Host != "" {
-		if _, ok := m.Hosts[r.Host]; !ok {
+		if h, ok := m.Hosts[r.Host]; !ok {
 			v.add(at("host"), "no host %q; name one of %s", r.Host, names(m.Hosts))
+		} else {
+			v.sends(at("type"), h, r.Type)
 		}
 	}
 	if r.Match != "" {
@@ -243,4 +251,38 @@ func (v *validator) dir(dir, manifestPath string) string {
 		return dir
 	}
 	return filepath.Join(filepath.Dir(manifestPath), dir)
+}
+
+// permissions parses a rule supervisor's allow, ask and deny lists and its import; a
+// rule's "/x" paths start at the manifest's folder, an imported file's at its project.
+func (v *validator) permissions(s *Supervisor, at func(...string) []string) {
+	home, _ := os.UserHomeDir()
+	set := &permission.Set{}
+	paths := permission.Paths{Root: v.dirAbs, Home: home}
+	for _, l := range []struct {
+		key   string
+		v     permission.Verdict
+		rules []string
+	}{{"deny", permission.Deny, s.Deny}, {"ask", permission.Ask, s.Ask}, {"allow", permission.Allow, s.Allow}} {
+		for i, text := range l.rules {
+			if err := set.Add(l.v, []string{text}, paths); err != nil {
+				v.add(at(l.key, strconv.Itoa(i)), "%v", err)
+			}
+		}
+	}
+	if s.Import != "" {
+		path := s.Import
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(v.dirAbs, path)
+		}
+		if err := set.Import(path, home); err != nil {
+			v.add(at("import"), "%v; import names a Claude Code settings file, e.g. import = \".claude/settings.json\"", err)
+		}
+	}
+	if !set.Empty() {
+		s.Permissions = set
+		if len(set.Ask) > 0 && s.Escalate == nil && s.Fallback == "" {
+			v.warn(at("ask"), "ask rules, and approvals no rule covers, get the host's default: give the supervisor escalate or fallback to ask someone")
+		}
+	}
 }

@@ -61,7 +61,16 @@ type Decision struct {
 	Decider    string // who decided: "rule:security", "llm:architect/gpt-4.1", "human:alice"
 	Reason     string
 	RiskLevel  string // an llm's rating of the request: low, medium, high, critical
+	// Scope "session": the same request later in the same session gets this answer at
+	// once (approve for the session).
+	Scope string
+	// Ask: the strategy leaves the request to someone else: the supervisor's escalation
+	// (a person) or its fallback; with neither, the host's default.
+	Ask bool
 }
+
+// ScopeSession is the scope of an answer that stands for the rest of its session.
+const ScopeSession = "session"
 
 // Decider decides requests.
 type Decider interface {
@@ -112,7 +121,7 @@ func build(s *config.Supervisor, deps Deps, seen map[string]bool) (Decider, erro
 	var err error
 	switch s.Strategy {
 	case config.StrategyRule:
-		d = &Rule{name: s.Name, rules: s.Rules}
+		d = &Rule{name: s.Name, rules: s.Rules, permissions: s.Permissions, hosts: manifestHosts(deps.Manifest)}
 	case config.StrategyStatic:
 		d = &Static{name: s.Name, answers: s.AnswersJSON}
 	case config.StrategyCommand:
@@ -159,7 +168,7 @@ type withFallback struct {
 
 func (w *withFallback) Decide(ctx context.Context, r *Request) (Decision, error) {
 	dec, err := w.inner.Decide(ctx, r)
-	if err == nil && !dec.Cancelled {
+	if err == nil && !dec.Cancelled && !dec.Ask {
 		return dec, nil
 	}
 	why := dec.Reason

@@ -48,6 +48,8 @@ type PendingRequest struct {
 	State      string          `json:"state"`
 	Value      json.RawMessage `json:"value,omitempty"`
 	Responder  string          `json:"responder,omitempty"`
+	Reason     string          `json:"reason,omitempty"` // why, in the person's words (a deny's reason)
+	Scope      string          `json:"scope,omitempty"`  // "session": the answer stands for the rest of the session
 	AnsweredAt time.Time       `json:"answered_at,omitzero"`
 	// Node and Attempt are the asking node and the session's attempt: a request whose
 	// node is gone is cancelled, and audited on that attempt.
@@ -123,6 +125,9 @@ func (e *escalating) Decide(ctx context.Context, r *Request) (Decision, error) {
 		return e.to.hand(ctx, r, nil, fmt.Sprintf("the request matches %q", e.when))
 	}
 	dec, err := e.inner.Decide(ctx, r)
+	if err == nil && dec.Ask {
+		return e.to.hand(ctx, r, nil, dec.Decider+": "+dec.Reason)
+	}
 	if err != nil || dec.Deferred || !slices.Contains(e.levels, dec.RiskLevel) {
 		return dec, err
 	}

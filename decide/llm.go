@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
@@ -115,6 +116,12 @@ func (l *LLM) Decide(ctx context.Context, r *Request) (Decision, error) {
 		return Decision{}, err
 	}
 	reply, perr := parseReply(text)
+	if perr != nil && takesText(m) && strings.TrimSpace(text) != "" {
+		// A server that ignores structured output answers in prose: for a question
+		// whose answer is a string, the prose is the answer.
+		v, _ := json.Marshal(strings.TrimSpace(text))
+		reply, perr = &modelReply{Answer: v, Reason: "the model replied in plain text"}, nil
+	}
 	if perr == nil && m.Type != protocol.TypeApproval {
 		if err := protocol.ValidateAnswer(m, reply.Answer); err != nil {
 			perr = fmt.Errorf("the model's answer does not fit the question: %w", err)

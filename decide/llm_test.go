@@ -312,3 +312,27 @@ strategy = "human"`)
 		t.Fatalf("pending %+v", p)
 	}
 }
+
+// A server that ignores response_format answers in prose: a free-form question takes the
+// prose as its answer; a question whose answer has a shape does not, and falls back.
+func TestPlainTextReplyAnswersAFreeFormQuestion(t *testing.T) {
+	f := newFakeModel(t, config.ProviderOpenAI,
+		turn{text: "  Use PostgreSQL {with JSONB} for the settings table.\n"},
+		turn{text: "Sure, design it as a state machine."},
+		turn{text: "e2e, because checkout changed"},
+	)
+	d := newArchitect(t, llmManifest(t, f, ""), nil)
+	dec := decideOK(t, d, request(t, "s1", `{"type":"question","id":"q1","question":"Which database?"}`, time.Minute))
+	if string(dec.Value) != `"Use PostgreSQL {with JSONB} for the settings table."` || dec.Decider != "llm:architect/fake-model-1" ||
+		dec.Reason != "the model replied in plain text" {
+		t.Fatalf("prompt question: %+v", dec)
+	}
+	dec = decideOK(t, d, request(t, "s1", `{"type":"question","id":"q2","kind":"design","question":"How should the flow work?"}`, time.Minute))
+	if string(dec.Value) != `"Sure, design it as a state machine."` {
+		t.Fatalf("free-form kind: %+v", dec)
+	}
+	dec = decideOK(t, d, request(t, "s1", `{"type":"question","id":"q3","kind":"select","question":"Which suite?","options":["unit","e2e"]}`, time.Minute))
+	if dec.Decider != "rule:rules" || !strings.Contains(dec.Reason, "no JSON object") {
+		t.Fatalf("select answered in prose: %+v; want the fallback, saying why", dec)
+	}
+}

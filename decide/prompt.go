@@ -93,6 +93,12 @@ func answerSchema(m *protocol.Message) map[string]any {
 	return object("answer", answer)
 }
 
+// takesText reports whether m is a question whose answer is any string: kind prompt
+// (or a free-form kind) without a schema.
+func takesText(m *protocol.Message) bool {
+	return m.Type == protocol.TypeQuestion && m.EffectiveKind() == protocol.KindPrompt && !protocol.HasSchema(m.Schema)
+}
+
 // postProcessSchema is the reply shape for reworking a tool result.
 func postProcessSchema() map[string]any {
 	return map[string]any{

@@ -25,6 +25,7 @@ type acp struct {
 	queued      string         // a prompt waiting for initialize or session/new
 	calls       map[int]string // our request id → method
 	sessionID   string         // the current ACP session
+	lastSession string         // the session of the last turn, for Continue
 	permissions map[string]*acpPermission
 	withdrawn   map[string]bool
 }
@@ -71,6 +72,15 @@ func (a *acp) Prompt(text, _ string) []byte {
 			"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}})
 	}
 	return a.newSession()
+}
+
+// Continue prompts the last session again: session/prompt keeps its conversation.
+func (a *acp) Continue(text string) []byte {
+	if a.lastSession == "" {
+		return a.Prompt(text, "")
+	}
+	a.sessionID = a.lastSession
+	return a.call("session/prompt", map[string]any{"sessionId": a.sessionID, "prompt": []any{map[string]any{"type": "text", "text": text}}})
 }
 
 func (a *acp) newSession() []byte {
@@ -146,7 +156,7 @@ func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, 
 		}
 		_ = json.Unmarshal(m.Result, &r)
 		session := a.sessionID
-		a.sessionID = ""
+		a.sessionID, a.lastSession = "", session
 		fields := map[string]any{"type": "result", "stop_reason": r.StopReason, "usage": r.Usage, "session_id": session}
 		if r.StopReason != "end_turn" && r.StopReason != "max_tokens" && r.StopReason != "max_turn_requests" {
 			fields = map[string]any{"type": "error", "message": "acp turn ended: " + r.StopReason, "stop_reason": r.StopReason, "session_id": session}

@@ -64,6 +64,9 @@ func (c *claude) SessionArgs(resume string) []string {
 
 func (c *claude) Prompt(text, _ string) []byte { return c.Message(text) }
 
+// Continue is one more user message: Claude Code goes on with the same conversation.
+func (c *claude) Continue(text string) []byte { return c.Message(text) }
+
 func (c *claude) Message(text string) []byte {
 	return line(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})
 }

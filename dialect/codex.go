@@ -65,6 +65,15 @@ func (c *codex) Prompt(text, _ string) []byte {
 	return c.startThread()
 }
 
+// Continue starts another turn on the session's thread, which keeps its conversation.
+func (c *codex) Continue(text string) []byte {
+	if c.threadID == "" {
+		return c.Prompt(text, "")
+	}
+	c.lastMessage = ""
+	return c.call("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": text}}})
+}
+
 // startThread starts the session's thread; "untrusted" makes Codex ask before anything
 // it does not trust, so supervisors decide.
 func (c *codex) startThread() []byte {
@@ -220,14 +229,16 @@ func (c *codex) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte,
 		id := "codex-" + rpc
 		c.approvals[id] = m.ID
 		c.byRPC[rpc] = []string{id}
-		desc := "Run: " + p.Command
+		// tool and input in Claude Code's shape, for permission rules: a command is Bash,
+		// a file change Edit (the request does not say which files).
+		desc, tool, input := "Run: "+p.Command, "Bash", map[string]any{"command": p.Command}
 		if m.Method == "item/fileChange/requestApproval" {
-			desc = "Change files"
+			desc, tool, input = "Change files", "Edit", map[string]any{}
 		}
 		if p.Reason != "" {
 			desc += " (" + p.Reason + ")"
 		}
-		msgs, _, err := one(canonical(map[string]any{"type": "approval", "id": id, "description": desc, "cwd": p.Cwd}, raw))
+		msgs, _, err := one(canonical(map[string]any{"type": "approval", "id": id, "description": desc, "cwd": p.Cwd, "tool": tool, "input": input}, raw))
 		return msgs, nil, err
 	case "item/tool/requestUserInput":
 		return c.userInput(m, rpc, raw)

@@ -24,6 +24,9 @@ type Dialect interface {
 	SessionArgs(resume string) []string
 	// Prompt is what starts a session.
 	Prompt(text, session string) []byte
+	// Continue is another turn of the session's conversation, after its result: the
+	// agent keeps what it knows (a typed result's new prompt).
+	Continue(text string) []byte
 	// Decode turns one vendor line into zero or more canonical messages, and what the
 	// protocol itself answers at once (a handshake's next step, a refusal), or nil.
 	Decode(line []byte) ([]*protocol.Message, []byte, error)

@@ -96,3 +96,17 @@ func TestClaudeCodeManifestValidates(t *testing.T) {
 		t.Fatalf("host %+v routes %d", h, len(m.Routes))
 	}
 }
+
+func TestPipelineManifestValidates(t *testing.T) {
+	m, err := config.Load("pipeline.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Pipelines["build_and_test"]
+	if p == nil || len(p.Stages) != 2 || p.Stage("test").Result == nil || p.Stage("test").Result.Retries != 2 {
+		t.Fatalf("pipeline %+v", p)
+	}
+	if m.Hosts["coder"].Dialect != "claude-code" {
+		t.Fatalf("coder %+v", m.Hosts["coder"])
+	}
+}

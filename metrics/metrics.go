@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ var waitBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2
 // Set is the metric families of one node.
 type Set struct {
 	Registry *prometheus.Registry
+	families []Family
 
 	SessionsActive  *prometheus.GaugeVec   // host
 	Sessions        *prometheus.CounterVec // host, outcome (ok, error)
@@ -48,24 +50,52 @@ type Set struct {
 	LLMTokens       *prometheus.CounterVec   // supervisor, direction (input, output)
 	HumanPending    *prometheus.CounterVec   // supervisor
 	FrameBytes      *prometheus.HistogramVec // host
-	Answers         *prometheus.CounterVec   // host, decider (kind: rule, static, llm, command, human, tool, default, runtime, other)
+	Answers         *prometheus.CounterVec   // host, decider (kind: rule, static, llm, command, human, tool, default, runtime, replay, session, external, other)
 	StdinSeconds    *prometheus.HistogramVec // host
 	SlowConsumers   prometheus.Counter
 	DeadLetters     prometheus.Counter
 	ActorFailures   *prometheus.CounterVec // directive (restart, stop, resume, escalate)
+	Unhandled       *prometheus.CounterVec // host
+	ResultChecks    *prometheus.CounterVec // host, outcome (fit, reprompted, failed)
+	Pipelines       *prometheus.CounterVec // pipeline, outcome (ok, error)
+	PipelineStages  *prometheus.CounterVec // pipeline, stage, outcome (ok, error, resumed)
+	Notifications   *prometheus.CounterVec // notify, event, outcome (sent, retried, failed, dropped, invalid)
+	TaskIntake      *prometheus.GaugeVec   // host: 1 while this node takes the host's queued tasks
+}
+
+// Family is one metric family a node exports: what dashboards, alerts and
+// docs/metrics.md may name.
+type Family struct {
+	Name   string // agentmux_sessions_total
+	Type   string // counter, gauge or histogram
+	Help   string
+	Labels []string
+}
+
+// Families lists every agentmux metric family of the set, by name.
+func (s *Set) Families() []Family {
+	out := slices.Clone(s.families)
+	slices.SortFunc(out, func(a, b Family) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // New builds a Set in a fresh registry, with the Go, process and build-info collectors.
 func New() *Set {
 	r := prometheus.NewRegistry()
+	var families []Family
+	note := func(name, typ, help string, labels []string) {
+		families = append(families, Family{Name: namespace + "_" + name, Type: typ, Help: help, Labels: labels})
+	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
 		r.MustRegister(c)
+		note(name, "counter", help, labels)
 		return c
 	}
 	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
 		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
 		r.MustRegister(g)
+		note(name, "gauge", help, labels)
 		return g
 	}
 	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
@@ -76,17 +106,20 @@ func New() *Set {
 			NativeHistogramMinResetDuration: time.Hour,
 		}, labels)
 		r.MustRegister(h)
+		note(name, "histogram", help, labels)
 		return h
 	}
 	// classic is a histogram with classic buckets only, for the per-line paths.
 	classic := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
 		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
 		r.MustRegister(h)
+		note(name, "histogram", help, labels)
 		return h
 	}
 	plain := func(name, help string) prometheus.Counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
 		r.MustRegister(c)
+		note(name, "counter", help, nil)
 		return c
 	}
 	s := &Set{
@@ -118,12 +151,20 @@ func New() *Set {
 		LLMTokens:       counter("llm_tokens_total", "Tokens of model calls, by direction (input, output).", "supervisor", "direction"),
 		HumanPending:    counter("human_requests_total", "Requests handed to a person (human supervisors and escalations).", "supervisor"),
 		FrameBytes:      classic("frame_bytes", "Size of the lines agents write, in bytes.", prometheus.ExponentialBuckets(64, 4, 10), "host"),
-		Answers:         counter("answers_total", "Answers written to agents, by the kind of decider (rule, static, llm, command, human, tool, default, runtime, other).", "host", "decider"),
+		Answers:         counter("answers_total", "Answers written to agents, by the kind of decider (rule, static, llm, command, human, tool, default, runtime, replay, session, external, other).", "host", "decider"),
 		StdinSeconds:    classic("stdin_write_seconds", "Time each write to an agent's stdin took.", []float64{.00001, .0001, .001, .01, .1, 1, 10}, "host"),
 		SlowConsumers:   plain("nats_slow_consumers_total", "NATS subscriptions of this node that fell behind and lost messages."),
 		DeadLetters:     plain("actor_dead_letters_total", "Actor messages sent to actors that had already stopped."),
 		ActorFailures:   counter("actor_failures_total", "Actor failures handled by supervision, by directive.", "directive"),
+		Unhandled:       counter("unhandled_messages_total", "Agent messages of a type no protocol defines or the host did not declare in messages: published as listen:unhandled.", "host"),
+		ResultChecks:    counter("result_checks_total", "Typed results checked against their schema, by outcome (fit; reprompted: a new prompt said what was wrong; failed: the session ended in error).", "host", "outcome"),
+		Pipelines:       counter("pipelines_total", "Pipeline runs ended, by outcome (ok, error).", "pipeline", "outcome"),
+		TaskIntake:      gauge("task_intake", "1 while this node takes the host's tasks from the work queue; 0 once it drains or stops.", "host"),
+		Notifications:   counter("notifications_total", "Webhook notifications, by outcome (sent; retried: a try failed and another follows; failed: given up at the deadline or refused; dropped: too many waiting; invalid).", "notify", "event", "outcome"),
+		PipelineStages:  counter("pipeline_stages_total", "Pipeline stages ended, by outcome (ok, error; resumed: taken up again after the node running it was gone).", "pipeline", "stage", "outcome"),
 	}
+	note("build_info", "gauge", "Build information; always 1.", []string{"version"})
+	s.families = families
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	version := Version()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info", Help: "Build information; always 1."}, []string{"version"})
@@ -159,7 +200,7 @@ func (s *Set) AskCounters() bus.AskCounters {
 func DeciderKind(decider string) string {
 	kind, _, _ := strings.Cut(decider, ":")
 	switch kind {
-	case "rule", "static", "llm", "command", "human", "tool", "default", "runtime":
+	case "rule", "static", "llm", "command", "human", "tool", "default", "runtime", "replay", "session", "external":
 		return kind
 	}
 	return "other"

@@ -14,45 +14,60 @@ type ServerStats struct {
 	Memory        int64
 }
 
+// serverMetrics are the embedded server's families, each with its figure.
+var serverMetrics = []struct {
+	name, help string
+	typ        prometheus.ValueType
+	value      func(ServerStats) float64
+}{
+	{"connections", "Client connections to the embedded NATS server.", prometheus.GaugeValue, func(s ServerStats) float64 { return float64(s.Connections) }},
+	{"subscriptions", "Subscriptions on the embedded NATS server.", prometheus.GaugeValue, func(s ServerStats) float64 { return float64(s.Subscriptions) }},
+	{"in_messages_total", "Messages received by the embedded NATS server.", prometheus.CounterValue, func(s ServerStats) float64 { return float64(s.InMsgs) }},
+	{"out_messages_total", "Messages sent by the embedded NATS server.", prometheus.CounterValue, func(s ServerStats) float64 { return float64(s.OutMsgs) }},
+	{"in_bytes_total", "Bytes received by the embedded NATS server.", prometheus.CounterValue, func(s ServerStats) float64 { return float64(s.InBytes) }},
+	{"out_bytes_total", "Bytes sent by the embedded NATS server.", prometheus.CounterValue, func(s ServerStats) float64 { return float64(s.OutBytes) }},
+	{"slow_consumers_total", "Slow consumers the embedded NATS server cut off.", prometheus.CounterValue, func(s ServerStats) float64 { return float64(s.SlowConsumers) }},
+	{"memory_bytes", "Resident memory the embedded NATS server reports (the whole process).", prometheus.GaugeValue, func(s ServerStats) float64 { return float64(s.Memory) }},
+}
+
+// ServerFamilies are the families WatchServer exports.
+func ServerFamilies() []Family {
+	out := make([]Family, len(serverMetrics))
+	for i, m := range serverMetrics {
+		typ := "gauge"
+		if m.typ == prometheus.CounterValue {
+			typ = "counter"
+		}
+		out[i] = Family{Name: namespace + "_nats_server_" + m.name, Type: typ, Help: m.help}
+	}
+	return out
+}
+
 // WatchServer exports the embedded NATS server's figures, read from stats at each
 // scrape.
 func (s *Set) WatchServer(stats func() ServerStats) {
-	s.Registry.MustRegister(&serverCollector{stats: stats, d: serverDescs{
-		conns:    prometheus.NewDesc(namespace+"_nats_server_connections", "Client connections to the embedded NATS server.", nil, nil),
-		subs:     prometheus.NewDesc(namespace+"_nats_server_subscriptions", "Subscriptions on the embedded NATS server.", nil, nil),
-		inMsgs:   prometheus.NewDesc(namespace+"_nats_server_in_messages_total", "Messages received by the embedded NATS server.", nil, nil),
-		outMsgs:  prometheus.NewDesc(namespace+"_nats_server_out_messages_total", "Messages sent by the embedded NATS server.", nil, nil),
-		inBytes:  prometheus.NewDesc(namespace+"_nats_server_in_bytes_total", "Bytes received by the embedded NATS server.", nil, nil),
-		outBytes: prometheus.NewDesc(namespace+"_nats_server_out_bytes_total", "Bytes sent by the embedded NATS server.", nil, nil),
-		slow:     prometheus.NewDesc(namespace+"_nats_server_slow_consumers_total", "Slow consumers the embedded NATS server cut off.", nil, nil),
-		mem:      prometheus.NewDesc(namespace+"_nats_server_memory_bytes", "Resident memory the embedded NATS server reports (the whole process).", nil, nil),
-	}})
+	c := &serverCollector{stats: stats}
+	for _, f := range ServerFamilies() {
+		c.descs = append(c.descs, prometheus.NewDesc(f.Name, f.Help, nil, nil))
+	}
+	s.families = append(s.families, ServerFamilies()...)
+	s.Registry.MustRegister(c)
 }
 
 type serverCollector struct {
 	stats func() ServerStats
-	d     serverDescs
-}
-
-type serverDescs struct {
-	conns, subs, inMsgs, outMsgs, inBytes, outBytes, slow, mem *prometheus.Desc
+	descs []*prometheus.Desc // in the order of serverMetrics
 }
 
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	d := c.d
-	for _, desc := range []*prometheus.Desc{d.conns, d.subs, d.inMsgs, d.outMsgs, d.inBytes, d.outBytes, d.slow, d.mem} {
-		ch <- desc
+	for _, d := range c.descs {
+		ch <- d
 	}
 }
 
 func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
-	st, d := c.stats(), c.d
-	ch <- prometheus.MustNewConstMetric(d.conns, prometheus.GaugeValue, float64(st.Connections))
-	ch <- prometheus.MustNewConstMetric(d.subs, prometheus.GaugeValue, float64(st.Subscriptions))
-	ch <- prometheus.MustNewConstMetric(d.inMsgs, prometheus.CounterValue, float64(st.InMsgs))
-	ch <- prometheus.MustNewConstMetric(d.outMsgs, prometheus.CounterValue, float64(st.OutMsgs))
-	ch <- prometheus.MustNewConstMetric(d.inBytes, prometheus.CounterValue, float64(st.InBytes))
-	ch <- prometheus.MustNewConstMetric(d.outBytes, prometheus.CounterValue, float64(st.OutBytes))
-	ch <- prometheus.MustNewConstMetric(d.slow, prometheus.CounterValue, float64(st.SlowConsumers))
-	ch <- prometheus.MustNewConstMetric(d.mem, prometheus.GaugeValue, float64(st.Memory))
+	st := c.stats()
+	for i, m := range serverMetrics {
+		ch <- prometheus.MustNewConstMetric(c.descs[i], m.typ, m.value(st))
+	}
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -219,5 +220,89 @@ func TestClaudeCodeResumesAConversation(t *testing.T) {
 	conversation, _ := json.Marshal(f.requests[len(f.requests)-1]["messages"])
 	if !strings.Contains(string(conversation), "remember: the password is swordfish") || !strings.Contains(string(conversation), "what is the password?") {
 		t.Fatalf("the resumed conversation lacks the first turn: %.2000s", conversation)
+	}
+}
+
+// A typed result from Claude Code that does not fit is asked for again in the same
+// conversation: the model's next request holds its first answer and the runtime's
+// correction, and the second answer is the session's data.
+func TestClaudeCodeTypedResultRetriedInTheSameConversation(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t,
+		[]block{{Text: "All 12 tests pass."}},
+		[]block{{Text: "```json\n{\"passed\": true, \"failures\": []}\n```"}},
+	)
+	n := start(t, claudeHost(t, "claude", f, dir, `result_schema = { type = "object", required = ["passed"], properties = { passed = { type = "boolean" } } }
+result_retries = 1`))
+	res := n.run("claude", "run the tests and report")
+	if !res.OK || string(res.Data) != `{"passed":true,"failures":[]}` {
+		t.Fatalf("result %+v %s; want the second answer as data", res, res.Payload)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	last, _ := json.Marshal(f.requests[len(f.requests)-1]["messages"])
+	for _, want := range []string{"run the tests and report", "All 12 tests pass.", "does not fit the required JSON Schema", "the result is not JSON"} {
+		if !strings.Contains(string(last), want) {
+			t.Errorf("the model's second request does not carry %q: %s", want, last)
+		}
+	}
+}
+
+// A rule supervisor with a project's Claude Code permissions (imported as they are)
+// answers the real CLI's approvals: an allowed command runs, a denied one does not and
+// the model is told which rule denied it, and one no rule covers goes to a person.
+func TestClaudeCodePermissionRules(t *testing.T) {
+	dir, policy := t.TempDir(), t.TempDir()
+	target, victim := filepath.Join(dir, "hello.txt"), filepath.Join(dir, "keep.txt")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Outside the agent's folder, so that the CLI does not apply the rules itself.
+	if err := os.MkdirAll(filepath.Join(policy, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"permissions": {"allow": ["Bash(echo:*)", "Read(./**)"], "deny": ["Bash(rm:*)"], "ask": ["Bash(git push:*)"]}}`
+	if err := os.WriteFile(filepath.Join(policy, ".claude", "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeAnthropic(t,
+		[]block{{Tool: "Bash", Input: map[string]any{"command": "echo hi > " + target, "description": "greet"}},
+			{Tool: "Bash", Input: map[string]any{"command": "rm " + victim, "description": "clean up"}},
+			{Tool: "Bash", Input: map[string]any{"command": "make deploy", "description": "ship"}}},
+		[]block{{Text: "Done."}},
+	)
+	n := start(t, claudeHost(t, "claude", f, dir, "")+fmt.Sprintf(`
+[supervisors.policy]
+strategy = "rule"
+import = %q
+fallback = "oncall"
+[supervisors.oncall]
+strategy = "static"
+answers = { approval = "no" }
+[[routes]]
+supervisor = "policy"
+`, filepath.Join(policy, ".claude", "settings.json")))
+	res := n.run("claude", "greet, clean up, ship")
+	if !res.OK {
+		t.Fatalf("result %+v", res)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hi\n" {
+		t.Errorf("the allowed command did not run: %q %v", b, err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("the denied command ran: %v", err)
+	}
+	if got, isErr := f.toolResult(1); !isErr || !strings.Contains(got, "denied by Bash(rm:*)") {
+		t.Errorf("the model was told %s (error %v); want the rule that denied it", got, isErr)
+	}
+	deciders := map[string]string{}
+	for _, r := range res.Requests {
+		deciders[r.Text] = r.Decider
+	}
+	for text, want := range map[string]string{"Bash: echo hi > " + target + " (greet)": "rule:policy", "Bash: rm " + victim + " (clean up)": "rule:policy",
+		"Bash: make deploy (ship)": "static:oncall"} {
+		if deciders[text] != want {
+			t.Errorf("%q decided by %q; want %s (all: %v)", text, deciders[text], want, deciders)
+		}
 	}
 }

@@ -69,6 +69,7 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 		res, err := n.system.Root.RequestFuture(n.router, &router.StatsRequest{}, heartbeatTimeout).Result()
 		if st, ok := res.(*router.Stats); err == nil && ok {
 			info.Hosts, info.Draining = st.Hosts, st.Draining
+			n.draining.Store(st.Draining)
 		}
 		for _, h := range info.Hosts {
 			info.Sessions += h.Busy + h.Queued

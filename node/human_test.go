@@ -66,10 +66,10 @@ func TestEscalationToAPersonAndFirstAnswerWins(t *testing.T) {
 	if p.Request != "a2" || p.Supervisor != "oncall" || !strings.Contains(p.Escalation, `matches "(?i)prod"`) {
 		t.Fatalf("pending %+v", p)
 	}
-	if _, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"no"`), "alice"); err != nil {
+	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"no"`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"yes"`), "bob"); !errors.Is(err, bus.ErrAlreadyAnswered) || !strings.Contains(err.Error(), "by alice") {
+	if _, err := store.Respond(context.Background(), p.ID, "bob", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); !errors.Is(err, bus.ErrAlreadyAnswered) || !strings.Contains(err.Error(), "by alice") {
 		t.Fatalf("second answer: %v; want already answered by alice", err)
 	}
 	res := <-results
@@ -97,7 +97,7 @@ func TestHumanDeadlineGivesTheDefault(t *testing.T) {
 	}
 	// Refused as past its deadline, or, once the agent's node has withdrawn it, as
 	// cancelled with why.
-	_, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"yes"`), "late")
+	_, err := store.Respond(context.Background(), p.ID, "late", bus.RespondRequest{Value: json.RawMessage(`"yes"`)})
 	if !errors.Is(err, bus.ErrPastDeadline) && !(errors.Is(err, bus.ErrCancelled) && strings.Contains(err.Error(), "timed_out: no answer within")) {
 		t.Fatalf("answer after the deadline: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestHumanAnswerSurvivesASupervisorRestart(t *testing.T) {
 	if err := b.n.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Respond(context.Background(), p.ID, json.RawMessage(`"yes"`), "alice"); err != nil {
+	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, supervisors, func(o *Options) { o.NoTasks = true; o.Name = "c" }) // delivers what b could not
@@ -130,4 +130,40 @@ func TestHumanAnswerSurvivesASupervisorRestart(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the answer given while no supervisor ran was never delivered")
 	}
+}
+
+// An ask permission rule hands the approval to the supervisor's escalation: a person
+// sees it with the rule that asked, and their answer reaches the agent.
+func TestPermissionAskEscalatesToAPerson(t *testing.T) {
+	f := start(t, simHost("w", `question_timeout = "1m"`)+`
+[supervisors.policy]
+strategy = "rule"
+allow = ["Bash(npm test:*)"]
+ask = ["Bash(git push:*)"]
+escalate = { to = "oncall" }
+[supervisors.oncall]
+strategy = "human"
+[[routes]]
+supervisor = "policy"
+`)
+	store := pendingStore(t, f)
+	results := make(chan *agent.Result, 1)
+	session := f.n.Submit("w", "", script(
+		send(`{"type":"approval","id":"a1","description":"npm test","tool":"Bash","input":{"command":"npm test"}}`), await("a1"),
+		send(`{"type":"approval","id":"a2","description":"git push","tool":"Bash","input":{"command":"git push origin main"}}`), await("a2"), result), results)
+	p := waitPending(t, store, session)
+	if p.Request != "a2" || !strings.Contains(p.Escalation, "ask: Bash(git push:*)") {
+		t.Fatalf("pending %+v; want a2, escalated by the ask rule", p)
+	}
+	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-results
+	if r := record(res, "a1"); r.Decider != "rule:policy" {
+		t.Errorf("a1 decided by %s", r.Decider)
+	}
+	if r := record(res, "a2"); r.Decider != "human:alice" {
+		t.Errorf("a2 decided by %s", r.Decider)
+	}
+	f.checkAudit(res.Session)
 }

@@ -1,14 +1,19 @@
 package node
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/agentmux/agentmux/actors/agent"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -135,5 +140,33 @@ func TestReadyzFailsWhenNATSIsGone(t *testing.T) {
 	code, body := get(t, "http://"+f.n.MetricsAddr()+"/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS connection is CLOSED") {
 		t.Fatalf("/readyz = %d %q", code, body)
+	}
+}
+
+// A draining node is not ready: /readyz says so, and task_intake drops to 0.
+func TestReadyzFailsWhileDraining(t *testing.T) {
+	f := start(t, simHost("w", ""), func(o *Options) { o.MetricsAddr = "127.0.0.1:0" })
+	if v := testutil.ToFloat64(f.n.Metrics.TaskIntake.WithLabelValues("w")); v != 1 {
+		t.Fatalf("task_intake = %v before the drain", v)
+	}
+	results := make(chan *agent.Result, 1)
+	f.n.Submit("w", "", script(`{"sleep":"1s"}`, result), results)
+	drained := make(chan error, 1)
+	go func() { drained <- f.n.Drain(context.Background(), 10*time.Second) }()
+	waitFor(t, 5*time.Second, func() error {
+		code, body := get(t, "http://"+f.n.MetricsAddr()+"/readyz")
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
+			return fmt.Errorf("/readyz = %d %q while draining", code, body)
+		}
+		return nil
+	})
+	if v := testutil.ToFloat64(f.n.Metrics.TaskIntake.WithLabelValues("w")); v != 0 {
+		t.Errorf("task_intake = %v while draining", v)
+	}
+	if res := <-results; !res.OK {
+		t.Errorf("the running session did not finish within the grace: %+v", res)
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/notify"
 )
 
 const (
@@ -93,6 +94,8 @@ type Node struct {
 	nodes     *bus.Nodes
 	heartbeat context.CancelFunc // stops the heartbeat loop
 	beatDone  chan struct{}      // closed when the heartbeat loop has ended
+	notifiers []*notify.Notifier
+	draining  atomic.Bool // as of the last heartbeat: /readyz says so
 	stopOnce  sync.Once
 	stopErr   error
 }
@@ -131,7 +134,14 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
-	n.startRouter(opts)
+	if err := n.startNotifiers(opts); err != nil {
+		n.abort()
+		return nil, err
+	}
+	if err := n.startRouter(ctx, opts); err != nil {
+		n.abort()
+		return nil, err
+	}
 	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.router, n.Name)
 	n.ctlSubs = subs
 	if err != nil {
@@ -267,6 +277,31 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	return nil
 }
 
+// startNotifiers sends the manifest's [notify.X] events to their webhooks; every node
+// runs each in one queue group, so the fleet sends an event once.
+func (n *Node) startNotifiers(opts Options) error {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, cfg := range opts.Manifest.Notify {
+		x, err := notify.Start(notify.Config{Notify: cfg, Conn: n.Bus.Conn, Getenv: getenv, Metrics: n.Metrics, Log: n.log})
+		if err != nil {
+			n.stopNotifiers()
+			return err
+		}
+		n.notifiers = append(n.notifiers, x)
+	}
+	return nil
+}
+
+func (n *Node) stopNotifiers() {
+	for _, x := range n.notifiers {
+		x.Stop()
+	}
+	n.notifiers = nil
+}
+
 // serveRespond takes people's answers (runtime respond) on this node too.
 func (n *Node) serveRespond(ctx context.Context) error {
 	pending, err := bus.OpenPending(ctx, n.Bus.JS, n.Bus.Conn)
@@ -282,14 +317,33 @@ func (n *Node) serveRespond(ctx context.Context) error {
 	return nil
 }
 
-func (n *Node) startRouter(opts Options) {
+func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Goroutines: &n.decisions, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker,
 		Procs: n.procs}
 	if !opts.NoTasks {
 		rcfg.JS = n.Bus.JS
 	}
+	if len(opts.Manifest.Pipelines) > 0 {
+		store, err := bus.OpenPipelines(ctx, n.Bus.JS)
+		if err != nil {
+			return err
+		}
+		rcfg.Pipelines = store
+	}
 	n.router = n.system.Root.Spawn(router.Props(rcfg))
+	return nil
+}
+
+// RunPipeline runs a pipeline on this node, which must run each of its stages' hosts;
+// the channel receives the run once it ends. An empty id is a fresh one.
+func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <-chan *bus.PipelineRun) {
+	if id == "" {
+		id = "p-" + nuid.Next()
+	}
+	reply := make(chan *bus.PipelineRun, 1)
+	n.system.Root.Send(n.router, &router.RunPipeline{Pipeline: name, ID: id, Params: params, Reply: reply})
+	return id, reply
 }
 
 // abort undoes a partial start.
@@ -299,13 +353,17 @@ func (n *Node) abort() {
 	n.msrv.Close()
 }
 
-// Ready reports whether the node can take work: NATS connected.
+// Ready reports whether the node can take work: NATS connected, and not draining (as of
+// its last heartbeat).
 func (n *Node) Ready() error {
 	if n.Bus == nil || n.Bus.Conn == nil {
 		return fmt.Errorf("%w: starting", ErrNotReady)
 	}
 	if st := n.Bus.Conn.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("%w: NATS connection is %v", ErrNotReady, st)
+	}
+	if n.draining.Load() {
+		return fmt.Errorf("%w: draining", ErrNotReady)
 	}
 	return nil
 }
@@ -356,6 +414,7 @@ func (n *Node) Run(ctx context.Context, host, session, prompt string) (*agent.Re
 // within grace and then hands the rest back (see router.Drain); it returns when no
 // session is left here, or ctx ends. Stop the node afterwards.
 func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
+	n.draining.Store(true)
 	res, err := n.system.Root.RequestFuture(n.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
 	if err != nil {
 		return fmt.Errorf("node: drain: the router did not answer: %w", err)
@@ -404,6 +463,7 @@ func (n *Node) stop(ctx context.Context) error {
 		}
 	}
 	n.waitDecisions(ctx)
+	n.stopNotifiers()
 	n.Bus.Asker.Close()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()

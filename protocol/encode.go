@@ -63,6 +63,55 @@ func AppendPrompt(dst []byte, text, session string) []byte {
 	return append(dst, "}\n"...)
 }
 
+// Prompt is a prompt line with the fields only some prompts carry: the schema a
+// result must fit and what was wrong with the last one (a typed result's new prompt),
+// and what an earlier attempt of the session did (a retry).
+type Prompt struct {
+	Type            string           `json:"type"` // "prompt"
+	Text            string           `json:"text"`
+	Session         string           `json:"session"`
+	Schema          json.RawMessage  `json:"schema,omitempty"`
+	SchemaError     string           `json:"schema_error,omitempty"`
+	PreviousAttempt *PreviousAttempt `json:"previous_attempt,omitempty"`
+}
+
+// PreviousAttempt is what the attempts of a session before this one did: how the last
+// one failed, and the requests they had answered.
+type PreviousAttempt struct {
+	Attempt  int           `json:"attempt"`
+	Error    string        `json:"error"`
+	Requests []PriorAnswer `json:"requests,omitempty"`
+}
+
+// PriorAnswer is a request an earlier attempt had answered.
+type PriorAnswer struct {
+	Attempt int             `json:"attempt"`
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Value   json.RawMessage `json:"value"`
+	Decider string          `json:"decider"`
+}
+
+// Find returns the answer an earlier attempt had for a request of type typ and text.
+func (p *PreviousAttempt) Find(typ, text string) *PriorAnswer {
+	if p == nil {
+		return nil
+	}
+	for i := range p.Requests {
+		if r := &p.Requests[i]; r.Type == typ && r.Text == text {
+			return r
+		}
+	}
+	return nil
+}
+
+// AppendPromptWith appends p in the JSON input format.
+func AppendPromptWith(dst []byte, p Prompt) []byte {
+	p.Type = "prompt"
+	b, _ := json.Marshal(&p) // strings and valid JSON always marshal
+	return append(append(dst, b...), '\n')
+}
+
 // AppendPromptText appends a prompt in the text input format: one raw line, with the
 // prompt's own line breaks sent as spaces.
 func AppendPromptText(dst []byte, text string) []byte {

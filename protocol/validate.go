@@ -68,10 +68,10 @@ func validateQuestion(m *Message, v any) error {
 		}
 		return memberOf(m.Options, v)
 	case KindCustom:
-		return checkSchema(m.Schema, v)
+		return CheckSchema(m.Schema, v)
 	default: // prompt
-		if hasSchema(m.Schema) {
-			return checkSchema(m.Schema, v)
+		if HasSchema(m.Schema) {
+			return CheckSchema(m.Schema, v)
 		}
 		if _, ok := v.(string); !ok {
 			return fmt.Errorf("a prompt question is answered with a string, not %s", describe(v))
@@ -97,22 +97,23 @@ func memberOf(options []Option, v any) error {
 	return fmt.Errorf("%q is not one of the options %q", s, values)
 }
 
-func hasSchema(schema json.RawMessage) bool {
+// HasSchema reports whether schema constrains anything: not empty, null or {}.
+func HasSchema(schema json.RawMessage) bool {
 	s := bytes.TrimSpace(schema)
 	return len(s) > 0 && !bytes.Equal(s, []byte("null")) && !bytes.Equal(s, []byte("{}"))
 }
 
-// checkSchema validates v against the JSON Schema subset agentmux supports: type, enum,
-// const, properties, required, additionalProperties (boolean or schema), items,
-// minLength, maxLength, pattern, minimum, maximum, minItems and maxItems. Other keywords
-// are ignored.
-func checkSchema(raw json.RawMessage, v any) error {
-	if !hasSchema(raw) {
+// CheckSchema validates v (decoded JSON) against the JSON Schema subset agentmux
+// supports: type, enum, const, properties, required, additionalProperties (boolean or
+// schema), items, minLength, maxLength, pattern, minimum, maximum, minItems and
+// maxItems. Other keywords are ignored.
+func CheckSchema(raw json.RawMessage, v any) error {
+	if !HasSchema(raw) {
 		return nil
 	}
 	var schema map[string]any
 	if err := json.Unmarshal(raw, &schema); err != nil {
-		return fmt.Errorf("the question's schema is not a JSON object: %w", err)
+		return fmt.Errorf("the schema is not a JSON object: %w", err)
 	}
 	return checkNode(schema, v, "$")
 }

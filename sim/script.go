@@ -9,22 +9,27 @@ import (
 // Script is what the agent does in one session.
 type Script struct {
 	Steps []Step `json:"steps"`
+	// Retry are the steps for each new prompt after a result that did not fit its
+	// schema, in order; the last repeats.
+	Retry [][]Step `json:"retry,omitempty"`
 }
 
 // Step is one action. Exactly one field is set.
 type Step struct {
-	Send       json.RawMessage `json:"send,omitempty"`      // write this JSON object as a line
-	Raw        *string         `json:"raw,omitempty"`       // write this raw line (garbage, plain text)
-	RawBytes   int             `json:"raw_bytes,omitempty"` // write a line of this many 'x' bytes
-	Await      string          `json:"await,omitempty"`     // wait for the answer to this id; "*" for all outstanding
-	Sleep      Duration        `json:"sleep,omitempty"`
-	Result     *string         `json:"result,omitempty"` // send a result with this text and the answers received
-	Error      *string         `json:"error,omitempty"`  // send an error with this message
-	Exit       *int            `json:"exit,omitempty"`   // exit the process with this code
-	Hang       bool            `json:"hang,omitempty"`   // stop reading and writing for good
-	IgnoreTerm bool            `json:"ignore_term,omitempty"`
-	Grandchild bool            `json:"grandchild,omitempty"` // start a child that holds stdout open
-	Stderr     string          `json:"stderr,omitempty"`     // write a line to stderr
+	Send     json.RawMessage `json:"send,omitempty"`      // write this JSON object as a line
+	Raw      *string         `json:"raw,omitempty"`       // write this raw line (garbage, plain text)
+	RawBytes int             `json:"raw_bytes,omitempty"` // write a line of this many 'x' bytes
+	Await    string          `json:"await,omitempty"`     // wait for the answer to this id; "*" for all outstanding
+	Sleep    Duration        `json:"sleep,omitempty"`
+	Result   *string         `json:"result,omitempty"` // send a result with this text and the answers received
+	Error    *string         `json:"error,omitempty"`  // send an error with this message
+	Exit     *int            `json:"exit,omitempty"`   // exit the process with this code
+	// ExitFirst exits with this code unless the prompt told of an earlier attempt.
+	ExitFirst  *int   `json:"exit_first_attempt,omitempty"`
+	Hang       bool   `json:"hang,omitempty"` // stop reading and writing for good
+	IgnoreTerm bool   `json:"ignore_term,omitempty"`
+	Grandchild bool   `json:"grandchild,omitempty"` // start a child that holds stdout open
+	Stderr     string `json:"stderr,omitempty"`     // write a line to stderr
 }
 
 // Duration is a JSON duration string ("10ms").

@@ -35,15 +35,18 @@ func (e *ErrExit) Error() string { return fmt.Sprintf("sim: exit %d", e.Code) }
 
 // incoming is a line from the runtime: what the agent reads of it.
 type incoming struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	ID       string          `json:"id"`
-	Value    json.RawMessage `json:"value"`
-	Outcome  string          `json:"outcome"`
-	raw      string
-	notJSON  bool
-	readErr  error
-	finished bool
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	ID      string          `json:"id"`
+	Value   json.RawMessage `json:"value"`
+	Outcome string          `json:"outcome"`
+	// A typed result's new prompt, and a retry's account of earlier attempts.
+	SchemaError     string          `json:"schema_error"`
+	PreviousAttempt json.RawMessage `json:"previous_attempt"`
+	raw             string
+	notJSON         bool
+	readErr         error
+	finished        bool
 }
 
 type answer struct {
@@ -61,8 +64,11 @@ type agent struct {
 	unnamed  int      // requests sent without an id (the runtime assigns one)
 	messages []string
 	sessions int
-	werr     error         // the first failed write
-	done     chan struct{} // closed when Run returns, so the reader never blocks on lines
+	script   *Script         // the session's script, for its retry steps
+	fixes    []string        // schema errors received this session
+	previous json.RawMessage // the previous_attempt of this session's prompt
+	werr     error           // the first failed write
+	done     chan struct{}   // closed when Run returns, so the reader never blocks on lines
 }
 
 // Run serves sessions read from in until in closes, writing to out.
@@ -90,11 +96,16 @@ func Run(in io.Reader, out io.Writer, opts Options) error {
 			default:
 				a.write(map[string]any{"type": "init_ack", "version": "sim/1", "capabilities": opts.Capabilities})
 			}
+		case m.Type == "prompt" && m.SchemaError != "" && a.script != nil && len(a.script.Retry) > 0:
+			if err := a.retry(m.SchemaError); err != nil {
+				return err
+			}
 		case m.Type == "prompt" || m.notJSON:
 			text := m.Text
 			if m.notJSON {
 				text = m.raw
 			}
+			a.previous = m.PreviousAttempt
 			if err := a.session(text); err != nil {
 				return err
 			}
@@ -172,6 +183,7 @@ func (a *agent) session(prompt string) error {
 	a.sent = nil
 	a.unnamed = 0
 	a.messages = nil
+	a.fixes = nil
 	script := a.opts.Script
 	if plan, ok := parseLoad(prompt); ok {
 		return a.load(plan)
@@ -187,7 +199,20 @@ func (a *agent) session(prompt string) error {
 	if script == nil {
 		script = a.opts.Generate.Script()
 	}
-	for _, st := range script.Steps {
+	a.script = script
+	return a.run(script.Steps)
+}
+
+// retry runs the script's steps for a new prompt after a result that did not fit its
+// schema: the n-th such prompt runs Retry[n-1], the last one repeating.
+func (a *agent) retry(schemaError string) error {
+	a.fixes = append(a.fixes, schemaError)
+	i := min(len(a.fixes), len(a.script.Retry)) - 1
+	return a.run(a.script.Retry[i])
+}
+
+func (a *agent) run(steps []Step) error {
+	for _, st := range steps {
 		err := a.step(st)
 		if err == nil {
 			err = a.werr
@@ -232,11 +257,21 @@ func (a *agent) step(st Step) error {
 		if len(a.messages) > 0 {
 			res["messages"] = a.messages
 		}
+		if len(a.fixes) > 0 {
+			res["schema_errors"] = a.fixes
+		}
+		if len(a.previous) > 0 {
+			res["previous_attempt"] = a.previous
+		}
 		a.write(res)
 	case st.Error != nil:
 		a.write(map[string]any{"type": "error", "message": *st.Error})
 	case st.Exit != nil:
 		return &ErrExit{Code: *st.Exit}
+	case st.ExitFirst != nil:
+		if len(a.previous) == 0 {
+			return &ErrExit{Code: *st.ExitFirst}
+		}
 	case st.Hang:
 		select {}
 	case st.IgnoreTerm:

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -21,7 +22,18 @@ type StartSession struct {
 	Resume  string
 	Attempt int
 	Reply   chan<- *Result // buffered by the sender; may be nil
+	Notify  *actor.PID     // an actor the Result is sent to as well; may be nil
 	Started time.Time      // when the session was asked for, for its duration
+
+	// A pipeline stage's session: Pipeline and Stage name it in events and the audit,
+	// and its Routes are tried before the manifest's.
+	Pipeline, Stage string
+	Routes          config.Routes
+	// Result types the session's result; nil: the host's result_schema, if any.
+	Result *config.ResultSpec
+	// Previous is what the attempts before this one did: sent with the prompt, and its
+	// answers given again to the same requests.
+	Previous *protocol.PreviousAttempt
 }
 
 // Interrupt asks the agent to end its current session early.
@@ -77,6 +89,8 @@ type Result struct {
 	Task     string
 	OK       bool
 	Payload  json.RawMessage // the result message, with partial_output when partials arrived
+	Text     string          // the result's text
+	Data     json.RawMessage // a typed result: the JSON that fit the schema
 	Error    string
 	Duration time.Duration
 	Attempt  int
@@ -90,6 +104,8 @@ type Result struct {
 type RequestRecord struct {
 	ID      string
 	Type    protocol.Type
+	Text    string // what routes matched: question, description or tool
+	Value   json.RawMessage
 	Outcome protocol.Outcome
 	Decider string
 	Latency time.Duration
@@ -103,6 +119,8 @@ const (
 	EventFrameTooLong    = "frame_too_long"
 	EventFrameInvalid    = "frame_invalid"
 	EventStderr          = "agent.stderr"
+	// EventResultInvalid: a result did not fit the session's schema; a new prompt says why.
+	EventResultInvalid = "result.invalid"
 )
 
 // Internal messages: events from the agent's goroutines and timers.

@@ -12,25 +12,45 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
 )
 
 // session is the state of the session a process is serving.
 type session struct {
-	id       string
-	start    *StartSession
-	gen      uint64
-	begun    time.Time
-	deadline time.Time // zero without a session timeout
-	lastLine time.Time
-	lines    int
-	partial  strings.Builder
-	seq      map[protocol.Type]int // runtime-assigned request ids, per type
-	requests int                   // requests read, in order: numbers them in the audit
-	pending  map[string]*pending
-	records  []RequestRecord
-	timers   []*time.Timer // session, idle and interrupt timers; stopped when it ends
+	id        string
+	start     *StartSession
+	gen       uint64
+	begun     time.Time
+	deadline  time.Time // zero without a session timeout
+	lastLine  time.Time
+	lines     int
+	partial   strings.Builder
+	seq       map[protocol.Type]int // runtime-assigned request ids, per type
+	requests  int                   // requests read, in order: numbers them in the audit
+	pending   map[string]*pending
+	records   []RequestRecord
+	timers    []*time.Timer // session, idle and interrupt timers; stopped when it ends
+	result    *config.ResultSpec
+	reprompts int // new prompts sent for results that did not fit the schema
+	// standing are answers given for the rest of the session, by request type and text.
+	standing map[string]standing
+}
+
+// standing is an answer that stands for the same request later in its session.
+type standing struct {
+	value   json.RawMessage
+	decider string
+}
+
+func standingKey(m *protocol.Message) string { return string(m.Type) + "\x00" + m.RequestText() }
+
+// record starts an audit record of this session.
+func (a *Agent) record(s *session, kind string) *bus.AuditRecord {
+	return &bus.AuditRecord{Kind: kind, Time: time.Now().UnixMilli(), Node: a.cfg.Node, Host: a.host.Name, Session: s.id,
+		Attempt: s.start.Attempt, Pipeline: s.start.Pipeline, Stage: s.start.Stage}
 }
 
 // touch notes a line read; the clock is read only when an idle timeout needs it.
@@ -71,7 +91,10 @@ func (a *Agent) startSession(m *StartSession) {
 	a.served++
 	a.gen++
 	s := &session{id: m.Session, start: m, gen: a.gen, begun: now, lastLine: now,
-		seq: map[protocol.Type]int{}, pending: map[string]*pending{}}
+		seq: map[protocol.Type]int{}, pending: map[string]*pending{}, result: m.Result}
+	if s.result == nil {
+		s.result = a.host.Result
+	}
 	if t := a.host.Timeout.D(); t > 0 {
 		s.deadline = now.Add(t)
 		s.timers = append(s.timers, a.after(t, timerSession, s.gen, ""))
@@ -83,9 +106,11 @@ func (a *Agent) startSession(m *StartSession) {
 	a.setState("busy")
 	switch {
 	case a.dialect != nil:
-		a.proc.stdin.write(a.dialect.Prompt(m.Prompt, m.Session))
+		a.proc.stdin.write(a.dialect.Prompt(m.Prompt+previousText(m.Previous), m.Session))
 	case a.host.InputFormat == "text":
-		a.proc.stdin.write(protocol.AppendPromptText(nil, m.Prompt))
+		a.proc.stdin.write(protocol.AppendPromptText(nil, m.Prompt+previousText(m.Previous)))
+	case m.Previous != nil:
+		a.proc.stdin.write(protocol.AppendPromptWith(nil, protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous}))
 	default:
 		a.proc.stdin.write(protocol.AppendPrompt(nil, m.Prompt, m.Session))
 	}
@@ -106,6 +131,10 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		return
 	}
 	s.touch(a.host.IdleTimeout > 0)
+	if msg.Type == protocol.TypeUnhandled || !a.host.Sends(string(msg.Type)) {
+		a.unhandled(s, msg)
+		return
+	}
 	switch msg.Type {
 	case protocol.TypeWithdrawn:
 		if p := s.pending[msg.ID]; p != nil {
@@ -119,11 +148,7 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		a.publish(s.id, string(msg.Type), msg.Raw)
 	case protocol.TypeResult:
 		a.publish(s.id, string(msg.Type), msg.Raw)
-		payload := msg.Raw
-		if s.partial.Len() > 0 {
-			payload = withField(payload, "partial_output", s.partial.String())
-		}
-		a.endSession(&Result{OK: true, Payload: payload}, true)
+		a.onResult(s, msg)
 	case protocol.TypeError:
 		a.publish(s.id, string(msg.Type), msg.Raw)
 		text := msg.Message
@@ -160,24 +185,34 @@ func (a *Agent) onInitLine(msg *protocol.Message) {
 	}
 }
 
-func (a *Agent) onRequest(s *session, msg *protocol.Message) {
+// newPending numbers a request read in session s; the runtime names one sent without an id.
+func (a *Agent) newPending(s *session, msg *protocol.Message) *pending {
 	id := msg.ID
 	if id == "" {
 		s.seq[msg.Type]++
 		id = string(msg.Type) + "-" + strconv.Itoa(s.seq[msg.Type])
 	}
+	s.requests++
+	return &pending{msg: msg, id: id, readAt: time.Now(), def: a.defaultFor(msg),
+		audit: bus.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
+}
+
+func (a *Agent) requestRecord(s *session, p *pending) *bus.AuditRecord {
+	r := a.record(s, "request")
+	r.Request, r.Type, r.Text = p.id, string(p.msg.Type), p.msg.RequestText()
+	return r
+}
+
+func (a *Agent) onRequest(s *session, msg *protocol.Message) {
+	p := a.newPending(s, msg)
+	id := p.id
 	_, dup := s.pending[id]
 	var raw []byte
 	if !dup {
 		raw = msg.WithID(id)
 		a.publish(s.id, string(msg.Type), raw)
 	}
-	now := time.Now()
-	s.requests++
-	p := &pending{msg: msg, id: id, readAt: now, def: a.defaultFor(msg),
-		audit: bus.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
-	a.cfg.Audit(p.audit+".request", &bus.AuditRecord{Kind: "request", Time: now.UnixMilli(), Node: a.cfg.Node,
-		Host: a.host.Name, Session: s.id, Attempt: s.start.Attempt, Request: id, Type: string(msg.Type), Text: msg.RequestText()})
+	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
 	if dup {
 		// The first request keeps waiting; this one is answered at once, invalid.
 		err := fmt.Errorf("request id %q is already waiting for an answer; ids must be unique among outstanding requests", id)
@@ -185,8 +220,23 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		a.respond(s, p, p.def, protocol.OutcomeInvalid, "runtime", err.Error())
 		return
 	}
-
-	route := a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
+	if prior := s.start.Previous.Find(string(msg.Type), msg.RequestText()); prior != nil && protocol.ValidateAnswer(msg, prior.Value) == nil {
+		// Asked and answered in an earlier attempt: the same answer again, at once.
+		s.pending[id] = p
+		a.answer(s, p, prior.Value, protocol.OutcomeAnswered, "replay:"+prior.Decider,
+			fmt.Sprintf("answered so in attempt %d by %s", prior.Attempt, prior.Decider))
+		return
+	}
+	if st, ok := s.standing[standingKey(msg)]; ok {
+		s.pending[id] = p
+		a.answer(s, p, st.value, protocol.OutcomeAnswered, "session:"+st.decider, "approved for this session by "+st.decider)
+		return
+	}
+	now := p.readAt
+	route := s.start.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
+	if route == nil {
+		route = a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
+	}
 	if route == nil {
 		s.pending[id] = p
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", "no route matched")
@@ -261,12 +311,23 @@ func (a *Agent) onAnswer(m *answerArrived) {
 	case r.Cancelled:
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, "supervisor declined: "+r.Reason)
 	default:
-		value := normalize(p.msg, r.Value)
+		value, scope := normalize(p.msg, r.Value), r.Scope
+		if p.msg.Type == protocol.TypeApproval && string(bytes.TrimSpace(r.Value)) == `"yes for session"` {
+			value, scope = json.RawMessage(`"yes"`), decide.ScopeSession
+		}
 		if err := protocol.ValidateAnswer(p.msg, value); err != nil {
 			a.answer(s, p, p.def, protocol.OutcomeInvalid, r.Decider, err.Error())
 			return
 		}
-		a.answer(s, p, value, protocol.OutcomeAnswered, r.Decider, r.Reason)
+		reason := r.Reason
+		if scope == decide.ScopeSession {
+			if s.standing == nil {
+				s.standing = map[string]standing{}
+			}
+			s.standing[standingKey(p.msg)] = standing{value: value, decider: r.Decider}
+			reason = strings.TrimPrefix(reason+"; for the rest of the session", "; ")
+		}
+		a.answer(s, p, value, protocol.OutcomeAnswered, r.Decider, reason)
 	}
 }
 
@@ -330,13 +391,14 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	a.cfg.Metrics.Requests.WithLabelValues(a.host.Name, string(p.msg.Type), string(outcome)).Inc()
 	a.cfg.Metrics.Answers.WithLabelValues(a.host.Name, metrics.DeciderKind(decider)).Inc()
 	a.cfg.Metrics.RequestWait.WithLabelValues(string(p.msg.Type)).Observe(wait.Seconds())
-	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Outcome: outcome, Decider: decider, Latency: wait})
+	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
 	data, _ := json.Marshal(&bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms})
 	a.publish(s.id, EventRequestAnswered, data)
-	a.cfg.Audit(p.audit+".answer", &bus.AuditRecord{Kind: "answer", Time: time.Now().UnixMilli(), Node: a.cfg.Node,
-		Host: a.host.Name, Session: s.id, Attempt: s.start.Attempt, Request: p.id, Type: string(p.msg.Type), Value: value,
-		Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms})
+	rec := a.record(s, "answer")
+	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency =
+		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms
+	a.cfg.Audit(p.audit+".answer", rec)
 }
 
 func (a *Agent) onSessionTimer(m *timerFired) {
@@ -478,4 +540,139 @@ func (a *Agent) onRawLine(line []byte) {
 	for _, m := range msgs {
 		a.onLine(m)
 	}
+}
+
+// unhandled reports a message of a type no protocol defines or the host did not
+// declare: a listen:unhandled event, counted. An undeclared request is answered at once
+// with its default, outcome invalid, so the agent does not wait for an answer that
+// nobody is asked for.
+func (a *Agent) unhandled(s *session, msg *protocol.Message) {
+	a.cfg.Metrics.Unhandled.WithLabelValues(a.host.Name).Inc()
+	a.publish(s.id, string(protocol.TypeUnhandled), msg.Raw)
+	if !msg.Type.IsRequest() {
+		return
+	}
+	p := a.newPending(s, msg)
+	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
+	a.respond(s, p, p.def, protocol.OutcomeInvalid, "runtime",
+		fmt.Sprintf("host %q does not declare %s in its messages; the request was not routed", a.host.Name, msg.Type))
+}
+
+// previousText tells an agent that takes plain text what the earlier attempts did.
+func previousText(prev *protocol.PreviousAttempt) string {
+	if prev == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\nAn earlier attempt of this task (attempt %d) failed: %s", prev.Attempt, prev.Error)
+	if len(prev.Requests) > 0 {
+		b.WriteString("\nIt had asked, and was answered:")
+		for _, r := range prev.Requests {
+			fmt.Fprintf(&b, "\n- %s %q: %s (by %s)", r.Type, r.Text, r.Value, r.Decider)
+		}
+	}
+	return b.String()
+}
+
+// onResult ends the session with its result. A typed session's result must fit its
+// schema: one that does not gets a new prompt on the same process, saying what was
+// wrong, until the session's result retries are spent; then the session ends in error.
+func (a *Agent) onResult(s *session, msg *protocol.Message) {
+	payload := msg.Raw
+	if s.partial.Len() > 0 {
+		payload = withField(payload, "partial_output", s.partial.String())
+	}
+	text := msg.Text
+	if text == "" {
+		text = s.partial.String() // ACP's result is its streamed text
+	}
+	res := &Result{OK: true, Payload: payload, Text: text}
+	if s.result == nil {
+		a.endSession(res, true)
+		return
+	}
+	data, err := typedResult(msg.Raw, text, s.result.Schema)
+	h := a.host.Name
+	switch {
+	case err == nil:
+		a.cfg.Metrics.ResultChecks.WithLabelValues(h, "fit").Inc()
+		res.Data = data
+		a.endSession(res, true)
+	case s.reprompts < s.result.Retries && !a.stopping:
+		s.reprompts++
+		a.cfg.Metrics.ResultChecks.WithLabelValues(h, "reprompted").Inc()
+		ev, _ := json.Marshal(struct {
+			Error    string `json:"error"`
+			Reprompt int    `json:"reprompt"`
+			Of       int    `json:"of"`
+		}{err.Error(), s.reprompts, s.result.Retries})
+		a.publish(s.id, EventResultInvalid, ev)
+		s.partial.Reset() // the next turn's text is the next result's
+		a.reprompt(s, err)
+	default:
+		a.cfg.Metrics.ResultChecks.WithLabelValues(h, "failed").Inc()
+		why := fmt.Sprintf("the result does not fit the schema: %v", err)
+		if s.reprompts > 0 {
+			why = fmt.Sprintf("the result does not fit the schema after %d new prompts: %v", s.reprompts, err)
+		}
+		a.endSession(&Result{Error: why, Payload: payload, Text: text}, true)
+	}
+}
+
+// reprompt asks the agent, in the same conversation, for a result that fits.
+func (a *Agent) reprompt(s *session, why error) {
+	text := fmt.Sprintf("Your result does not fit the required JSON Schema: %v. Reply with the result again as one JSON object that fits this schema, and nothing else: %s", why, s.result.Schema)
+	switch {
+	case a.dialect != nil:
+		a.proc.stdin.write(a.dialect.Continue(text))
+	case a.host.InputFormat == "text":
+		a.proc.stdin.write(protocol.AppendPromptText(nil, text))
+	default:
+		a.proc.stdin.write(protocol.AppendPromptWith(nil, protocol.Prompt{Text: text, Session: s.id, Schema: s.result.Schema, SchemaError: why.Error()}))
+	}
+}
+
+// typedResult is a result's JSON: the data field of its raw message, or its text parsed
+// as JSON (inside a ```json fence or not), checked against schema.
+func typedResult(raw []byte, text string, schema json.RawMessage) (json.RawMessage, error) {
+	var fields struct {
+		Data json.RawMessage `json:"data"`
+	}
+	_ = json.Unmarshal(raw, &fields)
+	data := fields.Data
+	if len(data) == 0 || string(data) == "null" {
+		data = json.RawMessage(unfence(text))
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("the result is not JSON: neither a data field nor a text that parses (%q)", cutLine(text, 120))
+		}
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("the result is not JSON: %w", err)
+	}
+	if err := protocol.CheckSchema(schema, v); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, data) != nil {
+		return data, nil
+	}
+	return b.Bytes(), nil
+}
+
+// unfence returns the body of the first ``` code fence in text, or text trimmed.
+func unfence(text string) string {
+	t := strings.TrimSpace(text)
+	start := strings.Index(t, "```")
+	if start < 0 {
+		return t
+	}
+	body := t[start+3:]
+	if nl := strings.IndexByte(body, '\n'); nl >= 0 {
+		body = body[nl+1:] // the fence's language tag
+	}
+	if end := strings.Index(body, "```"); end >= 0 {
+		body = body[:end]
+	}
+	return strings.TrimSpace(body)
 }

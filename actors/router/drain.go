@@ -32,6 +32,8 @@ func (r *Router) drain(m *Drain) *DrainReply {
 	if r.stopPull != nil {
 		r.stopPull()
 	}
+	r.intakeStopped()
+	r.yieldRuns()
 	handed, running := 0, 0
 	for _, p := range r.pools {
 		kept := p.queue[:0]
@@ -68,6 +70,16 @@ func (r *Router) handBack(p *pool, s *session) {
 	r.release(p)
 }
 
+// intakeStopped says, in the task_intake gauges, that this node takes no more tasks.
+func (r *Router) intakeStopped() {
+	if r.cfg.JS == nil {
+		return
+	}
+	for name := range r.pools {
+		r.cfg.Metrics.TaskIntake.WithLabelValues(name).Set(0)
+	}
+}
+
 // maybeDrained stops a draining router once its last session has ended.
 func (r *Router) maybeDrained() {
 	if !r.draining || r.stopping {
@@ -77,6 +89,9 @@ func (r *Router) maybeDrained() {
 		if len(p.busy) > 0 || len(p.queue) > 0 {
 			return
 		}
+	}
+	if len(r.runs) > 0 {
+		return // each hands itself on at its stage's end
 	}
 	r.shutdown("drained: every session finished")
 }

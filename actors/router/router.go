@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/actors/pipeline"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/shim"
@@ -33,6 +34,9 @@ const (
 	taskAckTimeout   = 30 * time.Second
 	taskAckTry       = 2 * time.Second
 	taskAckRetryWait = 250 * time.Millisecond
+	// A task delivered again reads its earlier attempts from the audit within this.
+	auditReadTimeout = 5 * time.Second
+	auditRetryWait   = 250 * time.Millisecond
 )
 
 // Config is what a Router needs.
@@ -57,6 +61,8 @@ type Config struct {
 	Stopped chan struct{}
 	// Goroutines counts the router's own goroutines (task acks); the node waits for it.
 	Goroutines *sync.WaitGroup
+	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
+	Pipelines *bus.PipelineStore
 }
 
 // Submit runs a session on a host. Start.Reply receives the final Result.
@@ -72,6 +78,11 @@ type (
 	taskArrived struct {
 		host string
 		msg  jetstream.Msg
+	}
+	taskResumed struct {
+		s       *session
+		records []*bus.AuditRecord
+		err     error
 	}
 	progressTick struct{}
 )
@@ -101,6 +112,8 @@ type Router struct {
 	draining bool
 	stopping bool
 	stopOnce bool
+	runs     map[string]*run          // pipeline runs, by their actor's PID id
+	runSlots map[string]chan struct{} // per pipeline: held by the puller per run in flight
 }
 
 // pool is one host's processes and waiting sessions.
@@ -123,7 +136,7 @@ type session struct {
 }
 
 func newRouter(cfg Config) *Router {
-	r := &Router{cfg: cfg, pools: map[string]*pool{}}
+	r := &Router{cfg: cfg, pools: map[string]*pool{}, runs: map[string]*run{}, runSlots: map[string]chan struct{}{}}
 	hosts := cfg.Hosts
 	if hosts == nil {
 		hosts = cfg.Manifest.Hosts
@@ -144,14 +157,28 @@ func (r *Router) Receive(c actor.Context) {
 	case *Submit:
 		r.submit(m)
 	case *taskArrived:
-		r.onTask(m)
+		if _, ok := r.runSlots[m.host]; ok {
+			r.onPipelineTask(m)
+		} else {
+			r.onTask(m)
+		}
+	case *taskResumed:
+		r.onTaskResumed(m)
+	case *RunPipeline:
+		r.runPipeline(m)
+	case *pipeline.RunStage:
+		r.submit(&Submit{Host: m.Host, Start: m.Start}) // Start.Notify is the run
+	case *pipeline.Ended:
+		r.onRunEnded(m)
 	case *agent.SessionEnded:
 		r.onSessionEnded(m)
 	case *agent.AgentExited:
 		r.onAgentGone(m.PID)
 		c.Stop(m.PID)
 	case *actor.Terminated:
-		r.onAgentGone(m.Who)
+		if !r.onRunGone(m.Who) {
+			r.onAgentGone(m.Who)
+		}
 	case *progressTick:
 		r.onProgressTick()
 	case *Shutdown:
@@ -184,21 +211,24 @@ func (r *Router) start(c actor.Context) {
 	r.stopPull = stopPull
 	if r.cfg.JS != nil {
 		for name, p := range r.pools {
-			cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, bus.TaskStream, jetstream.ConsumerConfig{
-				Durable:       "host_" + name,
-				FilterSubject: bus.TaskSubject(name),
-				AckPolicy:     jetstream.AckExplicitPolicy,
-				AckWait:       taskAckWait,
-				MaxDeliver:    -1,
-			})
+			cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, bus.TaskStream, taskConsumer("host_"+name, name))
 			if err != nil {
 				r.cfg.Log.Error("task consumer not created; this host takes no queued tasks", "host", name, "err", err)
 				continue
 			}
 			go pull(pullCtx, c.ActorSystem(), c.Self(), name, cons, p.slots, r.cfg.Log)
+			r.cfg.Metrics.TaskIntake.WithLabelValues(name).Set(1)
 		}
+		r.startPipelines(ctx, pullCtx, c)
 		go tick(ctx, c.ActorSystem(), c.Self())
 	}
+}
+
+// taskConsumer is the durable consumer a node pulls name's tasks (a host's, or a
+// pipeline's runs) with: a task not said "in progress" for taskAckWait goes to another.
+func taskConsumer(durable, name string) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{Durable: durable, FilterSubject: bus.TaskSubject(name),
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: taskAckWait, MaxDeliver: -1}
 }
 
 // pull fetches one task per free slot and hands it to the router.
@@ -274,8 +304,41 @@ func (r *Router) onTask(m *taskArrived) {
 		r.release(p)
 		return
 	}
-	r.enqueue(p, &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt,
-		Resume: task.Resume, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now()}})
+	s := &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt,
+		Resume: task.Resume, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now()}}
+	if s.start.Attempt == 0 {
+		r.enqueue(p, s)
+		return
+	}
+	// Delivered again: its node died or handed it back. Its earlier attempts' answers,
+	// from the audit, go with it, so nobody is asked the same thing twice.
+	p.running[id] = true
+	system, self := r.c.ActorSystem(), r.c.Self()
+	r.cfg.Goroutines.Add(1)
+	go func() {
+		defer r.cfg.Goroutines.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), auditReadTimeout)
+		defer cancel()
+		records, err := r.readAudit(ctx, id)
+		system.Root.Send(self, &taskResumed{s: s, records: records, err: err})
+	}()
+}
+
+// onTaskResumed queues a task delivered again, told of its earlier attempts.
+func (r *Router) onTaskResumed(m *taskResumed) {
+	p := r.pools[m.s.host]
+	if r.stopping || r.draining {
+		delete(p.running, m.s.start.Session)
+		r.nak(m.s.task)
+		r.release(p)
+		return
+	}
+	if m.err != nil {
+		r.cfg.Log.Warn("task delivered again; its earlier attempts could not be read from the audit, so it starts without them",
+			"session", m.s.start.Session, "err", m.err)
+	}
+	m.s.start.Previous = bus.PreviousFromAudit(m.records, m.s.start.Attempt)
+	r.enqueue(p, m.s)
 }
 
 // firstAttempt numbers the first attempt of a task's delivery so that attempts stay
@@ -294,14 +357,18 @@ func (r *Router) nak(msg jetstream.Msg) {
 	}
 }
 
-func (r *Router) release(p *pool) {
+func (r *Router) release(p *pool) { freeSlot(p.slots) }
+
+// freeSlot gives back a puller's slot, if one is held.
+func freeSlot(slots chan struct{}) {
 	select {
-	case <-p.slots:
+	case <-slots:
 	default:
 	}
 }
 
 func (r *Router) onProgressTick() {
+	r.runsInProgress()
 	for _, p := range r.pools {
 		for _, s := range p.busy {
 			if s.task != nil {
@@ -326,7 +393,7 @@ func (r *Router) submit(m *Submit) {
 		if r.stopping {
 			text = ErrShuttingDown.Error()
 		}
-		deliver(m.Start, &agent.Result{Session: m.Start.Session, Host: m.Host, Error: text})
+		r.deliver(m.Start, &agent.Result{Session: m.Start.Session, Host: m.Host, Error: text})
 		return
 	}
 	r.enqueue(p, &session{host: m.Host, start: m.Start})

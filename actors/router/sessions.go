@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/protocol"
 )
 
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
@@ -47,6 +48,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 		r.cfg.Log.Warn("session failed; retrying", "session", res.Session, "attempt", s.start.Attempt+1, "err", res.Error)
 		next := *s.start
 		next.Attempt++
+		next.Previous = previousAttempt(s.start, res)
 		s.start = &next
 		s.started = false // the new attempt starts anew: event and audit
 		p.queue = append(p.queue, s)
@@ -69,13 +71,14 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.cfg.Metrics.SessionDuration.WithLabelValues(p.host.Name).Observe(res.Duration.Seconds())
 	ms := float64(res.Duration.Microseconds()) / 1000
 	ended := &bus.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
-		Outcome: outcome, Error: res.Error, Duration: ms}
+		Pipeline: s.start.Pipeline, Stage: s.start.Stage, Outcome: outcome, Error: res.Error, Duration: ms, Data: res.Data}
 	if res.OK {
 		ended.Result = res.Payload
 	}
 	r.publish(p.host.Name, res.Session, agent.EventSessionEnded, ended)
-	r.cfg.Audit(bus.AuditID(res.Session, s.start.Attempt, "ended"), &bus.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Node: r.cfg.Node,
-		Host: p.host.Name, Session: res.Session, Attempt: s.start.Attempt, Outcome: outcome, Error: res.Error, Duration: ms, Value: ended.Result})
+	rec := r.record(s, "session.ended")
+	rec.Outcome, rec.Error, rec.Duration, rec.Value = outcome, res.Error, ms, ended.Result
+	r.cfg.Audit(bus.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	if s.task != nil {
 		if r.stopping && !res.OK {
 			r.nak(s.task) // another node runs it
@@ -85,7 +88,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 		}
 		r.release(p)
 	}
-	deliver(s.start, res)
+	r.deliver(s.start, res)
 	r.maybeStopped()
 	r.maybeDrained()
 }
@@ -113,7 +116,10 @@ func (r *Router) ack(task jetstream.Msg, session string) {
 	}()
 }
 
-func deliver(start *agent.StartSession, res *agent.Result) {
+func (r *Router) deliver(start *agent.StartSession, res *agent.Result) {
+	if start.Notify != nil {
+		r.c.Send(start.Notify, res)
+	}
 	if start.Reply == nil {
 		return
 	}
@@ -125,9 +131,33 @@ func deliver(start *agent.StartSession, res *agent.Result) {
 
 func (r *Router) lifecycleStarted(s *session) {
 	r.publish(s.host, s.start.Session, agent.EventSessionStarted, &bus.SessionStarted{
-		Session: s.start.Session, Host: s.host, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt})
-	r.cfg.Audit(bus.AuditID(s.start.Session, s.start.Attempt, "started"), &bus.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli(),
-		Node: r.cfg.Node, Host: s.host, Session: s.start.Session, Attempt: s.start.Attempt, Text: s.start.Prompt})
+		Session: s.start.Session, Host: s.host, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
+		Pipeline: s.start.Pipeline, Stage: s.start.Stage})
+	rec := r.record(s, "session.started")
+	rec.Text = s.start.Prompt
+	r.cfg.Audit(bus.AuditID(s.start.Session, s.start.Attempt, "started"), rec)
+}
+
+// record starts an audit record of session s.
+func (r *Router) record(s *session, kind string) *bus.AuditRecord {
+	return &bus.AuditRecord{Kind: kind, Time: time.Now().UnixMilli(), Node: r.cfg.Node, Host: s.host, Session: s.start.Session,
+		Attempt: s.start.Attempt, Pipeline: s.start.Pipeline, Stage: s.start.Stage}
+}
+
+// previousAttempt is what a retry is told of the attempts before it: the last one's
+// error, and every request they had answered (a replayed answer is the original's).
+func previousAttempt(start *agent.StartSession, res *agent.Result) *protocol.PreviousAttempt {
+	prev := &protocol.PreviousAttempt{Attempt: start.Attempt, Error: res.Error}
+	if start.Previous != nil {
+		prev.Requests = append(prev.Requests, start.Previous.Requests...)
+	}
+	for _, q := range res.Requests {
+		if !bus.Replayable(string(q.Outcome), q.Decider) {
+			continue
+		}
+		prev.Requests = append(prev.Requests, protocol.PriorAnswer{Attempt: start.Attempt, Type: string(q.Type), Text: q.Text, Value: q.Value, Decider: q.Decider})
+	}
+	return prev
 }
 
 func (r *Router) publish(host, session, typ string, v any) {
@@ -169,6 +199,8 @@ func (r *Router) shutdown(reason string) {
 	if r.cancel != nil {
 		r.cancel()
 	}
+	r.intakeStopped()
+	r.stopRuns()
 	for _, p := range r.pools {
 		queued := p.queue
 		p.queue = nil

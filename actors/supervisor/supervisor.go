@@ -241,7 +241,8 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 		outcome = "declined"
 	}
 	s.cfg.Metrics.Decisions.WithLabelValues(s.name, outcome).Inc()
-	s.respond(msg, &bus.Reply{Value: dec.Value, UseDefault: dec.UseDefault, Cancelled: dec.Cancelled, Decider: dec.Decider, Reason: dec.Reason})
+	// An Ask nobody took (no escalation, no fallback) gets the host's default.
+	s.respond(msg, &bus.Reply{Value: dec.Value, UseDefault: dec.UseDefault || dec.Ask, Cancelled: dec.Cancelled, Decider: dec.Decider, Reason: dec.Reason, Scope: dec.Scope})
 }
 
 func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {

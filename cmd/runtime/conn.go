@@ -42,6 +42,11 @@ func clientURL(m *config.Manifest) string {
 
 // dial connects command cmd with the manifest's client identity.
 func dial(cmd string, m *config.Manifest, extra ...nats.Option) (*busClient, error) {
+	return dialWith(cmd, m, nil, extra...)
+}
+
+// dialWith is dial that also tells refused of every refusal (a long-running command).
+func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError), extra ...nats.Option) (*busClient, error) {
 	id, err := node.Identity(m, os.Getenv)
 	if err != nil {
 		return nil, err
@@ -54,6 +59,9 @@ func dial(cmd string, m *config.Manifest, extra ...nats.Option) (*busClient, err
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.nc, err = bus.Connect(bus.Client{URL: clientURL(m), Name: "agentmux-" + cmd, Identity: id, TLS: node.TLS(m), User: user,
 		OnRefusal: func(r *bus.PermissionError) {
+			if refused != nil {
+				refused(r)
+			}
 			// A request subscribes to the inbox before it publishes: a refused publish
 			// says more than the refused inbox of an identity that may not ask at all.
 			if !r.Publish && strings.HasPrefix(r.Subject, bus.InboxPrefix(user)+".") {
@@ -119,8 +127,8 @@ func (c *busClient) close() {
 }
 
 // follow prints the events on subject, or says that the bus refused to show them.
-func (c *busClient) follow(subject string, w io.Writer) (*eventPrinter, error) {
-	p, err := followEvents(c.nc, subject, w)
+func (c *busClient) follow(subjects []string, w io.Writer) (*eventPrinter, error) {
+	p, err := followEvents(c.nc, subjects, w)
 	if err != nil {
 		return nil, c.explain(err)
 	}

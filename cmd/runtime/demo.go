@@ -156,6 +156,7 @@ command = %q
 args = ["sim"]
 pool = %d
 timeout = "90s"
+init_timeout = "60s"  # 200 processes start at once: on a busy machine init_ack can take a while
 question_timeout = %q
 question_default = "skip"
 approval_default = "no"

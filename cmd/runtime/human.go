@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/decide"
 )
 
 // pendingClient opens the pending-request store of the node the manifest names.
@@ -88,6 +86,8 @@ var requestID = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]+$`)
 func respond(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("respond", stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	session := fs.Bool("session", false, "the answer stands for the same request later in the same session (approve for the session)")
+	reason := fs.String("reason", "", "why, in your words: the agent and the audit get it (a deny's reason)")
 	as := fs.String("as", "", "`name` recorded as who answered, on a bus without users (default $USER); with users it is the user you connect as")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -117,18 +117,13 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	req, _ := json.Marshal(&bus.RespondRequest{Value: value})
-	msg, err := c.nc.RequestWithContext(ctx, bus.RespondSubject(who, pos[0]), req)
-	if err != nil {
-		if errors.Is(err, nats.ErrNoResponders) {
-			err = errors.New("no node answered: is `runtime up` running with this manifest?")
-		}
-		fmt.Fprintln(stderr, "runtime respond:", c.explain(err))
-		return exitError
+	scope := ""
+	if *session {
+		scope = decide.ScopeSession
 	}
-	var reply bus.RespondReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		fmt.Fprintf(stderr, "runtime respond: the node's reply is not JSON: %s\n", msg.Data)
+	reply, err := bus.Answer(ctx, c.nc, who, pos[0], bus.RespondRequest{Value: value, Reason: *reason, Scope: scope})
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime respond:", c.explain(err))
 		return exitError
 	}
 	if !reply.OK {

@@ -27,15 +27,16 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"demo", "run 200 scripted agents under supervision on an embedded node", demo},
-		{"run", "run one session on an embedded node: run -c <manifest> <host> <prompt>", run},
+		{"run", "run one session or a pipeline on an embedded node: run -c <manifest> <host> <prompt> | <pipeline> name=value…", run},
 		{"up", "run a node until SIGINT/SIGTERM: up -c <manifest> [--no-hosts|--hosts a,b] [--no-supervisors|--supervisors x,y]", up},
 		{"nodes", "list the fleet's nodes: nodes -c <manifest> [--json]", nodes},
 		{"drain", "stop a node taking tasks, hand back the rest: drain -c <manifest> <node> [--grace 30s] [--wait]", drain},
-		{"submit", "queue a task on a running node: submit -c <manifest> <host> <prompt> [--follow]", submit},
+		{"submit", "queue a task or a pipeline run: submit -c <manifest> <host> <prompt> | <pipeline> name=value… [--follow]", submit},
 		{"watch", "print live events of all sessions: watch -c <manifest>", watch},
 		{"pending", "list requests waiting for a person: pending -c <manifest> [--json]", pending},
 		{"respond", "answer a waiting request: respond -c <manifest> <id> <answer> [--as name]", respond},
 		{"audit", "print a session's trail: audit -c <manifest> <session> [--json]", audit},
+		{"console", "serve the web console people answer from: console -c <manifest> [--addr 127.0.0.1:9470]", consoleCommand},
 		{"validate", "check a manifest: validate -c <manifest>", validate},
 		{"sim", "be the scripted agent (used by demo, tests and loadgen)", simCommand},
 	}

@@ -30,9 +30,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log", "warn", "log `level`: debug, info, warn, error")
 	metricsAddr := fs.String("metrics", "-", "serve metrics on this `address` (\"-\": none)")
 	resume := resumeFlag(fs)
+	id := fs.String("id", "", "a pipeline run's `id` (default: a fresh one)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
+	}
+	if m, p, params, code, ok := pipelineArgs("run", pos, *path, stderr); ok {
+		if m == nil {
+			return code
+		}
+		return runPipeline(m, p, params, *id, *events, *logLevel, *metricsAddr, stdout, stderr)
 	}
 	m, host, prompt, code := sessionArgs("run", pos, *path, stderr)
 	if m == nil {
@@ -50,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	session := "s-" + nuid.Next()
 	var printer *eventPrinter
 	if *events {
-		printer, err = followEvents(n.Bus.Conn, bus.SessionEvents(host, session), stderr)
+		printer, err = followEvents(n.Bus.Conn, []string{bus.SessionEvents(host, session)}, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "runtime run:", err)
 			return exitError
@@ -82,25 +89,31 @@ func printResult(res *agent.Result, stdout, stderr io.Writer) int {
 }
 
 // eventPrinter prints events of a subscription as JSON lines.
+// With a pipeline run's subjects, ended waits for its pipeline.ended; otherwise for
+// the session's session.ended.
 type eventPrinter struct {
-	sub   *nats.Subscription
-	ended chan struct{}
-	once  sync.Once
-	mu    sync.Mutex // protects w
-	w     io.Writer
-	last  *bus.SessionEnded
+	subs     []*nats.Subscription
+	pipeline bool
+	ended    chan struct{}
+	once     sync.Once
+	mu       sync.Mutex // protects w, last and run
+	w        io.Writer
+	last     *bus.SessionEnded
+	run      *bus.PipelineRun
 }
 
-func followEvents(nc *nats.Conn, subject string, w io.Writer) (*eventPrinter, error) {
-	p := &eventPrinter{ended: make(chan struct{}), w: w}
-	sub, err := nc.Subscribe(subject, p.handle)
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to events: %w", err)
+func followEvents(nc *nats.Conn, subjects []string, w io.Writer) (*eventPrinter, error) {
+	p := &eventPrinter{ended: make(chan struct{}), w: w, pipeline: len(subjects) > 1}
+	for _, subject := range subjects {
+		sub, err := nc.Subscribe(subject, p.handle)
+		if err != nil {
+			return nil, fmt.Errorf("subscribe to events: %w", err)
+		}
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			return nil, err
+		}
+		p.subs = append(p.subs, sub)
 	}
-	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return nil, err
-	}
-	p.sub = sub
 	return p, nc.Flush()
 }
 
@@ -113,7 +126,16 @@ func (p *eventPrinter) handle(m *nats.Msg) {
 	p.mu.Lock()
 	fmt.Fprintln(p.w, string(line))
 	p.mu.Unlock()
-	if strings.HasSuffix(m.Subject, "."+agent.EventSessionEnded) {
+	switch {
+	case p.pipeline && strings.HasSuffix(m.Subject, "."+bus.EventPipelineEnded):
+		var run bus.PipelineRun
+		if json.Unmarshal(m.Data, &run) == nil {
+			p.mu.Lock()
+			p.run = &run
+			p.mu.Unlock()
+			p.once.Do(func() { close(p.ended) })
+		}
+	case !p.pipeline && strings.HasSuffix(m.Subject, "."+agent.EventSessionEnded):
 		var e bus.SessionEnded
 		if json.Unmarshal(m.Data, &e) == nil {
 			p.mu.Lock()
@@ -141,8 +163,25 @@ func (p *eventPrinter) waitEnded(nc *nats.Conn, d time.Duration) {
 	}
 }
 
+// await waits for the end the printer follows, or for a signal to stop following
+// (then it says that what it followed goes on, and returns false).
+func (p *eventPrinter) await(what string, stderr io.Writer) bool {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case <-p.ended:
+		return true
+	case <-sigs:
+		fmt.Fprintf(stderr, "runtime submit: stopped following; the %s goes on\n", what)
+		return false
+	}
+}
+
 func (p *eventPrinter) close() {
-	_ = p.sub.Unsubscribe() // the connection closes next
+	for _, sub := range p.subs {
+		_ = sub.Unsubscribe() // the connection closes next
+	}
 }
 
 func session(subject string) string {

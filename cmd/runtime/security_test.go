@@ -46,7 +46,7 @@ func startSecureNode(t *testing.T) *secureNode {
 		t.Fatal(err)
 	}
 	var env []string
-	for _, u := range []string{"ops", "view", "pager", "machine"} {
+	for _, u := range []string{"ops", "view", "pager", "machine", "desk"} {
 		s.passwords[u] = nuid.Next()
 		env = append(env, "T_PW_"+strings.ToUpper(u)+"="+s.passwords[u])
 	}
@@ -72,6 +72,10 @@ supervisors = ["oncall"]
 name = "machine"
 password_env = "T_PW_MACHINE"
 role = "node"
+[[nats.users]]
+name = "desk"
+password_env = "T_PW_DESK"
+role = "console"
 [[nats.users]]
 name = "keyed"
 nkey = %q
@@ -344,7 +348,7 @@ func TestSecureCLI(t *testing.T) {
 		t.Fatalf("viewer submit: exit %d, %s", code, stderr)
 	}
 	code, _, stderr = s.cli(t, "view", "respond", "-c", s.manifest, "h-none", "yes")
-	if code != exitError || !strings.Contains(stderr, `user "view" may not publish to "agentmux.respond.view.h-none"; role node or operator may`) {
+	if code != exitError || !strings.Contains(stderr, `user "view" may not publish to "agentmux.respond.view.h-none"; role node, operator or console may`) {
 		t.Fatalf("viewer respond: exit %d, %s", code, stderr)
 	}
 	code, _, stderr = s.cli(t, "pager", "audit", "-c", s.manifest, "t-none")

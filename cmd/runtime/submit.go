@@ -31,6 +31,12 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
+	if m, p, params, code, ok := pipelineArgs("submit", pos, *path, stderr); ok {
+		if m == nil {
+			return code
+		}
+		return submitPipeline(m, p, params, *id, *follow, stdout, stderr)
+	}
 	m, host, prompt, code := sessionArgs("submit", pos, *path, stderr)
 	if m == nil {
 		return code
@@ -46,36 +52,20 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	var printer *eventPrinter
 	if *follow {
-		if printer, err = c.follow(bus.SessionEvents(host, *id), stderr); err != nil {
+		if printer, err = c.follow([]string{bus.SessionEvents(host, *id)}, stderr); err != nil {
 			fmt.Fprintln(stderr, "runtime submit:", err)
 			return exitError
 		}
 	}
 	data, _ := json.Marshal(&bus.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume})
-	ctx, cancel := c.timeout(publishTimeout)
-	defer cancel()
-	// While a cluster elects a new leader for the stream, publishes find no responder:
-	// retry for as long as the publish timeout allows.
-	retries := jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait))
-	if _, err := c.js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(*id), retries, jetstream.WithRetryWait(publishRetryWait)); err != nil {
-		if refused := c.explain(nil); refused != nil {
-			fmt.Fprintln(stderr, "runtime submit:", refused)
-			return exitError
-		}
-		fmt.Fprintf(stderr, "runtime submit: queue the task: %v; is `runtime up` running with this manifest?\n", err)
-		return exitError
+	if code := c.queue("submit", bus.TaskSubject(host), *id, data, stderr); code != exitOK {
+		return code
 	}
 	if !*follow {
 		fmt.Fprintln(stdout, *id)
 		return exitOK
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	select {
-	case <-printer.ended:
-	case <-sigs:
-		fmt.Fprintln(stderr, "runtime submit: stopped following; the task goes on")
+	if !printer.await("task", stderr) {
 		return exitError
 	}
 	printer.mu.Lock()
@@ -86,6 +76,23 @@ func submit(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	fmt.Fprintln(stdout, string(ended.Result))
+	return exitOK
+}
+
+// queue publishes a task to the work queue under its id, retrying while a cluster
+// elects the stream's leader.
+func (c *busClient) queue(cmd, subject, id string, data []byte, stderr io.Writer) int {
+	ctx, cancel := c.timeout(publishTimeout)
+	defer cancel()
+	retries := jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait))
+	if _, err := c.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), retries, jetstream.WithRetryWait(publishRetryWait)); err != nil {
+		if refused := c.explain(nil); refused != nil {
+			fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, refused)
+			return exitError
+		}
+		fmt.Fprintf(stderr, "runtime %s: queue the task: %v; is `runtime up` running with this manifest?\n", cmd, err)
+		return exitError
+	}
 	return exitOK
 }
 
@@ -113,7 +120,7 @@ func watch(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	defer c.close()
-	if _, err := c.follow(*subject, stdout); err != nil {
+	if _, err := c.follow([]string{*subject}, stdout); err != nil {
 		fmt.Fprintln(stderr, "runtime watch:", err)
 		return exitError
 	}

@@ -1,0 +1,343 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/metrics"
+)
+
+// storeTimeout bounds each read or write of the run's record.
+const storeTimeout = 10 * time.Second
+
+// Config is what a Run needs.
+type Config struct {
+	Pipeline *config.Pipeline
+	Hosts    map[string]*config.Host // the manifest's, for each stage host's retries
+	ID       string                  // the run's id
+	Params   map[string]string
+	Node     string
+	Store    *bus.PipelineStore
+	// ReadAudit reads a session's audit records: a stage started again is told of its
+	// earlier attempts. nil: it is not.
+	ReadAudit func(ctx context.Context, session string) ([]*bus.AuditRecord, error)
+	Conn      *nats.Conn
+	Metrics   *metrics.Set
+	Log       *slog.Logger
+	Audit     func(id string, rec *bus.AuditRecord)
+	// Goroutines counts the run's store reads and writes; the node waits for them.
+	Goroutines *sync.WaitGroup
+}
+
+// RunStage asks the parent to run a stage's session; its agent.Result comes back to
+// Start.Notify, the run.
+type RunStage struct {
+	Host  string
+	Start *agent.StartSession
+}
+
+// Ended tells the parent that the run is over for this node: ended (Run.Outcome set),
+// taken over by another node (Lost), handed on at a stage's end because the node
+// drains (Yielded), or not recorded (Err). A yielded run's task, or an unrecorded one's,
+// goes back to the queue for another node to go on with.
+type Ended struct {
+	PID     *actor.PID
+	Run     *bus.PipelineRun
+	Lost    bool
+	Yielded bool
+	Err     error
+}
+
+// Yield asks the run to stop before its next stage starts: the node drains.
+type Yield struct{}
+
+type (
+	loaded struct {
+		run *bus.PipelineRun
+		rev uint64
+		err error
+	}
+	saved struct {
+		rev  uint64
+		err  error
+		then func()
+	}
+	// earlier is what a stage started again had done before, read from the audit.
+	earlier struct {
+		stage   *RunStage
+		records []*bus.AuditRecord
+		err     error
+	}
+)
+
+// Props returns the props of the Run cfg describes.
+func Props(cfg Config) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Run{cfg: cfg, log: cfg.Log.With("pipeline", cfg.Pipeline.Name, "run", cfg.ID)}
+	})
+}
+
+// Run is the actor of one pipeline run.
+type Run struct {
+	cfg    Config
+	log    *slog.Logger
+	system *actor.ActorSystem
+	self   *actor.PID
+	parent *actor.PID
+
+	run     *bus.PipelineRun
+	rev     uint64
+	current int // index of the stage running
+	begun   time.Time
+	over    bool
+	yield   bool // stop before the next stage
+}
+
+// Receive implements actor.Actor. It never blocks: the store is read and written on
+// goroutines that report back.
+func (r *Run) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		r.system, r.self, r.parent = c.ActorSystem(), c.Self(), c.Parent()
+		r.load()
+	case *loaded:
+		r.onLoaded(m)
+	case *saved:
+		r.onSaved(m)
+	case *agent.Result:
+		r.onStageEnded(m)
+	case *Yield:
+		r.yield = true
+	case *earlier:
+		if m.err != nil {
+			r.log.Warn("a stage started again could not read its earlier attempts from the audit; it starts without them", "err", m.err)
+		}
+		m.stage.Start.Previous = bus.PreviousFromAudit(m.records, m.stage.Start.Attempt)
+		r.system.Root.Send(r.parent, m.stage)
+	}
+}
+
+// io runs op on a goroutine within storeTimeout and sends its report to the actor.
+func (r *Run) io(op func(ctx context.Context) any) {
+	r.cfg.Goroutines.Add(1)
+	go func() {
+		defer r.cfg.Goroutines.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		r.system.Root.Send(r.self, op(ctx))
+	}()
+}
+
+func (r *Run) load() {
+	r.io(func(ctx context.Context) any {
+		run, rev, err := r.cfg.Store.Get(ctx, r.cfg.ID)
+		return &loaded{run: run, rev: rev, err: err}
+	})
+}
+
+// save writes the run over the revision read last; then runs once it is stored.
+func (r *Run) save(then func()) {
+	run, rev := r.snapshot(), r.rev
+	r.io(func(ctx context.Context) any {
+		next, err := r.cfg.Store.Put(ctx, run, rev)
+		return &saved{rev: next, err: err, then: then}
+	})
+}
+
+// snapshot copies the run for the writing goroutine.
+func (r *Run) snapshot() *bus.PipelineRun {
+	c := *r.run
+	c.Stages = make([]*bus.StageRun, len(r.run.Stages))
+	for i, s := range r.run.Stages {
+		sc := *s
+		c.Stages[i] = &sc
+	}
+	return &c
+}
+
+func (r *Run) onLoaded(m *loaded) {
+	switch {
+	case m.err != nil:
+		r.end(&Ended{Err: m.err})
+		return
+	case m.run == nil:
+		r.run = r.fresh()
+	case m.run.Outcome != "":
+		// Ended before: a task delivered again after its run ended. Nothing runs again.
+		r.run, r.rev = m.run, m.rev
+		r.end(&Ended{Run: r.run})
+		return
+	default:
+		r.run, r.rev = m.run, m.rev
+		r.log.Info("resuming pipeline run", "previous_node", m.run.Node)
+	}
+	r.run.Node = r.cfg.Node
+	r.save(r.next)
+}
+
+func (r *Run) fresh() *bus.PipelineRun {
+	run := &bus.PipelineRun{ID: r.cfg.ID, Pipeline: r.cfg.Pipeline.Name, Params: r.cfg.Params, Node: r.cfg.Node, Started: time.Now().UnixMilli()}
+	for _, s := range r.cfg.Pipeline.Stages {
+		run.Stages = append(run.Stages, &bus.StageRun{Name: s.Name, Host: s.Host, Outcome: bus.StagePending})
+	}
+	return run
+}
+
+func (r *Run) onSaved(m *saved) {
+	switch {
+	case errors.Is(m.err, bus.ErrRunTaken):
+		r.log.Warn("pipeline run taken over by another node; stopping here")
+		r.end(&Ended{Run: r.run, Lost: true})
+	case m.err != nil:
+		r.end(&Ended{Run: r.run, Err: m.err})
+	default:
+		r.rev = m.rev
+		if m.then != nil {
+			m.then()
+		}
+	}
+}
+
+// next starts the first stage not yet done, or ends the run.
+func (r *Run) next() {
+	for i, st := range r.run.Stages {
+		if st.Outcome == bus.StageOK {
+			continue
+		}
+		r.startStage(i)
+		return
+	}
+	r.finish(bus.StageOK, "")
+}
+
+func (r *Run) startStage(i int) {
+	if r.yield {
+		r.end(&Ended{Run: r.run, Yielded: true})
+		return
+	}
+	r.current = i
+	spec, st := r.cfg.Pipeline.Stages[i], r.run.Stages[i]
+	if st.Outcome == bus.StageRunning {
+		// It was running on a node that is gone: it starts again, as a new attempt.
+		r.cfg.Metrics.PipelineStages.WithLabelValues(r.run.Pipeline, st.Name, "resumed").Inc()
+	}
+	prompt, err := spec.Template.Render(r.run.Params, r.outputs())
+	if err != nil {
+		st.Outcome, st.Error = bus.StageError, fmt.Sprintf("stage %q: the prompt cannot be built: %v", st.Name, err)
+		r.stageEnded(st, 0)
+		r.finish(bus.StageError, st.Error)
+		return
+	}
+	st.Outcome, st.Attempts, st.Node, st.Error = bus.StageRunning, st.Attempts+1, r.cfg.Node, ""
+	st.Session = r.run.ID + "-" + st.Name
+	r.save(func() {
+		if r.yield { // it starts on the next node, as a resumed stage
+			r.end(&Ended{Run: r.run, Yielded: true})
+			return
+		}
+		r.begun = time.Now()
+		r.publish(bus.EventStageStarted, r.stageEvent(st))
+		retries := 0
+		if h := r.cfg.Hosts[spec.Host]; h != nil {
+			retries = h.Retries
+		}
+		stage := &RunStage{Host: spec.Host, Start: &agent.StartSession{
+			Session: st.Session, Task: r.run.ID, Prompt: prompt, Attempt: (st.Attempts - 1) * (retries + 1),
+			Pipeline: r.run.Pipeline, Stage: st.Name, Routes: spec.Routes, Result: spec.Result, Notify: r.self}}
+		if st.Attempts == 1 || r.cfg.ReadAudit == nil {
+			r.system.Root.Send(r.parent, stage)
+			return
+		}
+		r.io(func(ctx context.Context) any {
+			records, err := r.cfg.ReadAudit(ctx, st.Session)
+			return &earlier{stage: stage, records: records, err: err}
+		})
+	})
+}
+
+// outputs are the finished stages' results, for the next prompt.
+func (r *Run) outputs() map[string]config.StageOutput {
+	out := map[string]config.StageOutput{}
+	for _, st := range r.run.Stages {
+		if st.Outcome == bus.StageOK {
+			out[st.Name] = config.StageOutput{Text: st.Text, Data: st.Data}
+		}
+	}
+	return out
+}
+
+func (r *Run) onStageEnded(res *agent.Result) {
+	if r.over || r.run == nil {
+		return
+	}
+	st := r.run.Stages[r.current]
+	if res.Session != st.Session || st.Outcome != bus.StageRunning {
+		return
+	}
+	if res.OK {
+		st.Outcome, st.Text, st.Data = bus.StageOK, res.Text, res.Data
+	} else {
+		st.Outcome, st.Error = bus.StageError, res.Error
+	}
+	st.Duration = float64(time.Since(r.begun).Microseconds()) / 1000
+	r.stageEnded(st, res.Attempt)
+	if !res.OK {
+		r.finish(bus.StageError, fmt.Sprintf("stage %q failed: %s", st.Name, res.Error))
+		return
+	}
+	r.save(r.next)
+}
+
+func (r *Run) stageEnded(st *bus.StageRun, attempt int) {
+	r.cfg.Metrics.PipelineStages.WithLabelValues(r.run.Pipeline, st.Name, st.Outcome).Inc()
+	ev := r.stageEvent(st)
+	ev.Outcome, ev.Error, ev.Data, ev.Duration = st.Outcome, st.Error, st.Data, st.Duration
+	r.publish(bus.EventStageEnded, ev)
+}
+
+func (r *Run) stageEvent(st *bus.StageRun) *bus.StageEvent {
+	return &bus.StageEvent{Run: r.run.ID, Pipeline: r.run.Pipeline, Stage: st.Name, Host: st.Host, Session: st.Session,
+		Attempt: st.Attempts, Node: r.cfg.Node}
+}
+
+// finish records the run's outcome, then reports it.
+func (r *Run) finish(outcome, why string) {
+	r.run.Outcome, r.run.Error, r.run.Ended, r.run.Node = outcome, why, time.Now().UnixMilli(), r.cfg.Node
+	r.save(func() {
+		r.cfg.Metrics.Pipelines.WithLabelValues(r.run.Pipeline, outcome).Inc()
+		r.cfg.Audit(bus.AuditID(r.run.ID, 0, "pipeline.ended"), &bus.AuditRecord{Kind: bus.EventPipelineEnded, Time: r.run.Ended,
+			Node: r.cfg.Node, Host: r.run.Pipeline, Session: r.run.ID, Pipeline: r.run.Pipeline, Outcome: outcome, Error: why,
+			Duration: float64(r.run.Ended - r.run.Started)})
+		r.end(&Ended{Run: r.run})
+	})
+}
+
+func (r *Run) end(e *Ended) {
+	if r.over {
+		return
+	}
+	r.over = true
+	e.PID = r.self
+	if e.Run != nil && e.Run.Outcome != "" && !e.Lost && e.Err == nil {
+		r.publish(bus.EventPipelineEnded, e.Run)
+	}
+	r.system.Root.Send(r.parent, e)
+}
+
+func (r *Run) publish(typ string, v any) {
+	data, _ := json.Marshal(v)
+	if err := r.cfg.Conn.Publish(bus.EventSubject(r.cfg.Pipeline.Name, r.cfg.ID, typ), data); err != nil {
+		r.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+	}
+}

@@ -1,0 +1,142 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PipelineBucket is the JetStream KV bucket of pipeline runs: each run's params and
+// how far its stages got, so that the node that takes a run over resumes it at its
+// stage and never runs a finished stage again.
+const PipelineBucket = "agentmux_pipelines"
+
+// pipelineTTL is how long a run's record stays after its last change.
+const pipelineTTL = 7 * 24 * time.Hour
+
+// Stage outcomes in a PipelineRun.
+const (
+	StagePending = "pending"
+	StageRunning = "running" // started; after a node's death, started again
+	StageOK      = "ok"
+	StageError   = "error"
+)
+
+// PipelineRun is one run of a pipeline: its record in the bucket, the payload of the
+// pipeline.ended event, and what `runtime run` and `runtime submit --follow` print.
+type PipelineRun struct {
+	ID       string            `json:"id"`
+	Pipeline string            `json:"pipeline"`
+	Params   map[string]string `json:"params"`
+	Outcome  string            `json:"outcome,omitempty"` // ok or error once ended
+	Error    string            `json:"error,omitempty"`
+	Node     string            `json:"node"` // the node running it, or that ended it
+	Stages   []*StageRun       `json:"stages"`
+	Started  int64             `json:"started"` // unix milliseconds
+	Ended    int64             `json:"ended,omitempty"`
+}
+
+// StageRun is how far one stage got.
+type StageRun struct {
+	Name     string          `json:"name"`
+	Host     string          `json:"host"`
+	Outcome  string          `json:"outcome"` // pending, running, ok or error
+	Session  string          `json:"session,omitempty"`
+	Attempts int             `json:"attempts,omitempty"` // starts, a resume after a node's death included
+	Node     string          `json:"node,omitempty"`
+	Text     string          `json:"text,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Duration float64         `json:"duration_ms,omitempty"`
+}
+
+// PipelineTask is what `runtime submit` queues on agentmux.task.<pipeline>.
+type PipelineTask struct {
+	ID       string            `json:"id"`
+	Pipeline string            `json:"pipeline"`
+	Params   map[string]string `json:"params"`
+}
+
+// StageEvent is the payload of the pipeline.stage.started and pipeline.stage.ended
+// events, published on agentmux.evt.<pipeline>.<run>.<type>.
+type StageEvent struct {
+	Run      string          `json:"run"`
+	Pipeline string          `json:"pipeline"`
+	Stage    string          `json:"stage"`
+	Host     string          `json:"host"`
+	Session  string          `json:"session"`
+	Attempt  int             `json:"attempt"` // the stage's start: 1, or more after a resume
+	Node     string          `json:"node"`
+	Outcome  string          `json:"outcome,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
+	Duration float64         `json:"duration_ms,omitempty"`
+}
+
+// Events of pipeline runs.
+const (
+	EventStageStarted  = "pipeline.stage.started"
+	EventStageEnded    = "pipeline.stage.ended"
+	EventPipelineEnded = "pipeline.ended"
+)
+
+// ErrRunTaken is returned by PipelineStore.Put when another node changed the run
+// since it was read: that node runs it now.
+var ErrRunTaken = errors.New("the pipeline run was changed by another node")
+
+// PipelineStore keeps pipeline runs in the bucket a node declared.
+type PipelineStore struct {
+	kv jetstream.KeyValue
+}
+
+// OpenPipelines opens the pipeline-run bucket.
+func OpenPipelines(ctx context.Context, js jetstream.JetStream) (*PipelineStore, error) {
+	kv, err := js.KeyValue(ctx, PipelineBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bus: pipeline bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", PipelineBucket, err)
+	}
+	return &PipelineStore{kv: kv}, nil
+}
+
+// Get returns the run id and its revision; nil and 0 when there is none.
+func (s *PipelineStore) Get(ctx context.Context, id string) (*PipelineRun, uint64, error) {
+	e, err := s.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("bus: read pipeline run %s: %w", id, err)
+	}
+	var run PipelineRun
+	if err := json.Unmarshal(e.Value(), &run); err != nil {
+		return nil, 0, fmt.Errorf("bus: pipeline run %s is not JSON: %w", id, err)
+	}
+	return &run, e.Revision(), nil
+}
+
+// Put stores run over revision rev (0: a new run) and returns the new revision. It
+// fails with ErrRunTaken when the stored run is no longer at rev.
+func (s *PipelineStore) Put(ctx context.Context, run *PipelineRun, rev uint64) (uint64, error) {
+	data, err := json.Marshal(run)
+	if err != nil {
+		return 0, fmt.Errorf("bus: encode pipeline run %s: %w", run.ID, err)
+	}
+	var next uint64
+	if rev == 0 {
+		next, err = s.kv.Create(ctx, run.ID, data)
+	} else {
+		next, err = s.kv.Update(ctx, run.ID, data, rev)
+	}
+	var apiErr *jetstream.APIError
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return 0, ErrRunTaken
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bus: store pipeline run %s: %w", run.ID, err)
+	}
+	return next, nil
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/console"
+)
+
+// consoleShutdown bounds how long open pages hold up the console's exit.
+const consoleShutdown = 5 * time.Second
+
+func consoleCommand(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("console", stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	addr := fs.String("addr", console.DefaultAddr, "listen on `host:port`; beyond loopback it needs AGENTMUX_CONSOLE_TOKEN")
+	as := fs.String("as", "", "`name` answers are recorded as without a sign-in (default: the bus user, or $USER)")
+	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")
+	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
+	m, code := loadManifest(*path, stderr)
+	if m == nil {
+		return code
+	}
+	log := newLogger(stderr, *logLevel)
+	var running atomic.Pointer[console.Server] // for the refusal hook, once it is up
+	c, err := dialWith("console", m, func(r *bus.PermissionError) {
+		if srv := running.Load(); srv != nil {
+			srv.Refused(r)
+		}
+		log.Warn("the bus refused the console", "err", r)
+	}, nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("console disconnected from NATS; reconnecting", "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("console reconnected", "url", nc.ConnectedUrlRedacted()) }))
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime console:", err)
+		return exitError
+	}
+	defer c.close()
+	name := *as
+	if name == "" {
+		if name, err = responder(c, ""); err != nil {
+			fmt.Fprintln(stderr, "runtime console:", err)
+			return exitUsage
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := console.New(ctx, console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Name: name, Log: log})
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime console:", c.explain(err))
+		return exitError
+	}
+	defer srv.Close()
+	running.Store(srv)
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "runtime console: listen on %s: %v\n", *addr, err)
+		return exitError
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("console up", "url", "http://"+ln.Addr().String(), "answering_as", "human:"+name)
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(stderr, "runtime console:", err)
+			return exitError
+		}
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), consoleShutdown)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return exitOK
+}

@@ -1,0 +1,437 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// consoleManifest is a node whose every request goes to the person on call.
+func consoleManifest(t *testing.T) (path string) {
+	dir := t.TempDir()
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+question_timeout = "5m"
+stop_grace = "2s"
+[supervisors.oncall]
+strategy = "human"
+[[routes]]
+supervisor = "oncall"
+`, freePort(t), filepath.Join(dir, "store"), os.Args[0])
+	path = filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(path, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// browser is a headless Chromium (Debian's) driven over the DevTools protocol; it is
+// stopped, with every process it started, when the test ends.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe := "/usr/bin/chromium"
+	if _, err := os.Stat(exe); err != nil {
+		t.Fatalf("the console's browser test needs Debian's chromium at %s (.ci/run installs it): %v", exe, err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(1280, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// tab opens another tab of the same browser.
+func tab(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	tctx, cancel := chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(tctx); err != nil { // the first run opens the tab: without a timeout, which would close it
+		t.Fatalf("open a tab: %v", err)
+	}
+	return tctx
+}
+
+// do runs browser steps within 30 s, failing the test with what was being done and
+// the page as it was.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	get(t, ctx, what, chromedp.Steps(steps...))
+}
+
+// get runs one browser action within 30 s and returns its value.
+func get[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(tctx, a)
+	if err != nil {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		page, _ := chromedp.Run(dctx, chromedp.OuterHTML(chromedp.CSS("body")))
+		t.Fatalf("%s: %v\npage:\n%s", what, err, page)
+	}
+	return v
+}
+
+// shot keeps a screenshot of the page as a test artifact (.ci/artifacts/console).
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := filepath.Join("..", "..", ".ci", "artifacts", "console")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png := get(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, t.Name()+"-"+name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cardFor waits for the request card whose text is text and returns its selector.
+func cardFor(t *testing.T, ctx context.Context, text string) string {
+	t.Helper()
+	id := get(t, ctx, "a card for "+text, chromedp.Poll[string](fmt.Sprintf(
+		`(Array.from(document.querySelectorAll(".request")).find(c => c.querySelector(".text").textContent === %q) || {dataset: {}}).dataset.id`, text),
+		chromedp.WithPollingTimeout(25*time.Second)))
+	return fmt.Sprintf(`.request[data-id=%q]`, id)
+}
+
+// outcome waits until the card's outcome line contains want.
+func outcome(t *testing.T, ctx context.Context, card, want string) {
+	t.Helper()
+	get(t, ctx, card+" says "+want, chromedp.Poll[bool](fmt.Sprintf(`((document.querySelector(%q + " .outcome") || {}).textContent || "").includes(%q)`, card, want),
+		chromedp.WithPollingTimeout(25*time.Second)))
+}
+
+// press is a letter key pressed as a keyboard does it: one keyDown that carries its
+// text, so a handler that prevents its default types nothing (chromedp.KeyEvent sends
+// the text as a separate char event, which no handler can stop).
+func press(letter rune) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		key, code := string(letter), "Key"+strings.ToUpper(string(letter))
+		down := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: key, Code: code, Text: key,
+			WindowsVirtualKeyCode: int64(unicode.ToUpper(letter))}
+		if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, down); err != nil {
+			return err
+		}
+		up := down
+		up.Type, up.Text = input.DispatchKeyEventTypeKeyUp, ""
+		_, err := cdp.Call(ctx, t, input.DispatchKeyEvent, up)
+		return err
+	})
+}
+
+// text is the text of the first element sel matches.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return get(t, ctx, "the text of "+sel, chromedp.Text(chromedp.CSS(sel)))
+}
+
+const consoleScript = `{"steps":[
+ {"send":{"type":"approval","id":"a1","description":"deploy v2 to staging"}},
+ {"send":{"type":"question","id":"q1","kind":"select","question":"Which suite?","options":["unit","e2e"]}},
+ {"send":{"type":"question","id":"q2","question":"Which branch?"}},
+ {"send":{"type":"approval","id":"a2","description":"rm -rf build"}},
+ {"await":"*"},{"result":"done"}]}`
+
+// TestConsoleInChromium: requests appear on the page without a reload; Approve, an
+// option, a typed answer and a Deny with its reason (by keyboard) reach the agent,
+// recorded as the person; an answer after the first is refused on the page, saying who
+// answered; the session's page shows its trail and events.
+func TestConsoleInChromium(t *testing.T) {
+	manifest := consoleManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up", up.stderr, "node up")
+	url := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	con := runtimeProc(t, "console", "-c", manifest, "--addr", strings.TrimPrefix(url, "http://"), "--as", "ana")
+	until(t, "runtime console", con.stderr, "console up")
+
+	resp, err := http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") {
+		t.Fatalf("Content-Security-Policy %q", csp)
+	}
+
+	ctx := browser(t)
+	do(t, ctx, "open the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+	shot(t, ctx, "1-empty")
+
+	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-console", "--follow", "w", consoleScript)
+	a1, q1, q2, a2 := cardFor(t, ctx, "deploy v2 to staging"), cardFor(t, ctx, "Which suite?"), cardFor(t, ctx, "Which branch?"), cardFor(t, ctx, "rm -rf build")
+	shot(t, ctx, "2-pending")
+	if left := text(t, ctx, a1+" .countdown"); !strings.HasSuffix(left, "left") {
+		t.Errorf("countdown %q", left)
+	}
+
+	do(t, ctx, "approve a1", chromedp.Click(chromedp.CSS(a1+" button.approve")))
+	do(t, ctx, "choose e2e for q1", chromedp.Click(chromedp.CSS(q1+` button.option:nth-of-type(2)`)))
+	do(t, ctx, "answer q2", chromedp.SendKeys(chromedp.CSS(q2+" input.answer"), "main"), chromedp.Click(chromedp.CSS(q2+" .actions button")))
+	do(t, ctx, "deny a2 by keyboard", chromedp.Focus(chromedp.CSS(a2)), press('d'),
+		chromedp.WaitVisible(chromedp.CSS(a2+" input.reason")), chromedp.SendKeys(chromedp.CSS(a2+" input.reason"), "not in this change\r"))
+	for card, want := range map[string]string{a1: `answered "yes" by human:ana`, q1: `answered "e2e" by human:ana`, q2: `answered "main" by human:ana`, a2: `answered "no" by human:ana (not in this change)`} {
+		outcome(t, ctx, card, want)
+	}
+	shot(t, ctx, "3-answered")
+	if code := follow.wait(t, 60*time.Second); code != exitOK {
+		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stderr)
+	}
+	var res struct {
+		Answers map[string]struct{ Value json.RawMessage } `json:"answers"`
+	}
+	if err := json.Unmarshal([]byte(follow.stdout.String()), &res); err != nil {
+		t.Fatalf("result %s: %v", follow.stdout, err)
+	}
+	for id, want := range map[string]string{"a1": `"yes"`, "q1": `"e2e"`, "q2": `"main"`, "a2": `"no"`} {
+		if got := string(res.Answers[id].Value); got != want {
+			t.Errorf("the agent got %s for %s; want %s", got, id, want)
+		}
+	}
+
+	// A second answer: another page still showing the request (its update not yet
+	// arrived) answers after the first; the console refuses it, saying who answered.
+	other := tab(t, ctx)
+	follow2 := runtimeProc(t, "submit", "-c", manifest, "--id", "t-console-2", "--follow", "w",
+		`{"steps":[{"send":{"type":"approval","id":"a3","description":"deploy v3 to staging"}},{"await":"a3"},{"result":"done"}]}`)
+	do(t, other, "open the console in a second tab", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+	a3 := cardFor(t, other, "deploy v3 to staging")
+	cardFor(t, ctx, "deploy v3 to staging")
+	stale := get(t, other, "keep the request as the second tab sees it",
+		chromedp.Evaluate[string](`window.stale = state.pending.get(document.querySelector(".request:not(.settled)").dataset.id); window.stale.id`))
+	do(t, ctx, "approve a3 in the first tab", chromedp.Click(chromedp.CSS(a3+" button.approve")))
+	outcome(t, ctx, a3, `answered "yes" by human:ana`)
+	get(t, other, "deny a3 in the second tab, after the first answer", chromedp.Evaluate[bool](`answer(window.stale, "no", "too late"); true`))
+	outcome(t, other, a3, "refused: "+stale+": already answered by ana")
+	shot(t, other, "4-second-answer-refused")
+	if code := follow2.wait(t, 60*time.Second); code != exitOK || !strings.Contains(follow2.stdout.String(), `"a3":{"value":"yes"`) {
+		t.Fatalf("the second task: exit %d, %s; want the first answer, yes", code, follow2.stdout)
+	}
+
+	// The session's page: reached by clicking its id, and by search.
+	do(t, ctx, "open the session from its card", chromedp.Click(chromedp.CSS(a1+` a[href="#/session/t-console"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#session")))
+	get(t, ctx, "the trail lists the four answers", chromedp.Poll[bool](`document.querySelectorAll('#trail tr[data-kind="answer"]').length === 4`))
+	trail := text(t, ctx, "#trail")
+	for _, want := range []string{"deploy v2 to staging", "human:ana", "session.ended", "Which branch?"} {
+		if !strings.Contains(trail, want) {
+			t.Errorf("the trail does not show %q:\n%s", want, trail)
+		}
+	}
+	shot(t, ctx, "5-session")
+	do(t, ctx, "search for the second session", chromedp.Navigate(url+"/#/"), chromedp.WaitVisible(chromedp.CSS("#home")),
+		chromedp.SendKeys(chromedp.CSS("#search"), "t-console-2\r"), chromedp.WaitVisible(chromedp.CSS("#session")))
+	if id := text(t, ctx, "#session-id"); id != "t-console-2" {
+		t.Fatalf("search opened %q", id)
+	}
+	records, err := readAudit(t, manifest, "t-console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		if r.Kind == "answer" && (r.Decider != "human:ana" || r.Request == "a2" && r.Reason != "ana: not in this change") {
+			t.Errorf("answer %s decided by %s (%s); want human:ana, and the deny's reason", r.Request, r.Decider, r.Reason)
+		}
+	}
+}
+
+// readAudit reads a session's audit through the node's NATS.
+func readAudit(t *testing.T, manifest, session string) ([]*bus.AuditRecord, error) {
+	t.Helper()
+	c, code := client("test", manifest, os.Stderr)
+	if c == nil {
+		t.Fatalf("connect: exit %d", code)
+	}
+	defer c.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return bus.ReadAudit(ctx, c.js, session)
+}
+
+// TestConsoleSignIn: bound beyond loopback the console refuses to start without a
+// token; with one, a page asks for the token and a name, refuses a wrong token, and the
+// name is who the answers are recorded as.
+func TestConsoleSignIn(t *testing.T) {
+	manifest := consoleManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up", up.stderr, "node up")
+	port := freePort(t)
+	open := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
+	if code := open.wait(t, 20*time.Second); code != exitError || !strings.Contains(open.stderr.String(), "set AGENTMUX_CONSOLE_TOKEN") {
+		t.Fatalf("a console beyond loopback without a token: exit %d\n%s", code, open.stderr)
+	}
+	cmd := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
+	cmd.Env = []string{"AGENTMUX_CONSOLE_TOKEN=s3cret-token"}
+	con := startProc(t, cmd)
+	until(t, "runtime console", con.stderr, "console up")
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for _, path := range []string{"/api/stream", "/api/sessions/x"} {
+		resp, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s without a sign-in: %s", path, resp.Status)
+		}
+	}
+
+	ctx := browser(t)
+	do(t, ctx, "open the console: the sign-in page", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	do(t, ctx, "sign in with a wrong token", chromedp.SendKeys(chromedp.CSS(`input[name="name"]`), "bo"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), "guess\r"), chromedp.WaitVisible(chromedp.CSS(".error")))
+	if msg := text(t, ctx, ".error"); !strings.Contains(msg, "not the console's") {
+		t.Fatalf("wrong token says %q", msg)
+	}
+	shot(t, ctx, "1-refused")
+	do(t, ctx, "sign in", chromedp.SendKeys(chromedp.CSS(`input[name="name"]`), "bo"),
+		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), "s3cret-token\r"), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+	if me := text(t, ctx, "#me"); me != "answering as human:bo" {
+		t.Fatalf("signed in as %q", me)
+	}
+	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-signed", "--follow", "w",
+		`{"steps":[{"send":{"type":"approval","id":"a1","description":"ship it"}},{"await":"a1"},{"result":"done"}]}`)
+	card := cardFor(t, ctx, "ship it")
+	do(t, ctx, "approve by keyboard", chromedp.Focus(chromedp.CSS(card)), press('a'))
+	outcome(t, ctx, card, `answered "yes" by human:bo`)
+	shot(t, ctx, "2-answered")
+	if code := follow.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stderr)
+	}
+	records, err := readAudit(t, manifest, "t-signed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		if r.Kind == "answer" && r.Decider != "human:bo" {
+			t.Errorf("answer decided by %s; want human:bo", r.Decider)
+		}
+	}
+
+	// Approve for the session: the same request later in the session is answered at
+	// once, and never waits for a person.
+	follow = runtimeProc(t, "submit", "-c", manifest, "--id", "t-standing", "--follow", "w",
+		`{"steps":[{"send":{"type":"approval","id":"a1","description":"npm test"}},{"await":"a1"},{"send":{"type":"approval","id":"a2","description":"npm test"}},{"await":"a2"},{"result":"done"}]}`)
+	card = cardFor(t, ctx, "npm test")
+	do(t, ctx, "approve for the session", chromedp.Click(chromedp.CSS(card+" button.approve-session")))
+	outcome(t, ctx, card, `answered "yes" by human:bo for the rest of the session`)
+	if code := follow.wait(t, 30*time.Second); code != exitOK || !strings.Contains(follow.stdout.String(), `"a2":{"value":"yes"`) {
+		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stdout)
+	}
+	records, err = readAudit(t, manifest, "t-standing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deciders := map[string]string{}
+	for _, r := range records {
+		if r.Kind == "answer" {
+			deciders[r.Request] = r.Decider
+		}
+	}
+	if deciders["a1"] != "human:bo" || deciders["a2"] != "session:human:bo" {
+		t.Fatalf("deciders %v; want a1 by human:bo and a2 by session:human:bo", deciders)
+	}
+	if n := get(t, ctx, "count the cards for npm test", chromedp.Evaluate[int](`Array.from(document.querySelectorAll(".request .text")).filter(e => e.textContent === "npm test").length`)); n != 1 {
+		t.Fatalf("%d cards for npm test; the second request must not wait for a person", n)
+	}
+	shot(t, ctx, "3-approved-for-session")
+}
+
+// TestSecureConsole: on a bus with users, a console connected as a console-role user
+// answers in the name of the person who signed in; one connected as a viewer cannot
+// answer at all, and says the bus refused it.
+func TestSecureConsole(t *testing.T) {
+	s := startSecureNode(t)
+	follow := startProc(t, withUser(s, "ops", exec.Command(os.Args[0], "submit", "-c", s.manifest, "--id", "t-desk", "--follow", "w",
+		`{"steps":[{"send":{"type":"approval","id":"a1","description":"let a person decide"}},{"await":"a1"},{"result":"done"}]}`)))
+	consoleAs := func(user string) string {
+		port := freePort(t)
+		cmd := withUser(s, user, exec.Command(os.Args[0], "console", "-c", s.manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", port)))
+		cmd.Env = append(cmd.Env, "AGENTMUX_CONSOLE_TOKEN=tok-"+user)
+		p := startProc(t, cmd)
+		until(t, "console as "+user, p.stderr, "console up")
+		return fmt.Sprintf("http://127.0.0.1:%d", port)
+	}
+	desk, view := consoleAs("desk"), consoleAs("view")
+	var id string
+	poll(t, 20*time.Second, "the request waiting for a person", func() bool {
+		code, out, _ := s.cli(t, "view", "pending", "-c", s.manifest, "--json")
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var p struct{ ID, Session string }
+			if code == exitOK && json.Unmarshal([]byte(line), &p) == nil && p.Session == "t-desk" {
+				id = p.ID
+			}
+		}
+		return id != ""
+	})
+	answer := func(base, name, token string) map[string]any {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		resp, err := c.PostForm(base+"/login", url.Values{"name": {name}, "token": {token}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/respond", strings.NewReader(`{"id":"`+id+`","value":"yes"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", base)
+		resp, err = c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var reply map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&reply)
+		return reply
+	}
+	if reply := answer(view, "mallory", "tok-view"); reply["ok"] == true || !strings.Contains(fmt.Sprint(reply["error"]), `may not publish to "agentmux.respond.mallory.`) {
+		t.Fatalf("a console connected as a viewer answered: %v", reply)
+	}
+	if reply := answer(desk, "carol", "tok-desk"); reply["ok"] != true {
+		t.Fatalf("the console answered: %v", reply)
+	}
+	if code := follow.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stderr)
+	}
+	code, out, _ := s.cli(t, "ops", "audit", "-c", s.manifest, "t-desk", "--json")
+	if code != exitOK || !strings.Contains(out, `"decider":"human:carol"`) {
+		t.Fatalf("audit: exit %d\n%s", code, out)
+	}
+}
+
+// withUser gives cmd the client identity of one of the secure node's users.
+func withUser(s *secureNode, user string, cmd *exec.Cmd) *exec.Cmd {
+	cmd.Env = []string{"AGENTMUX_NATS_USER=" + user, "AGENTMUX_NATS_PASSWORD=" + s.passwords[user]}
+	return cmd
+}

@@ -1,0 +1,281 @@
+// agentmux console: the view streamed from /api/stream, answers posted to /api/respond.
+"use strict";
+
+const state = { pending: new Map(), sessions: new Map(), me: "", focused: "", wanted: "" };
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function show(v) {
+  if (v === undefined || v === null) return "";
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+
+function seconds(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return s >= 120 ? Math.round(s / 60) + " min" : s + " s";
+}
+
+// ---- requests waiting for a person ----
+
+function bodyOf(p) {
+  try { return p.body ? (typeof p.body === "string" ? JSON.parse(p.body) : p.body) : {}; } catch (e) { return {}; }
+}
+
+function kindOf(p) {
+  const b = bodyOf(p);
+  if (p.type === "approval") return p.options && p.options.length ? "select" : "approval";
+  if (p.type === "question") {
+    if (b.kind === "confirm") return "confirm";
+    if (b.kind === "select") return b.multi ? "multi" : "select";
+  }
+  return "text";
+}
+
+async function answer(p, value, reason, scope) {
+  const card = document.querySelector(`.request[data-id="${p.id}"]`);
+  if (card) for (const b of card.querySelectorAll("button, input")) b.disabled = true;
+  let reply;
+  try {
+    const r = await fetch("/api/respond", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ id: p.id, value, reason: reason || "", scope: scope || "" }) });
+    reply = await r.json();
+  } catch (e) {
+    reply = { ok: false, error: String(e) };
+  }
+  const out = card && card.querySelector(".outcome");
+  if (!out) return;
+  if (reply.ok) {
+    out.className = "outcome";
+    out.textContent = `answered ${JSON.stringify(value)} as human:${state.me}` + (scope ? " for the rest of the session" : "");
+  } else {
+    out.className = "outcome refused";
+    out.textContent = "refused: " + reply.error;
+    if (reply.pending) { state.pending.set(reply.pending.id, reply.pending); }
+  }
+}
+
+function deny(p, card) {
+  const actions = card.querySelector(".actions");
+  if (actions.querySelector(".reason")) { actions.querySelector(".reason").focus(); return; }
+  const reason = el("input", { type: "text", class: "reason", placeholder: "Why not? The agent is told." });
+  const send = el("button", { class: "deny", onclick: () => answer(p, "no", reason.value) }, "Send deny");
+  reason.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); send.click(); } e.stopPropagation(); });
+  actions.append(reason, send);
+  reason.focus();
+}
+
+function actionsFor(p, card) {
+  const acts = el("div", { class: "actions" });
+  switch (kindOf(p)) {
+    case "approval":
+      acts.append(el("button", { class: "approve", onclick: () => answer(p, "yes") }, "Approve"),
+        el("button", { class: "approve-session", onclick: () => answer(p, "yes", "", "session") }, "Approve for session"),
+        el("button", { class: "deny", onclick: () => deny(p, card) }, "Deny"));
+      break;
+    case "confirm":
+      acts.append(el("button", { class: "approve", onclick: () => answer(p, true) }, "Yes"),
+        el("button", { class: "deny", onclick: () => answer(p, false) }, "No"));
+      break;
+    case "select":
+      for (const o of p.options || []) acts.append(el("button", { class: "option", onclick: () => answer(p, o) }, o));
+      break;
+    case "multi": {
+      const boxes = (p.options || []).map((o) => el("label", {}, el("input", { type: "checkbox", value: o }), " " + o));
+      acts.append(...boxes, el("button", { onclick: () => answer(p, boxes.map((l) => l.firstChild).filter((c) => c.checked).map((c) => c.value)) }, "Answer"));
+      break;
+    }
+    default: {
+      const input = el("input", { type: "text", class: "answer", placeholder: "Your answer" });
+      const send = el("button", { onclick: () => answer(p, input.value) }, "Answer");
+      input.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); send.click(); } e.stopPropagation(); });
+      acts.append(input, send);
+      for (const o of p.options || []) acts.append(el("button", { class: "option", onclick: () => answer(p, o) }, o));
+    }
+  }
+  return acts;
+}
+
+function settledText(p) {
+  switch (p.state) {
+    case "answered": case "delivered": return `answered ${JSON.stringify(p.value)} by human:${p.responder}` +
+      (p.scope === "session" ? " for the rest of the session" : "") + (p.reason ? ` (${p.reason})` : "");
+    case "cancelled": return "cancelled: " + (p.cancelled || "");
+    default: return "";
+  }
+}
+
+function card(p) {
+  const settled = p.state !== "pending";
+  const c = el("article", { class: "request" + (settled ? " settled" : ""), "data-id": p.id, tabindex: "0" });
+  c.addEventListener("focus", () => { state.focused = p.id; });
+  const created = Date.parse(p.created), deadline = Date.parse(p.deadline);
+  c.append(
+    el("div", { class: "meta" },
+      el("span", {}, p.type + " · " + p.host),
+      el("a", { href: "#/session/" + p.session }, p.session),
+      p.node ? el("span", {}, "node " + p.node) : null,
+      el("span", { class: "age", "data-since": String(created) }, "asked " + seconds(Date.now() - created) + " ago"),
+      settled ? null : el("span", { class: "countdown", "data-deadline": String(deadline) }, seconds(deadline - Date.now()) + " left"),
+      el("span", { class: "default" }, "then the default: " + show(p.default))),
+    el("div", { class: "text" }, p.text));
+  if (p.suggestion || p.escalation) {
+    c.append(el("div", { class: "suggestion" },
+      p.suggestion ? "Suggested: " + show(p.suggestion) + ". " : "", p.escalation ? "Escalated: " + p.escalation : ""));
+  }
+  if (!settled) c.append(actionsFor(p, c));
+  c.append(el("div", { class: "outcome" }, settledText(p)));
+  return c;
+}
+
+function renderPending() {
+  const box = document.getElementById("pending");
+  const list = [...state.pending.values()].sort((a, b) => Date.parse(a.deadline) - Date.parse(b.deadline) || a.id.localeCompare(b.id));
+  const keep = new Set(list.map((p) => p.id));
+  for (const old of [...box.children]) if (!keep.has(old.dataset.id)) old.remove();
+  list.forEach((p, i) => {
+    let c = box.querySelector(`.request[data-id="${p.id}"]`);
+    const want = p.state + "|" + (p.responder || "");
+    if (!c || c.dataset.rendered !== want) {
+      const fresh = card(p);
+      fresh.dataset.rendered = want;
+      const refused = c && c.querySelector(".outcome.refused");
+      if (refused) { const out = fresh.querySelector(".outcome"); out.className = "outcome refused"; out.textContent = refused.textContent; }
+      const hadFocus = c && c.contains(document.activeElement);
+      if (c) c.replaceWith(fresh);
+      c = fresh;
+      if (hadFocus) c.focus();
+    }
+    if (box.children[i] !== c) box.insertBefore(c, box.children[i] || null);
+  });
+  const wanted = state.wanted && box.querySelector(`.request[data-id="${state.wanted}"]`);
+  if (wanted) { state.wanted = ""; wanted.scrollIntoView({ block: "center" }); wanted.focus(); }
+  document.getElementById("pending-count").textContent = String(list.filter((p) => p.state === "pending").length);
+  document.getElementById("pending-empty").hidden = list.length > 0;
+}
+
+function tick() {
+  const now = Date.now();
+  for (const e of document.querySelectorAll(".countdown")) e.textContent = seconds(Number(e.dataset.deadline) - now) + " left";
+  for (const e of document.querySelectorAll(".age")) e.textContent = "asked " + seconds(now - Number(e.dataset.since)) + " ago";
+  for (const e of document.querySelectorAll("td.duration[data-started]")) e.textContent = seconds(now - Number(e.dataset.started));
+}
+
+// ---- sessions ----
+
+function renderSessions() {
+  const body = document.querySelector("#sessions tbody");
+  const q = document.getElementById("search").value.trim().toLowerCase();
+  const rows = [...state.sessions.values()]
+    .filter((s) => !q || [s.id, s.host, s.node, s.state, s.last, s.pipeline, s.stage].some((f) => (f || "").toLowerCase().includes(q)))
+    .sort((a, b) => ((a.state === "running") === (b.state === "running") ? b.last_at - a.last_at : a.state === "running" ? -1 : 1));
+  body.replaceChildren(...rows.map((s) => el("tr", { "data-session": s.id },
+    el("td", {}, el("a", { href: "#/session/" + s.id }, s.id)),
+    el("td", {}, s.host + (s.stage ? ` (${s.pipeline}/${s.stage})` : "")),
+    el("td", {}, s.node || ""),
+    el("td", { class: "state-" + s.state }, s.state + (s.error ? ": " + s.error : "")),
+    s.state === "running" ? el("td", { class: "duration", "data-started": String(s.started) }, seconds(Date.now() - s.started))
+      : el("td", { class: "duration" }, seconds(s.duration_ms || 0)),
+    el("td", {}, s.last))));
+}
+
+// ---- one session ----
+
+let sessionStream = null;
+
+function trailRow(r) {
+  let text = r.text || "";
+  if (r.value !== undefined && r.value !== null) text = (text ? text + " → " : "") + show(r.value);
+  if (r.reason && r.kind === "answer") text += " — " + r.reason;
+  if (r.error) text = (text ? text + " " : "") + r.error;
+  return el("tr", { "data-kind": r.kind },
+    el("td", {}, new Date(r.time).toLocaleTimeString()), el("td", {}, String(r.attempt)), el("td", {}, r.kind),
+    el("td", {}, r.request || ""), el("td", {}, text), el("td", {}, r.outcome || ""),
+    el("td", {}, r.decider ? r.decider + (r.claimed ? ` (claims ${r.claimed})` : "") : ""),
+    el("td", {}, r.latency_ms ? r.latency_ms.toFixed(1) + " ms" : ""));
+}
+
+async function loadTrail(id) {
+  const r = await fetch("/api/sessions/" + encodeURIComponent(id));
+  const records = r.ok ? await r.json() : [];
+  document.querySelector("#trail tbody").replaceChildren(...records.map(trailRow));
+}
+
+function openSession(id) {
+  document.getElementById("home").hidden = true;
+  document.getElementById("session").hidden = false;
+  document.getElementById("session-id").textContent = id;
+  document.getElementById("events").replaceChildren();
+  document.querySelector("#trail tbody").replaceChildren();
+  if (sessionStream) sessionStream.close();
+  sessionStream = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/stream");
+  sessionStream.onmessage = (m) => {
+    const e = JSON.parse(m.data);
+    document.getElementById("events").append(el("li", { "data-type": e.type }, new Date(e.time).toLocaleTimeString() + " " + e.type + " " + JSON.stringify(e.data)));
+    if (e.type === "request.answered" || e.type === "session.ended" || e.type === "session.started") loadTrail(id);
+  };
+  loadTrail(id);
+}
+
+function route() {
+  const m = location.hash.match(/^#\/session\/([A-Za-z0-9_-]+)$/);
+  if (m) { openSession(m[1]); return; }
+  const r = location.hash.match(/^#\/request\/([A-Za-z0-9_-]+)$/);
+  state.wanted = r ? r[1] : ""; // a notification's link: focus that request once it is shown
+  if (sessionStream) { sessionStream.close(); sessionStream = null; }
+  document.getElementById("session").hidden = true;
+  document.getElementById("home").hidden = false;
+}
+
+// ---- the stream ----
+
+function connect() {
+  const status = document.getElementById("status");
+  const es = new EventSource("/api/stream");
+  es.onopen = () => { status.textContent = "live"; status.className = "status live"; };
+  es.onerror = () => { status.textContent = "reconnecting…"; status.className = "status"; };
+  es.onmessage = (m) => {
+    const u = JSON.parse(m.data);
+    if (u.type === "snapshot") { state.pending.clear(); state.sessions.clear(); }
+    for (const p of u.pending || []) state.pending.set(p.id, p);
+    for (const s of u.sessions || []) state.sessions.set(s.id, s);
+    if (u.pending || u.type === "snapshot") renderPending();
+    if (u.sessions || u.type === "snapshot") renderSessions();
+  };
+}
+
+document.addEventListener("keydown", (e) => {
+  if (e.target.tagName === "INPUT" || e.ctrlKey || e.metaKey || e.altKey) return;
+  const c = document.activeElement && document.activeElement.closest && document.activeElement.closest(".request");
+  if (!c) return;
+  const p = state.pending.get(c.dataset.id);
+  if (!p || p.state !== "pending") return;
+  const key = e.key.toLowerCase();
+  if (key === "a" && kindOf(p) === "approval") { e.preventDefault(); answer(p, "yes"); }
+  if (key === "d" && kindOf(p) === "approval") { e.preventDefault(); deny(p, c); }
+});
+
+document.addEventListener("DOMContentLoaded", async () => {
+  document.getElementById("search").addEventListener("input", renderSessions);
+  document.getElementById("search").addEventListener("keydown", (e) => {
+    const q = e.target.value.trim();
+    if (e.key === "Enter" && /^[A-Za-z0-9_-]+$/.test(q)) location.hash = "#/session/" + q;
+  });
+  window.addEventListener("hashchange", route);
+  try {
+    const me = await (await fetch("/api/me")).json();
+    state.me = me.name;
+    document.getElementById("me").textContent = "answering as " + me.decider;
+  } catch (e) { /* the stream says whether the console is reachable */ }
+  connect();
+  route();
+  setInterval(tick, 1000);
+});

@@ -1,0 +1,340 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Defaults and bounds of a Server.
+const (
+	DefaultAddr    = "127.0.0.1:9470"
+	defaultRecent  = 200 // ended sessions on the page
+	keepAlive      = 15 * time.Second
+	answerTimeout  = 10 * time.Second
+	auditTimeout   = 10 * time.Second
+	maxAnswerBytes = 64 << 10
+	sessionEvents  = 512 // a session page's stream buffer
+)
+
+// followed are the event types the sessions table is kept from: each session's life,
+// its requests and answers.
+var followed = []string{"session.started", "session.ended", "request.answered", "question", "approval", "tool_call",
+	"listen:unhandled"}
+
+// Config is what a Server needs.
+type Config struct {
+	Conn *nats.Conn
+	JS   jetstream.JetStream
+	// Addr is where it listens: beyond loopback it needs Token.
+	Addr string
+	// Token (AGENTMUX_CONSOLE_TOKEN), when set, signs people in with it and a name.
+	Token string
+	// Name is who answers without a sign-in (on loopback, with no token). On a bus
+	// with users, the console's own user needs role console to answer as anyone else.
+	Name string
+	Log  *slog.Logger
+}
+
+// Server serves the console.
+type Server struct {
+	cfg     Config
+	waitMu  sync.Mutex
+	waiting map[string]context.CancelCauseFunc // answers in flight, by subject
+	view    *view
+	gate    *gate // nil: nobody signs in
+	pending *bus.PendingStore
+	subs    []*nats.Subscription
+	cancel  context.CancelFunc
+	mux     *http.ServeMux
+}
+
+// New starts following the bus; Close stops it.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if !Loopback(cfg.Addr) && cfg.Token == "" {
+		return nil, fmt.Errorf("console: %s is reachable beyond this machine, and people would answer as anyone: set AGENTMUX_CONSOLE_TOKEN to a secret they sign in with, or listen on 127.0.0.1", cfg.Addr)
+	}
+	if cfg.Token == "" && !bus.IsName(cfg.Name) {
+		return nil, fmt.Errorf("console: answers on this machine are recorded as human:%s, which cannot be part of a subject: give --as a name of letters, digits, '_' and '-'", cfg.Name)
+	}
+	pending, err := bus.OpenPending(ctx, cfg.JS, cfg.Conn)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, view: newView(defaultRecent), gate: newGate(cfg.Token), pending: pending, waiting: map[string]context.CancelCauseFunc{}}
+	wctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if err := pending.Watch(wctx, s.view.onPending); err != nil {
+		cancel()
+		return nil, fmt.Errorf("console: watch the requests waiting for people: %w", err)
+	}
+	for _, typ := range followed {
+		sub, err := cfg.Conn.Subscribe(bus.EventsOfType(typ), func(m *nats.Msg) { s.view.onEvent(m.Subject, m.Data) })
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("console: follow session events: %w", err)
+		}
+		_ = sub.SetPendingLimits(-1, 64<<20)
+		s.subs = append(s.subs, sub)
+	}
+	s.routes()
+	return s, nil
+}
+
+// Close stops following the bus.
+func (s *Server) Close() {
+	s.cancel()
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", s.file("index.html", "text/html; charset=utf-8"))
+	m.HandleFunc("GET /app.js", s.file("app.js", "text/javascript; charset=utf-8"))
+	m.HandleFunc("GET /app.css", s.file("app.css", "text/css; charset=utf-8"))
+	m.HandleFunc("GET /login", s.loginPage)
+	m.HandleFunc("POST /login", s.signIn)
+	m.HandleFunc("GET /api/me", s.me)
+	m.HandleFunc("GET /api/stream", s.stream)
+	m.HandleFunc("POST /api/respond", s.respond)
+	m.HandleFunc("GET /api/sessions/{id}", s.trail)
+	m.HandleFunc("GET /api/sessions/{id}/stream", s.sessionStream)
+	s.mux = m
+}
+
+// ServeHTTP implements http.Handler: security headers on everything, and a sign-in
+// before anything but the sign-in page and its style.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	securityHeaders(w.Header())
+	if s.gate != nil && s.gate.who(r) == "" && r.URL.Path != "/login" && r.URL.Path != "/app.css" {
+		if r.Method == http.MethodGet && r.URL.Path == "/" {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		errorf(w, http.StatusUnauthorized, "sign in at /login")
+		return
+	}
+	if r.Method == http.MethodPost && !sameOrigin(r) {
+		errorf(w, http.StatusForbidden, "a request from another site")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// name is who is answering: the signed-in person, or the console's own name.
+func (s *Server) name(r *http.Request) string {
+	if s.gate != nil {
+		return s.gate.who(r)
+	}
+	return s.cfg.Name
+}
+
+func (s *Server) file(name, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		data, err := assets.ReadFile("assets/" + name)
+		if err != nil {
+			errorf(w, http.StatusInternalServerError, "%v", err)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write(data)
+	}
+}
+
+// loginTemplate is the sign-in page; it says what was wrong with the last try.
+var loginTemplate = template.Must(template.ParseFS(assets, "assets/login.html"))
+
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = loginTemplate.Execute(w, signInProblems[r.URL.Query().Get("error")])
+}
+
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+	if s.gate == nil {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	cookie, problem := s.gate.signIn(r)
+	if cookie == nil {
+		s.cfg.Log.Info("console sign-in refused", "remote", r.RemoteAddr, "why", signInProblems[problem])
+		http.Redirect(w, r, "/login?error="+problem, http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, cookie)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"name": s.name(r), "decider": "human:" + s.name(r), "signed_in": s.gate != nil})
+}
+
+// stream sends the page its view, then every change, as server-sent events.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		errorf(w, http.StatusInternalServerError, "streaming is not supported here")
+		return
+	}
+	c := s.view.subscribe()
+	defer s.view.unsubscribe(c)
+	sse(w, flusher, r.Context(), c)
+}
+
+// sse writes each message of c as an event until the page goes or c closes.
+func sse(w http.ResponseWriter, flusher http.Flusher, ctx context.Context, c <-chan []byte) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			_, _ = io.WriteString(w, ": keep-alive\n\n")
+		case data, ok := <-c:
+			if !ok {
+				return // fell behind: the page reconnects for a snapshot
+			}
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
+		}
+		flusher.Flush()
+	}
+}
+
+// answerRequest is what the page posts.
+type answerRequest struct {
+	ID     string          `json:"id"`
+	Value  json.RawMessage `json:"value"`
+	Reason string          `json:"reason"`
+	Scope  string          `json:"scope"` // "session": approve for the session
+}
+
+// respond gives a person's answer: the first answer wins, a later one is refused with
+// who answered first.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
+	var a answerRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxAnswerBytes)).Decode(&a); err != nil || a.ID == "" || len(a.Value) == 0 {
+		writeJSON(w, http.StatusBadRequest, &bus.RespondReply{Code: bus.RespondInvalid, Error: `post {"id", "value", "reason"}`})
+		return
+	}
+	if !bus.IsName(a.ID) {
+		writeJSON(w, http.StatusBadRequest, &bus.RespondReply{Code: bus.RespondNoSuch, Error: "no such request " + a.ID})
+		return
+	}
+	who := s.name(r)
+	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
+	defer cancel()
+	ctx, refuse := context.WithCancelCause(ctx)
+	subject := bus.RespondSubject(who, a.ID)
+	s.waitMu.Lock()
+	s.waiting[subject] = refuse
+	s.waitMu.Unlock()
+	defer func() {
+		s.waitMu.Lock()
+		delete(s.waiting, subject)
+		s.waitMu.Unlock()
+		refuse(nil)
+	}()
+	reply, err := bus.Answer(ctx, s.cfg.Conn, who, a.ID, bus.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope})
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+			err = cause // the bus refused the answer: say so, not that it timed out
+		}
+		writeJSON(w, http.StatusBadGateway, &bus.RespondReply{Code: bus.RespondFailed, Error: err.Error()})
+		return
+	}
+	s.cfg.Log.Info("answered from the console", "request", a.ID, "as", who, "ok", reply.OK, "code", reply.Code)
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// Refused tells the console that the bus refused it something: an answer waiting on
+// that subject ends with the refusal (the console's user may not answer as that person).
+func (s *Server) Refused(r *bus.PermissionError) {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	if refuse := s.waiting[r.Subject]; refuse != nil {
+		refuse(r)
+	}
+}
+
+// trail is a session's audit records.
+func (s *Server) trail(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !bus.IsName(id) {
+		errorf(w, http.StatusBadRequest, "%q is not a session id", id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
+	defer cancel()
+	records, err := bus.ReadAudit(ctx, s.cfg.JS, id)
+	if err != nil {
+		errorf(w, http.StatusBadGateway, "%v", err)
+		return
+	}
+	if records == nil {
+		records = []*bus.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, records)
+}
+
+// sessionStream sends a session's events as they arrive.
+func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	flusher, ok := w.(http.Flusher)
+	if !bus.IsName(id) || !ok {
+		errorf(w, http.StatusBadRequest, "%q is not a session id", id)
+		return
+	}
+	c := make(chan []byte, sessionEvents)
+	done := make(chan struct{})
+	defer close(done)
+	sub, err := s.cfg.Conn.Subscribe("agentmux.evt.*."+id+".>", func(m *nats.Msg) {
+		_, _, typ, _ := bus.ParseEventSubject(m.Subject)
+		data, _ := json.Marshal(map[string]any{"type": typ, "time": time.Now().UnixMilli(), "data": rawOrString(m.Data)})
+		select {
+		case c <- data:
+		case <-done:
+		default: // the page is too far behind; it misses this one
+		}
+	})
+	if err != nil {
+		errorf(w, http.StatusBadGateway, "%v", err)
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	sse(w, flusher, r.Context(), c)
+}
+
+func rawOrString(b []byte) json.RawMessage {
+	if json.Valid(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b))
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,202 @@
+package console
+
+import (
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/decide"
+)
+
+// Bounds of the view.
+const (
+	// A request answered or cancelled stays on the page this long, saying by whom.
+	settledKept = 5 * time.Minute
+	// A page whose stream falls this many updates behind is cut off; it reconnects and
+	// gets a snapshot.
+	clientBuffer = 256
+)
+
+// Session is a row of the sessions table.
+type Session struct {
+	ID       string  `json:"id"`
+	Host     string  `json:"host"`
+	Node     string  `json:"node"`
+	Attempt  int     `json:"attempt"`
+	State    string  `json:"state"` // running, ok or error
+	Started  int64   `json:"started"`
+	Ended    int64   `json:"ended,omitempty"`
+	Duration float64 `json:"duration_ms,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	Pipeline string  `json:"pipeline,omitempty"`
+	Stage    string  `json:"stage,omitempty"`
+	Last     string  `json:"last"` // the type of its last event
+	LastAt   int64   `json:"last_at"`
+}
+
+// update is one message of a page's stream.
+type update struct {
+	Type     string                   `json:"type"` // snapshot, pending, session
+	Pending  []*decide.PendingRequest `json:"pending,omitempty"`
+	Sessions []*Session               `json:"sessions,omitempty"`
+}
+
+// view is what every page shows, kept current from the bus, with the pages to tell.
+type view struct {
+	mu       sync.Mutex
+	pending  map[string]*decide.PendingRequest
+	sessions map[string]*Session
+	recent   int // ended sessions kept
+	clients  map[chan []byte]struct{}
+}
+
+func newView(recent int) *view {
+	return &view{pending: map[string]*decide.PendingRequest{}, sessions: map[string]*Session{}, recent: recent, clients: map[chan []byte]struct{}{}}
+}
+
+// subscribe returns a channel of a page's updates, the first one a snapshot.
+func (v *view) subscribe() chan []byte {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c := make(chan []byte, clientBuffer)
+	c <- encode(&update{Type: "snapshot", Pending: v.pendingList(), Sessions: v.sessionList()})
+	v.clients[c] = struct{}{}
+	return c
+}
+
+// unsubscribe forgets a page; a page cut off for falling behind is forgotten already.
+func (v *view) unsubscribe(c chan []byte) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.clients[c]; ok {
+		delete(v.clients, c)
+		close(c)
+	}
+}
+
+// broadcast tells every page; callers hold mu.
+func (v *view) broadcast(u *update) {
+	data := encode(u)
+	for c := range v.clients {
+		select {
+		case c <- data:
+		default: // too far behind: it reconnects and starts from a snapshot
+			delete(v.clients, c)
+			close(c)
+		}
+	}
+}
+
+func encode(u *update) []byte {
+	data, _ := json.Marshal(u)
+	return data
+}
+
+func (v *view) onPending(p *decide.PendingRequest) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.pending[p.ID] = p
+	v.prunePending(time.Now())
+	v.broadcast(&update{Type: "pending", Pending: []*decide.PendingRequest{p}})
+}
+
+// prunePending forgets requests settled long ago; callers hold mu.
+func (v *view) prunePending(now time.Time) {
+	for id, p := range v.pending {
+		if p.State != decide.StatePending && now.Sub(settledAt(p)) > settledKept {
+			delete(v.pending, id)
+		}
+	}
+}
+
+func settledAt(p *decide.PendingRequest) time.Time {
+	if !p.AnsweredAt.IsZero() {
+		return p.AnsweredAt
+	}
+	return p.Deadline
+}
+
+// pendingList is the requests, soonest deadline first; callers hold mu.
+func (v *view) pendingList() []*decide.PendingRequest {
+	v.prunePending(time.Now())
+	out := make([]*decide.PendingRequest, 0, len(v.pending))
+	for _, p := range v.pending {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Deadline.Equal(out[j].Deadline) {
+			return out[i].Deadline.Before(out[j].Deadline)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// onEvent notes a session's event: its start and end, or what it last did.
+func (v *view) onEvent(subject string, data []byte) {
+	host, id, typ, ok := bus.ParseEventSubject(subject)
+	if !ok || id == "_" {
+		return
+	}
+	now := time.Now().UnixMilli()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.sessions[id]
+	if s == nil {
+		s = &Session{ID: id, Host: host, State: "running", Started: now}
+		v.sessions[id] = s
+	}
+	s.Last, s.LastAt = typ, now
+	switch typ {
+	case "session.started":
+		var e bus.SessionStarted
+		if json.Unmarshal(data, &e) == nil {
+			s.Node, s.Attempt, s.Pipeline, s.Stage, s.State, s.Ended, s.Error = e.Node, e.Attempt, e.Pipeline, e.Stage, "running", 0, ""
+		}
+	case "session.ended":
+		var e bus.SessionEnded
+		if json.Unmarshal(data, &e) == nil {
+			s.Node, s.Attempt, s.State, s.Error, s.Duration, s.Ended = e.Node, e.Attempt, e.Outcome, e.Error, e.Duration, now
+			s.Pipeline, s.Stage = e.Pipeline, e.Stage
+		}
+		v.pruneSessions()
+	}
+	c := *s
+	v.broadcast(&update{Type: "session", Sessions: []*Session{&c}})
+}
+
+// pruneSessions keeps the most recent ended sessions; callers hold mu.
+func (v *view) pruneSessions() {
+	var ended []*Session
+	for _, s := range v.sessions {
+		if s.State != "running" {
+			ended = append(ended, s)
+		}
+	}
+	if len(ended) <= v.recent {
+		return
+	}
+	sort.Slice(ended, func(i, j int) bool { return ended[i].Ended > ended[j].Ended })
+	for _, s := range ended[v.recent:] {
+		delete(v.sessions, s.ID)
+	}
+}
+
+// sessionList is running sessions, then ended ones, most recent first; callers hold mu.
+func (v *view) sessionList() []*Session {
+	out := make([]*Session, 0, len(v.sessions))
+	for _, s := range v.sessions {
+		c := *s
+		out = append(out, &c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.State == "running") != (b.State == "running") {
+			return a.State == "running"
+		}
+		return a.LastAt > b.LastAt
+	})
+	return out
+}

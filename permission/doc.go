@@ -1,0 +1,11 @@
+// Package permission evaluates tool permissions written as Claude Code writes them in
+// a project's settings ("permissions": {"allow", "ask", "deny"}): "Bash(npm run test:*)",
+// "Read(./src/**)", "Edit(//etc/**)", "WebFetch(domain:example.com)", "mcp__github",
+// "mcp__github__create_issue". Deny rules are checked first, then ask, then allow.
+//
+// An approval is mapped to the tool call it asks for (Call) from what each dialect
+// sends: Claude Code's tool and input; Codex's command ("Run: …", as Bash) and file
+// changes (as Edit, without paths); an ACP agent's tool kind (execute as Bash, read as
+// Read, edit, delete and move as Edit, fetch as WebFetch) and raw input. A native agent
+// may send "tool" and "input" in Claude Code's shape.
+package permission
