@@ -153,16 +153,18 @@ func TestReadyzFailsWhileDraining(t *testing.T) {
 	f.n.Submit("w", "", script(`{"sleep":"1s"}`, result), results)
 	drained := make(chan error, 1)
 	go func() { drained <- f.n.Drain(context.Background(), 10*time.Second) }()
+	// /readyz turns the moment Drain is called; the router stops its consumers (and
+	// sets task_intake) when it takes the drain message.
 	waitFor(t, 5*time.Second, func() error {
 		code, body := get(t, "http://"+f.n.MetricsAddr()+"/readyz")
 		if code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
 			return fmt.Errorf("/readyz = %d %q while draining", code, body)
 		}
+		if v := testutil.ToFloat64(f.n.Metrics.TaskIntake.WithLabelValues("w")); v != 0 {
+			return fmt.Errorf("task_intake = %v while draining", v)
+		}
 		return nil
 	})
-	if v := testutil.ToFloat64(f.n.Metrics.TaskIntake.WithLabelValues("w")); v != 0 {
-		t.Errorf("task_intake = %v while draining", v)
-	}
 	if res := <-results; !res.OK {
 		t.Errorf("the running session did not finish within the grace: %+v", res)
 	}

@@ -101,12 +101,18 @@ func (p *proc) wait(t *testing.T, d time.Duration) int {
 	}
 }
 
-// until polls out until it contains want.
+// until polls out until it contains want, for up to 20 s.
 func until(t *testing.T, what string, out *syncBuffer, want string) {
+	t.Helper()
+	untilWithin(t, what, out, want, 20*time.Second)
+}
+
+// untilWithin polls out until it contains want, for up to d.
+func untilWithin(t *testing.T, what string, out *syncBuffer, want string, d time.Duration) {
 	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(d)
 	for !strings.Contains(out.String(), want) {
 		select {
 		case <-tick.C:

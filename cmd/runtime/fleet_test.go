@@ -80,7 +80,9 @@ command = "true"
 		f.urls = append(f.urls, fmt.Sprintf("nats://%s:%d", host, client[i]))
 	}
 	for i, s := range f.servers {
-		until(t, f.names[i]+" up", s.stderr, "node up")
+		// A forming cluster on a loaded machine can take most of the node's own minute
+		// to take the streams.
+		untilWithin(t, f.names[i]+" up", s.stderr, "node up", 90*time.Second)
 		if !strings.Contains(s.stderr.String(), "replicas=3") {
 			t.Fatalf("%s declared its streams without 3 replicas:\n%s", f.names[i], s.stderr)
 		}
