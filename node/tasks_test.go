@@ -63,3 +63,75 @@ func TestTaskFromWorkQueue(t *testing.T) {
 type errNotEmpty uint64
 
 func (e errNotEmpty) Error() string { return "task not acked: the work queue still holds messages" }
+
+// A task delivered again after an attempt of it ended ok (its acknowledgement lost,
+// or crossing the redelivery) is acknowledged and not run a second time. The test
+// plays the node whose ack was lost: it takes the task off the node's own consumer,
+// records the ok end in the audit, and hands it back while the node's one slot is
+// busy.
+func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
+	f := start(t, simHost("w", "pool = 1\nquestion_timeout = \"60s\"")+"[supervisors.gate]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"gate\"\n")
+	js := f.n.Bus.JS
+	gate := make(chan *nats.Msg, 1)
+	answerer(t, f.n.Bus.Conn, "gate", func(_ *bus.Ask, m *nats.Msg) { gate <- m })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	publish := func(id, prompt string) {
+		t.Helper()
+		data, _ := json.Marshal(&bus.Task{ID: id, Host: "w", Prompt: prompt})
+		if _, err := js.Publish(ctx, bus.TaskSubject("w"), data, jetstream.WithMsgID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The busy task holds the node's one slot until the test answers its question.
+	publish("t-busy", script(send(`{"type":"question","id":"q1","question":"go on?"}`), await("q1"), result))
+	var held *nats.Msg
+	select {
+	case held = <-gate:
+	case <-ctx.Done():
+		t.Fatal("the busy task never asked")
+	}
+	publish("t-done", script(result))
+	cons, err := js.Consumer(ctx, bus.TaskStream, "host_w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first jetstream.Msg
+	for m := range batch.Messages() {
+		first = m
+	}
+	if first == nil {
+		t.Fatalf("the test did not get t-done's first delivery: %v", batch.Error())
+	}
+	ended, _ := json.Marshal(&bus.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Node: "lost", Host: "w", Session: "t-done", Outcome: "ok"})
+	if _, err := js.Publish(ctx, bus.AuditSubject("w", "t-done"), ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Nak(); err != nil {
+		t.Fatal(err)
+	}
+	reply(t, held, `"yes"`)
+	waitFor(t, 20*time.Second, func() error {
+		info, err := js.Stream(ctx, bus.TaskStream)
+		if err != nil {
+			return err
+		}
+		if n := info.CachedInfo().State.Msgs; n != 0 {
+			return errNotEmpty(n)
+		}
+		return nil
+	})
+	records, err := bus.ReadAudit(ctx, js, "t-done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		if r.Kind != "session.ended" || r.Node != "lost" {
+			t.Errorf("t-done ran again: %+v", r)
+		}
+	}
+}

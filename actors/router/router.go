@@ -36,7 +36,10 @@ const (
 	taskAckRetryWait = 250 * time.Millisecond
 	// A task delivered again reads its earlier attempts from the audit within this.
 	auditReadTimeout = 5 * time.Second
-	auditRetryWait   = 250 * time.Millisecond
+	// endedMemory is how long a node remembers a task that ended here, to acknowledge
+	// rather than run a delivery of it that crossed the acknowledgement.
+	endedMemory    = 10 * time.Minute
+	auditRetryWait = 250 * time.Millisecond
 )
 
 // Config is what a Router needs.
@@ -125,6 +128,10 @@ type pool struct {
 	queue   []*session
 	slots   chan struct{} // held by the task puller per task in flight
 	running map[string]bool
+	// ended holds the tasks that ended here, by id, with when: a delivery of one that
+	// crossed its acknowledgement (a cut longer than the ack wait) is acknowledged
+	// again, not run again. Kept for endedMemory.
+	ended map[string]time.Time
 }
 
 // session is a session the router is responsible for until its final Result.
@@ -143,7 +150,7 @@ func newRouter(cfg Config) *Router {
 	}
 	for name, h := range hosts {
 		r.pools[name] = &pool{host: h, procs: map[string]*actor.PID{}, busy: map[string]*session{},
-			slots: make(chan struct{}, h.Pool), running: map[string]bool{}}
+			slots: make(chan struct{}, h.Pool), running: map[string]bool{}, ended: map[string]time.Time{}}
 	}
 	return r
 }
@@ -310,6 +317,10 @@ func (r *Router) onTask(m *taskArrived) {
 		r.enqueue(p, s)
 		return
 	}
+	if _, ok := p.ended[id]; ok {
+		r.alreadyEnded(p, m.msg, id, "here")
+		return
+	}
 	// Delivered again: its node died or handed it back. Its earlier attempts' answers,
 	// from the audit, go with it, so nobody is asked the same thing twice.
 	p.running[id] = true
@@ -337,8 +348,32 @@ func (r *Router) onTaskResumed(m *taskResumed) {
 		r.cfg.Log.Warn("task delivered again; its earlier attempts could not be read from the audit, so it starts without them",
 			"session", m.s.start.Session, "err", m.err)
 	}
+	if endedOK(m.records) {
+		delete(p.running, m.s.start.Session)
+		r.alreadyEnded(p, m.s.task, m.s.start.Session, "in the audit")
+		return
+	}
 	m.s.start.Previous = bus.PreviousFromAudit(m.records, m.s.start.Attempt)
 	r.enqueue(p, m.s)
+}
+
+// alreadyEnded acknowledges a delivery of a task that has already ended ok (where
+// says how the router knows): its acknowledgement crossed the delivery, and running
+// it again would end it twice.
+func (r *Router) alreadyEnded(p *pool, msg jetstream.Msg, id, where string) {
+	r.cfg.Log.Info("task delivered again after it ended; acknowledged, not run again", "session", id, "ended", where)
+	r.ack(msg, id)
+	r.release(p)
+}
+
+// endedOK reports whether an attempt of the session the records are of ended ok.
+func endedOK(records []*bus.AuditRecord) bool {
+	for _, rec := range records {
+		if rec.Kind == "session.ended" && rec.Outcome == "ok" {
+			return true
+		}
+	}
+	return false
 }
 
 // firstAttempt numbers the first attempt of a task's delivery so that attempts stay
@@ -369,7 +404,13 @@ func freeSlot(slots chan struct{}) {
 
 func (r *Router) onProgressTick() {
 	r.runsInProgress()
+	now := time.Now()
 	for _, p := range r.pools {
+		for id, at := range p.ended {
+			if now.Sub(at) > endedMemory {
+				delete(p.ended, id)
+			}
+		}
 		for _, s := range p.busy {
 			if s.task != nil {
 				if err := s.task.InProgress(); err != nil {

@@ -85,6 +85,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 		} else {
 			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
 			r.ack(s.task, res.Session)
+			p.ended[res.Session] = time.Now()
 		}
 		r.release(p)
 	}
