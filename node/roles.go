@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/shim"
 )
 
 // roles are the hosts and supervisors one node runs out of the fleet's manifest.
@@ -52,7 +53,29 @@ func chooseRoles(opts Options) (roles, error) {
 		}
 		slices.SortFunc(r.supervisors, func(a, b *config.Supervisor) int { return strings.Compare(a.Name, b.Name) })
 	}
+	if r.startsProcesses(m) {
+		if err := shim.Check(); err != nil {
+			return r, fmt.Errorf("node: %w", err)
+		}
+	}
 	return r, nil
+}
+
+// startsProcesses reports whether the node will start processes: agents, command
+// supervisors (its own or one it falls back to), or tools its supervisors call.
+func (r roles) startsProcesses(m *config.Manifest) bool {
+	if len(r.hosts) > 0 || len(r.supervisors) > 0 && len(m.Tools) > 0 {
+		return true
+	}
+	for _, s := range r.supervisors {
+		for seen := map[string]bool{}; s != nil && !seen[s.Name]; s = m.Supervisors[s.Fallback] {
+			seen[s.Name] = true
+			if s.Strategy == config.StrategyCommand {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func keys[T any](m map[string]T) string {

@@ -3,6 +3,8 @@ package shim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -37,6 +39,14 @@ exit "$status"`
 // parentDied is the signal the kernel sends the shim when its parent dies: one nothing
 // else sends to an agent's group (the stop ladder sends SIGTERM and SIGKILL).
 const parentDied = syscall.SIGUSR1
+
+// Check reports whether the shim can run here: it needs a POSIX shell at /bin/sh.
+func Check() error {
+	if _, err := os.Stat(shell); err != nil {
+		return fmt.Errorf("agents, command supervisors and tools start under %s, which kills their process group when the node dies, and this system has none (%w): run this node from an image with a shell (the Dockerfile's agents target), or leave its hosts and command supervisors to other nodes (--no-hosts, --supervisors)", shell, err)
+	}
+	return nil
+}
 
 // Command returns the command that runs name with args in a process group of its own,
 // the whole group killed when ctx ends or this process dies. name is looked up in PATH

@@ -1,0 +1,49 @@
+# syntax=docker/dockerfile:1
+#
+# agentmux images, built from the repository root:
+#
+#   docker build -t agentmux .                          the runtime alone (distroless)
+#   docker build -t agentmux:agents --target agents .   with a shell, Node.js and the agent CLIs
+#
+# The default image has no shell: it serves NATS server nodes, supervisor nodes (rule,
+# static, llm, human), the console and the CLI. A node that starts processes — agents,
+# command supervisors, tools — needs /bin/sh (each process starts under a shim that kills
+# its group when the node dies): run it from the agents target, or FROM it with your own
+# agent's runtime added. Both run as a non-root user, keep the embedded server's store in
+# /var/lib/agentmux, and read the manifest from /etc/agentmux/agentmux.toml.
+
+ARG GO_VERSION=1.26.8
+
+FROM golang:${GO_VERSION}-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ENV CGO_ENABLED=0
+RUN go build -trimpath -ldflags="-s -w" -o /out/runtime ./cmd/runtime
+RUN go build -trimpath -ldflags="-s -w" -o /out/loadgen ./cmd/loadgen
+RUN mkdir -p /out/store
+
+# The agent CLIs are the versions the tests run (.ci/run installs the same).
+FROM node:22-bookworm-slim AS agents
+RUN apt-get update \
+	&& apt-get install -y --no-install-recommends ca-certificates git \
+	&& rm -rf /var/lib/apt/lists/*
+RUN npm install -g --no-audit --no-fund \
+	@anthropic-ai/claude-code@2.1.197 @agentclientprotocol/claude-agent-acp@0.100.0 @openai/codex@0.169.0 \
+	&& npm cache clean --force
+COPY --from=build /out/runtime /out/loadgen /usr/local/bin/
+COPY --from=build --chown=node:node /out/store /var/lib/agentmux
+USER node
+WORKDIR /home/node
+EXPOSE 4222 6222 9464
+ENTRYPOINT ["/usr/local/bin/runtime"]
+CMD ["up", "-c", "/etc/agentmux/agentmux.toml"]
+
+FROM gcr.io/distroless/static-debian12:nonroot AS runtime
+COPY --from=build /out/runtime /out/loadgen /usr/local/bin/
+COPY --from=build --chown=65532:65532 /out/store /var/lib/agentmux
+USER 65532:65532
+EXPOSE 4222 6222 9464
+ENTRYPOINT ["/usr/local/bin/runtime"]
+CMD ["up", "-c", "/etc/agentmux/agentmux.toml"]
