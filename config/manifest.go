@@ -89,6 +89,7 @@ type NATS struct {
 	Cluster      *Cluster `toml:"cluster"` // the embedded server joins a cluster
 
 	// Users the embedded server lets in; with any, anonymous connections are refused.
+	// With URL, the external server's users, which `runtime nats-auth` writes out.
 	Users []*User `toml:"users"`
 	// The client identity of the CLI, and of a node on an external server: a user and
 	// the variable holding its password, a .creds file (Credentials), or an nkey seed.

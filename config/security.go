@@ -30,9 +30,6 @@ func (v *validator) security(m *Manifest) {
 	for i, u := range n.Users {
 		v.user(at("users", strconv.Itoa(i)), u, m, seen)
 	}
-	if len(n.Users) > 0 && n.URL != "" {
-		v.add(at("users"), "[[nats.users]] configure the embedded server, but url = %q connects to an external one; give the users to that server instead", n.URL)
-	}
 	if n.PasswordEnv != "" && n.User == "" {
 		v.add(at("password_env"), `a password needs a user: add user = "…" (or set %s)`, EnvNATSUser)
 	}

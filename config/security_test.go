@@ -114,13 +114,6 @@ answers = { question = "ok" }`, []string{
 			`user "y" is defined twice`,
 			`supervisor "inproc" is run by the nodes (strategy "static"); a user answering its asks could claim any decider`,
 		}},
-		{"users on an external server", `
-[nats]
-url = "nats://10.0.0.1:4222"
-[[nats.users]]
-name = "ops"
-password_env = "P"
-role = "operator"`, []string{`[[nats.users]] configure the embedded server, but url = "nats://10.0.0.1:4222" connects to an external one`}},
 		{"password without user", `
 [nats]
 password_env = "P"`, []string{`a password needs a user: add user = "…" (or set AGENTMUX_NATS_USER)`}},

@@ -13,7 +13,7 @@ import (
 func Users(m *config.Manifest, getenv func(string) string) ([]bus.User, error) {
 	var out []bus.User
 	for _, u := range m.NATS.Users {
-		b := bus.User{Name: u.Name, Nkey: u.Nkey, Role: bus.Role(u.Role), Supervisors: u.Supervisors, Tools: u.Tools}
+		b := serverUser(u).User
 		if u.PasswordEnv != "" {
 			if b.Password = getenv(u.PasswordEnv); b.Password == "" {
 				return nil, fmt.Errorf("node: user %q: %s is not set; export its password there (or give the user an nkey)", u.Name, u.PasswordEnv)
@@ -22,6 +22,23 @@ func Users(m *config.Manifest, getenv func(string) string) ([]bus.User, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// ServerUsers are the manifest's [[nats.users]] as an external server's configuration
+// names them: passwords by the variables that hold them.
+func ServerUsers(m *config.Manifest) []bus.ServerUser {
+	var out []bus.ServerUser
+	for _, u := range m.NATS.Users {
+		out = append(out, serverUser(u))
+	}
+	return out
+}
+
+func serverUser(u *config.User) bus.ServerUser {
+	return bus.ServerUser{
+		User:        bus.User{Name: u.Name, Nkey: u.Nkey, Role: bus.Role(u.Role), Supervisors: u.Supervisors, Tools: u.Tools},
+		PasswordVar: u.PasswordEnv,
+	}
 }
 
 // Identity is who the CLI, or a node on an external server, is on the bus: [nats] user,

@@ -177,15 +177,19 @@ func (n *Node) startMetrics(opts Options) error {
 
 func (n *Node) openBus(ctx context.Context, opts Options) error {
 	m, nc, getenv := opts.Manifest, opts.Manifest.NATS, getenv(opts)
-	users, err := Users(m, getenv)
+	var (
+		users []bus.User
+		id    bus.Identity
+		err   error
+	)
+	if nc.URL == "" {
+		users, err = Users(m, getenv)
+	} else {
+		// An external server's users are its own (`runtime nats-auth` writes them).
+		id, err = Identity(m, getenv)
+	}
 	if err != nil {
 		return err
-	}
-	var id bus.Identity
-	if nc.URL != "" {
-		if id, err = Identity(m, getenv); err != nil {
-			return err
-		}
 	}
 	bcfg := bus.Config{URL: nc.URL, Identity: id, TLS: TLS(m), Users: users, Listen: nc.Listen, StoreDir: nc.StoreDir, Name: "agentmux-" + n.Name,
 		ServerName: nc.ServerName, Replicas: nc.Replicas, SyncAlways: nc.SyncAlways, SyncInterval: nc.SyncEvery.D(),

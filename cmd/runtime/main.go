@@ -38,6 +38,7 @@ func commands() []command {
 		{"audit", "print a session's trail: audit -c <manifest> <session> [--json]", audit},
 		{"console", "serve the web console people answer from: console -c <manifest> [--addr 127.0.0.1:9470]", consoleCommand},
 		{"validate", "check a manifest: validate -c <manifest>", validate},
+		{"nats-auth", "print an external NATS server's users for the manifest: nats-auth -c <manifest> [--helm]", natsAuth},
 		{"health", "exit 0 if the node on this machine is ready: health -c <manifest> [--addr host:port]", health},
 		{"sim", "be the scripted agent (used by demo, tests and loadgen)", simCommand},
 	}
