@@ -34,6 +34,8 @@ RUN npm install -g --no-audit --no-fund \
 	&& npm cache clean --force
 COPY --from=build /out/runtime /out/loadgen /usr/local/bin/
 COPY --from=build --chown=node:node /out/store /var/lib/agentmux
+# Where agents work: mount a volume here (a new volume takes this folder's owner).
+RUN install -d -o node -g node /home/node/work
 USER node
 WORKDIR /home/node
 EXPOSE 4222 6222 9464
