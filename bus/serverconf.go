@@ -29,10 +29,7 @@ func WriteAuthorization(w io.Writer, users []ServerUser) error {
 		}
 		p := GrantsFor(u.User).permissions()
 		b.WriteString("      permissions: {\n")
-		for _, sp := range []struct {
-			key string
-			p   *server.SubjectPermission
-		}{{"publish", p.Publish}, {"subscribe", p.Subscribe}} {
+		for _, sp := range directions(p) {
 			fmt.Fprintf(&b, "        %s: {\n", sp.key)
 			confList(&b, "allow", sp.p.Allow)
 			confList(&b, "deny", sp.p.Deny)
@@ -68,10 +65,7 @@ func WriteHelmAuthorization(w io.Writer, users []ServerUser) error {
 		}
 		p := GrantsFor(u.User).permissions()
 		b.WriteString("          permissions:\n")
-		for _, sp := range []struct {
-			key string
-			p   *server.SubjectPermission
-		}{{"publish", p.Publish}, {"subscribe", p.Subscribe}} {
+		for _, sp := range directions(p) {
 			fmt.Fprintf(&b, "            %s:\n", sp.key)
 			yamlList(&b, "allow", sp.p.Allow)
 			yamlList(&b, "deny", sp.p.Deny)
@@ -82,6 +76,17 @@ func WriteHelmAuthorization(w io.Writer, users []ServerUser) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// direction is one side of a user's subject permissions.
+type direction struct {
+	key string
+	p   *server.SubjectPermission
+}
+
+// directions are the publish and subscribe sides of p, in that order.
+func directions(p *server.Permissions) []direction {
+	return []direction{{"publish", p.Publish}, {"subscribe", p.Subscribe}}
 }
 
 // credential is how the server recognises u: its name and password variable, or its
