@@ -1,11 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nuid"
 )
 
 // TestNATSAuth: a manifest naming an external server may list that server's users;
@@ -55,5 +60,89 @@ command = "true"
 	none := runtimeProc(t, "nats-auth", "-c", bare)
 	if code := none.wait(t, 10*time.Second); code != exitUsage || !strings.Contains(none.stderr.String(), "has no [[nats.users]]") {
 		t.Fatalf("nats-auth without users: exit %d, %s", code, none.stderr)
+	}
+}
+
+// TestNATSAuthServesTheFleet: a NATS server configured with nothing but what nats-auth
+// prints carries a fleet. A node on it, holding only its own password, comes up and
+// runs an operator's task; a viewer's submit is refused by the server.
+func TestNATSAuthServesTheFleet(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	manifest := filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(fmt.Sprintf(`[nats]
+url = "nats://127.0.0.1:%d"
+user = "fleet"
+password_env = "T_FLEET_PW"
+[[nats.users]]
+name = "fleet"
+password_env = "T_FLEET_PW"
+role = "node"
+[[nats.users]]
+name = "ops"
+password_env = "T_OPS_PW"
+role = "operator"
+[[nats.users]]
+name = "view"
+password_env = "T_VIEW_PW"
+role = "viewer"
+[metrics]
+addr = "127.0.0.1:0"
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+[supervisors.qa]
+strategy = "rule"
+rules = [{ type = "question", match = "tests", answer = "yes" }]
+`, port, os.Args[0])), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth := runtimeProc(t, "nats-auth", "-c", manifest)
+	if code := auth.wait(t, 10*time.Second); code != exitOK {
+		t.Fatalf("nats-auth: exit %d, %s", code, auth.stderr)
+	}
+	conf := filepath.Join(dir, "nats-server.conf")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("listen: 127.0.0.1:%d\njetstream { store_dir: %q }\n%s", port, filepath.Join(dir, "js"), auth.stdout)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pw := map[string]string{"T_FLEET_PW": nuid.Next(), "T_OPS_PW": nuid.Next(), "T_VIEW_PW": nuid.Next()}
+	for k, v := range pw {
+		t.Setenv(k, v) // the server reads them from its environment
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("nats-server refuses nats-auth's output: %v", err)
+	}
+	for k := range pw {
+		os.Unsetenv(k) // and the processes below get only their own
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+
+	upCmd := exec.Command(os.Args[0], "up", "-c", manifest, "--name", "ext1")
+	upCmd.Env = []string{"T_FLEET_PW=" + pw["T_FLEET_PW"]}
+	up := startProc(t, upCmd)
+	until(t, "runtime up on the external server", up.stderr, "node up")
+
+	submit := func(user string) *proc {
+		cmd := exec.Command(os.Args[0], "submit", "-c", manifest, "w", okScript, "--follow")
+		cmd.Env = []string{"AGENTMUX_NATS_USER=" + user, "AGENTMUX_NATS_PASSWORD=" + pw["T_"+strings.ToUpper(user)+"_PW"]}
+		return startProc(t, cmd)
+	}
+	ops := submit("ops")
+	if code := ops.wait(t, 60*time.Second); code != exitOK || !strings.Contains(ops.stdout.String(), `"text":"all green"`) {
+		t.Fatalf("operator's task: exit %d\nstdout %s\nstderr %s\nnode:\n%s", code, ops.stdout, ops.stderr, up.stderr)
+	}
+	view := submit("view")
+	if code := view.wait(t, 30*time.Second); code != exitError || !strings.Contains(view.stderr.String(), `may not publish to "agentmux.task.w"`) {
+		t.Fatalf("viewer's submit: exit %d, stderr %s", code, view.stderr)
 	}
 }
