@@ -3,6 +3,8 @@ package bus
 import (
 	"regexp"
 	"strings"
+
+	"github.com/nats-io/nuid"
 )
 
 // Subject prefixes and stream names of the public subject API.
@@ -93,3 +95,6 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // IsName reports whether s may name a host, supervisor, node or user: it is one token
 // of the subjects.
 func IsName(s string) bool { return namePattern.MatchString(s) }
+
+// NewSessionID names a new session: unique across the fleet, and a single subject token.
+func NewSessionID() string { return "s-" + nuid.Next() }

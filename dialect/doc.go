@@ -4,9 +4,11 @@
 // alone; it keeps whatever per-process state the vendor's protocol needs (a question
 // group waiting for its last answer, the requests the agent withdrew).
 //
-//	d, _ := dialect.New("claude-code")
-//	msgs, err := d.Decode(line)           // vendor line → canonical messages
-//	reply := d.Answer(req, resp, reason)  // canonical answer → vendor line, or nil
+//	d, _ := dialect.New(dialect.ClaudeCode, dir) // dir: where the process works
+//	msgs, now, err := d.Decode(line)              // vendor line → canonical messages (+ an answer due at once)
+//	reply := d.Answer(req, resp, reason)          // canonical answer → vendor line, or nil
+//
+// ExampleNew runs this on a real Claude Code permission request.
 //
 // Every canonical message keeps the vendor's line under "raw", so nothing is lost.
 package dialect

@@ -384,7 +384,7 @@ func (n *Node) MetricsAddr() string {
 // An empty session id gets a fresh one, returned.
 func (n *Node) Submit(host, session, prompt string, reply chan<- *agent.Result) string {
 	if session == "" {
-		session = "s-" + nuid.Next()
+		session = bus.NewSessionID()
 	}
 	n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt, Reply: reply, Started: time.Now()}})
 	return session
@@ -394,7 +394,7 @@ func (n *Node) Submit(host, session, prompt string, reply chan<- *agent.Result) 
 // its Result.
 func (n *Node) SubmitSession(host string, start *agent.StartSession) {
 	if start.Session == "" {
-		start.Session = "s-" + nuid.Next()
+		start.Session = bus.NewSessionID()
 	}
 	if start.Started.IsZero() {
 		start.Started = time.Now()

@@ -5,8 +5,9 @@
 //
 // Place in the architecture: the Router spawns Agent actors as children, one per process,
 // and hands each a session at a time (a process serves many sessions in turn; init is
-// sent once). The Agent reports SessionEnded to its parent and stops itself when its
-// process is gone.
+// sent once). The Agent reports SessionEnded to its parent at each session's end, and
+// AgentExited once its process is gone; the parent then stops it (were it to stop itself,
+// Terminated could overtake the SessionEnded still in the parent's mailbox).
 //
 // Concurrency promise: Receive never blocks. Four goroutines per process do the blocking
 // work — the stdout reader, the stdin writer (with a write deadline), the waiter, and the

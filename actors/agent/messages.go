@@ -62,7 +62,8 @@ func respond(c actor.Context, d *Delivery) {
 }
 
 // Shutdown asks the agent to answer its pending requests "cancelled", interrupt its
-// session and stop its process. The agent stops itself when the process is gone.
+// session and stop its process. It reports AgentExited when the process is gone, and the
+// parent stops it.
 type Shutdown struct {
 	Reason string
 }

@@ -107,16 +107,16 @@ func Props(cfg Config) *actor.Props {
 
 // Router is the node's session router.
 type Router struct {
-	cfg      Config
-	pools    map[string]*pool
-	c        actor.Context
-	cancel   context.CancelFunc // stops pullers and the progress ticker
-	stopPull context.CancelFunc // stops the pullers only (drain)
-	draining bool
-	stopping bool
-	stopOnce bool
-	runs     map[string]*run          // pipeline runs, by their actor's PID id
-	runSlots map[string]chan struct{} // per pipeline: held by the puller per run in flight
+	cfg           Config
+	pools         map[string]*pool
+	c             actor.Context
+	cancel        context.CancelFunc // stops pullers and the progress ticker
+	stopPull      context.CancelFunc // stops the pullers only (drain)
+	draining      bool
+	stopping      bool
+	stoppedClosed bool                     // cfg.Stopped is closed (once)
+	runs          map[string]*run          // pipeline runs, by their actor's PID id
+	runSlots      map[string]chan struct{} // per pipeline: held by the puller per run in flight
 }
 
 // pool is one host's processes and waiting sessions.
@@ -302,7 +302,7 @@ func (r *Router) onTask(m *taskArrived) {
 	}
 	id := task.ID
 	if !validID(id) {
-		id = newSessionID()
+		id = bus.NewSessionID()
 	}
 	if p.running[id] { // redelivered while it still runs here
 		if err := m.msg.InProgress(); err != nil {
@@ -427,7 +427,7 @@ func (r *Router) submit(m *Submit) {
 		m.Start.Started = time.Now()
 	}
 	if m.Start.Session == "" {
-		m.Start.Session = newSessionID()
+		m.Start.Session = bus.NewSessionID()
 	}
 	if p == nil || r.stopping {
 		text := "host '" + m.Host + "' does not run on this node"

@@ -8,7 +8,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
@@ -19,8 +18,6 @@ var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // validID reports whether id can be a session id: it is a NATS subject token.
 func validID(id string) bool { return sessionIDPattern.MatchString(id) }
-
-func newSessionID() string { return "s-" + nuid.Next() }
 
 func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	p := r.pools[m.Result.Host]
@@ -223,7 +220,7 @@ func (r *Router) shutdown(reason string) {
 
 // maybeStopped closes Stopped once a shutdown has no process left.
 func (r *Router) maybeStopped() {
-	if !r.stopping || r.stopOnce {
+	if !r.stopping || r.stoppedClosed {
 		return
 	}
 	for _, p := range r.pools {
@@ -231,7 +228,7 @@ func (r *Router) maybeStopped() {
 			return
 		}
 	}
-	r.stopOnce = true
+	r.stoppedClosed = true
 	if r.cfg.Stopped != nil {
 		close(r.cfg.Stopped)
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
@@ -54,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = n.Stop(context.Background()) }()
 
-	session := "s-" + nuid.Next()
+	session := bus.NewSessionID()
 	var printer *eventPrinter
 	if *events {
 		printer, err = followEvents(n.Bus.Conn, []string{bus.SessionEvents(host, session)}, stderr)
