@@ -8,13 +8,20 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/agentmux/agentmux/decide"
 )
 
 // MemoryBucket is the KV bucket of llm supervisors' exchanges with sessions: one key
 // per supervisor and session, shared by every member in the fleet.
 const MemoryBucket = "agentmux_memory"
+
+// Exchange is one request put to the model and its reply, kept as memory.
+type Exchange struct {
+	User      string `json:"user"`
+	Assistant string `json:"assistant"`
+}
+
+// MemoryTurns is how many exchanges are kept per session (oldest go first).
+const MemoryTurns = 20
 
 const (
 	memoryTTL        = 24 * time.Hour // a day after a session's last exchange
@@ -23,7 +30,7 @@ const (
 	memoryCASRetries = 5              // concurrent writers of one session's memory
 )
 
-// Memory is decide.Memory in a KV bucket, so that whichever member of an llm supervisor
+// Memory is the decide.Memory interface in a KV bucket, so that whichever member of an llm supervisor
 // answers a session's next request sees its earlier exchanges.
 type Memory struct {
 	kv jetstream.KeyValue
@@ -40,13 +47,13 @@ func OpenMemory(ctx context.Context, js jetstream.JetStream) (*Memory, error) {
 
 func memoryKey(supervisor, session string) string { return supervisor + "." + session }
 
-// History implements decide.Memory.
-func (m *Memory) History(ctx context.Context, supervisor, session string) ([]decide.Exchange, error) {
+// History implements the decide.Memory interface.
+func (m *Memory) History(ctx context.Context, supervisor, session string) ([]Exchange, error) {
 	xs, _, err := m.read(ctx, memoryKey(supervisor, session))
 	return xs, err
 }
 
-func (m *Memory) read(ctx context.Context, key string) ([]decide.Exchange, uint64, error) {
+func (m *Memory) read(ctx context.Context, key string) ([]Exchange, uint64, error) {
 	e, err := m.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, nil
@@ -54,16 +61,16 @@ func (m *Memory) read(ctx context.Context, key string) ([]decide.Exchange, uint6
 	if err != nil {
 		return nil, 0, fmt.Errorf("bus: read memory %s: %w", key, err)
 	}
-	var xs []decide.Exchange
+	var xs []Exchange
 	if err := json.Unmarshal(e.Value(), &xs); err != nil {
 		return nil, 0, fmt.Errorf("bus: memory %s is corrupt: %w", key, err)
 	}
 	return xs, e.Revision(), nil
 }
 
-// Remember implements decide.Memory: it appends x with a compare-and-set, keeping the
-// latest decide.MemoryTurns exchanges.
-func (m *Memory) Remember(ctx context.Context, supervisor, session string, x decide.Exchange) error {
+// Remember implements the decide.Memory interface: it appends x with a compare-and-set, keeping the
+// latest MemoryTurns exchanges.
+func (m *Memory) Remember(ctx context.Context, supervisor, session string, x Exchange) error {
 	key := memoryKey(supervisor, session)
 	x.User, x.Assistant = cut(x.User, memoryMaxText), cut(x.Assistant, memoryMaxText)
 	for range memoryCASRetries {
@@ -72,8 +79,8 @@ func (m *Memory) Remember(ctx context.Context, supervisor, session string, x dec
 			return err
 		}
 		xs = append(xs, x)
-		if len(xs) > decide.MemoryTurns {
-			xs = xs[len(xs)-decide.MemoryTurns:]
+		if len(xs) > MemoryTurns {
+			xs = xs[len(xs)-MemoryTurns:]
 		}
 		data, _ := json.Marshal(xs)
 		if rev == 0 {

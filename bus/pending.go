@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -50,7 +49,7 @@ func OpenPending(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) (*P
 // Create stores a new pending request and announces it on agentmux.human.<sup>.<id>.
 // When one with its id is stored already (the ask was asked again), it returns that
 // one and announces nothing.
-func (s *PendingStore) Create(ctx context.Context, p *decide.PendingRequest) (*decide.PendingRequest, error) {
+func (s *PendingStore) Create(ctx context.Context, p *PendingRequest) (*PendingRequest, error) {
 	data, _ := json.Marshal(p)
 	if _, err := s.kv.Create(ctx, p.ID, data); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
@@ -66,7 +65,7 @@ func (s *PendingStore) Create(ctx context.Context, p *decide.PendingRequest) (*d
 }
 
 // Get returns one pending request and its revision.
-func (s *PendingStore) Get(ctx context.Context, id string) (*decide.PendingRequest, uint64, error) {
+func (s *PendingStore) Get(ctx context.Context, id string) (*PendingRequest, uint64, error) {
 	e, err := s.kv.Get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, 0, fmt.Errorf("%w %q; `runtime pending` lists them", ErrNoSuchPending, id)
@@ -74,7 +73,7 @@ func (s *PendingStore) Get(ctx context.Context, id string) (*decide.PendingReque
 	if err != nil {
 		return nil, 0, fmt.Errorf("bus: read pending request %s: %w", id, err)
 	}
-	var p decide.PendingRequest
+	var p PendingRequest
 	if err := json.Unmarshal(e.Value(), &p); err != nil {
 		return nil, 0, fmt.Errorf("bus: pending request %s is corrupt: %w", id, err)
 	}
@@ -82,12 +81,12 @@ func (s *PendingStore) Get(ctx context.Context, id string) (*decide.PendingReque
 }
 
 // List returns the requests still waiting for an answer, oldest first.
-func (s *PendingStore) List(ctx context.Context) ([]*decide.PendingRequest, error) {
+func (s *PendingStore) List(ctx context.Context) ([]*PendingRequest, error) {
 	keys, err := s.kv.ListKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("bus: list pending requests: %w", err)
 	}
-	var out []*decide.PendingRequest
+	var out []*PendingRequest
 	now := time.Now()
 	for id := range keys.Keys() {
 		p, _, err := s.Get(ctx, id)
@@ -97,36 +96,35 @@ func (s *PendingStore) List(ctx context.Context) ([]*decide.PendingRequest, erro
 			}
 			return nil, err
 		}
-		if p.State == decide.StatePending && now.Before(p.Deadline) {
+		if p.State == StatePending && now.Before(p.Deadline) {
 			out = append(out, p)
 		}
 	}
-	slices.SortFunc(out, func(a, b *decide.PendingRequest) int { return a.Created.Compare(b.Created) })
+	slices.SortFunc(out, func(a, b *PendingRequest) int { return a.Created.Compare(b.Created) })
 	return out, nil
 }
 
 // Respond answers a pending request as responder. The first answer wins: a second one,
 // one after the deadline, one to a cancelled request or one that does not fit the
 // request's shape is refused with an error that says what happened.
-func (s *PendingStore) Respond(ctx context.Context, id, responder string, a RespondRequest) (*decide.PendingRequest, error) {
+func (s *PendingStore) Respond(ctx context.Context, id, responder string, a RespondRequest) (*PendingRequest, error) {
 	value := a.Value
 	p, rev, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	r := &decide.Request{Type: p.Type, Text: p.Text, Request: p.Body}
-	if err := protocol.ValidateAnswer(r.Message(), value); err != nil {
+	if err := protocol.ValidateAnswer(p.Message(), value); err != nil {
 		return p, fmt.Errorf("%s %w %s: %v", value, ErrInvalidAnswer, id, err)
 	}
 	switch {
-	case p.State == decide.StateCancelled:
+	case p.State == StateCancelled:
 		return p, fmt.Errorf("%s was %w: %s; no answer can reach the agent", id, ErrCancelled, p.Cancelled)
-	case p.State != decide.StatePending:
+	case p.State != StatePending:
 		return p, fmt.Errorf("%s: %w by %s at %s", id, ErrAlreadyAnswered, p.Responder, p.AnsweredAt.Format(time.RFC3339))
 	case time.Now().After(p.Deadline):
 		return p, fmt.Errorf("%s is %w (%s): the agent got the default answer", id, ErrPastDeadline, p.Deadline.Format(time.RFC3339))
 	}
-	p.State, p.Value, p.Responder, p.Reason, p.Scope, p.AnsweredAt = decide.StateAnswered, value, responder, a.Reason, a.Scope, time.Now()
+	p.State, p.Value, p.Responder, p.Reason, p.Scope, p.AnsweredAt = StateAnswered, value, responder, a.Reason, a.Scope, time.Now()
 	data, _ := json.Marshal(p)
 	if _, err := s.kv.Update(ctx, id, data, rev); err != nil {
 		if casConflict(err) {
@@ -143,13 +141,13 @@ func (s *PendingStore) Respond(ctx context.Context, id, responder string, a Resp
 // Cancel ends a request still waiting for a person, saying why: its session ended, it
 // got its default, or its node is gone. It returns the request when it cancelled it,
 // nil when a person answered first or it was cancelled already.
-func (s *PendingStore) Cancel(ctx context.Context, id, why string) (*decide.PendingRequest, error) {
+func (s *PendingStore) Cancel(ctx context.Context, id, why string) (*PendingRequest, error) {
 	for {
 		p, rev, err := s.Get(ctx, id)
-		if err != nil || p.State != decide.StatePending {
+		if err != nil || p.State != StatePending {
 			return nil, err
 		}
-		p.State, p.Cancelled = decide.StateCancelled, why
+		p.State, p.Cancelled = StateCancelled, why
 		data, _ := json.Marshal(p)
 		if _, err := s.kv.Update(ctx, id, data, rev); err == nil {
 			return p, nil
@@ -178,14 +176,14 @@ func (s *PendingStore) Deliver(ctx context.Context, supervisor string, onError f
 }
 
 func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstream.KeyValueEntry) error {
-	var p decide.PendingRequest
+	var p PendingRequest
 	if err := json.Unmarshal(e.Value(), &p); err != nil {
 		return fmt.Errorf("bus: pending request %s is corrupt: %w", e.Key(), err)
 	}
-	if p.Supervisor != supervisor || p.State != decide.StateAnswered || time.Now().After(p.Deadline) {
+	if p.Supervisor != supervisor || p.State != StateAnswered || time.Now().After(p.Deadline) {
 		return nil
 	}
-	p.State = decide.StateDelivered
+	p.State = StateDelivered
 	data, _ := json.Marshal(&p)
 	if _, err := s.kv.Update(ctx, e.Key(), data, e.Revision()); err != nil {
 		if casConflict(err) {
@@ -206,12 +204,12 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 
 // Watch calls each with every request in the bucket, then with each change, until ctx
 // ends: what the console shows.
-func (s *PendingStore) Watch(ctx context.Context, each func(*decide.PendingRequest)) error {
+func (s *PendingStore) Watch(ctx context.Context, each func(*PendingRequest)) error {
 	return watchBucket(ctx, s.kv, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
 			return
 		}
-		var p decide.PendingRequest
+		var p PendingRequest
 		if json.Unmarshal(e.Value(), &p) == nil {
 			each(&p)
 		}

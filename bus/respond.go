@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/agentmux/agentmux/decide"
 )
 
 // respondQueue is the queue group of the nodes answering `runtime respond`.
@@ -38,10 +36,10 @@ const (
 
 // RespondReply says whether the answer was taken; Code and Error say why not.
 type RespondReply struct {
-	OK      bool                   `json:"ok"`
-	Pending *decide.PendingRequest `json:"pending,omitempty"`
-	Code    string                 `json:"code,omitempty"`
-	Error   string                 `json:"error,omitempty"`
+	OK      bool            `json:"ok"`
+	Pending *PendingRequest `json:"pending,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Error   string          `json:"error,omitempty"`
 }
 
 // Answer gives a person's answer to the pending request id, as who, through whichever
@@ -101,7 +99,7 @@ func respond(store *PendingStore, m *nats.Msg) *RespondReply {
 	return &RespondReply{OK: true, Pending: p}
 }
 
-func refusedAnswer(p *decide.PendingRequest, err error) *RespondReply {
+func refusedAnswer(p *PendingRequest, err error) *RespondReply {
 	code := RespondFailed
 	switch {
 	case errors.Is(err, ErrNoSuchPending):

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/decide"
 )
 
 // Bounds of the view.
@@ -38,22 +37,22 @@ type Session struct {
 
 // update is one message of a page's stream.
 type update struct {
-	Type     string                   `json:"type"` // snapshot, pending, session
-	Pending  []*decide.PendingRequest `json:"pending,omitempty"`
-	Sessions []*Session               `json:"sessions,omitempty"`
+	Type     string                `json:"type"` // snapshot, pending, session
+	Pending  []*bus.PendingRequest `json:"pending,omitempty"`
+	Sessions []*Session            `json:"sessions,omitempty"`
 }
 
 // view is what every page shows, kept current from the bus, with the pages to tell.
 type view struct {
 	mu       sync.Mutex
-	pending  map[string]*decide.PendingRequest
+	pending  map[string]*bus.PendingRequest
 	sessions map[string]*Session
 	recent   int // ended sessions kept
 	clients  map[chan []byte]struct{}
 }
 
 func newView(recent int) *view {
-	return &view{pending: map[string]*decide.PendingRequest{}, sessions: map[string]*Session{}, recent: recent, clients: map[chan []byte]struct{}{}}
+	return &view{pending: map[string]*bus.PendingRequest{}, sessions: map[string]*Session{}, recent: recent, clients: map[chan []byte]struct{}{}}
 }
 
 // subscribe returns a channel of a page's updates, the first one a snapshot.
@@ -94,24 +93,24 @@ func encode(u *update) []byte {
 	return data
 }
 
-func (v *view) onPending(p *decide.PendingRequest) {
+func (v *view) onPending(p *bus.PendingRequest) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.pending[p.ID] = p
 	v.prunePending(time.Now())
-	v.broadcast(&update{Type: "pending", Pending: []*decide.PendingRequest{p}})
+	v.broadcast(&update{Type: "pending", Pending: []*bus.PendingRequest{p}})
 }
 
 // prunePending forgets requests settled long ago; callers hold mu.
 func (v *view) prunePending(now time.Time) {
 	for id, p := range v.pending {
-		if p.State != decide.StatePending && now.Sub(settledAt(p)) > settledKept {
+		if p.State != bus.StatePending && now.Sub(settledAt(p)) > settledKept {
 			delete(v.pending, id)
 		}
 	}
 }
 
-func settledAt(p *decide.PendingRequest) time.Time {
+func settledAt(p *bus.PendingRequest) time.Time {
 	if !p.AnsweredAt.IsZero() {
 		return p.AnsweredAt
 	}
@@ -119,9 +118,9 @@ func settledAt(p *decide.PendingRequest) time.Time {
 }
 
 // pendingList is the requests, soonest deadline first; callers hold mu.
-func (v *view) pendingList() []*decide.PendingRequest {
+func (v *view) pendingList() []*bus.PendingRequest {
 	v.prunePending(time.Now())
-	out := make([]*decide.PendingRequest, 0, len(v.pending))
+	out := make([]*bus.PendingRequest, 0, len(v.pending))
 	for _, p := range v.pending {
 		out = append(out, p)
 	}

@@ -42,12 +42,7 @@ type Request struct {
 // Message decodes the request as the agent sent it; a request without a body gets one
 // built from its type and text.
 func (r *Request) Message() *protocol.Message {
-	if len(r.Request) > 0 {
-		if m, err := protocol.Decode(r.Request, protocol.PlainTextResult); err == nil {
-			return m
-		}
-	}
-	return &protocol.Message{Type: protocol.Type(r.Type), Question: r.Text, Description: r.Text, Tool: r.Text}
+	return protocol.RequestOf(r.Request, r.Type, r.Text)
 }
 
 // Decision is a supervisor's answer. With UseDefault the runtime writes the request's

@@ -2,10 +2,11 @@
 // and tool calls: rule (regular expressions over the request text), static (one answer
 // per request type), llm (a model through the OpenAI or Anthropic SDK, answering in the
 // request's shape), command (a program per request) and human (a person, through a
-// Pending store), with escalation, tools and fallback chains around them. It knows
-// nothing of actors or NATS: a Decider takes a Request and returns a Decision, so
-// strategies are tested as plain functions and any transport can drive them; what needs
-// NATS (the pending store, served tools) comes in through Deps.
+// Pending store), with escalation, tools and fallback chains around them. It spawns no
+// actor and opens no connection: a Decider takes a Request and returns a Decision, so
+// strategies are tested as plain functions; what needs NATS (the pending store, the llm
+// memory bucket, served tools) comes in through Deps. RequestOf and Decision.Reply are
+// the one conversion between bus's Ask and Reply and these types.
 //
 //	d, err := decide.New(manifest.Supervisors["security"], decide.Deps{Manifest: manifest})
 //	dec, err := d.Decide(ctx, &decide.Request{Type: "question", Text: "Which auth scheme?"})

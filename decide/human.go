@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentmux/agentmux/bus"
 )
 
 // Pending is where requests wait for a person: a store any node reads, so whichever
@@ -16,47 +18,7 @@ import (
 type Pending interface {
 	// Create stores p, unless a request with its id is stored already: then it returns
 	// that one (an ask asked again finds what a person already has).
-	Create(ctx context.Context, p *PendingRequest) (*PendingRequest, error)
-}
-
-// Pending request states.
-const (
-	StatePending   = "pending"
-	StateAnswered  = "answered"  // a person answered; not yet delivered
-	StateDelivered = "delivered" // the answer went to the agent
-	StateCancelled = "cancelled" // the request ended first: no answer can reach it
-)
-
-// PendingRequest is one request waiting for a person.
-type PendingRequest struct {
-	ID         string          `json:"id"` // what `runtime respond` takes
-	Supervisor string          `json:"supervisor"`
-	Host       string          `json:"host"`
-	Session    string          `json:"session"`
-	Request    string          `json:"request"` // the agent's request id
-	Type       string          `json:"type"`
-	Text       string          `json:"text"`
-	Body       json.RawMessage `json:"body,omitempty"` // the request as the agent sent it
-	Options    []string        `json:"options,omitempty"`
-	Default    json.RawMessage `json:"default,omitempty"`
-	Created    time.Time       `json:"created"`
-	Deadline   time.Time       `json:"deadline"`
-	ReplyTo    string          `json:"reply_to"`
-	Suggestion json.RawMessage `json:"suggestion,omitempty"` // what an escalating supervisor would have answered
-	Escalation string          `json:"escalation,omitempty"` // why it was escalated, and by whom
-
-	State      string          `json:"state"`
-	Value      json.RawMessage `json:"value,omitempty"`
-	Responder  string          `json:"responder,omitempty"`
-	Reason     string          `json:"reason,omitempty"` // why, in the person's words (a deny's reason)
-	Scope      string          `json:"scope,omitempty"`  // "session": the answer stands for the rest of the session
-	AnsweredAt time.Time       `json:"answered_at,omitzero"`
-	// Node and Attempt are the asking node and the session's attempt: a request whose
-	// node is gone is cancelled, and audited on that attempt.
-	Node    string `json:"node,omitempty"`
-	Attempt int    `json:"attempt,omitempty"`
-	// Cancelled says why a cancelled request ended before a person answered.
-	Cancelled string `json:"cancelled,omitempty"`
+	Create(ctx context.Context, p *bus.PendingRequest) (*bus.PendingRequest, error)
 }
 
 // Human hands the request to a person and defers: the answer is delivered to the
@@ -84,9 +46,9 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 		return Decision{}, errors.New("the request has no reply subject; a person's answer could not be delivered")
 	}
 	m := r.Message()
-	p := &PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
+	p := &bus.PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
-		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: StatePending, Node: r.Node, Attempt: r.Attempt}
+		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: bus.StatePending, Node: r.Node, Attempt: r.Attempt}
 	for _, o := range m.Options {
 		p.Options = append(p.Options, o.Value)
 	}
@@ -94,7 +56,7 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	if err != nil {
 		return Decision{}, fmt.Errorf("store the request for a person: %w", err)
 	}
-	if stored.State == StateDelivered {
+	if stored.State == bus.StateDelivered {
 		// Asked again after its answer went out (the asker's connection was down then).
 		return Decision{Value: stored.Value, Decider: "human:" + stored.Responder,
 			Reason: "answered by " + stored.Responder + " (runtime respond " + stored.ID + ")"}, nil

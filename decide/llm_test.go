@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -266,10 +267,10 @@ func TestToolResultPostProcessed(t *testing.T) {
 // memPending is an in-memory Pending store.
 type memPending struct {
 	mu    sync.Mutex
-	items []*PendingRequest
+	items []*bus.PendingRequest
 }
 
-func (m *memPending) Create(_ context.Context, p *PendingRequest) (*PendingRequest, error) {
+func (m *memPending) Create(_ context.Context, p *bus.PendingRequest) (*bus.PendingRequest, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, have := range m.items {

@@ -4,15 +4,13 @@ import (
 	"container/list"
 	"context"
 	"sync"
+
+	"github.com/agentmux/agentmux/bus"
 )
 
-// Bounds of an llm supervisor's memory: the sessions it remembers (least recently used
-// go first) and the exchanges kept per session (oldest go first).
-const (
-	memorySessions = 1024
-	// MemoryTurns is how many exchanges are kept per session.
-	MemoryTurns = 20
-)
+// memorySessions bounds the sessions an llm supervisor remembers in a process (least
+// recently used go first); bus.MemoryTurns the exchanges kept per session.
+const memorySessions = 1024
 
 // memory keeps a supervisor's own exchanges with each session, as conversation
 // history, in this process: the Memory of a process without a fleet's bucket.
@@ -26,7 +24,7 @@ type memory struct {
 
 type sessionMemory struct {
 	session   string
-	exchanges []Exchange
+	exchanges []bus.Exchange
 }
 
 func newMemory(sessions, turns int) *memory {
@@ -34,18 +32,18 @@ func newMemory(sessions, turns int) *memory {
 }
 
 // History implements Memory; a process's memory is per supervisor already.
-func (m *memory) History(_ context.Context, _, session string) ([]Exchange, error) {
+func (m *memory) History(_ context.Context, _, session string) ([]bus.Exchange, error) {
 	return m.get(session), nil
 }
 
 // Remember implements Memory.
-func (m *memory) Remember(_ context.Context, _, session string, x Exchange) error {
+func (m *memory) Remember(_ context.Context, _, session string, x bus.Exchange) error {
 	m.add(session, x)
 	return nil
 }
 
 // get returns a copy of what is remembered of session.
-func (m *memory) get(session string) []Exchange {
+func (m *memory) get(session string) []bus.Exchange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.sessions[session]
@@ -53,10 +51,10 @@ func (m *memory) get(session string) []Exchange {
 		return nil
 	}
 	m.order.MoveToFront(e)
-	return append([]Exchange(nil), e.Value.(*sessionMemory).exchanges...)
+	return append([]bus.Exchange(nil), e.Value.(*sessionMemory).exchanges...)
 }
 
-func (m *memory) add(session string, x Exchange) {
+func (m *memory) add(session string, x bus.Exchange) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.sessions[session]

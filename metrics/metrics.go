@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/decide"
 )
 
 const namespace = "agentmux"
@@ -179,14 +178,6 @@ func Version() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
-}
-
-// ObserveLLM records one model call.
-func (s *Set) ObserveLLM(c decide.LLMCall) {
-	s.LLMRequests.WithLabelValues(c.Supervisor, c.Outcome).Inc()
-	s.LLMSeconds.WithLabelValues(c.Supervisor).Observe(c.Took.Seconds())
-	s.LLMTokens.WithLabelValues(c.Supervisor, "input").Add(float64(c.InputTokens))
-	s.LLMTokens.WithLabelValues(c.Supervisor, "output").Add(float64(c.OutputTokens))
 }
 
 // AskCounters are the counters of the node's Asker.

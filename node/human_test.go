@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/decide"
 )
 
 const humanSupervisors = `
@@ -26,9 +25,9 @@ supervisor = "gate"
 `
 
 // waitPending waits for the request of session to wait for a person, and returns it.
-func waitPending(t *testing.T, store *bus.PendingStore, session string) *decide.PendingRequest {
+func waitPending(t *testing.T, store *bus.PendingStore, session string) *bus.PendingRequest {
 	t.Helper()
-	var found *decide.PendingRequest
+	var found *bus.PendingRequest
 	waitFor(t, 10*time.Second, func() error {
 		list, err := store.List(context.Background())
 		if err != nil {

@@ -263,7 +263,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return err
 	}
-	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: n.Metrics.ObserveLLM, Log: n.log,
+	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: observeLLM(n.Metrics), Log: n.log,
 		Procs: n.procs}
 	for _, s := range n.roles.supervisors {
 		d, err := decide.New(s, deps)
@@ -535,5 +535,15 @@ func servedTool(nc *nats.Conn) func(ctx context.Context, tool string, call json.
 			return nil, fmt.Errorf("tool %q: %w", tool, err)
 		}
 		return m.Data, nil
+	}
+}
+
+// observeLLM counts each model call of the node's llm supervisors.
+func observeLLM(m *metrics.Set) decide.LLMObserver {
+	return func(c decide.LLMCall) {
+		m.LLMRequests.WithLabelValues(c.Supervisor, c.Outcome).Inc()
+		m.LLMSeconds.WithLabelValues(c.Supervisor).Observe(c.Took.Seconds())
+		m.LLMTokens.WithLabelValues(c.Supervisor, "input").Add(float64(c.InputTokens))
+		m.LLMTokens.WithLabelValues(c.Supervisor, "output").Add(float64(c.OutputTokens))
 	}
 }

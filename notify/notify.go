@@ -18,7 +18,6 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
-	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -143,7 +142,7 @@ func (x *Notifier) event(typ string, data []byte) (*event, error) {
 	var text string
 	switch typ {
 	case "human.pending":
-		var p decide.PendingRequest
+		var p bus.PendingRequest
 		if err := json.Unmarshal(data, &p); err != nil {
 			return nil, err
 		}

@@ -362,3 +362,14 @@ func (m *Message) WithID(id string) []byte {
 	}
 	return append(out, rest...)
 }
+
+// RequestOf is the request body stands for, as the agent sent it; a request without a
+// body (or with one that does not decode) is built from its type and text.
+func RequestOf(body []byte, typ, text string) *Message {
+	if len(body) > 0 {
+		if m, err := Decode(body, PlainTextResult); err == nil {
+			return m
+		}
+	}
+	return &Message{Type: Type(typ), Question: text, Description: text, Tool: text}
+}

@@ -206,17 +206,14 @@ func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
 // decide decides one ask and answers it, unless the member stopped meanwhile (it let
 // go of the ask; another member answers).
 func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask) {
-	ctx := parent
-	deadline := time.UnixMilli(ask.Deadline)
-	if ask.Deadline > 0 {
+	ctx, req := parent, decide.RequestOf(ask, msg.Reply)
+	if !req.Deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(parent, deadline)
+		ctx, cancel = context.WithDeadline(parent, req.Deadline)
 		defer cancel()
 	}
 	begun := time.Now()
-	dec, err := s.cfg.Decider.Decide(ctx, &decide.Request{Host: ask.Host, Session: ask.Session, Type: ask.Type,
-		ID: ask.ID, Text: ask.Text, Request: ask.Request, Default: ask.Default, Deadline: deadline,
-		ReplyTo: msg.Reply, PostProcess: ask.PostProcess, Node: ask.Node, Attempt: ask.Attempt})
+	dec, err := s.cfg.Decider.Decide(ctx, req)
 	s.cfg.Metrics.DecisionTime.WithLabelValues(s.name).Observe(time.Since(begun).Seconds())
 	if parent.Err() != nil {
 		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "released").Inc()
@@ -241,8 +238,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 		outcome = "declined"
 	}
 	s.cfg.Metrics.Decisions.WithLabelValues(s.name, outcome).Inc()
-	// An Ask nobody took (no escalation, no fallback) gets the host's default.
-	s.respond(msg, &bus.Reply{Value: dec.Value, UseDefault: dec.UseDefault || dec.Ask, Cancelled: dec.Cancelled, Decider: dec.Decider, Reason: dec.Reason, Scope: dec.Scope})
+	s.respond(msg, dec.Reply())
 }
 
 func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {

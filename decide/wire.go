@@ -1,0 +1,27 @@
+package decide
+
+import (
+	"time"
+
+	"github.com/agentmux/agentmux/bus"
+)
+
+// RequestOf is the request an ask carries, answered on replyTo: the one conversion from
+// the wire to the strategies.
+func RequestOf(ask *bus.Ask, replyTo string) *Request {
+	r := &Request{Host: ask.Host, Session: ask.Session, Type: ask.Type, ID: ask.ID, Text: ask.Text,
+		Request: ask.Request, Default: ask.Default, ReplyTo: replyTo, PostProcess: ask.PostProcess,
+		Node: ask.Node, Attempt: ask.Attempt}
+	if ask.Deadline > 0 {
+		r.Deadline = time.UnixMilli(ask.Deadline)
+	}
+	return r
+}
+
+// Reply is the decision as the asker reads it: the one conversion from the strategies
+// to the wire. A request nobody took (Ask, with no escalation or fallback) gets the
+// host's default. A deferred decision has no reply: a person's answer comes later.
+func (d Decision) Reply() *bus.Reply {
+	return &bus.Reply{Value: d.Value, UseDefault: d.UseDefault || d.Ask, Cancelled: d.Cancelled,
+		Decider: d.Decider, Reason: d.Reason, Scope: d.Scope}
+}
