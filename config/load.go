@@ -294,10 +294,17 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 		v.add(at("retries"), "%d is negative; use 0 for no retries", h.Retries)
 	}
 	v.hostResult(at, h)
-	v.envNames(at("inherit_env"), h.InheritEnv)
-	h.WorkingDir = v.dir(h.WorkingDir, manifestPath)
-	if h.Command != "" {
-		v.runnable([]string{section, h.Name}, h.Command, h.WorkingDir)
+	v.process([]string{section, h.Name}, &h.Process, manifestPath)
+}
+
+// process checks how a program runs, the same for agents, command supervisors and
+// tools: its inherited variables' names, its working directory (made absolute), and
+// whether its command and directory exist here.
+func (v *validator) process(path []string, p *Process, manifestPath string) {
+	v.envNames(append(append([]string{}, path...), "inherit_env"), p.InheritEnv)
+	p.WorkingDir = v.dir(p.WorkingDir, manifestPath)
+	if p.Command != "" {
+		v.runnable(path, p.Command, p.WorkingDir)
 	}
 }
 

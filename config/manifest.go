@@ -153,31 +153,37 @@ type Metrics struct {
 	TokenEnv string `toml:"token_env"`
 }
 
+// Process is how a program the node starts runs: an agent, a command supervisor, a tool.
+// Its keys sit in the table of what it runs for ([hosts.X], [supervisors.X], [tools.X]).
+type Process struct {
+	Command    string            `toml:"command"`
+	Args       []string          `toml:"args"`
+	Env        map[string]string `toml:"env"`
+	InheritEnv []string          `toml:"inherit_env"` // variables passed on from the node's environment
+	WorkingDir string            `toml:"working_dir"` // relative to the manifest's folder
+}
+
 // Host is one agent command and how its sessions run. [hosts.X] and [agents.X] decode
 // into it alike.
 type Host struct {
-	Name            string            `toml:"-"`
-	Transport       string            `toml:"transport"` // Concerto's; only "stdio"
-	Command         string            `toml:"command"`
-	Args            []string          `toml:"args"`
-	Env             map[string]string `toml:"env"`
-	InheritEnv      []string          `toml:"inherit_env"`
-	WorkingDir      string            `toml:"working_dir"`
-	Dialect         string            `toml:"dialect"`
-	InputFormat     string            `toml:"input_format"`
-	OutputFormat    string            `toml:"output_format"` // Concerto's; framing handles both
-	PlainText       string            `toml:"plain_text"`
-	Timeout         Duration          `toml:"timeout"`
-	IdleTimeout     Duration          `toml:"idle_timeout"`
-	InitTimeout     Duration          `toml:"init_timeout"`
-	QuestionTimeout Duration          `toml:"question_timeout"`
-	StopGrace       Duration          `toml:"stop_grace"`
-	QuestionDefault any               `toml:"question_default"`
-	ApprovalDefault string            `toml:"approval_default"`
-	MaxLineBytes    int               `toml:"max_line_bytes"`
-	Pool            int               `toml:"pool"`
-	Retries         int               `toml:"retries"`
-	Params          map[string]any    `toml:"params"`
+	Name      string `toml:"-"`
+	Transport string `toml:"transport"` // Concerto's; only "stdio"
+	Process
+	Dialect         string         `toml:"dialect"`
+	InputFormat     string         `toml:"input_format"`
+	OutputFormat    string         `toml:"output_format"` // Concerto's; framing handles both
+	PlainText       string         `toml:"plain_text"`
+	Timeout         Duration       `toml:"timeout"`
+	IdleTimeout     Duration       `toml:"idle_timeout"`
+	InitTimeout     Duration       `toml:"init_timeout"`
+	QuestionTimeout Duration       `toml:"question_timeout"`
+	StopGrace       Duration       `toml:"stop_grace"`
+	QuestionDefault any            `toml:"question_default"`
+	ApprovalDefault string         `toml:"approval_default"`
+	MaxLineBytes    int            `toml:"max_line_bytes"`
+	Pool            int            `toml:"pool"`
+	Retries         int            `toml:"retries"`
+	Params          map[string]any `toml:"params"`
 	// Messages are the message types the agent sends; any other is reported as a
 	// listen:unhandled event. Empty: every type. result and error always end a session.
 	Messages []string `toml:"messages"`
@@ -223,12 +229,8 @@ type Supervisor struct {
 	Memory       string   `toml:"memory"` // "" or "session"
 
 	// command: one run per request
-	Command    string            `toml:"command"`
-	Args       []string          `toml:"args"`
-	Env        map[string]string `toml:"env"`
-	InheritEnv []string          `toml:"inherit_env"`
-	WorkingDir string            `toml:"working_dir"`
-	Timeout    Duration          `toml:"timeout"` // caps a command run or an LLM call below the request's deadline
+	Process
+	Timeout Duration `toml:"timeout"` // caps a command run or an LLM call below the request's deadline
 
 	Fallback string    `toml:"fallback"` // supervisor asked when this one fails
 	Escalate *Escalate `toml:"escalate"` // hand some requests to a human supervisor
@@ -284,14 +286,10 @@ type Route struct {
 // on stdin, the result as JSON on stdout); without one it is served by another process
 // on agentmux.tool.<name>.
 type Tool struct {
-	Name        string            `toml:"-"`
-	Command     string            `toml:"command"`
-	Args        []string          `toml:"args"`
-	Env         map[string]string `toml:"env"`
-	InheritEnv  []string          `toml:"inherit_env"`
-	WorkingDir  string            `toml:"working_dir"`
-	Timeout     Duration          `toml:"timeout"`
-	Description string            `toml:"description"`
+	Name string `toml:"-"`
+	Process
+	Timeout     Duration `toml:"timeout"`
+	Description string   `toml:"description"`
 }
 
 // Connection configures an LLM provider, as in Concerto.

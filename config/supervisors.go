@@ -37,11 +37,7 @@ func (v *validator) supervisor(s *Supervisor, m *Manifest) {
 		if s.Command == "" {
 			v.add(at(), `a command supervisor needs a command, e.g. command = "python3", args = ["decide.py"]`)
 		}
-		v.envNames(at("inherit_env"), s.InheritEnv)
-		s.WorkingDir = v.dir(s.WorkingDir, m.Path)
-		if s.Command != "" {
-			v.runnable(at(), s.Command, s.WorkingDir)
-		}
+		v.process(at(), &s.Process, m.Path)
 	case StrategyHuman, StrategyExternal:
 	case "":
 		v.add(at(), `a supervisor needs a strategy: "rule", "static", "llm", "command", "human" or "external"`)
@@ -206,11 +202,7 @@ func (v *validator) tool(t *Tool, manifestPath string) {
 		v.add(at(), "tool name %q may only hold letters, digits, '_' and '-' (it is part of NATS subjects)", t.Name)
 	}
 	v.required(at("timeout"), &t.Timeout, DefaultToolTimeout, "would let a tool call run forever")
-	v.envNames(at("inherit_env"), t.InheritEnv)
-	t.WorkingDir = v.dir(t.WorkingDir, manifestPath)
-	if t.Command != "" {
-		v.runnable(at(), t.Command, t.WorkingDir)
-	}
+	v.process(at(), &t.Process, manifestPath)
 }
 
 func (v *validator) connection(c *Connection) {

@@ -23,7 +23,7 @@ type Command struct {
 // NewCommand builds the command strategy of s; procs as in Deps.
 func NewCommand(s *config.Supervisor, procs *shim.Registry) *Command {
 	return &Command{name: s.Name, timeout: s.Timeout, prog: program{what: fmt.Sprintf("supervisor %q", s.Name),
-		command: s.Command, args: s.Args, env: s.Env, inheritEnv: s.InheritEnv, dir: s.WorkingDir, procs: procs}}
+		Process: s.Process, procs: procs}}
 }
 
 // commandInput is what the program reads on stdin.

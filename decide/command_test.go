@@ -24,7 +24,7 @@ func script(t *testing.T, body string) string {
 
 func commandDecision(t *testing.T, body string, within time.Duration) (Decision, time.Duration) {
 	t.Helper()
-	d := NewCommand(&config.Supervisor{Name: "script", Command: script(t, body), Env: map[string]string{"MODE": "test"}}, nil)
+	d := NewCommand(&config.Supervisor{Name: "script", Process: config.Process{Command: script(t, body), Env: map[string]string{"MODE": "test"}}}, nil)
 	r := request(t, "s1", `{"type":"approval","id":"a1","description":"deploy v2 to staging"}`, within)
 	begun := time.Now()
 	dec, err := d.Decide(context.Background(), r)
@@ -107,9 +107,9 @@ func groupAlive(t *testing.T, pgid string) bool {
 
 func TestCommandToolErrorsReachTheAgent(t *testing.T) {
 	m := &config.Manifest{Tools: map[string]*config.Tool{
-		"fails": {Name: "fails", Command: "sh", Args: []string{"-c", "echo 'no such user' >&2; exit 1"}, Timeout: config.Duration(5 * time.Second)},
-		"prose": {Name: "prose", Command: "sh", Args: []string{"-c", "echo hello"}, Timeout: config.Duration(5 * time.Second)},
-		"echo":  {Name: "echo", Command: "cat", Timeout: config.Duration(5 * time.Second)},
+		"fails": {Name: "fails", Process: config.Process{Command: "sh", Args: []string{"-c", "echo 'no such user' >&2; exit 1"}}, Timeout: config.Duration(5 * time.Second)},
+		"prose": {Name: "prose", Process: config.Process{Command: "sh", Args: []string{"-c", "echo hello"}}, Timeout: config.Duration(5 * time.Second)},
+		"echo":  {Name: "echo", Process: config.Process{Command: "cat"}, Timeout: config.Duration(5 * time.Second)},
 	}, Supervisors: map[string]*config.Supervisor{}}
 	d, err := New(&config.Supervisor{Name: "s", Strategy: config.StrategyStatic, AnswersJSON: map[string]json.RawMessage{"question": json.RawMessage(`"q"`)}}, Deps{Manifest: m})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/procenv"
 	"github.com/agentmux/agentmux/internal/shim"
 )
@@ -22,24 +23,20 @@ const (
 
 // program is a command run once per request or tool call.
 type program struct {
-	what       string // for messages: `supervisor "x"`, `tool "y"`
-	command    string
-	args       []string
-	env        map[string]string
-	inheritEnv []string
-	dir        string
-	procs      *shim.Registry // records the process group while it runs
+	what string // for messages: `supervisor "x"`, `tool "y"`
+	config.Process
+	procs *shim.Registry // records the process group while it runs
 }
 
 // run starts p with stdin as its standard input and returns its standard output. The
 // process runs in its own group, killed whole when ctx ends.
 func (p *program) run(ctx context.Context, stdin []byte) ([]byte, error) {
-	cmd, err := shim.Command(ctx, p.command, p.args...)
+	cmd, err := shim.Command(ctx, p.Command, p.Args...)
 	if err != nil {
-		return nil, fmt.Errorf("%s: run %s: %w; check its command and working_dir", p.what, p.command, err)
+		return nil, fmt.Errorf("%s: run %s: %w; check its command and working_dir", p.what, p.Command, err)
 	}
-	cmd.Env = procenv.Build(p.inheritEnv, p.env)
-	cmd.Dir = p.dir
+	cmd.Env = procenv.Build(p.InheritEnv, p.Env)
+	cmd.Dir = p.WorkingDir
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.WaitDelay = commandWaitDelay
 	var stdout limitedBuffer
@@ -53,15 +50,15 @@ func (p *program) run(ctx context.Context, stdin []byte) ([]byte, error) {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("%s: %s did not finish before the deadline: %w", p.what, p.command, ctx.Err())
+		return nil, fmt.Errorf("%s: %s did not finish before the deadline: %w", p.what, p.Command, ctx.Err())
 	case stdout.over:
-		return nil, fmt.Errorf("%s: %s wrote more than %d bytes", p.what, p.command, maxCommandOutput)
+		return nil, fmt.Errorf("%s: %s wrote more than %d bytes", p.what, p.Command, maxCommandOutput)
 	case err != nil:
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {
-			return nil, fmt.Errorf("%s: %s exited with %v%s", p.what, p.command, exit.ProcessState, stderr.quote())
+			return nil, fmt.Errorf("%s: %s exited with %v%s", p.what, p.Command, exit.ProcessState, stderr.quote())
 		}
-		return nil, fmt.Errorf("%s: run %s: %w; check its command and working_dir", p.what, p.command, err)
+		return nil, fmt.Errorf("%s: run %s: %w; check its command and working_dir", p.what, p.Command, err)
 	}
 	return stdout.Bytes(), nil
 }

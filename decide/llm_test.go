@@ -246,7 +246,7 @@ func TestMissingAPIKeySaysWhichVariable(t *testing.T) {
 func TestToolResultPostProcessed(t *testing.T) {
 	f := newFakeModel(t, config.ProviderOpenAI, turn{text: `{"answer":{"rows":1,"email":"[redacted]"},"reason":"PII removed"}`})
 	m := llmManifest(t, f, "")
-	m.Tools = map[string]*config.Tool{"lookup": {Name: "lookup", Command: "sh", Args: []string{"-c", `cat >/dev/null; echo '{"rows":1,"email":"a@b.c"}'`}, Timeout: config.Duration(5 * time.Second)}}
+	m.Tools = map[string]*config.Tool{"lookup": {Name: "lookup", Process: config.Process{Command: "sh", Args: []string{"-c", `cat >/dev/null; echo '{"rows":1,"email":"a@b.c"}'`}}, Timeout: config.Duration(5 * time.Second)}}
 	d := newArchitect(t, m, nil)
 	r := request(t, "s1", `{"type":"tool_call","id":"t1","tool":"lookup","args":{"user":"ada"}}`, time.Minute)
 	raw := decideOK(t, d, r)

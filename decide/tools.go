@@ -71,8 +71,7 @@ func (w *withTools) call(ctx context.Context, tool *config.Tool, r *Request, m *
 	var out []byte
 	var err error
 	if tool.Command != "" {
-		p := program{what: fmt.Sprintf("tool %q", tool.Name), command: tool.Command, args: tool.Args,
-			env: tool.Env, inheritEnv: tool.InheritEnv, dir: tool.WorkingDir, procs: w.procs}
+		p := program{what: fmt.Sprintf("tool %q", tool.Name), Process: tool.Process, procs: w.procs}
 		out, err = p.run(ctx, args)
 	} else {
 		if w.served == nil {

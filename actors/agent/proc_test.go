@@ -19,7 +19,7 @@ import (
 func TestEnvIsExplicit(t *testing.T) {
 	t.Setenv("AGENTMUX_TEST_SECRET", "s3cret")
 	t.Setenv("AGENTMUX_TEST_KEEP", "kept")
-	got := env(&config.Host{InheritEnv: []string{"AGENTMUX_TEST_KEEP", "AGENTMUX_TEST_UNSET"}, Env: map[string]string{"MODE": "ci"}})
+	got := env(&config.Host{Process: config.Process{InheritEnv: []string{"AGENTMUX_TEST_KEEP", "AGENTMUX_TEST_UNSET"}, Env: map[string]string{"MODE": "ci"}}})
 	for _, want := range []string{"PATH=" + os.Getenv("PATH"), "AGENTMUX_TEST_KEEP=kept", "MODE=ci"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("env lacks %s: %v", want, got)
