@@ -518,14 +518,7 @@ func (a *Agent) sessionID() string {
 // Events carry no headers: their subject names host, session and type, and headers
 // would cost more than the rest of the publish on this, the hottest path.
 func (a *Agent) publish(session, typ string, data []byte) {
-	nc := a.cfg.Conn
-	if max := nc.MaxPayload(); int64(len(data)) > max-1024 {
-		data, _ = json.Marshal(struct {
-			Truncated bool `json:"truncated"`
-			Bytes     int  `json:"bytes"`
-		}{true, len(data)})
-	}
-	if err := nc.Publish(bus.EventSubject(a.host.Name, session, typ), data); err != nil {
+	if err := bus.PublishEvent(a.cfg.Conn, a.host.Name, session, typ, data); err != nil {
 		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }

@@ -160,7 +160,7 @@ func previousAttempt(start *agent.StartSession, res *agent.Result) *protocol.Pre
 
 func (r *Router) publish(host, session, typ string, v any) {
 	data, _ := json.Marshal(v)
-	if err := r.cfg.Conn.Publish(bus.EventSubject(host, session, typ), data); err != nil {
+	if err := bus.PublishEvent(r.cfg.Conn, host, session, typ, data); err != nil {
 		r.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }
