@@ -1,7 +1,6 @@
 package dialect
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -19,13 +18,12 @@ const rpcMethodNotFound = -32601
 // acp translates one ACP agent process: initialize once, then for each runtime session
 // a session/new and a session/prompt whose response ends the session.
 type acp struct {
+	rpcClient
 	cwd         string // the sessions' working directory
-	nextID      int
 	initialized bool
-	queued      string         // a prompt waiting for initialize or session/new
-	calls       map[int]string // our request id → method
-	sessionID   string         // the current ACP session
-	lastSession string         // the session of the last turn, for Continue
+	queued      string // a prompt waiting for initialize or session/new
+	sessionID   string // the current ACP session
+	lastSession string // the session of the last turn, for Continue
 	permissions map[string]*acpPermission
 	withdrawn   map[string]bool
 }
@@ -43,7 +41,7 @@ type acpOption struct {
 }
 
 func newACP(dir string) *acp {
-	return &acp{cwd: dir, calls: map[int]string{}, permissions: map[string]*acpPermission{}, withdrawn: map[string]bool{}}
+	return &acp{rpcClient: newRPCClient("acp", true), cwd: dir, permissions: map[string]*acpPermission{}, withdrawn: map[string]bool{}}
 }
 
 func (a *acp) Args() []string         { return nil }
@@ -56,12 +54,6 @@ func (a *acp) Message(string) []byte { return nil }
 
 // SessionArgs: ACP sessions start in-band; resuming one (session/load) is not offered.
 func (a *acp) SessionArgs(string) []string { return nil }
-
-func (a *acp) call(method string, params any) []byte {
-	a.nextID++
-	a.calls[a.nextID] = method
-	return line(map[string]any{"jsonrpc": "2.0", "id": a.nextID, "method": method, "params": params})
-}
 
 // Prompt starts a session: initialize (once per process), session/new, session/prompt;
 // each step is sent when the previous one's response arrives.
@@ -91,43 +83,27 @@ func (a *acp) Interrupt(string) []byte {
 	if a.sessionID == "" {
 		return nil
 	}
-	return line(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": a.sessionID}})
+	return a.notify("session/cancel", map[string]any{"sessionId": a.sessionID})
 }
 
-type rpcMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func (a *acp) Decode(raw []byte) ([]*protocol.Message, []byte, error) {
-	raw = bytes.TrimSpace(raw)
-	var m rpcMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, nil, fmt.Errorf("acp: a line that is not JSON-RPC: %w", err)
-	}
+func (a *acp) Decode(data []byte) ([]*protocol.Message, []byte, error) {
+	m, raw, err := a.read(data)
 	switch {
-	case m.Method != "" && len(m.ID) > 0:
-		return a.request(&m, raw)
-	case m.Method != "":
-		msgs, err := a.notification(&m, raw)
+	case err != nil:
+		return nil, nil, err
+	case m.isRequest():
+		return a.request(m, raw)
+	case m.isNotification():
+		msgs, err := a.notification(m, raw)
 		return msgs, nil, err
 	default:
-		return a.response(&m, raw)
+		return a.response(m, raw)
 	}
 }
 
 // response handles the answer to one of our calls.
 func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
-	var id int
-	_ = json.Unmarshal(m.ID, &id)
-	method := a.calls[id]
-	delete(a.calls, id)
+	method := a.answered(m)
 	if m.Error != nil {
 		msg, err := canonical(map[string]any{"type": "error", "message": fmt.Sprintf("acp %s: %s (%d)", method, m.Error.Message, m.Error.Code)}, raw)
 		return one(msg, err)

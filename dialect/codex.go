@@ -15,11 +15,10 @@ const Codex = "codex"
 
 // codex translates one app-server process.
 type codex struct {
+	rpcClient
 	cwd         string
-	nextID      int
 	initialized bool
 	queued      string
-	calls       map[int]string
 	threadID    string
 	turnID      string
 	lastMessage string
@@ -37,7 +36,7 @@ type codexInput struct {
 }
 
 func newCodex(dir string) *codex {
-	return &codex{cwd: dir, calls: map[int]string{}, approvals: map[string]json.RawMessage{}, inputs: map[string]*codexInput{},
+	return &codex{rpcClient: newRPCClient("codex", false), cwd: dir, approvals: map[string]json.RawMessage{}, inputs: map[string]*codexInput{},
 		withdrawn: map[string]bool{}, byRPC: map[string][]string{}}
 }
 
@@ -51,11 +50,6 @@ func (c *codex) Args() []string {
 func (c *codex) Capabilities() []string      { return []string{"interrupt", "message"} }
 func (c *codex) Reusable() bool              { return true }
 func (c *codex) SessionArgs(string) []string { return nil }
-func (c *codex) call(method string, params any) []byte {
-	c.nextID++
-	c.calls[c.nextID] = method
-	return line(map[string]any{"id": c.nextID, "method": method, "params": params})
-}
 
 func (c *codex) Prompt(text, _ string) []byte {
 	c.queued, c.lastMessage = text, ""
@@ -96,27 +90,22 @@ func (c *codex) Message(text string) []byte {
 		"input": []any{map[string]any{"type": "text", "text": text}}})
 }
 
-func (c *codex) Decode(raw []byte) ([]*protocol.Message, []byte, error) {
-	raw = bytes.TrimSpace(raw)
-	var m rpcMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, nil, fmt.Errorf("codex: a line that is not JSON-RPC: %w", err)
-	}
+func (c *codex) Decode(data []byte) ([]*protocol.Message, []byte, error) {
+	m, raw, err := c.read(data)
 	switch {
-	case m.Method != "" && len(m.ID) > 0:
-		return c.request(&m, raw)
-	case m.Method != "":
-		return c.notification(&m, raw)
+	case err != nil:
+		return nil, nil, err
+	case m.isRequest():
+		return c.request(m, raw)
+	case m.isNotification():
+		return c.notification(m, raw)
 	default:
-		return c.response(&m, raw)
+		return c.response(m, raw)
 	}
 }
 
 func (c *codex) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
-	var id int
-	_ = json.Unmarshal(m.ID, &id)
-	method := c.calls[id]
-	delete(c.calls, id)
+	method := c.answered(m)
 	if m.Error != nil {
 		if method == "turn/interrupt" || method == "turn/steer" {
 			msg, err := canonical(map[string]any{"type": "log", "message": fmt.Sprintf("codex %s: %s", method, m.Error.Message)}, raw)
