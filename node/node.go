@@ -325,15 +325,19 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Goroutines: &n.decisions, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker,
 		Procs: n.procs}
-	if !opts.NoTasks {
-		rcfg.JS = n.Bus.JS
-	}
 	if len(opts.Manifest.Pipelines) > 0 {
 		store, err := bus.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {
 			return err
 		}
 		rcfg.Pipelines = store
+	}
+	if !opts.NoTasks {
+		intake, err := router.NewIntake(ctx, n.Bus.JS, rcfg)
+		if err != nil {
+			return err
+		}
+		rcfg.JS, rcfg.Intake = n.Bus.JS, intake
 	}
 	n.router = n.system.Root.Spawn(router.Props(rcfg))
 	return nil

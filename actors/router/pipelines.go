@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentmux/agentmux/actors/pipeline"
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/config"
 )
 
 // RunPipeline runs a pipeline on this node. Reply receives the run once it ends.
@@ -36,42 +35,16 @@ func failedRun(id, pipeline, why string) *bus.PipelineRun {
 	return &bus.PipelineRun{ID: id, Pipeline: pipeline, Outcome: bus.StageError, Error: why}
 }
 
-// runnable are the pipelines whose every stage host runs on this node: the ones whose
-// queued runs it takes.
-func (r *Router) runnable() map[string]*config.Pipeline {
-	out := map[string]*config.Pipeline{}
-	if r.cfg.Pipelines == nil {
-		return out
-	}
-	for name, p := range r.cfg.Manifest.Pipelines {
-		all := true
-		for _, st := range p.Stages {
-			if r.pools[st.Host] == nil {
-				all = false
-			}
-		}
-		if all {
-			out[name] = p
-		}
-	}
-	return out
-}
-
 // startPipelines pulls queued runs of the pipelines this node can run, as many at once
 // as the largest pool of their stage hosts.
-func (r *Router) startPipelines(ctx, pullCtx context.Context, c actor.Context) {
-	for name, p := range r.runnable() {
+func (r *Router) startPipelines(pullCtx context.Context, c actor.Context) {
+	for name, cons := range r.cfg.Intake.Pipelines {
 		size := 1
-		for _, st := range p.Stages {
+		for _, st := range r.cfg.Manifest.Pipelines[name].Stages {
 			size = max(size, r.pools[st.Host].host.Pool)
 		}
 		slots := make(chan struct{}, size)
 		r.runSlots[name] = slots
-		cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, bus.TaskStream, taskConsumer("pipeline_"+name, name))
-		if err != nil {
-			r.cfg.Log.Error("pipeline consumer not created; this node takes no queued runs of it", "pipeline", name, "err", err)
-			continue
-		}
 		go pull(pullCtx, c.ActorSystem(), c.Self(), name, cons, slots, r.cfg.Log)
 	}
 }
@@ -106,9 +79,8 @@ func (r *Router) onPipelineTask(m *taskArrived) {
 }
 
 func (r *Router) runPipeline(m *RunPipeline) {
-	p := r.runnable()[m.Pipeline]
 	switch {
-	case p == nil:
+	case r.cfg.Pipelines == nil || runnable(r.cfg.Manifest, hostsOf(r.cfg))[m.Pipeline] == nil:
 		m.Reply <- failedRun(m.ID, m.Pipeline, fmt.Sprintf("pipeline %q does not run on this node: each of its stages' hosts must", m.Pipeline))
 		return
 	case r.stopping:

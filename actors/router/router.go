@@ -46,10 +46,13 @@ const (
 type Config struct {
 	Manifest *config.Manifest
 	// Hosts are the hosts this node runs; nil: every host of the manifest.
-	Hosts   map[string]*config.Host
-	Node    string
-	Conn    *nats.Conn
-	JS      jetstream.JetStream // nil: no work-queue intake
+	Hosts map[string]*config.Host
+	Node  string
+	Conn  *nats.Conn
+	JS    jetstream.JetStream // nil: no work-queue intake
+	// Intake is where the router pulls queued tasks and pipeline runs (NewIntake); nil
+	// with JS nil.
+	Intake  *Intake
 	Metrics *metrics.Set
 	Log     *slog.Logger
 	Audit   func(id string, rec *bus.AuditRecord)
@@ -144,11 +147,7 @@ type session struct {
 
 func newRouter(cfg Config) *Router {
 	r := &Router{cfg: cfg, pools: map[string]*pool{}, runs: map[string]*run{}, runSlots: map[string]chan struct{}{}}
-	hosts := cfg.Hosts
-	if hosts == nil {
-		hosts = cfg.Manifest.Hosts
-	}
-	for name, h := range hosts {
+	for name, h := range hostsOf(cfg) {
 		r.pools[name] = &pool{host: h, procs: map[string]*actor.PID{}, busy: map[string]*session{},
 			slots: make(chan struct{}, h.Pool), running: map[string]bool{}, ended: map[string]time.Time{}}
 	}
@@ -216,17 +215,12 @@ func (r *Router) start(c actor.Context) {
 	r.cancel = cancel
 	pullCtx, stopPull := context.WithCancel(ctx)
 	r.stopPull = stopPull
-	if r.cfg.JS != nil {
-		for name, p := range r.pools {
-			cons, err := r.cfg.JS.CreateOrUpdateConsumer(ctx, bus.TaskStream, taskConsumer("host_"+name, name))
-			if err != nil {
-				r.cfg.Log.Error("task consumer not created; this host takes no queued tasks", "host", name, "err", err)
-				continue
-			}
-			go pull(pullCtx, c.ActorSystem(), c.Self(), name, cons, p.slots, r.cfg.Log)
+	if r.cfg.Intake != nil {
+		for name, cons := range r.cfg.Intake.Hosts {
+			go pull(pullCtx, c.ActorSystem(), c.Self(), name, cons, r.pools[name].slots, r.cfg.Log)
 			r.cfg.Metrics.TaskIntake.WithLabelValues(name).Set(1)
 		}
-		r.startPipelines(ctx, pullCtx, c)
+		r.startPipelines(pullCtx, c)
 		go tick(ctx, c.ActorSystem(), c.Self())
 	}
 }
