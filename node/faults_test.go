@@ -2,7 +2,6 @@ package node
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -195,15 +194,21 @@ func TestListShowsRunningSessions(t *testing.T) {
 // error naming the signal.
 func TestAgentKilledSaysBySignal(t *testing.T) {
 	f := start(t, simHost("w", "")+"[supervisors.nobody]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"nobody\"\n")
+	// The question on the bus says the agent itself runs, not only the shell that starts
+	// it: killing the shell alone before it has forked would leave the agent to finish.
+	asked, err := f.n.Bus.Conn.SubscribeSync(bus.AskSubject("nobody"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	reply := make(chan *agent.Result, 1)
 	f.n.Submit("w", "", script(send(`{"type":"question","id":"q1","question":"anyone?"}`), await("q1"), result), reply)
-	var pids []int
-	waitFor(t, 10*time.Second, func() error {
-		if pids = f.leftovers(); len(pids) == 0 {
-			return errors.New("no agent process yet")
-		}
-		return nil
-	})
+	if _, err := asked.NextMsg(10 * time.Second); err != nil {
+		t.Fatalf("the agent's question never reached the bus: %v", err)
+	}
+	pids := f.leftovers()
+	if len(pids) < 2 {
+		t.Fatalf("processes of the session = %v; want the shell and the agent", pids)
+	}
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
