@@ -126,7 +126,7 @@ func New() *Set {
 		SessionsActive:  gauge("sessions_active", "Sessions running now.", "host"),
 		Sessions:        counter("sessions_total", "Sessions ended, by outcome (ok, error).", "host", "outcome"),
 		SessionDuration: histogram("session_duration_seconds", "Wall time of ended sessions.", prometheus.ExponentialBuckets(0.01, 4, 10), "host"),
-		Agents:          gauge("agents", "Agent processes alive, by state (idle, busy).", "host", "state"),
+		Agents:          gauge("agents", "Agent processes alive, by state: starting (until ready), idle, busy, stopping (until its output is read to the end).", "host", "state"),
 		AgentStarts:     counter("agent_starts_total", "Agent processes started.", "host"),
 		AgentExits:      counter("agent_exits_total", "Agent processes exited, by reason (exit_ok, exit_error, signal, killed, start_failed).", "host", "reason"),
 		Messages:        counter("messages_total", "Agent messages read, by canonical type.", "host", "type"),

@@ -83,14 +83,6 @@ func Props(cfg Config) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Log.With("host", cfg.Host.Name)} })
 }
 
-type state int
-
-const (
-	stateStarting state = iota
-	stateInitializing
-	stateReady
-)
-
 // Agent is the actor for one agent process.
 type Agent struct {
 	cfg    Config
@@ -100,24 +92,17 @@ type Agent struct {
 	self   *actor.PID
 	parent *actor.PID
 
-	proc       *process
-	state      state
-	caps       map[string]bool
-	dialect    dialect.Dialect // nil: the native protocol
-	spawned    bool            // the process has been started (or is starting)
-	served     int             // sessions started on this process
-	exited     bool
-	exitErr    error
-	stdoutDone bool
-	stderrDone bool
-	drainArmed bool
-	stopping   bool // the stop ladder is under way: the process takes no more sessions
-	killed     bool // we sent a signal to the group
-	gone       bool // AgentExited sent
-	gen        uint64
-	stateLabel string
-	ladder     []*time.Timer                        // stop ladder and drain timers, stopped when the process is gone
-	messages   map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
+	phase    phase // see lifecycle.go
+	proc     *process
+	caps     map[string]bool
+	dialect  dialect.Dialect // nil: the native protocol
+	served   int             // sessions started on this process
+	exitErr  error
+	reading  int  // stdout and stderr still being read to their end
+	killed   bool // we signalled the group, so a death by signal is ours
+	gen      uint64
+	ladder   []*time.Timer                        // stop ladder and drain timers, stopped when the process is gone
+	messages map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
 
 	stderrTail []string // the last stderr lines, for the error of a crash
 
@@ -130,7 +115,7 @@ func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }
 // spawn starts the process on a goroutine; it reports with processStarted. extra are
 // the session's own args (a dialect's resume).
 func (a *Agent) spawn(extra []string) {
-	a.spawned = true
+	a.to(phaseStarting)
 	go func() {
 		var p *process
 		var err error
@@ -148,7 +133,6 @@ func (a *Agent) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
-		a.setState("starting")
 		dir := a.host.WorkingDir
 		if dir == "" {
 			dir, _ = os.Getwd() // where the agent starts, too
@@ -165,7 +149,8 @@ func (a *Agent) Receive(c actor.Context) {
 			}
 		}
 		if d != nil && !d.Reusable() {
-			return // one process per session: started with the session's own args
+			a.to(phaseUnspawned) // one process per session: started with the session's own args
+			return
 		}
 		a.spawn(nil)
 	case *processStarted:
@@ -184,10 +169,10 @@ func (a *Agent) Receive(c actor.Context) {
 		if m.dropped > 0 {
 			a.cfg.Metrics.StderrLines.WithLabelValues(a.host.Name, "dropped").Add(float64(m.dropped))
 		}
-		a.stderrDone = true
+		a.reading--
 		a.maybeGone()
 	case *stdoutClosed:
-		a.stdoutDone = true
+		a.reading--
 		if m.err != nil {
 			a.log.Warn("agent stdout read failed", "pid", a.pid(), "err", m.err)
 		}
@@ -230,38 +215,24 @@ func (a *Agent) pid() int {
 	return a.proc.pid
 }
 
-// setState moves this process between the agents{state} gauges.
-func (a *Agent) setState(label string) {
-	if a.stateLabel == label {
-		return
-	}
-	if a.stateLabel != "" {
-		a.cfg.Metrics.Agents.WithLabelValues(a.host.Name, a.stateLabel).Dec()
-	}
-	if label != "" {
-		a.cfg.Metrics.Agents.WithLabelValues(a.host.Name, label).Inc()
-	}
-	a.stateLabel = label
-}
-
 func (a *Agent) onStarted(m *processStarted) {
 	if m.err != nil {
 		a.cfg.Metrics.AgentExits.WithLabelValues(a.host.Name, "start_failed").Inc()
 		a.log.Error("agent did not start", "err", m.err)
-		a.exited, a.stdoutDone, a.stderrDone, a.exitErr = true, true, true, m.err
+		a.exitErr = m.err
 		a.failWaiting(m.err.Error())
 		a.finish(m.err.Error())
 		return
 	}
-	a.proc = m.proc
+	a.proc, a.reading = m.proc, 2
+	a.proc.serve()
 	a.cfg.Metrics.AgentStarts.WithLabelValues(a.host.Name).Inc()
-	if a.stopping { // shut down while starting
-		a.stopping = false
-		a.stop()
+	if a.phase == phaseStopping { // shut down while starting
+		a.climbLadder()
 		return
 	}
 	if len(a.host.ParamsJSON) > 0 && a.dialect == nil {
-		a.state = stateInitializing
+		a.to(phaseInitializing)
 		a.proc.stdin.write(protocol.AppendInit(nil, a.host.ParamsJSON))
 		a.gen++
 		a.after(a.host.InitTimeout.D(), timerInit, a.gen, "")
@@ -271,8 +242,7 @@ func (a *Agent) onStarted(m *processStarted) {
 }
 
 func (a *Agent) ready() {
-	a.state = stateReady
-	a.setState("idle")
+	a.to(phaseIdle)
 	if w := a.waiting; w != nil {
 		a.waiting = nil
 		a.startSession(w)
@@ -294,7 +264,17 @@ func (a *Agent) report(r *Result, start *StartSession, reusable bool) {
 }
 
 func (a *Agent) onExited(m *processExited) {
-	a.exited, a.exitErr = true, m.err
+	if a.phase == phaseInitializing {
+		a.failWaiting(fmt.Sprintf("host '%s' exited during initialization (%s)", a.host.Name, exitDescription(m.err)))
+	}
+	if !a.to(phaseExited) {
+		return
+	}
+	a.exitErr = m.err
+	if a.reading > 0 {
+		// Pipes held open by a grandchild are closed after the drain delay.
+		a.ladder = append(a.ladder, a.after(a.cfg.DrainDelay, timerDrain, 0, ""))
+	}
 	reason := "exit_ok"
 	var exitErr *exec.ExitError
 	if errors.As(m.err, &exitErr) {
@@ -316,16 +296,9 @@ func (a *Agent) onExited(m *processExited) {
 }
 
 // maybeGone finishes once the process has exited and its stdout and stderr are read to
-// the end; pipes held open by a grandchild are closed after the drain delay.
+// the end.
 func (a *Agent) maybeGone() {
-	if !a.exited || a.gone {
-		return
-	}
-	if !a.stdoutDone || !a.stderrDone {
-		if !a.drainArmed {
-			a.drainArmed = true
-			a.ladder = append(a.ladder, a.after(a.cfg.DrainDelay, timerDrain, 0, ""))
-		}
+	if a.phase != phaseExited || a.reading > 0 {
 		return
 	}
 	text := "agent exited without result (" + exitDescription(a.exitErr) + ")"
@@ -335,16 +308,12 @@ func (a *Agent) maybeGone() {
 	if a.sess != nil {
 		a.log.Warn("agent exited in a session", "pid", a.pid(), "session", a.sess.id, "err", text)
 	}
-	if a.state == stateInitializing && a.waiting != nil {
-		text = fmt.Sprintf("host '%s' exited during initialization: %v", a.host.Name, a.exitErr)
-	}
 	if s := a.sess; s != nil {
 		// A reused process that died before it said anything of this session: the
 		// session never really ran, so the router runs it again on a fresh process.
 		retry := a.served > 1 && s.lines == 0
 		a.endSession(&Result{Error: text, Retryable: retry}, false)
 	}
-	a.failWaiting(text)
 	a.finish(text) // the parent stops this actor once it has read everything sent before
 }
 
@@ -367,27 +336,32 @@ func exitDescription(err error) string {
 // the actor to stop itself, the system message Terminated could overtake the
 // SessionEnded still queued in the parent's mailbox.
 func (a *Agent) finish(reason string) {
-	if a.gone {
+	if !a.to(phaseGone) {
 		return
 	}
-	a.gone = true
 	for _, t := range a.ladder {
 		t.Stop()
 	}
-	a.setState("")
 	a.system.Root.Send(a.parent, &AgentExited{PID: a.self, Reason: reason})
 }
 
-// stop runs the stop ladder: stdin close, SIGTERM to the group, SIGKILL to the group.
+// stop stops the process: at once when it has none, else by the stop ladder.
 func (a *Agent) stop() {
-	if a.stopping {
-		return
+	switch a.phase {
+	case phaseNew, phaseUnspawned:
+		a.failWaiting("agent stopped before its process started")
+		a.finish("stopped before its process started")
+	case phaseStarting:
+		a.to(phaseStopping) // onStarted climbs the ladder once the process is there
+	case phaseInitializing, phaseIdle, phaseBusy:
+		a.to(phaseStopping)
+		a.climbLadder()
 	}
-	a.stopping = true
-	if a.proc == nil { // still starting: onStarted stops it
-		return
-	}
-	a.setState("stopping")
+}
+
+// climbLadder runs the stop ladder: stdin close, SIGTERM to the group, SIGKILL to the
+// group.
+func (a *Agent) climbLadder() {
 	a.proc.stdin.close()
 	a.ladder = append(a.ladder,
 		a.after(termDelay, timerTerm, 0, ""),
@@ -396,7 +370,7 @@ func (a *Agent) stop() {
 
 // forceStop kills what is left when the actor stops for any reason.
 func (a *Agent) forceStop() {
-	if a.proc != nil && !a.exited {
+	if a.proc != nil && a.phase.live() {
 		a.killed = true
 		if err := signalGroup(a.proc.pid, syscall.SIGKILL); err != nil {
 			a.log.Error("kill agent process group", "pid", a.proc.pid, "err", err)
@@ -412,10 +386,8 @@ func (a *Agent) closePipes() {
 	if a.proc == nil {
 		return
 	}
-	if !a.stdoutDone {
-		a.proc.stdout.Close()
-	}
-	if !a.stderrDone {
+	a.proc.stdout.Close() // a reader at its end has closed it already: no harm
+	if a.proc.stderr != nil {
 		a.proc.stderr.Close()
 	}
 }
@@ -423,14 +395,14 @@ func (a *Agent) closePipes() {
 func (a *Agent) onTimer(c actor.Context, m *timerFired) {
 	switch m.kind {
 	case timerInit:
-		if a.state == stateInitializing && m.gen == a.gen {
+		if a.phase == phaseInitializing && m.gen == a.gen {
 			a.failWaiting(fmt.Sprintf("host '%s' did not acknowledge initialization", a.host.Name))
 			a.stop()
 		}
 	case timerSession, timerIdle, timerInterrupt, timerRequest:
 		a.onSessionTimer(m)
 	case timerDrain:
-		if (!a.stdoutDone || !a.stderrDone) && a.proc != nil {
+		if a.phase == phaseExited && a.reading > 0 {
 			a.log.Warn("agent exited but its output stays open (a child holds it); closing", "pid", a.proc.pid)
 			a.killed = true
 			if err := signalGroup(a.proc.pid, syscall.SIGKILL); err != nil {
@@ -439,16 +411,13 @@ func (a *Agent) onTimer(c actor.Context, m *timerFired) {
 			a.closePipes()
 		}
 	case timerTerm, timerKill:
-		if a.proc == nil {
+		// Signal the group even after the leader exited: a grandchild may remain.
+		if a.proc == nil || a.phase == phaseGone {
 			return
 		}
 		sig := syscall.SIGTERM
 		if m.kind == timerKill {
 			sig = syscall.SIGKILL
-		}
-		// Signal the group even after the leader exited: a grandchild may remain.
-		if a.exited && a.stdoutDone && m.kind == timerTerm {
-			return
 		}
 		a.killed = true
 		if err := signalGroup(a.proc.pid, sig); err != nil {

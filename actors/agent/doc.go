@@ -9,12 +9,17 @@
 // AgentExited once its process is gone; the parent then stops it (were it to stop itself,
 // Terminated could overtake the SessionEnded still in the parent's mailbox).
 //
+// Lifecycle: the actor is in one phase at a time (lifecycle.go) — unspawned, starting,
+// initializing, idle, busy, stopping, exited, gone — and each phase is a state on the
+// agents gauge; the moves between them are one table, and a move it lacks is refused.
+//
 // Concurrency promise: Receive never blocks. Four goroutines per process do the blocking
 // work — the stdout reader, the stdin writer (with a write deadline), the waiter, and the
 // stderr reader — and report back by sending messages to the actor. Timers and NATS
 // requests do the same. Every goroutine ends when the process and its pipes are gone.
 //
-//	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Metrics: m, Log: log, Route: route})
+//	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Asker: b.Asker,
+//		Routes: manifest.Routes, Metrics: m, Log: log})
 //	pid := c.Spawn(props)
 //	c.Send(pid, &agent.StartSession{Session: "s-1", Prompt: "fix the build", Reply: done})
 package agent

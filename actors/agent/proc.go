@@ -30,13 +30,16 @@ const (
 )
 
 // process is one running agent process and its pipes. The actor owns it; the goroutines
-// started by startProcess only send messages.
+// started by its serve only send messages.
 type process struct {
 	cmd    *exec.Cmd
 	pid    int
 	stdin  *stdinWriter
 	stdout io.Closer // read end; closed by the reader, or early by the actor after exit
 	stderr io.Closer // read end; likewise (nil for an in-process agent)
+	// serve starts the goroutines that read the pipes and wait for the exit. The actor
+	// calls it on processStarted, so their reports always come after it.
+	serve func()
 }
 
 // env builds the agent's explicit environment (see procenv).
@@ -100,18 +103,24 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
 	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
-	plain := protocol.PlainTextResult
-	if h.PlainText == "log" {
-		plain = protocol.PlainTextLog
+	p.serve = func() {
+		go readStdout(outR, h.MaxLineBytes, plainText(h), d != nil, counts.frameBytes, send)
+		go readStderr(errR, send)
+		go func() {
+			err := cmd.Wait()
+			procs.Forget(cmd.Process.Pid)
+			send(&processExited{err: err})
+		}()
 	}
-	go readStdout(outR, h.MaxLineBytes, plain, d != nil, counts.frameBytes, send)
-	go readStderr(errR, send)
-	go func() {
-		err := cmd.Wait()
-		procs.Forget(cmd.Process.Pid)
-		send(&processExited{err: err})
-	}()
 	return p, nil
+}
+
+// plainText is how h's stdout lines that are not JSON are taken.
+func plainText(h *config.Host) protocol.PlainText {
+	if h.PlainText == "log" {
+		return protocol.PlainTextLog
+	}
+	return protocol.PlainTextResult
 }
 
 // InProc is an agent run inside the runtime's process, on pipes: the load generator's
@@ -125,18 +134,16 @@ func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, count
 	outR, outW := io.Pipe()
 	p := &process{stdout: outR}
 	p.stdin = newStdinWriter(pipeWriter{inW}, writeTimeout, counts, send)
-	plain := protocol.PlainTextResult
-	if h.PlainText == "log" {
-		plain = protocol.PlainTextLog
+	p.serve = func() {
+		go readStdout(outR, h.MaxLineBytes, plainText(h), false, counts.frameBytes, send)
+		send(&stderrClosed{}) // no stderr
+		go func() {
+			err := agent(inR, outW)
+			outW.Close()
+			inR.Close()
+			send(&processExited{err: err})
+		}()
 	}
-	go readStdout(outR, h.MaxLineBytes, plain, false, counts.frameBytes, send)
-	send(&stderrClosed{}) // no stderr
-	go func() {
-		err := agent(inR, outW)
-		outW.Close()
-		inR.Close()
-		send(&processExited{err: err})
-	}()
 	return p, nil
 }
 

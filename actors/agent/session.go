@@ -75,16 +75,17 @@ type pending struct {
 }
 
 func (a *Agent) startSession(m *StartSession) {
-	if a.sess != nil || a.stopping || a.exited {
-		a.report(&Result{Session: m.Session, Host: a.host.Name, Task: m.Task, Attempt: m.Attempt,
-			Error: "agent process is not available", Retryable: true}, m, false)
-		return
-	}
-	if a.state != stateReady {
-		a.waiting = m
-		if !a.spawned && a.dialect != nil {
+	switch {
+	case a.phase == phaseIdle:
+	case a.phase < phaseIdle && a.waiting == nil:
+		a.waiting = m // started once the process is ready
+		if a.phase == phaseUnspawned {
 			a.spawn(a.dialect.SessionArgs(m.Resume))
 		}
+		return
+	default:
+		a.report(&Result{Session: m.Session, Host: a.host.Name, Task: m.Task, Attempt: m.Attempt,
+			Error: "agent process is not available", Retryable: true}, m, false)
 		return
 	}
 	now := time.Now()
@@ -103,7 +104,7 @@ func (a *Agent) startSession(m *StartSession) {
 		s.timers = append(s.timers, a.after(t, timerIdle, s.gen, ""))
 	}
 	a.sess = s
-	a.setState("busy")
+	a.to(phaseBusy)
 	switch {
 	case a.dialect != nil:
 		a.proc.stdin.write(a.dialect.Prompt(m.Prompt+previousText(m.Previous), m.Session))
@@ -118,7 +119,7 @@ func (a *Agent) startSession(m *StartSession) {
 
 func (a *Agent) onLine(msg *protocol.Message) {
 	a.countMessage(msg.Type)
-	if a.state == stateInitializing {
+	if a.phase == phaseInitializing {
 		a.onInitLine(msg)
 		return
 	}
@@ -376,7 +377,7 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 // respond writes the response to p, when the process lives, and records it: metrics,
 // the request.answered event and the audit. An invalid response says why.
 func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
-	if !a.exited && a.proc != nil {
+	if a.phase.live() {
 		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}
 		if outcome == protocol.OutcomeInvalid {
 			resp.Reason = reason
@@ -422,7 +423,6 @@ func (a *Agent) onSessionTimer(m *timerFired) {
 		a.timeOut(fmt.Sprintf("session timed out after %v without output", idle))
 	case timerInterrupt:
 		a.endSession(&Result{Error: "session interrupted: the agent did not stop in time"}, false)
-		a.stop()
 	}
 }
 
@@ -432,7 +432,6 @@ func (a *Agent) timeOut(text string) {
 		a.proc.stdin.write(a.interruptLine(text))
 	}
 	a.endSession(&Result{Error: text}, false)
-	a.stop()
 }
 
 func (a *Agent) interrupt(reason string) *Delivery {
@@ -440,20 +439,21 @@ func (a *Agent) interrupt(reason string) *Delivery {
 	if s == nil {
 		return &Delivery{Error: "the session has already ended"}
 	}
-	if a.caps["interrupt"] && !a.stopping {
+	if a.caps["interrupt"] && a.phase == phaseBusy {
 		a.proc.stdin.write(a.interruptLine(reason))
 		s.timers = append(s.timers, a.after(a.host.StopGrace.D(), timerInterrupt, s.gen, ""))
 		return &Delivery{OK: true, Effect: fmt.Sprintf("interrupt written; the agent has %v to end the session", a.host.StopGrace.D())}
 	}
 	a.endSession(&Result{Error: "session interrupted: " + reason}, false)
-	a.stop()
 	return &Delivery{OK: true, Effect: "the agent did not declare interrupt: session ended and process stopped"}
 }
 
 func (a *Agent) sendMessage(text string) *Delivery {
 	switch {
-	case a.sess == nil || a.stopping:
+	case a.sess == nil:
 		return &Delivery{Error: "the session has already ended"}
+	case a.phase != phaseBusy:
+		return &Delivery{Error: "the agent process has exited; its session is ending"}
 	case !a.caps["message"]:
 		return &Delivery{Error: fmt.Sprintf("host '%s' did not declare the message capability in init_ack; its agent cannot take messages", a.host.Name)}
 	}
@@ -477,7 +477,9 @@ func (a *Agent) shutdown(reason string) {
 }
 
 // endSession ends the current session with r: every pending request is answered
-// "cancelled" (written while the process lives), and the parent is told.
+// "cancelled" (written while the process lives), and the parent is told. Unless the
+// process can take another session, it is stopped: the router counts on a process it
+// cannot reuse to go.
 func (a *Agent) endSession(r *Result, reusable bool) {
 	s := a.sess
 	if s == nil {
@@ -495,13 +497,13 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	r.Duration = time.Since(s.start.Started)
 	r.Requests = s.records
 	oneShot := a.dialect != nil && !a.dialect.Reusable()
-	reusable = reusable && !a.stopping && !a.exited && !oneShot
+	reusable = reusable && a.phase == phaseBusy && !oneShot
 	if reusable {
-		a.setState("idle")
+		a.to(phaseIdle)
 	}
 	a.report(r, s.start, reusable)
-	if oneShot {
-		a.stop() // the router counts on a process it cannot reuse to go
+	if !reusable {
+		a.stop()
 	}
 }
 
@@ -530,7 +532,7 @@ func (a *Agent) interruptLine(reason string) []byte {
 // onRawLine decodes a dialect process's line into canonical messages.
 func (a *Agent) onRawLine(line []byte) {
 	msgs, reply, err := a.dialect.Decode(line)
-	if reply != nil && a.proc != nil && !a.exited {
+	if reply != nil && a.phase.live() {
 		a.proc.stdin.write(reply)
 	}
 	if err != nil {
@@ -598,7 +600,7 @@ func (a *Agent) onResult(s *session, msg *protocol.Message) {
 		a.cfg.Metrics.ResultChecks.WithLabelValues(h, "fit").Inc()
 		res.Data = data
 		a.endSession(res, true)
-	case s.reprompts < s.result.Retries && !a.stopping:
+	case s.reprompts < s.result.Retries && a.phase == phaseBusy:
 		s.reprompts++
 		a.cfg.Metrics.ResultChecks.WithLabelValues(h, "reprompted").Inc()
 		ev, _ := json.Marshal(struct {
