@@ -38,9 +38,9 @@ type Memory struct {
 
 // OpenMemory opens the memory bucket a node declared.
 func OpenMemory(ctx context.Context, js jetstream.JetStream) (*Memory, error) {
-	kv, err := js.KeyValue(ctx, MemoryBucket)
+	kv, err := openBucket(ctx, js, MemoryBucket, "memory")
 	if err != nil {
-		return nil, fmt.Errorf("bus: memory bucket %s: %w", MemoryBucket, err)
+		return nil, err
 	}
 	return &Memory{kv: kv}, nil
 }
@@ -54,18 +54,9 @@ func (m *Memory) History(ctx context.Context, supervisor, session string) ([]Exc
 }
 
 func (m *Memory) read(ctx context.Context, key string) ([]Exchange, uint64, error) {
-	e, err := m.kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("bus: read memory %s: %w", key, err)
-	}
 	var xs []Exchange
-	if err := json.Unmarshal(e.Value(), &xs); err != nil {
-		return nil, 0, fmt.Errorf("bus: memory %s is corrupt: %w", key, err)
-	}
-	return xs, e.Revision(), nil
+	rev, _, err := getJSON(ctx, m.kv, key, "memory", &xs)
+	return xs, rev, err
 }
 
 // Remember implements the decide.Memory interface: it appends x with a compare-and-set, keeping the

@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,9 +57,9 @@ type Nodes struct {
 
 // OpenNodes opens the heartbeat bucket a node declared.
 func OpenNodes(ctx context.Context, js jetstream.JetStream) (*Nodes, error) {
-	kv, err := js.KeyValue(ctx, NodesBucket)
+	kv, err := openBucket(ctx, js, NodesBucket, "node")
 	if err != nil {
-		return nil, fmt.Errorf("bus: node bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", NodesBucket, err)
+		return nil, err
 	}
 	return &Nodes{kv: kv}, nil
 }
@@ -82,18 +81,12 @@ func (n *Nodes) List(ctx context.Context) ([]*NodeInfo, error) {
 	}
 	var out []*NodeInfo
 	for key := range keys.Keys() {
-		e, err := n.kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("bus: read node %s: %w", key, err)
-		}
 		var info NodeInfo
-		if err := json.Unmarshal(e.Value(), &info); err != nil {
-			return nil, fmt.Errorf("bus: node %s's heartbeat is corrupt: %w", key, err)
+		if _, found, err := getJSON(ctx, n.kv, key, "node heartbeat", &info); err != nil {
+			return nil, err
+		} else if found {
+			out = append(out, &info)
 		}
-		out = append(out, &info)
 	}
 	slices.SortFunc(out, func(a, b *NodeInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

@@ -39,9 +39,9 @@ type PendingStore struct {
 
 // OpenPending opens the pending-request bucket a node declared.
 func OpenPending(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) (*PendingStore, error) {
-	kv, err := js.KeyValue(ctx, PendingBucket)
+	kv, err := openBucket(ctx, js, PendingBucket, "pending-request")
 	if err != nil {
-		return nil, fmt.Errorf("bus: pending-request bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", PendingBucket, err)
+		return nil, err
 	}
 	return &PendingStore{kv: kv, nc: nc}, nil
 }
@@ -66,18 +66,15 @@ func (s *PendingStore) Create(ctx context.Context, p *PendingRequest) (*PendingR
 
 // Get returns one pending request and its revision.
 func (s *PendingStore) Get(ctx context.Context, id string) (*PendingRequest, uint64, error) {
-	e, err := s.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, fmt.Errorf("%w %q; `runtime pending` lists them", ErrNoSuchPending, id)
+	var p PendingRequest
+	rev, found, err := getJSON(ctx, s.kv, id, "pending request", &p)
+	if err == nil && !found {
+		err = fmt.Errorf("%w %q; `runtime pending` lists them", ErrNoSuchPending, id)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("bus: read pending request %s: %w", id, err)
+		return nil, 0, err
 	}
-	var p PendingRequest
-	if err := json.Unmarshal(e.Value(), &p); err != nil {
-		return nil, 0, fmt.Errorf("bus: pending request %s is corrupt: %w", id, err)
-	}
-	return &p, e.Revision(), nil
+	return &p, rev, nil
 }
 
 // List returns the requests still waiting for an answer, oldest first.

@@ -95,27 +95,21 @@ type PipelineStore struct {
 
 // OpenPipelines opens the pipeline-run bucket.
 func OpenPipelines(ctx context.Context, js jetstream.JetStream) (*PipelineStore, error) {
-	kv, err := js.KeyValue(ctx, PipelineBucket)
+	kv, err := openBucket(ctx, js, PipelineBucket, "pipeline")
 	if err != nil {
-		return nil, fmt.Errorf("bus: pipeline bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", PipelineBucket, err)
+		return nil, err
 	}
 	return &PipelineStore{kv: kv}, nil
 }
 
 // Get returns the run id and its revision; nil and 0 when there is none.
 func (s *PipelineStore) Get(ctx context.Context, id string) (*PipelineRun, uint64, error) {
-	e, err := s.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("bus: read pipeline run %s: %w", id, err)
-	}
 	var run PipelineRun
-	if err := json.Unmarshal(e.Value(), &run); err != nil {
-		return nil, 0, fmt.Errorf("bus: pipeline run %s is not JSON: %w", id, err)
+	rev, found, err := getJSON(ctx, s.kv, id, "pipeline run", &run)
+	if err != nil || !found {
+		return nil, 0, err
 	}
-	return &run, e.Revision(), nil
+	return &run, rev, nil
 }
 
 // Put stores run over revision rev (0: a new run) and returns the new revision. It

@@ -201,8 +201,12 @@ func (l *lifecycle) gone() *AgentExited {
 	return nil
 }
 
-func (l *lifecycle) exits(reason string) float64 {
-	return testutil.ToFloat64(l.m.AgentExits.WithLabelValues(l.host, reason))
+// exitedAs checks that the process's exit was counted once, for reason.
+func (l *lifecycle) exitedAs(reason string) {
+	l.t.Helper()
+	if v := testutil.ToFloat64(l.m.AgentExits.WithLabelValues(l.host, reason)); v != 1 {
+		l.t.Fatalf("agent_exits_total{reason=%q} = %v; want 1", reason, v)
+	}
 }
 
 const withInit = "[hosts.w]\ncommand = \"in-process\"\nparams = { mode = \"test\" }\ninit_timeout = \"2s\"\n"
@@ -253,9 +257,7 @@ func TestLifecycleOfAReusedProcess(t *testing.T) {
 	if v := testutil.ToFloat64(l.m.AgentStarts.WithLabelValues(l.host)); v != 1 {
 		t.Fatalf("agent starts = %v; want 1 process for both sessions", v)
 	}
-	if v := l.exits("exit_ok"); v != 1 {
-		t.Fatalf("exits{exit_ok} = %v", v)
-	}
+	l.exitedAs("exit_ok")
 }
 
 // TestLifecycleProcessDiesInASession: busy → exited → gone, the session ending with the
@@ -274,9 +276,7 @@ func TestLifecycleProcessDiesInASession(t *testing.T) {
 		t.Fatalf("session ended %+v; want %q", e.Result, want)
 	}
 	l.gone()
-	if v := l.exits("exit_error"); v != 1 {
-		t.Fatalf("exits{exit_error} = %v", v)
-	}
+	l.exitedAs("exit_error")
 }
 
 // TestLifecycleProcessDiesInitializing: initializing → exited → gone; the session that
@@ -339,9 +339,7 @@ func TestLifecycleStopLadderKillsAProcessThatHoldsOn(t *testing.T) {
 	l.system.Root.Send(l.agent, &Shutdown{Reason: "test"})
 	l.state("stopping")
 	l.gone()
-	if v := l.exits("killed"); v != 1 {
-		t.Fatalf("exits{killed} = %v; want the ladder's signal", v)
-	}
+	l.exitedAs("killed")
 	if left := proctest.Marked(mark); len(left) > 0 {
 		t.Fatalf("processes left after the agent was gone: %v", left)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -39,11 +38,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, r := range records {
-			_ = enc.Encode(r)
-		}
-		return exitOK
+		return jsonLines(stdout, records)
 	}
 	printAudit(stdout, records)
 	return exitOK

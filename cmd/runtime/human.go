@@ -51,11 +51,7 @@ func pending(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, p := range list {
-			_ = enc.Encode(p)
-		}
-		return exitOK
+		return jsonLines(stdout, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stdout, "nothing is waiting for a person")
@@ -159,12 +155,4 @@ func responder(c *busClient, as string) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
 }
