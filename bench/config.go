@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/agentmux/agentmux/sim"
@@ -39,6 +41,7 @@ type Config struct {
 
 	Baselines     bool   // also run B0, B1, B2 and the Node.js harness
 	NodeBinary    string // node, for the Node.js harness
+	NodeModules   string // the harness's node_modules (nats.js): `npm ci --prefix bench/nodeharness`
 	Probes        bool   // also measure memory per session, idle CPU and start rate
 	ProbeSessions int    // sessions of the memory, idle-CPU and start-rate probes
 }
@@ -48,7 +51,7 @@ func Defaults() Config {
 	return Config{
 		Sessions: 200, Progress: 200, Questions: 3, Approvals: 1, Unrouted: 1,
 		Think: 20 * time.Millisecond, QuestionTimeout: 500 * time.Millisecond,
-		Agent: AgentInProc, Timeout: 5 * time.Minute, NodeBinary: "node", ProbeSessions: 500,
+		Agent: AgentInProc, Timeout: 5 * time.Minute, NodeBinary: "node", NodeModules: filepath.Join("bench", "nodeharness", "node_modules"), ProbeSessions: 500,
 	}
 }
 
@@ -71,8 +74,24 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bench: --nodes %d: a fleet needs at least 2 nodes (one for agents, the rest for supervisors); 0 runs none", c.Nodes)
 	case c.Nodes > 0 && c.NATSURL != "":
 		return fmt.Errorf("bench: --nodes runs its own cluster; drop --nats")
+	case c.Baselines && c.Agent == AgentProcess:
+		_, err := c.nodeModules()
+		return err
 	}
 	return nil
+}
+
+// nodeModules is the Node.js harness's node_modules as an absolute path, checked to
+// hold nats.js.
+func (c *Config) nodeModules() (string, error) {
+	dir, err := filepath.Abs(c.NodeModules)
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "@nats-io", "transport-node"))
+	}
+	if err != nil {
+		return "", fmt.Errorf("bench: the Node.js harness needs nats.js in %s (%w): run `npm ci --prefix bench/nodeharness`, or pass --node-modules", c.NodeModules, err)
+	}
+	return dir, nil
 }
 
 // plan is what every session's agent does.

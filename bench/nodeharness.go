@@ -11,14 +11,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/sim"
 )
 
 //go:embed nodeharness/harness.mjs
 var nodeHarness []byte
 
-// runNode runs the scenario under the Node.js harness (process agents only).
-func runNode(ctx context.Context, c *Config, progress Progress) (*System, error) {
+// The Node.js harness's audit stream: the same configuration as agentmux's, on its own
+// subjects.
+const (
+	nodeAuditStream  = "BENCH_NODE_AUDIT"
+	nodeAuditSubject = "agentmux.bench.audit"
+)
+
+// runNode runs the scenario under the Node.js harness (process agents only), which does
+// agentmux's work with nats.js on b's server: events, asks to B1's responder, audit
+// records to JetStream.
+func runNode(ctx context.Context, c *Config, b *bus.Bus, progress Progress) (*System, error) {
+	modules, err := c.nodeModules()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "agentmux-node-harness-")
 	if err != nil {
 		return nil, err
@@ -28,8 +44,18 @@ func runNode(ctx context.Context, c *Config, progress Progress) (*System, error)
 	if err := os.WriteFile(script, nodeHarness, 0o600); err != nil {
 		return nil, err
 	}
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		return nil, err
+	}
+	stream, err := b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: nodeAuditStream, Subjects: []string{nodeAuditSubject + ".>"},
+		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute})
+	if err != nil {
+		return nil, fmt.Errorf("bench: the Node.js harness's audit stream: %w", err)
+	}
+	defer func() { _ = b.JS.DeleteStream(context.Background(), nodeAuditStream) }()
 	arg, _ := json.Marshal(map[string]any{"command": c.AgentCommand[0], "args": c.AgentCommand[1:], "sessions": c.Sessions,
-		"rate": c.Rate, "prompt": c.plan().Prompt()})
+		"rate": c.Rate, "prompt": c.plan().Prompt(), "nats": b.ClientURL(), "ask": b1Subject, "audit": nodeAuditSubject,
+		"question_timeout_ms": c.QuestionTimeout.Milliseconds()})
 	cmd := exec.CommandContext(ctx, c.NodeBinary, script, string(arg))
 	cmd.Env = agentEnv(c) // the harness's agents inherit it
 	var stderr strings.Builder
@@ -43,13 +69,15 @@ func runNode(ctx context.Context, c *Config, progress Progress) (*System, error)
 		return nil, fmt.Errorf("bench: the Node.js harness (%s): %w: %s", c.NodeBinary, err, stderr.String())
 	}
 	var res struct {
-		Reports  []*sim.LoadReport `json:"reports"`
-		Failures []string          `json:"failures"`
-		CPU      float64           `json:"cpu_s"` // the harness's own, without its agents
+		Reports       []*sim.LoadReport `json:"reports"`
+		Failures      []string          `json:"failures"`
+		AuditFailures int               `json:"audit_failures"`
+		CPU           float64           `json:"cpu_s"` // the harness's own, without its agents
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		return nil, fmt.Errorf("bench: the Node.js harness's report: %w", err)
 	}
+	u := readUsage().since(before)
 	col := newCollector("node")
 	for _, r := range res.Reports {
 		col.add(r)
@@ -57,8 +85,30 @@ func runNode(ctx context.Context, c *Config, progress Progress) (*System, error)
 	for _, f := range res.Failures {
 		col.fail(f)
 	}
+	if res.AuditFailures > 0 {
+		col.fail(fmt.Sprintf("%d audit records not acknowledged", res.AuditFailures))
+	}
+	if err := checkNodeAudit(ctx, stream, c, len(res.Reports)+len(res.Failures)); err != nil {
+		col.fail(err.Error())
+	}
 	progress("node", c.Sessions, c.Sessions)
-	u := readUsage().since(before)
-	u.self = res.CPU
+	// Its harness CPU: Node's own, and this process's meanwhile (the NATS server, which
+	// agentmux's figure includes too).
+	u.self += res.CPU
 	return col.system(wall, u), nil
+}
+
+// checkNodeAudit checks that the harness wrote every record agentmux would have: per
+// session its start and end, and a request and an answer per request.
+func checkNodeAudit(ctx context.Context, stream jetstream.Stream, c *Config, sessions int) error {
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("the Node.js harness's audit stream: %w", err)
+	}
+	p := c.plan()
+	want := uint64(sessions * (2 + 2*(p.Questions+p.Approvals+p.Unrouted)))
+	if info.State.Msgs != want {
+		return fmt.Errorf("the Node.js harness's audit holds %d records; want %d", info.State.Msgs, want)
+	}
+	return nil
 }

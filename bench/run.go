@@ -136,7 +136,7 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 		rep.Notes = append(rep.Notes, "node: the Node.js harness spawns processes; run with --agent process to compare with it")
 		return nil
 	}
-	n, err := runNode(ctx, c, progress)
+	n, err := runNode(ctx, c, b, progress)
 	if err != nil {
 		return err
 	}

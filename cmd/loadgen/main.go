@@ -55,6 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up after this long")
 	fs.BoolVar(&c.Baselines, "baselines", false, "also run B0, B1, B2 and the Node.js harness, and report the ratios")
 	fs.StringVar(&c.NodeBinary, "node", c.NodeBinary, "`node` binary for the Node.js harness")
+	fs.StringVar(&c.NodeModules, "node-modules", c.NodeModules, "the Node.js harness's node_modules `dir` (npm ci --prefix bench/nodeharness)")
 	fs.BoolVar(&c.Probes, "probes", false, "also measure memory and goroutines per idle session, idle CPU and start rate")
 	fs.IntVar(&c.ProbeSessions, "probe-sessions", c.ProbeSessions, "idle sessions of the probes")
 	runs := fs.Int("runs", 1, "run the scenario this many times and report the median of each ratio")
