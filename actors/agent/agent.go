@@ -336,8 +336,8 @@ func exitDescription(err error) string {
 // the actor to stop itself, the system message Terminated could overtake the
 // SessionEnded still queued in the parent's mailbox.
 func (a *Agent) finish(reason string) {
-	if !a.to(phaseGone) {
-		return
+	if a.phase == phaseGone || !a.to(phaseGone) {
+		return // already reported: the actor stopping after AgentExited ends here
 	}
 	for _, t := range a.ladder {
 		t.Stop()

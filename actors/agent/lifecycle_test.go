@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,10 +31,11 @@ import (
 
 // parent spawns the agent and passes on what it reports.
 type parent struct {
-	props  *actor.Props
-	agent  chan *actor.PID
-	ended  chan *SessionEnded
-	exited chan *AgentExited
+	props   *actor.Props
+	agent   chan *actor.PID
+	ended   chan *SessionEnded
+	exited  chan *AgentExited
+	stopped chan struct{} // the agent actor has stopped
 }
 
 func (p *parent) Receive(c actor.Context) {
@@ -44,7 +47,27 @@ func (p *parent) Receive(c actor.Context) {
 	case *AgentExited:
 		p.exited <- m
 		c.Stop(m.PID)
+	case *actor.Terminated:
+		close(p.stopped)
 	}
+}
+
+// errorLog keeps what the agent logs at level error: a lifecycle move refused is one.
+type errorLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *errorLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *errorLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // puppet is an in-process agent the test drives line by line.
@@ -114,13 +137,15 @@ func (p *puppet) stdinClosed(t *testing.T) {
 }
 
 type lifecycle struct {
-	t      *testing.T
-	host   string
-	m      *metrics.Set
-	system *actor.ActorSystem
-	agent  *actor.PID
-	ended  chan *SessionEnded
-	exited chan *AgentExited
+	t       *testing.T
+	host    string
+	m       *metrics.Set
+	system  *actor.ActorSystem
+	agent   *actor.PID
+	ended   chan *SessionEnded
+	exited  chan *AgentExited
+	stopped chan struct{}
+	errors  *errorLog
 }
 
 // spawnAgent starts an Agent for the manifest's host "w" (in process when run is set).
@@ -130,21 +155,23 @@ func spawnAgent(t *testing.T, manifest string, run InProc) *lifecycle {
 	if err != nil {
 		t.Fatalf("manifest: %v", err)
 	}
-	log := slog.New(slog.DiscardHandler)
+	errs := &errorLog{}
+	log := slog.New(slog.NewTextHandler(errs, &slog.HandlerOptions{Level: slog.LevelError}))
 	b, err := bus.Open(context.Background(), bus.Config{Listen: "127.0.0.1:0", Name: "agent-test"}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
+	quiet := slog.New(slog.DiscardHandler)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(system.Shutdown)
-	l := &lifecycle{t: t, host: "w", m: metrics.New(), system: system,
-		ended: make(chan *SessionEnded, 16), exited: make(chan *AgentExited, 1)}
+	l := &lifecycle{t: t, host: "w", m: metrics.New(), system: system, errors: errs,
+		ended: make(chan *SessionEnded, 16), exited: make(chan *AgentExited, 1), stopped: make(chan struct{})}
 	agents := make(chan *actor.PID, 1)
 	props := Props(Config{Host: m.Hosts["w"], Node: "n1", Conn: b.Conn, Asker: b.Asker, Metrics: l.m,
 		Log: log, InProc: run, DrainDelay: 200 * time.Millisecond})
 	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &parent{props: props, agent: agents, ended: l.ended, exited: l.exited}
+		return &parent{props: props, agent: agents, ended: l.ended, exited: l.exited, stopped: l.stopped}
 	}))
 	l.agent = <-agents
 	return l
@@ -189,16 +216,26 @@ func (l *lifecycle) sessionEnded() *SessionEnded {
 	return nil
 }
 
+// gone waits for AgentExited and for the actor to stop, and checks that the process is
+// no longer counted and that nothing was logged as an error on the way.
 func (l *lifecycle) gone() *AgentExited {
 	l.t.Helper()
+	var m *AgentExited
 	select {
-	case m := <-l.exited:
-		l.state("")
-		return m
+	case m = <-l.exited:
 	case <-time.After(10 * time.Second):
 		l.t.Fatal("the agent never reported its process gone")
 	}
-	return nil
+	select {
+	case <-l.stopped:
+	case <-time.After(10 * time.Second):
+		l.t.Fatal("the agent actor did not stop after AgentExited")
+	}
+	l.state("")
+	if e := l.errors.String(); e != "" {
+		l.t.Fatalf("the agent logged errors:\n%s", e)
+	}
+	return m
 }
 
 // exitedAs checks that the process's exit was counted once, for reason.
