@@ -87,16 +87,29 @@ func TestEscalationToAPersonAndFirstAnswerWins(t *testing.T) {
 func TestHumanDeadlineGivesTheDefault(t *testing.T) {
 	f := start(t, simHost("w", "question_timeout = \"500ms\"")+humanSupervisors)
 	store := pendingStore(t, f)
+	// The announcement, not the list: the request may be past its deadline, and gone
+	// from the list, before a poll on a busy machine sees it.
+	announced, err := f.n.Bus.Conn.SubscribeSync(bus.HumanSubject("*", ">"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(send(`{"type":"approval","id":"a1","description":"drop prod table"}`), await("a1"), result), results)
-	p := waitPending(t, store, session)
+	msg, err := announced.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatalf("no request of %s was announced for a person: %v", session, err)
+	}
+	var p bus.PendingRequest
+	if err := json.Unmarshal(msg.Data, &p); err != nil || p.Session != session {
+		t.Fatalf("announced %s (%v); want a request of %s", msg.Data, err, session)
+	}
 	res := <-results
 	if r := record(res, "a1"); r.Outcome != "timed_out" || string(answers(t, res)["a1"].Value) != `"no"` {
 		t.Fatalf("a1 %+v", r)
 	}
 	// Refused as past its deadline, or, once the agent's node has withdrawn it, as
 	// cancelled with why.
-	_, err := store.Respond(context.Background(), p.ID, "late", bus.RespondRequest{Value: json.RawMessage(`"yes"`)})
+	_, err = store.Respond(context.Background(), p.ID, "late", bus.RespondRequest{Value: json.RawMessage(`"yes"`)})
 	if !errors.Is(err, bus.ErrPastDeadline) && !(errors.Is(err, bus.ErrCancelled) && strings.Contains(err.Error(), "timed_out: no answer within")) {
 		t.Fatalf("answer after the deadline: %v", err)
 	}
