@@ -32,19 +32,14 @@ func TestLLMMemoryIsSharedByTheMembers(t *testing.T) {
 		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","created":1,"model":"fake-1","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`, q)
 	}))
 	t.Cleanup(srv.Close)
-	supervisors := fmt.Sprintf(`
-[connections.fake]
-provider = "openai"
-base_url = "%s/v1"
-api_key_env = "AGENTMUX_TEST_MODEL_KEY"
-default_model = "fake-1"
+	supervisors := fakeConnection(srv.URL) + `
 [supervisors.architect]
 strategy = "llm"
 connection = "fake"
 memory = "session"
 [[routes]]
 supervisor = "architect"
-`, srv.URL)
+`
 	agents := start(t, simHost("w", "")+supervisors, func(o *Options) { o.NoSupervisors = true })
 	member := func() *Node {
 		f := start(t, fmt.Sprintf("[nats]\nurl = %q\n", agents.n.Bus.ClientURL())+simHost("w", "")+supervisors,

@@ -41,12 +41,7 @@ func chatServer(t *testing.T) *httptest.Server {
 func TestLLMAndCommandSupervisorsInTheRuntime(t *testing.T) {
 	t.Setenv("AGENTMUX_TEST_MODEL_KEY", "sk-test")
 	srv := chatServer(t)
-	f := start(t, simHost("w", "")+fmt.Sprintf(`
-[connections.fake]
-provider = "openai"
-base_url = "%s/v1"
-api_key_env = "AGENTMUX_TEST_MODEL_KEY"
-default_model = "fake-1"
+	f := start(t, simHost("w", "")+fakeConnection(srv.URL)+`
 [supervisors.architect]
 strategy = "llm"
 connection = "fake"
@@ -59,7 +54,7 @@ match = "(?i)name"
 supervisor = "script"
 [[routes]]
 supervisor = "architect"
-`, srv.URL))
+`)
 	res := f.run("w", script(
 		send(`{"type":"question","id":"q1","kind":"select","question":"Which suite?","options":["unit","e2e"]}`), await("q1"),
 		send(`{"type":"approval","id":"a1","description":"read the logs"}`), await("a1"),
@@ -148,12 +143,7 @@ func TestLLMFaultsFallBackBeforeTheDeadline(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	f := start(t, simHost("w", `question_timeout = "3s"`)+fmt.Sprintf(`
-[connections.fake]
-provider = "openai"
-base_url = "%s/v1"
-api_key_env = "AGENTMUX_TEST_MODEL_KEY"
-default_model = "fake-1"
+	f := start(t, simHost("w", `question_timeout = "3s"`)+fakeConnection(srv.URL)+`
 [supervisors.architect]
 strategy = "llm"
 connection = "fake"
@@ -163,7 +153,7 @@ strategy = "static"
 answers = { question = "fallback" }
 [[routes]]
 supervisor = "architect"
-`, srv.URL))
+`)
 	res := f.run("w", script(
 		send(`{"type":"question","id":"q1","question":"five hundred?"}`), await("q1"),
 		send(`{"type":"question","id":"q2","question":"throttled?"}`), await("q2"),
@@ -177,4 +167,10 @@ supervisor = "architect"
 			t.Errorf("%s decided by %q; want the fallback static:safe", id, r.Decider)
 		}
 	}
+}
+
+// fakeConnection is the manifest's [connections.fake]: the OpenAI-compatible server at
+// url (a fake one), its key from AGENTMUX_TEST_MODEL_KEY.
+func fakeConnection(url string) string {
+	return fmt.Sprintf("\n[connections.fake]\nprovider = \"openai\"\nbase_url = \"%s/v1\"\napi_key_env = \"AGENTMUX_TEST_MODEL_KEY\"\ndefault_model = \"fake-1\"\n", url)
 }
