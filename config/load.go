@@ -54,8 +54,12 @@ func Parse(path string, src []byte) (*Manifest, error) {
 		return nil, &Error{Problems: []*Problem{decodeProblem(name, err)}}
 	}
 	v.md = md
+	seen := map[string]bool{}
 	for _, key := range md.Undecoded() {
-		if !freeForm(key) {
+		// A key in an array of tables comes once per table, without the index;
+		// arrayPaths finds every table that has it.
+		if k := key.String(); !seen[k] && !freeForm(key) {
+			seen[k] = true
 			for _, at := range v.loc.arrayPaths(key) {
 				v.add(at, "unknown key %q; %s", key[len(key)-1], suggestion(key))
 			}

@@ -279,3 +279,39 @@ command = "sh"
 		t.Errorf("%d warnings, want 3 (sh is on PATH):\n%s", len(got), all)
 	}
 }
+
+// TestEmptyQuotedKeyIsLocated: an empty key ("" = 1, valid TOML) is reported at its
+// place; the locator once looked for it forever (found by FuzzParse in CI).
+func TestEmptyQuotedKeyIsLocated(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		_, err := Parse("m.toml", []byte("[hosts.w]\ncommand = \"x\"\n\"\" = 1\n"))
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Parse never returned")
+	}
+	if err == nil || !strings.Contains(err.Error(), "m.toml:3:1") {
+		t.Fatalf("Parse = %v; want the empty key reported at m.toml:3:1", err)
+	}
+}
+
+// TestUnknownKeyInManyTablesIsReportedOncePerTable: a typo repeated in 300 [[routes]]
+// is 300 problems, each at its own line (it used to be 300 × 300, and took seconds).
+func TestUnknownKeyInManyTablesIsReportedOncePerTable(t *testing.T) {
+	const n = 300
+	src := "[supervisors.s]\nstrategy = \"static\"\nanswers = { question = \"x\" }\n" + strings.Repeat("[[routes]]\nsupervisor = \"s\"\nbogus = 1\n", n)
+	_, err := Parse("m.toml", []byte(src))
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) != n {
+		t.Fatalf("Parse = %d problems; want %d", len(e.Problems), n)
+	}
+	for i, p := range e.Problems {
+		if want := 3 + 3*i + 3; p.Line != want || !strings.Contains(p.Msg, `unknown key "bogus"`) {
+			t.Fatalf("problem %d = %+v; want unknown key \"bogus\" at line %d", i, p, want)
+		}
+	}
+}

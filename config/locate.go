@@ -10,11 +10,37 @@ import (
 // follows table headers ([a.b], [[a]]) and then looks for "key =" after them. It is a
 // best effort; a key it cannot find is reported at its table, or without a position.
 type locator struct {
-	lines []string
+	lines   []string
+	headers map[string]int // table headers by key path ([[array]] index included): their line
+	arrays  map[string]int // [[name]] headers by name: how many
 }
 
 func newLocator(src []byte) *locator {
-	return &locator{lines: strings.Split(string(src), "\n")}
+	l := &locator{lines: strings.Split(string(src), "\n"), headers: map[string]int{}, arrays: map[string]int{}}
+	for i, raw := range l.lines {
+		s := strings.TrimSpace(raw)
+		if !strings.HasPrefix(s, "[") {
+			continue
+		}
+		parts := splitKey(strings.Trim(strings.SplitN(s, "]", 2)[0], "[ "))
+		if strings.HasPrefix(s, "[[") {
+			name := strings.Join(parts, ".")
+			parts = append(parts, strconv.Itoa(l.arrays[name]))
+			l.arrays[name]++
+		}
+		if k := pathKey(parts); l.headers[k] == 0 {
+			l.headers[k] = i + 1
+		}
+	}
+	return l
+}
+
+// pathKey is a key path as a map key, [agents.X] being [hosts.X].
+func pathKey(path []string) string {
+	if len(path) > 0 && path[0] == "agents" {
+		path = append([]string{"hosts"}, path[1:]...)
+	}
+	return strings.Join(path, "\x00")
 }
 
 // find returns the 1-based line and column of path, e.g. ["hosts","w","timeout"] or
@@ -29,7 +55,7 @@ func (l *locator) find(path []string) (line, col int) {
 // array that holds the key, or key itself when no array does.
 func (l *locator) arrayPaths(key []string) [][]string {
 	for i := len(key) - 1; i >= 1; i-- {
-		n := l.arrayTables(strings.Join(key[:i], "."))
+		n := l.arrays[strings.Join(key[:i], ".")]
 		var out [][]string
 		for j := range n {
 			p := append(append(append([]string{}, key[:i]...), strconv.Itoa(j)), key[i:]...)
@@ -44,38 +70,14 @@ func (l *locator) arrayPaths(key []string) [][]string {
 	return [][]string{key}
 }
 
-// arrayTables counts the [[name]] headers.
-func (l *locator) arrayTables(name string) int {
-	n := 0
-	for _, raw := range l.lines {
-		s := strings.TrimSpace(raw)
-		if strings.HasPrefix(s, "[[") && strings.Join(splitKey(strings.Trim(strings.SplitN(s, "]", 2)[0], "[ ")), ".") == name {
-			n++
-		}
-	}
-	return n
-}
-
 // locate is find, and whether path itself was found (not only its table).
 func (l *locator) locate(path []string) (line, col int, ok bool) {
-	// Longest table header that is a prefix of path, with [[array]] index counting.
+	// The longest table header that is a prefix of path.
 	bestLine, bestLen := -1, 0
-	counts := map[string]int{}
-	for i, raw := range l.lines {
-		s := strings.TrimSpace(raw)
-		if !strings.HasPrefix(s, "[") {
-			continue
-		}
-		array := strings.HasPrefix(s, "[[")
-		name := strings.Trim(strings.SplitN(s, "]", 2)[0], "[ ")
-		parts := splitKey(name)
-		if array {
-			n := counts[name]
-			counts[name] = n + 1
-			parts = append(parts, strconv.Itoa(n))
-		}
-		if hasPrefix(path, parts) && len(parts) > bestLen {
-			bestLine, bestLen = i, len(parts)
+	for n := len(path); n >= 1; n-- {
+		if at := l.headers[pathKey(path[:n])]; at > 0 {
+			bestLine, bestLen = at-1, n
+			break
 		}
 	}
 	// Then each remaining key in order, inline tables included.
@@ -108,25 +110,11 @@ func (l *locator) locate(path []string) (line, col int, ok bool) {
 	return line, col, true
 }
 
-func hasPrefix(path, prefix []string) bool {
-	if len(prefix) > len(path) {
-		return false
-	}
-	for i := range prefix {
-		if prefix[i] != path[i] && !(i == 0 && aliases(prefix[i], path[i])) {
-			return false
-		}
-	}
-	return true
-}
-
-// aliases: [agents.X] is [hosts.X].
-func aliases(a, b string) bool {
-	return (a == "agents" && b == "hosts") || (a == "hosts" && b == "agents")
-}
-
 // keyColumn returns the 1-based column of key used as "key =" or "key.x =" in s, or 0.
 func keyColumn(s, key string) int {
+	if key == "" {
+		key = `""` // the empty key can only be written quoted
+	}
 	for from := 0; from < len(s); {
 		i := strings.Index(s[from:], key)
 		if i < 0 {
