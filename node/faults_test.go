@@ -70,11 +70,19 @@ func TestAgentErrorIsNotRetried(t *testing.T) {
 	}
 }
 
+// Stderr lines are events of the session that runs, rate-limited, and every line is
+// counted as published or dropped. stderr is read apart from stdout, so the agent asks
+// a question once its noise is written, and the test answers it only when the first
+// stderr event is out: the session is still running when its stderr arrives.
 func TestStderrIsPublishedRateLimited(t *testing.T) {
 	f := start(t, `[hosts.noisy]
 command = "sh"
-args = ["-c", "read p; echo 'first line' >&2; i=0; while [ $i -lt 1000 ]; do echo \"noise $i\" >&2; i=$((i+1)); done; echo done"]
+args = ["-c", "read p; echo 'first line' >&2; i=0; while [ $i -lt 1000 ]; do echo \"noise $i\" >&2; i=$((i+1)); done; echo '{\"type\":\"question\",\"id\":\"q\",\"question\":\"seen?\"}'; read a; echo done"]
 env = { AGENTMUX_TEST_MARK = "@MARK@" }
+[supervisors.watcher]
+strategy = "external"
+[[routes]]
+supervisor = "watcher"
 `)
 	events := make(chan *nats.Msg, 2048)
 	sub, err := f.n.Bus.Conn.ChanSubscribe(bus.EventSubject("noisy", "*", agent.EventStderr), events)
@@ -82,16 +90,28 @@ env = { AGENTMUX_TEST_MARK = "@MARK@" }
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := f.n.Bus.Conn.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	first := make(chan *nats.Msg, 1)
+	answerer(t, f.n.Bus.Conn, "watcher", func(_ *bus.Ask, m *nats.Msg) {
+		go func() {
+			select {
+			case e := <-events:
+				first <- e
+			case <-time.After(20 * time.Second):
+				close(first)
+			}
+			reply(t, m, `"yes"`)
+		}()
+	})
 	res := f.run("noisy", "go")
 	if !res.OK {
 		t.Fatalf("result = %+v", res)
 	}
-	first := <-events
-	if _, session, _, _ := bus.ParseEventSubject(first.Subject); !strings.Contains(string(first.Data), "first line") || session != res.Session {
-		t.Fatalf("first stderr event %s on %s", first.Data, first.Subject)
+	e, ok := <-first
+	if !ok {
+		t.Fatal("no stderr event within 20 s of the agent's question")
+	}
+	if _, session, _, _ := bus.ParseEventSubject(e.Subject); !strings.Contains(string(e.Data), "first line") || session != res.Session {
+		t.Fatalf("first stderr event %s on %s; want the first line, on session %s", e.Data, e.Subject, res.Session)
 	}
 	// stderr is read apart from stdout: its last lines may be counted after the result.
 	waitFor(t, 5*time.Second, func() error {
