@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -336,15 +335,15 @@ func (a *Asker) onReply(m *nats.Msg) {
 	} else {
 		inc(a.cfg.Counters.Duplicate)
 	}
-	var reply Reply
-	if err := json.Unmarshal(m.Data, &reply); err != nil {
+	reply, err := DecodeReply(m.Data)
+	if err != nil {
 		// Not a Reply: validation turns it into the default, outcome invalid.
-		reply = Reply{Value: m.Data, Decider: "unknown", Reason: "supervisor reply is not a JSON object: " + err.Error()}
+		reply = &Reply{Value: m.Data, Decider: "unknown", Reason: "supervisor reply is not a JSON object: " + err.Error()}
 	}
 	if reply.Member == "" {
 		reply.Member = m.Header.Get(HeaderMember)
 	}
-	deliver(&reply)
+	deliver(reply)
 }
 
 // onNoResponders asks again after the backoff, while the deadline allows. Callers hold

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -90,8 +89,7 @@ func (a *auditor) run() {
 		for _, it := range batch {
 			msg := it.msg
 			if msg == nil {
-				data, _ := json.Marshal(it.rec)
-				msg = &nats.Msg{Subject: bus.AuditSubject(it.rec.Host, it.rec.Session), Data: data,
+				msg = &nats.Msg{Subject: bus.AuditSubject(it.rec.Host, it.rec.Session), Data: it.rec.AppendJSON(nil),
 					Header: nats.Header{bus.HeaderSession: []string{it.rec.Session}, bus.HeaderHost: []string{it.rec.Host}}}
 			}
 			if _, err := a.js.PublishMsgAsync(msg, jetstream.WithMsgID(it.id)); err != nil {

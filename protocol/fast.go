@@ -3,6 +3,8 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/agentmux/agentmux/internal/rawjson"
 )
 
 // decodeFast decodes the high-volume stream messages (progress, log, heartbeat,
@@ -15,20 +17,11 @@ func decodeFast(obj []byte) (*Message, bool) {
 		return nil, false
 	}
 	var typ, text, chunk []byte
-	i := skipSpace(obj, 1)
-	for i < len(obj) && obj[i] != '}' {
-		key, next, ok := plainString(obj, i)
-		if !ok {
-			return nil, false // an escaped key: let the full decoder judge it
-		}
-		i = skipSpace(obj, next)
-		i = skipSpace(obj, i+1) // ':'
-		end := skipValue(obj, i)
-		value := obj[i:end]
+	walked := rawjson.Fields(obj, func(key, value []byte) bool {
 		switch string(key) {
 		case "type":
 			if typ != nil {
-				return nil, false // a duplicate: the full decoder reports it
+				return false // a duplicate: the full decoder reports it
 			}
 			typ = value
 		case "text":
@@ -39,15 +32,15 @@ func decodeFast(obj []byte) (*Message, bool) {
 			// Kept as raw JSON by the full decoder too; message matters for errors only.
 		default:
 			if typedField(key) || foldsToKnown(key) {
-				return nil, false
+				return false
 			}
 		}
-		i = skipSpace(obj, end)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
+		return true
+	})
+	if !walked {
+		return nil, false // an escaped key, or a field the full decoder judges
 	}
-	name, _, ok := plainString(typ, 0)
+	name, _, ok := rawjson.PlainString(typ, 0)
 	if !ok || len(typ) == 0 {
 		return nil, false
 	}
@@ -91,66 +84,4 @@ func typedField(key []byte) bool {
 		return true
 	}
 	return false
-}
-
-// plainString returns the contents of the JSON string at b[i], when it holds no escape.
-func plainString(b []byte, i int) (s []byte, next int, ok bool) {
-	if i >= len(b) || b[i] != '"' {
-		return nil, i, false
-	}
-	end := bytes.IndexByte(b[i+1:], '"')
-	if end < 0 {
-		return nil, i, false
-	}
-	s = b[i+1 : i+1+end]
-	if bytes.IndexByte(s, '\\') >= 0 {
-		return nil, i, false
-	}
-	return s, i + end + 2, true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the end of the (valid) JSON value at b[i].
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			i++
-			for i < len(b) && b[i] != '"' {
-				if b[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			if depth == 0 {
-				return i + 1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i // the end of the enclosing object
-			}
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		case ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
 }

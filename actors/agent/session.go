@@ -253,9 +253,10 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	p.deadline = now.Add(timeout)
 	s.pending[id] = p
 	p.timer = a.after(timeout, timerRequest, s.gen, id)
-	data, _ := json.Marshal(&bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
+	ask := bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
 		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
-		Node: a.cfg.Node, Attempt: s.start.Attempt})
+		Node: a.cfg.Node, Attempt: s.start.Attempt}
+	data := ask.AppendJSON(nil)
 	req := &nats.Msg{Subject: bus.AskSubject(route.Supervisor), Data: data, Header: nats.Header{
 		bus.HeaderSession:  []string{s.id},
 		bus.HeaderRequest:  []string{id},
@@ -394,8 +395,8 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	a.cfg.Metrics.RequestWait.WithLabelValues(string(p.msg.Type)).Observe(wait.Seconds())
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
-	data, _ := json.Marshal(&bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms})
-	a.publish(s.id, EventRequestAnswered, data)
+	ev := bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}
+	a.publish(s.id, EventRequestAnswered, ev.AppendJSON(nil))
 	rec := a.record(s, "answer")
 	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency =
 		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms

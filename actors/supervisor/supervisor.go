@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -190,8 +189,8 @@ func (s *Supervisor) next(c actor.Context) {
 
 // parse reads an Ask; a malformed one is declined and an expired one dropped.
 func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
-	var ask bus.Ask
-	if err := json.Unmarshal(msg.Data, &ask); err != nil {
+	ask, err := bus.DecodeAsk(msg.Data)
+	if err != nil {
 		s.log.Warn("request is not an Ask; declined", "err", err)
 		s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
 		return nil, false
@@ -200,7 +199,7 @@ func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
 		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "expired").Inc()
 		return nil, false
 	}
-	return &ask, true
+	return ask, true
 }
 
 // decide decides one ask and answers it, unless the member stopped meanwhile (it let
@@ -243,8 +242,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 
 func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {
 	r.Member = s.cfg.Member
-	data, _ := json.Marshal(r)
-	if err := msg.Respond(data); err != nil {
+	if err := msg.Respond(r.AppendJSON(nil)); err != nil {
 		s.log.Warn("reply", "err", err)
 	}
 }
