@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/invariants"
 	"github.com/agentmux/agentmux/sim"
 )
 
@@ -99,16 +100,43 @@ func runNode(ctx context.Context, c *Config, b *bus.Bus, progress Progress) (*Sy
 }
 
 // checkNodeAudit checks that the harness wrote every record agentmux would have: per
-// session its start and end, and a request and an answer per request.
+// session its start and end, and an answer per request standing for its request or
+// after its request record, held to the invariants agentmux's audit is held to.
 func checkNodeAudit(ctx context.Context, stream jetstream.Stream, c *Config, sessions int) error {
 	info, err := stream.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("the Node.js harness's audit stream: %w", err)
 	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return fmt.Errorf("the Node.js harness's audit stream: %w", err)
+	}
+	var records []bus.AuditRecord
+	kinds := map[string]int{}
+	for uint64(len(records)) < info.State.Msgs {
+		batch, err := cons.Fetch(int(info.State.Msgs)-len(records), jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return fmt.Errorf("the Node.js harness's audit stream: %w", err)
+		}
+		n := len(records)
+		for m := range batch.Messages() {
+			var r bus.AuditRecord
+			if err := json.Unmarshal(m.Data(), &r); err != nil {
+				return fmt.Errorf("the Node.js harness's audit record %s: %w", m.Data(), err)
+			}
+			records = append(records, r)
+			kinds[r.Kind]++
+		}
+		if len(records) == n {
+			return fmt.Errorf("the Node.js harness's audit: read %d of %d records", n, info.State.Msgs)
+		}
+	}
 	p := c.plan()
-	want := uint64(sessions * (2 + 2*(p.Questions+p.Approvals+p.Unrouted)))
-	if info.State.Msgs != want {
-		return fmt.Errorf("the Node.js harness's audit holds %d records; want %d", info.State.Msgs, want)
+	if want := sessions * (p.Questions + p.Approvals + p.Unrouted); kinds["session.started"] != sessions || kinds["session.ended"] != sessions || kinds["answer"] != want {
+		return fmt.Errorf("the Node.js harness's audit holds %v; want %d sessions started and ended, %d answers", kinds, sessions, want)
+	}
+	if v := invariants.Violations(records, nil); len(v) > 0 {
+		return fmt.Errorf("the Node.js harness's audit breaks the invariants: %s", strings.Join(v, "; "))
 	}
 	return nil
 }

@@ -293,8 +293,11 @@ func (a *Asker) onTimer(key string) {
 	a.mu.Unlock()
 	if !retry {
 		inc(a.cfg.Counters.Reasked)
-		a.cfg.Log.Info("supervisor member silent; asking again", "subject", msg.Subject,
-			"request", msg.Header.Get(HeaderRequest), "session", msg.Header.Get(HeaderSession), "silent", member)
+		var session, request string
+		if ask, err := DecodeAsk(msg.Data); err == nil {
+			session, request = ask.Session, ask.ID
+		}
+		a.cfg.Log.Info("supervisor member silent; asking again", "subject", msg.Subject, "request", request, "session", session, "silent", member)
 	}
 	a.publish(msg)
 }

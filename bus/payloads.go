@@ -52,17 +52,21 @@ type Reply struct {
 
 // AuditRecord is one entry of the audit stream.
 type AuditRecord struct {
-	Kind     string          `json:"kind"` // session.started, request, answer, session.ended
-	Time     int64           `json:"time"` // unix milliseconds
-	Node     string          `json:"node"`
-	Host     string          `json:"host"`
-	Session  string          `json:"session"`
-	Attempt  int             `json:"attempt"`            // of the session: retries and redeliveries count up
-	Pipeline string          `json:"pipeline,omitempty"` // a stage's session: its pipeline run's pipeline
-	Stage    string          `json:"stage,omitempty"`
-	Request  string          `json:"request,omitempty"`
-	Type     string          `json:"type,omitempty"`
-	Text     string          `json:"text,omitempty"`
+	Kind     string `json:"kind"` // session.started, request, answer, session.ended
+	Time     int64  `json:"time"` // unix milliseconds
+	Node     string `json:"node"`
+	Host     string `json:"host"`
+	Session  string `json:"session"`
+	Attempt  int    `json:"attempt"`            // of the session: retries and redeliveries count up
+	Pipeline string `json:"pipeline,omitempty"` // a stage's session: its pipeline run's pipeline
+	Stage    string `json:"stage,omitempty"`
+	Request  string `json:"request,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Text     string `json:"text,omitempty"`
+	// Asked, on an answer, is when its request was read (unix milliseconds): the
+	// answer came soon enough to be written as the request's one record, in place of a
+	// request record and an answer record.
+	Asked    int64           `json:"asked,omitempty"`
 	Value    json.RawMessage `json:"value,omitempty"`
 	Outcome  string          `json:"outcome,omitempty"`
 	Decider  string          `json:"decider,omitempty"`

@@ -42,6 +42,9 @@ func PreviousFromAudit(records []*AuditRecord, attempt int) *protocol.PreviousAt
 			asked[key{r.Attempt, r.Request}] = r
 		case "answer":
 			q := asked[key{r.Attempt, r.Request}]
+			if q == nil && r.Asked != 0 {
+				q = r // the answer carries its request
+			}
 			if q == nil || !Replayable(r.Outcome, r.Decider) {
 				continue
 			}

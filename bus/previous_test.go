@@ -19,8 +19,8 @@ func TestPreviousFromAudit(t *testing.T) {
 		{Kind: "session.started", Attempt: 1},
 		{Kind: "request", Attempt: 1, Request: "q1", Type: "question", Text: "Which db?"},
 		{Kind: "answer", Attempt: 1, Request: "q1", Value: json.RawMessage(`"postgres"`), Outcome: "answered", Decider: "replay:human:ana"},
-		{Kind: "request", Attempt: 1, Request: "t1", Type: "tool_call", Text: "lookup"},
-		{Kind: "answer", Attempt: 1, Request: "t1", Value: json.RawMessage(`{"rows":1}`), Outcome: "answered", Decider: "tool:lookup"},
+		// answered soon enough to be the request's one record
+		{Kind: "answer", Attempt: 1, Request: "t1", Type: "tool_call", Text: "lookup", Asked: 1764000000000, Value: json.RawMessage(`{"rows":1}`), Outcome: "answered", Decider: "tool:lookup"},
 		{Kind: "session.started", Attempt: 5}, // a later attempt than the one asking: ignored
 	}
 	p := PreviousFromAudit(records, 2)

@@ -22,16 +22,6 @@ const (
 	respondPrefix = "agentmux.respond."
 )
 
-// Headers set on asks and audit records (events name host, session and type in their
-// subject instead).
-const (
-	HeaderSession  = "Agentmux-Session"
-	HeaderRequest  = "Agentmux-Request"
-	HeaderHost     = "Agentmux-Host"
-	HeaderDeadline = "Agentmux-Deadline" // unix milliseconds
-	HeaderType     = "Agentmux-Type"
-)
-
 // TaskSubject is where tasks for host are queued.
 func TaskSubject(host string) string { return taskPrefix + host }
 

@@ -59,6 +59,7 @@ func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o.StringOmit("request", r.Request)
 	o.StringOmit("type", r.Type)
 	o.StringOmit("text", r.Text)
+	o.IntOmit("asked", r.Asked)
 	o.RawOmit("value", r.Value)
 	o.StringOmit("outcome", r.Outcome)
 	o.StringOmit("decider", r.Decider)

@@ -43,7 +43,7 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), UseDefault: true, Cancelled: true, Decider: "rule:x",
 			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session"},
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
-			Request: "q1", Type: "question", Text: "Which?", Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
+			Request: "q1", Type: "question", Text: "Which?", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
 			Claimed: "c", Member: "m", Reason: "r", Latency: 0.123, Duration: 1e-7, Error: "e\x00"},
 		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
 			Claimed: "c", Reason: "no answer within 500ms", Latency: 12.5},
@@ -69,7 +69,7 @@ func FuzzRecordsAppendAsTheirTagsSay(f *testing.F) {
 		for _, rec := range []appender{
 			&Ask{Session: s, Host: typ, Type: typ, ID: s, Text: text, Deadline: n, Default: raw, Request: raw, Node: text, Attempt: int(n % 1000)},
 			&Reply{Value: raw, Decider: typ, Reason: text, Member: s, Claimed: text, Scope: typ},
-			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Value: raw, Reason: text, Latency: latency, Duration: latency},
+			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Asked: n, Value: raw, Reason: text, Latency: latency, Duration: latency},
 			&RequestAnswered{ID: s, Type: typ, Value: raw, Decider: text, Reason: text, Latency: latency},
 		} {
 			sameAsEncodingJSON(t, rec)

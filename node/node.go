@@ -218,7 +218,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.Bus = b
-	if n.audit, err = newAuditor(b.Conn, n.Metrics, n.log); err != nil {
+	if n.audit, err = newAuditor(b.Conn, n.Metrics, n.log, auditHold); err != nil {
 		b.Close()
 		return err
 	}

@@ -256,13 +256,9 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	ask := bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
 		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
 		Node: a.cfg.Node, Attempt: s.start.Attempt}
-	data := ask.AppendJSON(nil)
-	req := &nats.Msg{Subject: bus.AskSubject(route.Supervisor), Data: data, Header: nats.Header{
-		bus.HeaderSession:  []string{s.id},
-		bus.HeaderRequest:  []string{id},
-		bus.HeaderHost:     []string{a.host.Name},
-		bus.HeaderDeadline: []string{strconv.FormatInt(p.deadline.UnixMilli(), 10)},
-	}}
+	// No headers: the body says it all, and headers cost more to write and read than
+	// the rest of the message.
+	req := &nats.Msg{Subject: bus.AskSubject(route.Supervisor), Data: ask.AppendJSON(nil)}
 	gen, session, attempt := s.gen, s.id, s.start.Attempt
 	p.settle = a.cfg.Asker.Ask(req, p.deadline, route.Failover, func(r *bus.Reply) {
 		if route.External {

@@ -4,16 +4,17 @@
 //   - publishes every message on agentmux.evt.<host>.<session>.<type>, and the
 //     session.started, request.answered and session.ended events;
 //   - asks a supervisor over NATS for each question and approval (a request with the
-//     same JSON body and headers as agentmux's ask, bounded by the request's deadline),
-//     or answers a question nobody routes with its default when its timeout fires;
+//     same JSON body as agentmux's ask, bounded by the request's deadline), or answers
+//     a question nobody routes with its default when its timeout fires;
 //   - writes the audit records agentmux writes (session.started, request, answer,
 //     session.ended) to JetStream, each with a Nats-Msg-Id so the stream keeps it once,
-//     acknowledged asynchronously and waited for before the report.
+//     acknowledged asynchronously and waited for before the report; as agentmux does,
+//     a request answered within 50 ms has one record, its answer carrying the request.
 // Config: JSON in argv[2] ({command, args, sessions, rate, prompt, nats, ask, audit});
 // report: JSON on stdout. Its modules come from package.json here (npm ci).
 import { spawn } from 'node:child_process';
 import readline from 'node:readline';
-import { connect, headers } from '@nats-io/transport-node';
+import { connect } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 
 const cfg = JSON.parse(process.argv[2]);
@@ -62,33 +63,37 @@ function session(i) {
     child.stdin.end();
     if (++done === cfg.sessions) finishAll();
   };
-  const answered = (m, id, rec, readAt, value, outcome, decider) => {
+  const answered = (m, id, rec, readAt, text, held, value, outcome, decider) => {
     write({ type: 'response', in_reply_to: m.type, id, value, outcome });
     const latency = Date.now() - readAt;
     event(sid, 'request.answered', JSON.stringify({ id, type: m.type, value, outcome, decider, latency_ms: latency }));
-    audit(sid, `${rec}.answer`, { kind: 'answer', request: id, type: m.type, value, outcome, decider, latency_ms: latency });
+    const answer = { kind: 'answer', request: id, type: m.type, value, outcome, decider, latency_ms: latency };
+    if (held.timer) { // still held: this record stands for the request too
+      clearTimeout(held.timer);
+      Object.assign(answer, { text, asked: readAt });
+    }
+    audit(sid, `${rec}.answer`, answer);
   };
   const request = (m, raw) => {
     const readAt = Date.now();
     const id = m.id || `${m.type}-${requests + 1}`;
     const rec = `r${++requests}`;
     const text = m.type === 'approval' ? m.description ?? m.tool : m.question;
-    audit(sid, `${rec}.request`, { kind: 'request', request: id, type: m.type, text });
+    const held = {};
+    held.timer = setTimeout(() => {
+      held.timer = null;
+      audit(sid, `${rec}.request`, { kind: 'request', request: id, type: m.type, text });
+    }, 50);
     const def = m.type === 'approval' ? 'no' : (m.default ?? 'skip');
     if (m.timeout_ms) { // nobody answers it: the default at the deadline
-      setTimeout(() => answered(m, id, rec, readAt, def, 'timed_out', 'default'), m.timeout_ms);
+      setTimeout(() => answered(m, id, rec, readAt, text, held, def, 'timed_out', 'default'), m.timeout_ms);
       return;
     }
     const deadline = readAt + cfg.question_timeout_ms;
-    const h = headers();
-    h.set('Agentmux-Session', sid);
-    h.set('Agentmux-Request', id);
-    h.set('Agentmux-Host', host);
-    h.set('Agentmux-Deadline', String(deadline));
     const ask = JSON.stringify({ session: sid, host, type: m.type, id, text, deadline, default: def, request: JSON.parse(raw), node: 'node-harness', attempt: 0 });
-    nc.request(cfg.ask, ask, { timeout: cfg.question_timeout_ms, headers: h }).then(
-      (reply) => answered(m, id, rec, readAt, JSON.parse(reply.string()), 'answered', 'supervisor'),
-      () => answered(m, id, rec, readAt, def, 'timed_out', 'default'));
+    nc.request(cfg.ask, ask, { timeout: cfg.question_timeout_ms }).then(
+      (reply) => answered(m, id, rec, readAt, text, held, JSON.parse(reply.string()), 'answered', 'supervisor'),
+      () => answered(m, id, rec, readAt, text, held, def, 'timed_out', 'default'));
   };
   child.on('error', (err) => finish(err));
   child.on('exit', (code) => { if (!finished) finish(new Error(`agent exited with ${code} before its result`)); });

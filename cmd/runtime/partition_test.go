@@ -93,7 +93,7 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 	submitTasks(t, js, "w", script, ids...)
 	poll(t, 30*time.Second, "the sessions are asking", func() bool {
 		for _, r := range auditRecords(t, js) {
-			if r.Kind == "request" {
+			if r.Kind == "request" || r.Kind == "answer" {
 				return true
 			}
 		}

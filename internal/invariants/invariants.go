@@ -13,7 +13,8 @@ import (
 // Violations lists how records break the invariants:
 //
 //   - I1/I4: in every attempt that ended, each request has exactly one answer (answered,
-//     timed out, cancelled or invalid), and no answer is to a request it never asked;
+//     timed out, cancelled or invalid), and no answer is to a request it never asked
+//     (an answer that carries its request, Asked, stands for both);
 //   - each attempt starts at most once and ends at most once, and never ends unstarted;
 //   - each task of ended ends ok exactly once across its attempts (the attempt chain).
 //
@@ -45,6 +46,9 @@ func Violations(records []bus.AuditRecord, ended []string) []string {
 			a.asked[r.Request]++
 		case "answer":
 			a.answers[r.Request]++
+			if r.Asked != 0 {
+				a.asked[r.Request]++ // the answer is the request's one record
+			}
 		}
 	}
 	var out []string

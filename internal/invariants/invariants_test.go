@@ -13,10 +13,15 @@ func TestViolations(t *testing.T) {
 	rec := func(kind, session string, attempt int, request, outcome string) bus.AuditRecord {
 		return bus.AuditRecord{Kind: kind, Session: session, Attempt: attempt, Request: request, Outcome: outcome}
 	}
+	asked := func(r bus.AuditRecord) bus.AuditRecord {
+		r.Asked = 1764000000000
+		return r
+	}
 	whole := []bus.AuditRecord{
 		rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), // killed: no end
 		rec("session.started", "s", 1, "", ""), rec("request", "s", 1, "q1", ""), rec("answer", "s", 1, "q1", "answered"),
 		rec("request", "s", 1, "q1", ""), rec("answer", "s", 1, "q1", "invalid"), // a duplicate id, answered invalid
+		asked(rec("answer", "s", 1, "q2", "answered")), // its request's one record
 		rec("session.ended", "s", 1, "", "ok"),
 	}
 	if v := Violations(whole, []string{"s"}); len(v) != 0 {
@@ -29,6 +34,8 @@ func TestViolations(t *testing.T) {
 	}{
 		{"unanswered", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
 			"s#0: request q1 asked 1 times, answered 0 times"},
+		{"an answer carrying its request, answered again", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), asked(rec("answer", "s", 0, "q1", "")), rec("answer", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
+			"s#0: request q1 asked 1 times, answered 2 times"},
 		{"answered twice", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
 			"answered 2 times"},
 		{"never asked", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("answer", "s", 0, "q9", ""), rec("session.ended", "s", 0, "", "ok")},
