@@ -57,6 +57,9 @@ func printAudit(w io.Writer, records []*bus.AuditRecord) {
 			detail = fmt.Sprintf("%s: %s", r.Type, oneLine(r.Text, 80))
 		case "answer":
 			detail = fmt.Sprintf("%s %s by %s in %.0fms", r.Value, r.Outcome, decider(r), r.Latency)
+			if r.Asked != 0 { // the request's one record: what was asked, then the answer
+				detail = fmt.Sprintf("%s: %s → %s", r.Type, oneLine(r.Text, 80), detail)
+			}
 			if r.Reason != "" {
 				detail += ": " + oneLine(r.Reason, 80)
 			}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentmux/agentmux/bus"
 )
 
 // TestOneLineCutsWholeCharacters: a request's text in a table is cut on a character,
@@ -22,5 +26,23 @@ func TestOneLineCutsWholeCharacters(t *testing.T) {
 		if got != tc.want || !utf8.ValidString(got) {
 			t.Errorf("oneLine(%q, %d) = %q; want %q", tc.in, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestPrintAuditShowsWhatAnAnswerStandsFor: an answer that is its request's one record
+// shows what was asked before the answer; one after its request record shows the answer.
+func TestPrintAuditShowsWhatAnAnswerStandsFor(t *testing.T) {
+	var b strings.Builder
+	printAudit(&b, []*bus.AuditRecord{
+		{Kind: "answer", Time: 1764000000000, Request: "q1", Type: "question", Text: "Which db?", Asked: 1764000000000,
+			Value: json.RawMessage(`"postgres"`), Outcome: "answered", Decider: "rule:db", Latency: 1},
+		{Kind: "request", Time: 1764000000000, Request: "a1", Type: "approval", Text: "rm -rf build"},
+		{Kind: "answer", Time: 1764000060000, Request: "a1", Type: "approval", Value: json.RawMessage(`"no"`), Outcome: "answered", Decider: "human:ana", Latency: 60000},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], `question: Which db? → "postgres" answered by rule:db in 1ms`) ||
+		!strings.Contains(lines[2], "approval: rm -rf build") || !strings.Contains(lines[3], `"no" answered by human:ana in 60000ms`) ||
+		strings.Contains(lines[3], "rm -rf") {
+		t.Fatalf("audit table:\n%s", b.String())
 	}
 }
