@@ -14,11 +14,16 @@ const eventHeadroom = 1024
 // the server goes out as {"truncated":true,"bytes":n} instead, so that the event is
 // still seen and the session goes on.
 func PublishEvent(nc *nats.Conn, host, session, typ string, data []byte) error {
+	return PublishEventOn(nc, EventSubject(host, session, typ), data)
+}
+
+// PublishEventOn is PublishEvent on a subject EventSubject made.
+func PublishEventOn(nc *nats.Conn, subject string, data []byte) error {
 	if max := nc.MaxPayload(); int64(len(data)) > max-eventHeadroom {
 		data, _ = json.Marshal(struct {
 			Truncated bool `json:"truncated"`
 			Bytes     int  `json:"bytes"`
 		}{true, len(data)})
 	}
-	return nc.Publish(EventSubject(host, session, typ), data)
+	return nc.Publish(subject, data)
 }

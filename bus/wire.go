@@ -89,7 +89,7 @@ func (r *RequestAnswered) AppendJSON(dst []byte) []byte {
 // DecodeAsk reads an ask as json.Unmarshal would, without reflection in the plain case.
 func DecodeAsk(data []byte) (*Ask, error) {
 	a := new(Ask)
-	if json.Valid(data) && rawjson.Fields(data, a.field) {
+	if rawjson.Fields(data, a.field) {
 		return a, nil
 	}
 	*a = Ask{}
@@ -136,7 +136,7 @@ func (a *Ask) field(key, value []byte) bool {
 // case.
 func DecodeReply(data []byte) (*Reply, error) {
 	r := new(Reply)
-	if json.Valid(data) && rawjson.Fields(data, r.field) {
+	if rawjson.Fields(data, r.field) {
 		return r, nil
 	}
 	*r = Reply{}

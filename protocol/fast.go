@@ -3,20 +3,50 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/agentmux/agentmux/internal/rawjson"
 )
 
+// StreamLine reports a line that is a progress, log or heartbeat message, as Decode
+// would decode it, without decoding it: its type is all there is to take from one.
+// raw is the line without surrounding spaces (the Raw Decode would give it), a part
+// of line, not a copy. false for any other line, which Decode then decodes.
+func StreamLine(line []byte) (t Type, raw []byte, ok bool) {
+	if !utf8.Valid(line) {
+		return "", nil, false
+	}
+	raw = bytes.TrimSpace(line)
+	if len(raw) == 0 || raw[0] != '{' {
+		return "", nil, false
+	}
+	if t, _, ok = scanFast(raw); !ok || t == TypePartial {
+		return "", nil, false
+	}
+	return t, raw, true
+}
+
 // decodeFast decodes the high-volume stream messages (progress, log, heartbeat,
-// partial) without reflection: one validity check, one scan of the top-level keys, the
-// line cloned. It reports false for anything it does not handle the way the full
-// decoder would, which then decides; the two agree on every line decodeFast accepts
-// (FuzzDecodeFast checks).
+// partial) without reflection, the line cloned (see scanFast).
 func decodeFast(obj []byte) (*Message, bool) {
-	if !json.Valid(obj) {
+	t, text, ok := scanFast(obj)
+	if !ok {
 		return nil, false
 	}
-	var typ, text, chunk []byte
+	m := &Message{Type: t, Name: string(t), Raw: bytes.Clone(obj)}
+	if text != nil && json.Unmarshal(text, &m.Text) != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// scanFast reads a stream message (progress, log, heartbeat, partial) in one pass that
+// checks the line and walks its top-level keys: its type, and a partial's text (or
+// chunk) as raw JSON. It reports false for anything it does not handle the way the
+// full decoder would, which then decides; the two agree on every line scanFast accepts
+// (FuzzDecodeFast checks).
+func scanFast(obj []byte) (t Type, text []byte, ok bool) {
+	var typ, chunk []byte
 	walked := rawjson.Fields(obj, func(key, value []byte) bool {
 		switch string(key) {
 		case "type":
@@ -38,39 +68,64 @@ func decodeFast(obj []byte) (*Message, bool) {
 		return true
 	})
 	if !walked {
-		return nil, false // an escaped key, or a field the full decoder judges
+		return "", nil, false // an escaped key, or a field the full decoder judges
 	}
 	name, _, ok := rawjson.PlainString(typ, 0)
 	if !ok || len(typ) == 0 {
-		return nil, false
+		return "", nil, false
 	}
-	m := &Message{Type: Type(name), Name: string(name)}
-	switch m.Type {
-	case TypeProgress, TypeLog, TypeHeartbeat:
+	switch Type(name) { // the constants, not copies of the name: a million lines a second make garbage of copies
+	case TypeProgress:
+		return TypeProgress, nil, true
+	case TypeLog:
+		return TypeLog, nil, true
+	case TypeHeartbeat:
+		return TypeHeartbeat, nil, true
 	case TypePartial:
-		s := text
-		if s == nil {
-			s = chunk
+		if text == nil {
+			text = chunk
 		}
-		if s != nil {
-			if s[0] != '"' || json.Unmarshal(s, &m.Text) != nil {
-				return nil, false
-			}
+		if text != nil && text[0] != '"' {
+			return "", nil, false
 		}
-	default:
-		return nil, false
+		return TypePartial, text, true
 	}
-	m.Raw = bytes.Clone(obj)
-	return m, true
+	return "", nil, false
 }
 
-// typedField reports whether the full decoder gives key a Go type (and so may reject
-// its value) or meaning (id).
 // foldsToKnown reports whether key is a field of the full decoder in other letter case
 // ("tEXt"): encoding/json matches keys regardless of case, so the full decoder judges it.
 func foldsToKnown(key []byte) bool {
-	for _, name := range []string{"type", "text", "chunk", "message", "context", "args", "default", "schema",
-		"id", "question", "description", "risk_level", "tool", "kind", "multi", "options", "timeout_ms", "capabilities"} {
+	var lower [16]byte
+	if len(key) > len(lower) {
+		return slowFoldsToKnown(key)
+	}
+	for i, c := range key {
+		if c >= utf8.RuneSelf {
+			return slowFoldsToKnown(key) // Unicode folds too: "ſ" is "s", "K" (Kelvin) is "k"
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	return known(string(lower[:len(key)]))
+}
+
+// known reports the keys the full decoder reads, in lower case.
+func known(key string) bool {
+	switch key {
+	case "type", "text", "chunk", "message", "context", "args", "default", "schema", "id", "question", "description",
+		"risk_level", "tool", "kind", "multi", "options", "timeout_ms", "capabilities":
+		return true
+	}
+	return false
+}
+
+// slowFoldsToKnown folds key as encoding/json does, Unicode included.
+func slowFoldsToKnown(key []byte) bool {
+	for _, name := range []string{"type", "text", "chunk", "message", "context", "args", "default", "schema", "id", "question",
+		"description", "risk_level", "tool", "kind", "multi", "options", "timeout_ms", "capabilities"} {
 		if bytes.EqualFold(key, []byte(name)) {
 			return true
 		}
@@ -78,6 +133,8 @@ func foldsToKnown(key []byte) bool {
 	return false
 }
 
+// typedField reports whether the full decoder gives key a Go type (and so may reject
+// its value) or meaning (id).
 func typedField(key []byte) bool {
 	switch string(key) {
 	case "id", "question", "description", "risk_level", "tool", "kind", "multi", "options", "timeout_ms", "capabilities":

@@ -72,6 +72,22 @@ func (r *Reader) Next() ([]byte, error) {
 	}
 }
 
+// Buffered reports whether a whole non-empty line is already read and waiting: then
+// Next returns it without reading the stream.
+func (r *Reader) Buffered() bool {
+	b, _ := r.br.Peek(r.br.Buffered())
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		if i > 1 || i == 1 && b[0] != '\r' {
+			return true
+		}
+		b = b[i+1:] // an empty line, which Next skips
+	}
+}
+
 // line reads one line, gathering it across bufio fills when it is long.
 func (r *Reader) line() ([]byte, error) {
 	frag, err := r.br.ReadSlice('\n')

@@ -126,3 +126,34 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderBufferedSaysWhenNextWillNotRead: Buffered is true exactly when a whole
+// non-empty line waits in the buffer, so a reader can batch what it has without
+// blocking on the stream.
+func TestReaderBufferedSaysWhenNextWillNotRead(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := NewReader(pr, 100)
+	go func() { _, _ = pw.Write([]byte("one\ntwo\n\r\n\npartial")) }()
+	if line, err := r.Next(); err != nil || string(line) != "one" {
+		t.Fatalf("Next = %q, %v", line, err)
+	}
+	if !r.Buffered() {
+		t.Fatal("Buffered = false with \"two\" waiting")
+	}
+	if line, _ := r.Next(); string(line) != "two" {
+		t.Fatalf("Next = %q", line)
+	}
+	if r.Buffered() {
+		t.Fatal("Buffered = true with only empty lines and a partial one waiting: Next would block")
+	}
+	go func() {
+		_, _ = pw.Write([]byte(" line\n"))
+		pw.Close()
+	}()
+	if line, _ := r.Next(); string(line) != "partial line" {
+		t.Fatalf("Next = %q", line)
+	}
+	if r.Buffered() {
+		t.Fatal("Buffered = true at the end")
+	}
+}

@@ -162,6 +162,8 @@ func decodeFull(t *testing.T, line []byte) (*Message, error) {
 	return m, m.fill(&w)
 }
 
+// FuzzDecodeFast: the fast paths (decodeFast, StreamLine) agree with the full decoder on
+// every line they accept.
 func FuzzDecodeFast(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"progress","message":"a","percent":3}`, `{"type":"partial","text":"a\nb"}`, `{"type":"partial","chunk":"c"}`,
@@ -171,6 +173,12 @@ func FuzzDecodeFast(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
+		if typ, raw, ok := StreamLine(line); ok {
+			m, err := Decode(line, PlainTextResult)
+			if err != nil || m.Type != typ || !bytes.Equal(m.Raw, raw) || m.Type.IsRequest() || m.Type == TypePartial {
+				t.Fatalf("StreamLine(%q) = %s %q; Decode says %+v, %v", line, typ, raw, m, err)
+			}
+		}
 		trimmed := bytes.TrimSpace(line)
 		if len(trimmed) == 0 || trimmed[0] != '{' || !utf8.Valid(trimmed) {
 			return

@@ -157,8 +157,14 @@ func (a *Agent) Receive(c actor.Context) {
 		a.onStarted(m)
 	case *StartSession:
 		a.startSession(m)
-	case *lineRead:
-		a.onLine(m.msg)
+	case *linesRead:
+		for _, l := range m.lines {
+			if l.msg != nil {
+				a.onLine(l.msg)
+			} else {
+				a.onStreamLine(l.typ, m.buf[l.start:l.end:l.end])
+			}
+		}
 	case *rawLine:
 		a.onRawLine(m.line)
 	case *frameError:

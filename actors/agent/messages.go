@@ -130,8 +130,17 @@ type (
 		proc *process
 		err  error
 	}
-	lineRead struct {
-		msg *protocol.Message
+	// linesRead are the lines of one read of stdout, in order: a busy agent's lines cost
+	// one mailbox hop together, not one each. A stream line (progress, log, heartbeat)
+	// is not decoded at all: its bytes are in buf.
+	linesRead struct {
+		lines []readLine
+		buf   []byte
+	}
+	readLine struct {
+		msg        *protocol.Message // nil for a stream line
+		typ        protocol.Type     // a stream line's type
+		start, end int               // a stream line's bytes in linesRead.buf
 	}
 	rawLine struct {
 		line []byte // a dialect process's line, for the dialect to decode

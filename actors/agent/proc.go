@@ -147,14 +147,30 @@ func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, count
 	return p, nil
 }
 
-// readStdout frames and decodes the agent's stdout until it closes. With raw set (a
-// dialect's process) lines go to the actor undecoded: the dialect's state is the actor's.
+// maxLineBatch bounds the lines one linesRead carries.
+const maxLineBatch = 64
+
+// readStdout frames and decodes the agent's stdout until it closes. Lines already read
+// together go to the actor together (linesRead), never waiting for more. With raw set
+// (a dialect's process) lines go to the actor undecoded: the dialect's state is the
+// actor's.
 func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, sizes prometheus.Observer, send func(any)) {
 	defer f.Close()
 	r := protocol.NewReader(f, limit)
+	batch := &linesRead{}
+	flush := func() {
+		if len(batch.lines) > 0 {
+			send(batch)
+			batch = &linesRead{}
+		}
+	}
 	for {
+		if !r.Buffered() || len(batch.lines) == maxLineBatch {
+			flush() // the next line may be a while: what was read goes now
+		}
 		line, err := r.Next()
 		if err != nil {
+			flush()
 			var tooLong *protocol.LineTooLongError
 			if errors.As(err, &tooLong) {
 				send(&frameError{reason: "too_long", size: tooLong.Size, err: err})
@@ -171,8 +187,15 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, 
 			send(&rawLine{line: bytes.Clone(line)})
 			continue
 		}
+		if typ, raw, ok := protocol.StreamLine(line); ok {
+			start := len(batch.buf)
+			batch.buf = append(batch.buf, raw...)
+			batch.lines = append(batch.lines, readLine{typ: typ, start: start, end: len(batch.buf)})
+			continue
+		}
 		msg, err := protocol.Decode(line, plain)
 		if err != nil {
+			flush()
 			reason := "invalid_json"
 			var inv *protocol.InvalidFrameError
 			if errors.As(err, &inv) {
@@ -181,7 +204,7 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, 
 			send(&frameError{reason: reason, size: len(line), err: err})
 			continue
 		}
-		send(&lineRead{msg: msg})
+		batch.lines = append(batch.lines, readLine{msg: msg})
 	}
 }
 

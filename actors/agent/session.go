@@ -37,6 +37,7 @@ type session struct {
 	reprompts int // new prompts sent for results that did not fit the schema
 	// standing are answers given for the rest of the session, by request type and text.
 	standing map[string]standing
+	subjects map[protocol.Type]string // event subjects of stream lines, by type
 }
 
 // standing is an answer that stands for the same request later in its session.
@@ -160,6 +161,38 @@ func (a *Agent) onLine(msg *protocol.Message) {
 	default:
 		a.publish(s.id, string(msg.Type), msg.Raw)
 	}
+}
+
+// onStreamLine takes a progress, log or heartbeat line, as onLine would take it
+// decoded: counted, and published as it is on its session's subject.
+func (a *Agent) onStreamLine(typ protocol.Type, raw []byte) {
+	a.countMessage(typ)
+	s := a.sess
+	if a.phase == phaseInitializing || s == nil {
+		a.publish("_", string(typ), raw)
+		return
+	}
+	s.touch(a.host.IdleTimeout > 0)
+	if !a.host.Sends(string(typ)) {
+		a.unhandled(s, &protocol.Message{Type: typ, Name: string(typ), Raw: raw})
+		return
+	}
+	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, typ), raw); err != nil {
+		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+	}
+}
+
+// subject is the event subject of the session's messages of type t, made once.
+func (s *session) subject(host string, t protocol.Type) string {
+	if sub, ok := s.subjects[t]; ok {
+		return sub
+	}
+	if s.subjects == nil {
+		s.subjects = map[protocol.Type]string{}
+	}
+	sub := bus.EventSubject(host, s.id, string(t))
+	s.subjects[t] = sub
+	return sub
 }
 
 func (a *Agent) onInitLine(msg *protocol.Message) {

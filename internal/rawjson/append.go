@@ -99,7 +99,7 @@ func AppendRaw(dst, v []byte) []byte {
 	if len(v) == 0 {
 		return append(dst, "null"...)
 	}
-	if !hasSpace(v) && json.Valid(v) {
+	if !hasSpace(v) && Valid(v) {
 		return append(dst, v...)
 	}
 	buf := bytes.NewBuffer(dst)
