@@ -48,7 +48,7 @@ func ratios(r *Report) []Ratio {
 	}
 	if b1 := r.system("B1"); b1 != nil && b1.ProgressPS > 0 {
 		prog := ratio(am.ProgressPS, b1.ProgressPS)
-		add("progress lines/s / B1", prog, "≥ 0.85", prog >= 0.85)
+		add("progress lines/s / B1", prog, "≥ 0.9", prog >= 0.9)
 	}
 	if b2 := r.system("B2"); b2 != nil && b2.Questions.Count > 0 {
 		v := ratio(float64(am.Questions.P50), float64(b2.Questions.P50))
