@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"container/heap"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -82,9 +83,15 @@ type Asker struct {
 	prefix string
 	sub    *nats.Subscription
 
-	mu     sync.Mutex // protects calls and closed
+	mu     sync.Mutex // protects calls, closed, due and wakeAt
 	calls  map[string]*call
 	closed bool
+	// due holds every call's next due time, soonest first, behind the one timer wake:
+	// no timer, and no goroutine when one fires, per ask. An entry a call left behind
+	// when it was armed again is skipped when it comes due.
+	due    dueHeap
+	wake   *time.Timer
+	wakeAt time.Time // when wake fires; zero when stopped
 }
 
 type callState uint8
@@ -104,11 +111,11 @@ type call struct {
 	answered bool
 	early    bool // settled by the caller before the deadline: answered or withdrawn, not timed out
 	backoff  time.Duration
-	retry    bool      // the timer runs out a no-responders backoff
-	due      time.Time // when timer's current purpose falls due; earlier firings are stale
-	timer    *time.Timer
-	member   string   // who holds it, from the last acknowledgement
-	tried    []string // members asked by name, or that fell silent: not asked by name again
+	key      string
+	retry    bool      // the wait runs out a no-responders backoff
+	due      time.Time // when the current wait falls due; earlier entries are stale
+	member   string    // who holds it, from the last acknowledgement
+	tried    []string  // members asked by name, or that fell silent: not asked by name again
 	deliver  func(*Reply)
 }
 
@@ -127,6 +134,8 @@ func NewAsker(nc *nats.Conn, cfg AskerConfig) (*Asker, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &Asker{nc: nc, cfg: cfg, prefix: nc.NewInbox() + ".", calls: map[string]*call{}}
+	a.wake = time.AfterFunc(time.Hour, a.sweep)
+	a.wake.Stop()
 	sub, err := nc.Subscribe(a.prefix+"*", a.onReply)
 	if err != nil {
 		return nil, fmt.Errorf("bus: reply subscription for asks: %w", err)
@@ -148,10 +157,8 @@ func (a *Asker) Close() {
 	}
 	a.closed = true
 	_ = a.sub.Unsubscribe()
-	for key, c := range a.calls {
-		c.timer.Stop()
-		delete(a.calls, key)
-	}
+	a.wake.Stop()
+	a.calls, a.due = map[string]*call{}, nil
 }
 
 // Ask sends msg to the queue group of its subject and calls deliver with every answer,
@@ -166,14 +173,14 @@ func (a *Asker) Close() {
 func (a *Asker) Ask(msg *nats.Msg, deadline time.Time, failover bool, deliver func(*Reply)) (settle func(why string)) {
 	key := nuid.Next()
 	msg.Reply = a.prefix + key
-	c := &call{msg: msg, deadline: deadline, watch: failover, backoff: minAskBackoff, deliver: deliver}
+	c := &call{key: key, msg: msg, deadline: deadline, watch: failover, backoff: minAskBackoff, deliver: deliver}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
 		return func(string) {}
 	}
 	a.calls[key] = c
-	c.timer = time.AfterFunc(a.nextWait(c, time.Now()), func() { a.onTimer(key) })
+	a.arm(c, a.nextWait(c, time.Now()))
 	a.mu.Unlock()
 	a.publish(msg)
 	return func(why string) { a.settle(key, why) }
@@ -217,10 +224,56 @@ func (a *Asker) nextWait(c *call, now time.Time) time.Duration {
 	return untilDeadline // a person answers, or a member outside agentmux
 }
 
-// arm points c's timer at d from now. Callers hold mu.
+// arm makes c due d from now. Callers hold mu.
 func (a *Asker) arm(c *call, d time.Duration) {
 	c.due = time.Now().Add(d)
-	c.timer.Reset(d)
+	heap.Push(&a.due, dueEntry{key: c.key, at: c.due})
+	if a.wakeAt.IsZero() || c.due.Before(a.wakeAt) {
+		a.wakeAt = c.due
+		a.wake.Reset(d)
+	}
+}
+
+// sweep acts on every call that has come due.
+func (a *Asker) sweep() {
+	a.mu.Lock()
+	now := time.Now()
+	var keys []string
+	for len(a.due) > 0 && !a.due[0].at.After(now) {
+		e := heap.Pop(&a.due).(dueEntry)
+		if c, ok := a.calls[e.key]; ok && c.due.Equal(e.at) {
+			keys = append(keys, e.key)
+		}
+	}
+	a.wakeAt = time.Time{}
+	if len(a.due) > 0 && !a.closed {
+		a.wakeAt = a.due[0].at
+		a.wake.Reset(a.wakeAt.Sub(now))
+	}
+	a.mu.Unlock()
+	for _, key := range keys {
+		a.onTimer(key)
+	}
+}
+
+// dueEntry is when a call falls due.
+type dueEntry struct {
+	key string
+	at  time.Time
+}
+
+// dueHeap is a container/heap of due entries, soonest first.
+type dueHeap []dueEntry
+
+func (h dueHeap) Len() int           { return len(h) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueEntry)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 func (a *Asker) publish(m *nats.Msg) {

@@ -1,9 +1,10 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/agentmux/agentmux/internal/rawjson"
 )
 
 // Outcome says how a request ended. Every request ends with exactly one.
@@ -29,20 +30,19 @@ type Response struct {
 // AppendResponse appends r as one line, "\n" included. The value is compacted, so no
 // answer can carry a line break into the agent's stdin.
 func AppendResponse(dst []byte, r Response) []byte {
-	id := quote(r.ID)
 	dst = append(dst, `{"type":"response","in_reply_to":`...)
-	dst = append(dst, quote(string(r.InReplyTo))...)
+	dst = rawjson.AppendString(dst, string(r.InReplyTo))
 	dst = append(dst, `,"id":`...)
-	dst = append(dst, id...)
+	dst = rawjson.AppendString(dst, r.ID)
 	dst = append(dst, `,"answer_to":`...)
-	dst = append(dst, id...)
+	dst = rawjson.AppendString(dst, r.ID)
 	dst = append(dst, `,"value":`...)
-	dst = appendCompact(dst, r.Value)
+	dst = rawjson.AppendRaw(dst, r.Value)
 	dst = append(dst, `,"outcome":`...)
-	dst = append(dst, quote(string(r.Outcome))...)
+	dst = rawjson.AppendString(dst, string(r.Outcome))
 	if r.Reason != "" {
 		dst = append(dst, `,"reason":`...)
-		dst = append(dst, quote(r.Reason)...)
+		dst = rawjson.AppendString(dst, r.Reason)
 	}
 	return append(dst, "}\n"...)
 }
@@ -50,16 +50,16 @@ func AppendResponse(dst []byte, r Response) []byte {
 // AppendInit appends the init line carrying the host's params.
 func AppendInit(dst []byte, params json.RawMessage) []byte {
 	dst = append(dst, `{"type":"init","params":`...)
-	dst = appendCompact(dst, params)
+	dst = rawjson.AppendRaw(dst, params)
 	return append(dst, "}\n"...)
 }
 
 // AppendPrompt appends a session's prompt in the JSON input format.
 func AppendPrompt(dst []byte, text, session string) []byte {
 	dst = append(dst, `{"type":"prompt","text":`...)
-	dst = append(dst, quote(text)...)
+	dst = rawjson.AppendString(dst, text)
 	dst = append(dst, `,"session":`...)
-	dst = append(dst, quote(session)...)
+	dst = rawjson.AppendString(dst, session)
 	return append(dst, "}\n"...)
 }
 
@@ -122,30 +122,13 @@ func AppendPromptText(dst []byte, text string) []byte {
 // AppendMessageLine appends a mid-session message for agents that declared "message".
 func AppendMessageLine(dst []byte, text string) []byte {
 	dst = append(dst, `{"type":"message","text":`...)
-	dst = append(dst, quote(text)...)
+	dst = rawjson.AppendString(dst, text)
 	return append(dst, "}\n"...)
 }
 
 // AppendInterrupt appends an interrupt for agents that declared "interrupt".
 func AppendInterrupt(dst []byte, reason string) []byte {
 	dst = append(dst, `{"type":"interrupt","reason":`...)
-	dst = append(dst, quote(reason)...)
+	dst = rawjson.AppendString(dst, reason)
 	return append(dst, "}\n"...)
-}
-
-func quote(s string) []byte {
-	b, _ := json.Marshal(s) // a string always marshals
-	return b
-}
-
-func appendCompact(dst []byte, v json.RawMessage) []byte {
-	if len(v) == 0 {
-		return append(dst, "null"...)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, v); err != nil {
-		// Not JSON: send it as a string rather than corrupt the stream.
-		return append(dst, quote(string(v))...)
-	}
-	return append(dst, buf.Bytes()...)
 }

@@ -103,6 +103,7 @@ type Agent struct {
 	gen      uint64
 	ladder   []*time.Timer                        // stop ladder and drain timers, stopped when the process is gone
 	messages map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
+	counted  requestMetrics                       // the request metrics, looked up once
 
 	stderrTail []string // the last stderr lines, for the error of a crash
 

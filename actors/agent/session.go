@@ -419,9 +419,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 		}
 	}
 	wait := time.Since(p.readAt)
-	a.cfg.Metrics.Requests.WithLabelValues(a.host.Name, string(p.msg.Type), string(outcome)).Inc()
-	a.cfg.Metrics.Answers.WithLabelValues(a.host.Name, metrics.DeciderKind(decider)).Inc()
-	a.cfg.Metrics.RequestWait.WithLabelValues(string(p.msg.Type)).Observe(wait.Seconds())
+	a.counted.request(a.cfg.Metrics, a.host.Name, p.msg.Type, outcome, metrics.DeciderKind(decider), wait)
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
 	ev := bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}

@@ -39,8 +39,9 @@ func Props(cfg Config) *actor.Props {
 		cfg.Goroutines = &sync.WaitGroup{}
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Supervisor{cfg: cfg, name: cfg.Supervisor.Name, log: cfg.Log.With("supervisor", cfg.Supervisor.Name),
-			held: map[string]*nats.Msg{}}
+		name := cfg.Supervisor.Name
+		return &Supervisor{cfg: cfg, name: name, log: cfg.Log.With("supervisor", name), held: map[string]*nats.Msg{},
+			counts: newCounts(cfg.Metrics, name)}
 	})
 }
 
@@ -49,6 +50,7 @@ type Supervisor struct {
 	cfg      Config
 	name     string
 	log      *slog.Logger
+	counts   counts
 	sub      *nats.Subscription // the queue group's
 	direct   *nats.Subscription // asks addressed to this member by name
 	ctx      context.Context    // the decisions' parent; cancelled when the actor stops
@@ -196,7 +198,7 @@ func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
 		return nil, false
 	}
 	if ask.Deadline > 0 && time.Now().After(time.UnixMilli(ask.Deadline)) {
-		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "expired").Inc()
+		s.counts.expired.Inc()
 		return nil, false
 	}
 	return ask, true
@@ -213,30 +215,30 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 	}
 	begun := time.Now()
 	dec, err := s.cfg.Decider.Decide(ctx, req)
-	s.cfg.Metrics.DecisionTime.WithLabelValues(s.name).Observe(time.Since(begun).Seconds())
+	s.counts.time.Observe(time.Since(begun).Seconds())
 	if parent.Err() != nil {
-		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "released").Inc()
+		s.counts.released.Inc()
 		return
 	}
 	if err != nil {
-		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "error").Inc()
+		s.counts.errored.Inc()
 		s.log.Warn("decision failed; declining", "session", ask.Session, "request", ask.ID, "err", err)
 		s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: err.Error()})
 		return
 	}
-	outcome := "decided"
+	outcome := s.counts.decided
 	switch {
 	case dec.Deferred:
-		s.cfg.Metrics.Decisions.WithLabelValues(s.name, "deferred").Inc()
-		s.cfg.Metrics.HumanPending.WithLabelValues(s.name).Inc()
+		s.counts.deferred.Inc()
+		s.counts.humanPending.Inc()
 		s.status(msg.Reply, bus.StatusDeferred) // a person answers; the delivery goes to msg.Reply
 		return
 	case dec.UseDefault:
-		outcome = "default"
+		outcome = s.counts.useDefault
 	case dec.Cancelled:
-		outcome = "declined"
+		outcome = s.counts.declined
 	}
-	s.cfg.Metrics.Decisions.WithLabelValues(s.name, outcome).Inc()
+	outcome.Inc()
 	s.respond(msg, dec.Reply())
 }
 

@@ -109,11 +109,17 @@ func AppendRaw(dst, v []byte) []byte {
 	return buf.Bytes()
 }
 
-// hasSpace reports a byte JSON may treat as whitespace: only then is there something
-// to compact.
+// hasSpace reports whitespace outside strings in v: only then is there something to
+// compact.
 func hasSpace(v []byte) bool {
-	for _, c := range v {
-		if c <= ' ' {
+	inString := false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte
+		case c == '"':
+			inString = !inString
+		case !inString && c <= ' ':
 			return true
 		}
 	}
