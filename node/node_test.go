@@ -342,6 +342,20 @@ func TestIdleTimeoutKillsHungAgentAndGrandchild(t *testing.T) {
 	})
 }
 
+// Progress keeps a session alive past its idle timeout: the session is idle only when
+// nothing at all comes, even lines that never pass through the agent's actor.
+func TestProgressKeepsAnIdleTimeoutAway(t *testing.T) {
+	f := start(t, simHost("w", "idle_timeout = \"500ms\""))
+	var steps []string
+	for range 8 {
+		steps = append(steps, send(`{"type":"progress","message":"working"}`), `{"sleep":"200ms"}`)
+	}
+	res := f.run("w", script(append(steps, result)...))
+	if !res.OK {
+		t.Fatalf("result = %+v; want the session to live on its progress for 1.6 s past a 500 ms idle timeout", res)
+	}
+}
+
 func TestHugeLineThenNormalLine(t *testing.T) {
 	f := start(t, simHost("w", ""))
 	res := f.run("w", script(`{"raw_bytes":10485760}`, `{"raw":"{broken json"}`, send(`{"type":"progress","message":"after"}`), result))

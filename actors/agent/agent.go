@@ -80,7 +80,9 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Audit == nil {
 		cfg.Audit = func(string, *bus.AuditRecord) {}
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Log.With("host", cfg.Host.Name)} })
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Log.With("host", cfg.Host.Name), stream: &stream{}}
+	})
 }
 
 // Agent is the actor for one agent process.
@@ -109,6 +111,7 @@ type Agent struct {
 
 	waiting *StartSession // arrived before the process was ready
 	sess    *session
+	stream  *stream // the stdout reader's short way for a session's stream lines
 }
 
 func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }
@@ -121,9 +124,9 @@ func (a *Agent) spawn(extra []string) {
 		var p *process
 		var err error
 		if a.cfg.InProc != nil {
-			p, err = startInProc(a.host, a.cfg.InProc, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		} else {
-			p, err = startProcess(a.host, a.dialect, extra, a.cfg.Procs, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startProcess(a.host, a.dialect, extra, a.cfg.Procs, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()
@@ -166,10 +169,13 @@ func (a *Agent) Receive(c actor.Context) {
 				a.onStreamLine(l.typ, m.buf[l.start:l.end:l.end])
 			}
 		}
+		a.stream.taken()
 	case *rawLine:
 		a.onRawLine(m.line)
+		a.stream.taken()
 	case *frameError:
 		a.onFrameError(m)
+		a.stream.taken()
 	case *stderrLine:
 		a.onStderr(m)
 	case *stderrClosed:
@@ -179,6 +185,7 @@ func (a *Agent) Receive(c actor.Context) {
 		a.reading--
 		a.maybeGone()
 	case *stdoutClosed:
+		a.stream.taken()
 		a.reading--
 		if m.err != nil {
 			a.log.Warn("agent stdout read failed", "pid", a.pid(), "err", m.err)
@@ -318,7 +325,7 @@ func (a *Agent) maybeGone() {
 	if s := a.sess; s != nil {
 		// A reused process that died before it said anything of this session: the
 		// session never really ran, so the router runs it again on a fresh process.
-		retry := a.served > 1 && s.lines == 0
+		retry := a.served > 1 && s.lines == 0 && (s.sink == nil || s.sink.lines.Load() == 0)
 		a.endSession(&Result{Error: text, Retryable: retry}, false)
 	}
 	a.finish(text) // the parent stops this actor once it has read everything sent before
@@ -500,7 +507,10 @@ func (a *Agent) publish(session, typ string, data []byte) {
 }
 
 // countMessage counts one message read, without a label lookup per line.
-func (a *Agent) countMessage(t protocol.Type) {
+func (a *Agent) countMessage(t protocol.Type) { a.counter(t).Inc() }
+
+// counter is messages_total of type t, looked up once.
+func (a *Agent) counter(t protocol.Type) prometheus.Counter {
 	c, ok := a.messages[t]
 	if !ok {
 		if a.messages == nil {
@@ -509,5 +519,5 @@ func (a *Agent) countMessage(t protocol.Type) {
 		c = a.cfg.Metrics.Messages.WithLabelValues(a.host.Name, string(t))
 		a.messages[t] = c
 	}
-	c.Inc()
+	return c
 }

@@ -48,7 +48,7 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 // startProcess starts h's command with its own process group and a parent-death signal,
 // and the goroutines that serve its pipes. send delivers their reports to the actor.
 // procs records the process group while it runs (nil: not recorded).
-func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim.Registry, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim.Registry, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
 	args := h.Args
 	if d != nil {
 		args = append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
@@ -104,7 +104,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
 	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
 	p.serve = func() {
-		go readStdout(outR, h.MaxLineBytes, plainText(h), d != nil, counts.frameBytes, send)
+		go readStdout(outR, h.MaxLineBytes, plainText(h), d != nil, counts.frameBytes, st, send)
 		go readStderr(errR, send)
 		go func() {
 			err := cmd.Wait()
@@ -129,13 +129,13 @@ type InProc func(stdin io.Reader, stdout io.Writer) error
 
 // startInProc runs agent on a goroutine over in-memory pipes: no file descriptors, so
 // tens of thousands fit in one process. Its pid is 0, and closing its pipes stops it.
-func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+func startInProc(h *config.Host, agent InProc, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := &process{stdout: outR}
 	p.stdin = newStdinWriter(pipeWriter{inW}, writeTimeout, counts, send)
 	p.serve = func() {
-		go readStdout(outR, h.MaxLineBytes, plainText(h), false, counts.frameBytes, send)
+		go readStdout(outR, h.MaxLineBytes, plainText(h), false, counts.frameBytes, st, send)
 		send(&stderrClosed{}) // no stderr
 		go func() {
 			err := agent(inR, outW)
@@ -150,17 +150,18 @@ func startInProc(h *config.Host, agent InProc, writeTimeout time.Duration, count
 // maxLineBatch bounds the lines one linesRead carries.
 const maxLineBatch = 64
 
-// readStdout frames and decodes the agent's stdout until it closes. Lines already read
-// together go to the actor together (linesRead), never waiting for more. With raw set
-// (a dialect's process) lines go to the actor undecoded: the dialect's state is the
-// actor's.
-func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, sizes prometheus.Observer, send func(any)) {
+// readStdout frames and decodes the agent's stdout until it closes. A running
+// session's stream lines it publishes itself (stream); the rest go to the actor, lines
+// already read together in one message (linesRead), never waiting for more. With raw
+// set (a dialect's process) lines go to the actor undecoded: the dialect's state is
+// the actor's.
+func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, sizes prometheus.Observer, st *stream, send func(any)) {
 	defer f.Close()
 	r := protocol.NewReader(f, limit)
 	batch := &linesRead{}
 	flush := func() {
 		if len(batch.lines) > 0 {
-			send(batch)
+			st.toActor(send, batch)
 			batch = &linesRead{}
 		}
 	}
@@ -173,21 +174,24 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, 
 			flush()
 			var tooLong *protocol.LineTooLongError
 			if errors.As(err, &tooLong) {
-				send(&frameError{reason: "too_long", size: tooLong.Size, err: err})
+				st.toActor(send, &frameError{reason: "too_long", size: tooLong.Size, err: err})
 				continue
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
 				err = nil
 			}
-			send(&stdoutClosed{err: err})
+			st.toActor(send, &stdoutClosed{err: err})
 			return
 		}
 		sizes.Observe(float64(len(line)))
 		if raw {
-			send(&rawLine{line: bytes.Clone(line)})
+			st.toActor(send, &rawLine{line: bytes.Clone(line)})
 			continue
 		}
 		if typ, raw, ok := protocol.StreamLine(line); ok {
+			if len(batch.lines) == 0 && st.publish(typ, raw) {
+				continue
+			}
 			start := len(batch.buf)
 			batch.buf = append(batch.buf, raw...)
 			batch.lines = append(batch.lines, readLine{typ: typ, start: start, end: len(batch.buf)})
@@ -201,7 +205,7 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, 
 			if errors.As(err, &inv) {
 				reason = inv.Reason
 			}
-			send(&frameError{reason: reason, size: len(line), err: err})
+			st.toActor(send, &frameError{reason: reason, size: len(line), err: err})
 			continue
 		}
 		batch.lines = append(batch.lines, readLine{msg: msg})

@@ -38,6 +38,7 @@ type session struct {
 	// standing are answers given for the rest of the session, by request type and text.
 	standing map[string]standing
 	subjects map[protocol.Type]string // event subjects of stream lines, by type
+	sink     *streamSink              // where the stdout reader publishes stream lines itself
 }
 
 // standing is an answer that stands for the same request later in its session.
@@ -106,6 +107,7 @@ func (a *Agent) startSession(m *StartSession) {
 	}
 	a.sess = s
 	a.to(phaseBusy)
+	a.openStream(s)
 	switch {
 	case a.dialect != nil:
 		a.proc.stdin.write(a.dialect.Prompt(m.Prompt+previousText(m.Previous), m.Session))
@@ -444,7 +446,13 @@ func (a *Agent) onSessionTimer(m *timerFired) {
 		a.timeOut(fmt.Sprintf("session timed out after %v", a.host.Timeout.D()))
 	case timerIdle:
 		idle := a.host.IdleTimeout.D()
-		if quiet := time.Since(s.lastLine); quiet < idle {
+		last := s.lastLine
+		if s.sink != nil {
+			if direct := time.Unix(0, s.sink.lastLine.Load()); direct.After(last) {
+				last = direct // the reader published the last line itself
+			}
+		}
+		if quiet := time.Since(last); quiet < idle {
 			s.timers = append(s.timers, a.after(idle-quiet, timerIdle, s.gen, ""))
 			return
 		}
@@ -520,6 +528,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 		t.Stop()
 	}
 	a.sess = nil
+	a.closeStream()
 	a.gen++ // retires this session's timers
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
 	r.Duration = time.Since(s.start.Started)
