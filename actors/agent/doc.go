@@ -16,7 +16,10 @@
 // Concurrency promise: Receive never blocks. Four goroutines per process do the blocking
 // work — the stdout reader, the stdin writer (with a write deadline), the waiter, and the
 // stderr reader — and report back by sending messages to the actor. Timers and NATS
-// requests do the same. Every goroutine ends when the process and its pipes are gone.
+// requests do the same. The one thing a goroutine does without the actor: the stdout
+// reader publishes a running session's progress, log and heartbeat lines itself, through
+// a sink the actor opens at the session's start and closes at its end (stream.go).
+// Every goroutine ends when the process and its pipes are gone.
 //
 //	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Asker: b.Asker,
 //		Routes: manifest.Routes, Metrics: m, Log: log})
