@@ -17,14 +17,29 @@ type Runs struct {
 	Medians []Ratio   `json:"medians,omitempty"`
 }
 
-// RunN runs the scenario n times.
+// warmUpSessions is how many sessions of the scenario warm the machine up before the
+// first run.
+const warmUpSessions = 20
+
+// RunN runs the scenario n times, after a short warm-up: the first system of an
+// invocation would otherwise pay alone for a cold page cache (the agent binary, with
+// process agents) and a cold start of everything it runs.
 func RunN(ctx context.Context, c Config, n int, log *slog.Logger, progress Progress) (*Runs, error) {
 	out := &Runs{}
+	warm := c
+	warm.Sessions, warm.Probes = min(c.Sessions, warmUpSessions), false
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		wctx, cancel = context.WithTimeout(ctx, c.Timeout)
+	}
+	_, err := runAgentmux(wctx, &warm, log, func(_ string, done, total int) { progress("warm-up", done, total) })
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("bench: warm-up: %w", err)
+	}
 	for i := range max(n, 1) {
-		if i > 0 {
-			if err := settle(ctx); err != nil {
-				return nil, err
-			}
+		if err := settle(ctx); err != nil {
+			return nil, err
 		}
 		rep, err := Run(ctx, c, log, func(system string, done, total int) {
 			progress(fmt.Sprintf("run %d/%d %s", i+1, n, system), done, total)
