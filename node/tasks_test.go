@@ -3,13 +3,18 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/sim"
 )
 
 // A task published on the work queue runs, its session.ended event carries the result,
@@ -134,4 +139,35 @@ func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
 			t.Errorf("t-done ran again: %+v", r)
 		}
 	}
+}
+
+// More than a thousand tasks of one host run at once when the node has the slots:
+// the work queue's consumer puts no cap of its own on tasks taken and not yet acked
+// (NATS's default would hold the whole fleet to 1,000 per host).
+func TestOverAThousandTasksRunAtOnce(t *testing.T) {
+	const tasks = 1100
+	f := start(t, fmt.Sprintf("[hosts.w]\ncommand = \"inproc\"\npool = %d\n", tasks), func(o *Options) {
+		o.InProc = map[string]agent.InProc{"w": func(in io.Reader, out io.Writer) error { return sim.Run(in, out, sim.Options{}) }}
+	})
+	hold := (&sim.Load{Hold: sim.Duration(2 * time.Minute)}).Prompt()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range tasks {
+		data, _ := json.Marshal(&bus.Task{ID: fmt.Sprintf("t-%d", i), Host: "w", Prompt: hold})
+		if _, err := f.n.Bus.JS.PublishAsync(bus.TaskSubject("w"), data, jetstream.WithMsgID(fmt.Sprintf("t-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-f.n.Bus.JS.PublishAsyncComplete():
+	case <-ctx.Done():
+		t.Fatal("the tasks were not all acknowledged by the stream")
+	}
+	active := f.n.Metrics.SessionsActive.WithLabelValues("w")
+	waitFor(t, time.Minute, func() error {
+		if n := testutil.ToFloat64(active); n != tasks {
+			return fmt.Errorf("%v sessions running at once; want all %d", n, tasks)
+		}
+		return nil
+	})
 }

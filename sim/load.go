@@ -163,7 +163,12 @@ func (a *agent) load(plan *Load) error {
 				held = true
 			case m := <-a.lines:
 				if m.finished {
-					return m.readErr
+					if m.readErr != nil {
+						return m.readErr
+					}
+					// The one end-of-input the reader sends: returning nil would leave Run
+					// waiting for a next line that never comes.
+					return fmt.Errorf("sim: stdin closed while holding a load session")
 				}
 			}
 		}

@@ -228,8 +228,11 @@ func (r *Router) start(c actor.Context) {
 // taskConsumer is the durable consumer a node pulls name's tasks (a host's, or a
 // pipeline's runs) with: a task not said "in progress" for taskAckWait goes to another.
 func taskConsumer(durable, name string) jetstream.ConsumerConfig {
+	// No cap on tasks taken and not yet acked: every node pulls only what it has free
+	// slots for, and the server's default (1,000 for the whole fleet) would cap every
+	// host at a thousand sessions at once however many nodes run it.
 	return jetstream.ConsumerConfig{Durable: durable, FilterSubject: bus.TaskSubject(name),
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: taskAckWait, MaxDeliver: -1}
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: taskAckWait, MaxDeliver: -1, MaxAckPending: -1}
 }
 
 // pull fetches one task per free slot and hands it to the router.
