@@ -50,7 +50,12 @@ func (c *Config) manifest() string {
 	}
 	// warmup is the same agent on its own host: the probes run a session there first,
 	// so what the runtime sets up once is not counted per session.
-	return m + host(loadHost, c.Sessions) + host(warmupHost, 1) + `
+	return m + host(loadHost, c.Sessions) + host(warmupHost, 1) + loadSupervisors
+}
+
+// loadSupervisors are the scenario's supervisors and routes: a static supervisor that
+// answers at once, and one nobody runs for the unrouted questions.
+const loadSupervisors = `
 [supervisors.fast]
 strategy = "static"
 concurrency = 1024
@@ -66,7 +71,6 @@ supervisor = "nobody"
 [[routes]]
 supervisor = "fast"
 `
-}
 
 // inprocAgent is the load agent inside this process.
 func inprocAgent(in io.Reader, out io.Writer) error { return sim.Run(in, out, sim.Options{}) }

@@ -17,8 +17,12 @@ import (
 	"github.com/agentmux/agentmux/sim"
 )
 
-// TestMain doubles as the process agent when AGENTMUX_BENCH_AGENT is set.
+// TestMain doubles as the process agent when AGENTMUX_BENCH_AGENT is set, and as a
+// fleet node when AGENTMUX_BENCH_NODE is.
 func TestMain(m *testing.M) {
+	if os.Getenv("AGENTMUX_BENCH_NODE") != "" {
+		os.Exit(RunNodeProcess(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if os.Getenv("AGENTMUX_BENCH_AGENT") != "" {
 		if err := sim.Run(os.Stdin, os.Stdout, sim.Options{}); err != nil {
 			os.Exit(1)

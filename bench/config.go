@@ -30,6 +30,7 @@ type Config struct {
 	QuestionTimeout time.Duration     // host question_timeout, and the unrouted questions' timeout_ms
 	Agent           string            // AgentProcess or AgentInProc
 	AgentCommand    []string          // the process agent: a command that runs sim.Run on stdio
+	NodeCommand     []string          // a fleet node for the scaling curve: a command that runs RunNodeProcess
 	AgentEnv        map[string]string // added to the process agents' environment
 
 	NATSURL           string // empty: an embedded server

@@ -28,31 +28,29 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "agent" {
-		// The process agent: the scripted agent on stdio.
-		if err := sim.Run(os.Stdin, os.Stdout, sim.Options{}); err != nil {
-			fmt.Fprintln(stderr, "loadgen agent:", err)
-			return 1
+	if len(args) > 0 {
+		switch args[0] {
+		case "agent":
+			// The process agent: the scripted agent on stdio.
+			if err := sim.Run(os.Stdin, os.Stdout, sim.Options{}); err != nil {
+				fmt.Fprintln(stderr, "loadgen agent:", err)
+				return 1
+			}
+			return 0
+		case "node":
+			return bench.RunNodeProcess(args[1:], stdout, stderr) // a member of `loadgen fleet`
+		case "fleet":
+			return fleet(args[1:], stdout, stderr)
 		}
-		return 0
 	}
 	c := bench.Defaults()
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&c.Sessions, "sessions", c.Sessions, "sessions in all (each with its own agent; all may run at once)")
-	fs.Float64Var(&c.Rate, "rate", c.Rate, "session arrivals per second (0: all at once)")
-	fs.IntVar(&c.Progress, "progress", c.Progress, "progress lines per session")
-	fs.Float64Var(&c.ProgressRate, "progress-rate", c.ProgressRate, "progress lines per second per session (0: back to back)")
-	fs.IntVar(&c.Questions, "questions", c.Questions, "questions per session")
-	fs.IntVar(&c.Approvals, "approvals", c.Approvals, "approvals per session")
-	fs.IntVar(&c.Unrouted, "unrouted", c.Unrouted, "questions per session that nobody answers (default lateness)")
-	fs.DurationVar(&c.Think, "think", c.Think, "time between a session's requests")
-	fs.DurationVar(&c.QuestionTimeout, "question-timeout", c.QuestionTimeout, "question timeout (the unrouted questions' deadline)")
+	scenarioFlags(fs, &c)
 	fs.StringVar(&c.Agent, "agent", c.Agent, "agent kind: process (subprocesses) or inproc (pipes in this process)")
 	fs.StringVar(&c.NATSURL, "nats", "", "NATS `url` to drive (default: an embedded server)")
 	fs.BoolVar(&c.RemoteSupervisors, "remote-supervisors", false, "supervisors fast/nobody already run on --nats; start none here")
 	fs.IntVar(&c.Nodes, "nodes", 0, "also run on a fleet of this many nodes in one NATS cluster (agents on one, supervisors on the rest)")
-	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up after this long")
 	fs.BoolVar(&c.Baselines, "baselines", false, "also run B0, B1, B2 and the Node.js harness, and report the ratios")
 	fs.StringVar(&c.NodeBinary, "node", c.NodeBinary, "`node` binary for the Node.js harness")
 	fs.StringVar(&c.NodeModules, "node-modules", c.NodeModules, "the Node.js harness's node_modules `dir` (npm ci --prefix bench/nodeharness)")

@@ -53,3 +53,49 @@ func TestBadFlagsExit2(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 }
+
+// TestMain doubles as loadgen's own node and agent processes, which its runs start
+// from its own binary.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == "node" || os.Args[1] == "agent") {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestFleetCurveWritesTheReports(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, pngPath := filepath.Join(dir, "fleet.json"), filepath.Join(dir, "fleet.png")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"fleet", "--shapes", "1x1,2x1", "--sessions", "20", "--rate", "0", "--progress", "5", "--questions", "2",
+		"--think", "5ms", "--json", jsonPath, "--png", pngPath}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var rep struct {
+		Points []struct {
+			AgentNodes int `json:"agent_nodes"`
+			System     struct {
+				Sessions int
+				Requests int
+			}
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil || len(rep.Points) != 2 || rep.Points[1].AgentNodes != 2 || rep.Points[1].System.Requests != 20*4 {
+		t.Fatalf("report %s: %v", b, err)
+	}
+	if st, err := os.Stat(pngPath); err != nil || st.Size() == 0 {
+		t.Fatalf("plot: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "supervisor nodes") || !strings.Contains(stderr.String(), "plot: "+pngPath) {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	code = run([]string{"fleet", "--shapes", "2"}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "want <agent nodes>x<supervisor nodes>") {
+		t.Fatalf("a bad shape: exit %d\n%s", code, stderr.String())
+	}
+}
