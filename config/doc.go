@@ -3,7 +3,7 @@
 //
 // Load reads, decodes, fills defaults and validates in one step. Every problem is
 // reported with the file, line and column it comes from and what to write instead, and
-// all of them at once:
+// all of them at once (ExampleParse shows one; ExampleRoutes_Match routes a request):
 //
 //	m, err := config.Load("agentmux.toml")
 //	if err != nil {

@@ -4,10 +4,11 @@
 // It is the contract between the runtime and an agent process that speaks the native
 // protocol (dialect "ndjson"). Vendor dialects translate their own protocols into the same
 // canonical Message values. The package does no I/O of its own beyond reading from the
-// io.Reader it is given, imports nothing else of agentmux, and is safe to use from any
-// goroutine as long as one Reader is used by one goroutine at a time.
+// io.Reader it is given, imports nothing of agentmux but internal/rawjson (its JSON
+// reader and writer), and is safe to use from any goroutine as long as one Reader is
+// used by one goroutine at a time.
 //
-// A typical read loop:
+// A typical read loop (ExampleReader runs it):
 //
 //	r := protocol.NewReader(stdout, protocol.DefaultMaxLineBytes)
 //	for {

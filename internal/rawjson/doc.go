@@ -3,7 +3,7 @@
 //
 // Writing: what it writes decodes to what encoding/json's output decodes to: strings
 // and numbers as encoding/json writes them, raw JSON as it is (compacted), fields in
-// the order they are appended.
+// the order they are appended (ExampleObject runs this):
 //
 //	o := rawjson.Begin(buf[:0])
 //	o.String("kind", "answer")
