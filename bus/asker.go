@@ -19,8 +19,11 @@ const (
 	DefaultAckTimeout = 2 * time.Second // a member acknowledges an ask at once
 	DefaultSilence    = 3 * time.Second // three missed keep-alives: the member is gone
 	DefaultLateGrace  = 2 * time.Second // replies are still taken, as late ones, this long after the deadline
-	minAskBackoff     = 10 * time.Millisecond
-	maxAskBackoff     = time.Second
+	// A supervisor nobody runs is asked again after 50 ms, then twice as long each
+	// time up to a second: a member that starts is found within about a tenth of a
+	// second, and a question nobody takes costs a handful of asks, not dozens.
+	minAskBackoff = 50 * time.Millisecond
+	maxAskBackoff = time.Second
 )
 
 // Counter is the one method of a metric the Asker needs (prometheus.Counter has it).

@@ -221,3 +221,35 @@ func boolean(value []byte, dst *bool) bool {
 	}
 	return true
 }
+
+// AppendJSON appends the session.started event as JSON.
+func (e *SessionStarted) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 120+len(e.Session)+len(e.Host)+len(e.Task)+len(e.Node)+len(e.Pipeline)+len(e.Stage)))
+	o.String("session", e.Session)
+	o.String("host", e.Host)
+	o.StringOmit("task", e.Task)
+	o.String("node", e.Node)
+	o.Int("attempt", int64(e.Attempt))
+	o.StringOmit("pipeline", e.Pipeline)
+	o.StringOmit("stage", e.Stage)
+	return o.End()
+}
+
+// AppendJSON appends the session.ended event as JSON.
+func (e *SessionEnded) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 160+len(e.Session)+len(e.Host)+len(e.Task)+len(e.Node)+len(e.Pipeline)+len(e.Stage)+
+		len(e.Result)+len(e.Data)+len(e.Error)))
+	o.String("session", e.Session)
+	o.String("host", e.Host)
+	o.StringOmit("task", e.Task)
+	o.StringOmit("node", e.Node)
+	o.Int("attempt", int64(e.Attempt))
+	o.StringOmit("pipeline", e.Pipeline)
+	o.StringOmit("stage", e.Stage)
+	o.String("outcome", e.Outcome)
+	o.RawOmit("result", e.Result)
+	o.RawOmit("data", e.Data)
+	o.StringOmit("error", e.Error)
+	o.Float("duration_ms", e.Duration)
+	return o.End()
+}

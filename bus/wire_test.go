@@ -48,7 +48,12 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
 			Claimed: "c", Reason: "no answer within 500ms", Latency: 12.5},
 	}
-	empty := []appender{&Ask{}, &Reply{}, &AuditRecord{}, &RequestAnswered{}}
+	full = append(full,
+		&SessionStarted{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 1, Pipeline: "p", Stage: "st"},
+		&SessionEnded{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 2, Pipeline: "p", Stage: "st", Outcome: "ok",
+			Result: json.RawMessage(`{"type":"result","text":"done <ok>","load":{"questions_us":[1,2]}}`), Data: json.RawMessage(`{"passed": true}`),
+			Error: "e", Duration: 1234.5})
+	empty := []appender{&Ask{}, &Reply{}, &AuditRecord{}, &RequestAnswered{}, &SessionStarted{}, &SessionEnded{}}
 	for _, rec := range append(full, empty...) {
 		sameAsEncodingJSON(t, rec)
 	}
@@ -71,6 +76,8 @@ func FuzzRecordsAppendAsTheirTagsSay(f *testing.F) {
 			&Reply{Value: raw, Decider: typ, Reason: text, Member: s, Claimed: text, Scope: typ},
 			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Asked: n, Value: raw, Reason: text, Latency: latency, Duration: latency},
 			&RequestAnswered{ID: s, Type: typ, Value: raw, Decider: text, Reason: text, Latency: latency},
+			&SessionStarted{Session: s, Host: typ, Task: text, Node: text, Attempt: int(n % 1000), Stage: typ},
+			&SessionEnded{Session: s, Host: typ, Outcome: typ, Result: raw, Data: raw, Error: text, Duration: latency},
 		} {
 			sameAsEncodingJSON(t, rec)
 		}

@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"time"
 
@@ -158,9 +157,8 @@ func previousAttempt(start *agent.StartSession, res *agent.Result) *protocol.Pre
 	return prev
 }
 
-func (r *Router) publish(host, session, typ string, v any) {
-	data, _ := json.Marshal(v)
-	if err := bus.PublishEvent(r.cfg.Conn, host, session, typ, data); err != nil {
+func (r *Router) publish(host, session, typ string, v interface{ AppendJSON([]byte) []byte }) {
+	if err := bus.PublishEvent(r.cfg.Conn, host, session, typ, v.AppendJSON(nil)); err != nil {
 		r.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }
