@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 )
 
@@ -81,7 +82,7 @@ func panel(img *image.RGBA, x0, w, h int, title string, series []fleetSeries, va
 	for i := 0; i <= 4; i++ {
 		v := maxY * float64(i) / 4
 		line(img, x0+l, yOf(v), x0+w-r, yOf(v), grey)
-		label(img, x0+8, yOf(v)+4, fmt.Sprintf("%.4g", v), black)
+		label(img, x0+8, yOf(v)+4, strconv.FormatFloat(v, 'f', -1, 64), black)
 	}
 	for n := 1; n <= maxX; n++ {
 		line(img, xOf(n), t, xOf(n), h-b, grey)
