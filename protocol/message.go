@@ -166,6 +166,9 @@ func Decode(line []byte, plain PlainText) (*Message, error) {
 	if m, ok := decodeFast(trimmed); ok {
 		return m, nil
 	}
+	if m, ok := decodeRequestFast(trimmed); ok {
+		return m, nil
+	}
 	var w wire
 	err := json.Unmarshal(trimmed, &w)
 	var typeErr *json.UnmarshalTypeError

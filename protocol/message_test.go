@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -169,6 +170,11 @@ func FuzzDecodeFast(f *testing.F) {
 		`{"type":"progress","message":"a","percent":3}`, `{"type":"partial","text":"a\nb"}`, `{"type":"partial","chunk":"c"}`,
 		`{"type":"log","message":{"k":[1,"]"]}}`, `{ "type" : "heartbeat" , "x" : [ {} , "}" ] }`, `{"type":"progress","id":1}`,
 		`{"type":"partial","text":1}`, `{"type":"progress","type":"log"}`, `{"typ\u0065":"progress"}`, `{"type":"prog\u0072ess"}`,
+		`{"type":"question","id":"q7","kind":"select","question":"Which suite?","options":["unit",{"value":"e2e","label":"End to end"}],"timeout_ms":5000,"default":"unit"}`,
+		`{"type":"approval","id":3,"description":"rm -rf build","risk_level":"high","multi":null,"context":{"cwd":"/"},"args":[1, 2]}`,
+		`{"type":"tool_call","tool":"lookup","args":{"user":"ana"},"timeout_ms":null,"x":1}`, `{"type":"question","question":""}`,
+		`{"type":"question","question":"a","Question":"b"}`, `{"type":"question","question":"a","options":[{"label":""}]}`,
+		`{"type":"question","question":"a","timeout_ms":-1}`, `{"type":"question","question":"a","multi":true,"multi":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -182,6 +188,15 @@ func FuzzDecodeFast(f *testing.F) {
 		trimmed := bytes.TrimSpace(line)
 		if len(trimmed) == 0 || trimmed[0] != '{' || !utf8.Valid(trimmed) {
 			return
+		}
+		if req, ok := decodeRequestFast(trimmed); ok {
+			full, err := decodeFull(t, trimmed)
+			if err != nil {
+				t.Fatalf("the request path accepted %q, the full decoder says %v", line, err)
+			}
+			if !reflect.DeepEqual(req, full) {
+				t.Fatalf("%q:\nfast %+v\nfull %+v", line, req, full)
+			}
 		}
 		fast, ok := decodeFast(trimmed)
 		if !ok {

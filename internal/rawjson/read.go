@@ -49,6 +49,34 @@ func Fields(obj []byte, each func(key, value []byte) bool) bool {
 	}
 }
 
+// Elements calls each with every element of the array arr, in order, and reports
+// whether arr is a valid JSON array it walked to the end (false, as Fields, when it is
+// not, or each returned false). arr may be a field's value as Fields hands it over.
+func Elements(arr []byte, each func(value []byte) bool) bool {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return false
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return skipSpace(arr, i+1) == len(arr)
+	}
+	for {
+		end, ok := value(arr, i, 1)
+		if !ok || !each(arr[i:end]) {
+			return false
+		}
+		switch i = skipSpace(arr, end); {
+		case i < len(arr) && arr[i] == ',':
+			i = skipSpace(arr, i+1)
+		case i < len(arr) && arr[i] == ']':
+			return skipSpace(arr, i+1) == len(arr)
+		default:
+			return false
+		}
+	}
+}
+
 // Valid reports whether b is one JSON value, as json.Valid does, in one pass.
 func Valid(b []byte) bool {
 	end, ok := value(b, skipSpace(b, 0), 0)

@@ -44,8 +44,29 @@ func TestFields(t *testing.T) {
 	}
 }
 
+// TestElements walks an array's elements in order, and refuses what is not a valid
+// array.
+func TestElements(t *testing.T) {
+	var got []string
+	ok := Elements([]byte(` ["a", {"b":[1,2]} ,3,null] `), func(v []byte) bool {
+		got = append(got, string(v))
+		return true
+	})
+	if want := `"a"|{"b":[1,2]}|3|null`; !ok || strings.Join(got, "|") != want {
+		t.Fatalf("Elements = %v, %q; want %q", ok, got, want)
+	}
+	if !Elements([]byte(`[]`), func([]byte) bool { return false }) {
+		t.Error("an empty array is an array")
+	}
+	for _, in := range []string{`{}`, `[1,]`, `[1 2]`, `[1] x`, `["a"`, `"s"`} {
+		if Elements([]byte(in), func([]byte) bool { return true }) {
+			t.Errorf("Elements(%q) = true", in)
+		}
+	}
+}
+
 // FuzzValid: Valid and json.Valid agree on anything; Fields is true only for a valid
-// object.
+// object, Elements only for a valid array.
 func FuzzValid(f *testing.F) {
 	for _, in := range validity[:len(validity)-2] {
 		f.Add([]byte(in))
@@ -57,6 +78,9 @@ func FuzzValid(f *testing.F) {
 		}
 		if Fields(b, func(k, v []byte) bool { return true }) && !want {
 			t.Fatalf("Fields(%q) walked what is not JSON", b)
+		}
+		if Elements(b, func([]byte) bool { return true }) && !want {
+			t.Fatalf("Elements(%q) walked what is not JSON", b)
 		}
 	})
 }
