@@ -22,25 +22,12 @@ type Directory struct {
 	now   func() time.Time
 }
 
-// How long WatchDirectory looks for the nodes bucket, and how often.
-const (
-	directoryWait  = 20 * time.Second
-	directoryRetry = 250 * time.Millisecond
-)
-
 // WatchDirectory starts watching the nodes bucket until ctx ends; done is called when
 // the watching goroutine has returned.
 func WatchDirectory(ctx context.Context, js jetstream.JetStream, done func()) (*Directory, error) {
-	// While a cluster forms under load JetStream's API can time out for a moment: the
-	// bucket, just declared, is looked up again for up to directoryWait.
-	deadline := time.Now().Add(directoryWait)
-	kv, err := js.KeyValue(ctx, NodesBucket)
-	for err != nil && transient(err) && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(directoryRetry)
-		kv, err = js.KeyValue(ctx, NodesBucket)
-	}
+	kv, err := openBucket(ctx, js, NodesBucket, "node")
 	if err != nil {
-		return nil, fmt.Errorf("bus: node bucket %s: %w", NodesBucket, err)
+		return nil, err
 	}
 	d := &Directory{nodes: map[string]*NodeInfo{}, now: time.Now}
 	if err := watchBucket(ctx, kv, d.update, done); err != nil {

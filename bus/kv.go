@@ -5,13 +5,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// openBucket opens a KV bucket a node declared.
+// How long a bucket is looked up again while a cluster forms, and how often.
+const (
+	bucketWait  = 20 * time.Second
+	bucketRetry = 250 * time.Millisecond
+)
+
+// openBucket opens a bucket a node declared; what names it in errors.
 func openBucket(ctx context.Context, js jetstream.JetStream, bucket, what string) (jetstream.KeyValue, error) {
+	// While a cluster forms under load JetStream's API can time out for a moment: a
+	// bucket, just declared, is looked up again for up to bucketWait.
+	deadline := time.Now().Add(bucketWait)
 	kv, err := js.KeyValue(ctx, bucket)
+	for err != nil && transient(err) && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(bucketRetry)
+		kv, err = js.KeyValue(ctx, bucket)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bus: %s bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", what, bucket, err)
 	}
