@@ -513,33 +513,51 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 	kill(t, f.servers[leader])
 	t.Logf("killed %s, the task stream's leader", f.names[leader])
 
+	// Records whose publish met the election are published again until acknowledged, so
+	// a session's end can be in the audit a moment before its last answers: wait for
+	// every session's end and all its answers, each once.
 	ended := map[string][]bus.AuditRecord{}
-	poll(t, 60*time.Second, "all 20 sessions ended", func() bool {
-		clear(ended)
-		for _, r := range auditRecords(t, js) {
-			if r.Kind == "session.ended" {
-				ended[r.Session] = append(ended[r.Session], r)
-			}
-		}
-		return len(ended) == len(tasks)
-	})
-	for id, rs := range ended {
-		if len(rs) != 1 || rs[0].Outcome != "ok" {
-			t.Errorf("task %s ended %+v; want once, ok", id, rs)
-		}
-	}
 	answers := map[string]int{}
-	for _, r := range auditRecords(t, js) {
-		if r.Kind == "answer" {
-			answers[r.Session]++
-			if r.Decider != "static:ok" && r.Decider != "replay:static:ok" { // a task delivered again replays its answers
-				t.Errorf("session %s request %s answered by %s (%s): want the supervisor, never a default", r.Session, r.Request, r.Decider, r.Reason)
+	var records []bus.AuditRecord
+	complete := func() bool {
+		clear(ended)
+		clear(answers)
+		records = auditRecords(t, js)
+		for _, r := range records {
+			switch r.Kind {
+			case "session.ended":
+				ended[r.Session] = append(ended[r.Session], r)
+			case "answer":
+				answers[r.Session]++
 			}
+		}
+		for _, id := range tasks {
+			if len(ended[id]) == 0 || answers[id] < 8 {
+				return false
+			}
+		}
+		return true
+	}
+	tick, deadline := time.NewTicker(100*time.Millisecond), time.After(60*time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting && !complete(); {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			waiting = false // what is missing is reported below
 		}
 	}
 	for _, id := range tasks {
+		if rs := ended[id]; len(rs) != 1 || rs[0].Outcome != "ok" {
+			t.Errorf("task %s ended %+v; want once, ok", id, rs)
+		}
 		if answers[id] != 8 {
 			t.Errorf("session %s has %d answers in the audit; want all 8", id, answers[id])
+		}
+	}
+	for _, r := range records {
+		if r.Kind == "answer" && r.Decider != "static:ok" && r.Decider != "replay:static:ok" { // a task delivered again replays its answers
+			t.Errorf("session %s request %s answered by %s (%s): want the supervisor, never a default", r.Session, r.Request, r.Decider, r.Reason)
 		}
 	}
 	checkInvariants(t, js, tasks...)
