@@ -88,29 +88,29 @@ func (r *RequestAnswered) AppendJSON(dst []byte) []byte {
 
 // DecodeAsk reads an ask as json.Unmarshal would, without reflection in the plain case.
 func DecodeAsk(data []byte) (*Ask, error) {
-	a := new(Ask)
-	if rawjson.Fields(data, a.field) {
+	a, c := new(Ask), rawjson.NewCopy(data)
+	if rawjson.Fields(data, func(key, value []byte) bool { return a.field(&c, key, value) }) {
 		return a, nil
 	}
 	*a = Ask{}
 	return a, json.Unmarshal(data, a)
 }
 
-// field sets one field of the ask; false leaves the ask to encoding/json.
-func (a *Ask) field(key, value []byte) bool {
+// field sets one field of the ask from c's copy; false leaves the ask to encoding/json.
+func (a *Ask) field(c *rawjson.Copy, key, value []byte) bool {
 	switch string(key) {
 	case "session":
-		return str(value, &a.Session)
+		return str(c, value, &a.Session)
 	case "host":
-		return str(value, &a.Host)
+		return str(c, value, &a.Host)
 	case "type":
-		return str(value, &a.Type)
+		return str(c, value, &a.Type)
 	case "id":
-		return str(value, &a.ID)
+		return str(c, value, &a.ID)
 	case "text":
-		return str(value, &a.Text)
+		return str(c, value, &a.Text)
 	case "node":
-		return str(value, &a.Node)
+		return str(c, value, &a.Node)
 	case "deadline":
 		return integer(value, &a.Deadline)
 	case "attempt":
@@ -123,10 +123,10 @@ func (a *Ask) field(key, value []byte) bool {
 	case "post_process":
 		return boolean(value, &a.PostProcess)
 	case "default":
-		a.Default = bytes.Clone(value)
+		a.Default = c.Raw(value)
 		return true
 	case "request":
-		a.Request = bytes.Clone(value)
+		a.Request = c.Raw(value)
 		return true
 	}
 	return !foldsTo(key, askKeys)
@@ -135,34 +135,35 @@ func (a *Ask) field(key, value []byte) bool {
 // DecodeReply reads a reply as json.Unmarshal would, without reflection in the plain
 // case.
 func DecodeReply(data []byte) (*Reply, error) {
-	r := new(Reply)
-	if rawjson.Fields(data, r.field) {
+	r, c := new(Reply), rawjson.NewCopy(data)
+	if rawjson.Fields(data, func(key, value []byte) bool { return r.field(&c, key, value) }) {
 		return r, nil
 	}
 	*r = Reply{}
 	return r, json.Unmarshal(data, r)
 }
 
-// field sets one field of the reply; false leaves the reply to encoding/json.
-func (r *Reply) field(key, value []byte) bool {
+// field sets one field of the reply from c's copy; false leaves the reply to
+// encoding/json.
+func (r *Reply) field(c *rawjson.Copy, key, value []byte) bool {
 	switch string(key) {
 	case "value":
-		r.Value = bytes.Clone(value)
+		r.Value = c.Raw(value)
 		return true
 	case "use_default":
 		return boolean(value, &r.UseDefault)
 	case "cancelled":
 		return boolean(value, &r.Cancelled)
 	case "decider":
-		return str(value, &r.Decider)
+		return str(c, value, &r.Decider)
 	case "reason":
-		return str(value, &r.Reason)
+		return str(c, value, &r.Reason)
 	case "member":
-		return str(value, &r.Member)
+		return str(c, value, &r.Member)
 	case "claimed":
-		return str(value, &r.Claimed)
+		return str(c, value, &r.Claimed)
 	case "scope":
-		return str(value, &r.Scope)
+		return str(c, value, &r.Scope)
 	}
 	return !foldsTo(key, replyKeys)
 }
@@ -184,11 +185,11 @@ func foldsTo(key []byte, keys []string) bool {
 }
 
 // str reads a string field; null leaves it as it is, as encoding/json does.
-func str(value []byte, dst *string) bool {
+func str(c *rawjson.Copy, value []byte, dst *string) bool {
 	if string(value) == "null" {
 		return true
 	}
-	s, ok := rawjson.Unquote(value)
+	s, ok := c.Unquote(value)
 	if ok {
 		*dst = s
 	}

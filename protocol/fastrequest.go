@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 
@@ -19,11 +18,12 @@ func decodeRequestFast(obj []byte) (*Message, bool) {
 	var m Message
 	var typ, id, options []byte
 	var timeout *float64
+	c := rawjson.NewCopy(obj) // the strings and raw values kept: parts of one copy
 	str := func(value []byte, dst *string) bool {
 		if string(value) == "null" {
 			return true
 		}
-		s, ok := rawjson.Unquote(value)
+		s, ok := c.Unquote(value)
 		*dst = s
 		return ok
 	}
@@ -109,7 +109,11 @@ func decodeRequestFast(obj []byte) (*Message, bool) {
 	}
 	m.Name = string(m.Type)
 	var err error
-	if m.ID, err = idString(id); err != nil {
+	if len(id) > 0 && id[0] == '"' {
+		if m.ID, ok = c.Unquote(id); !ok {
+			return nil, false
+		}
+	} else if m.ID, err = idString(id); err != nil {
 		return nil, false
 	}
 	if timeout != nil {
@@ -117,7 +121,7 @@ func decodeRequestFast(obj []byte) (*Message, bool) {
 	}
 	if options != nil && string(options) != "null" && !rawjson.Elements(options, func(raw []byte) bool {
 		o := Option{}
-		if s, ok := rawjson.Unquote(raw); ok {
+		if s, ok := c.Unquote(raw); ok {
 			o.Value = s
 		} else if o, err = decodeOption(raw); err != nil {
 			return false
@@ -130,11 +134,11 @@ func decodeRequestFast(obj []byte) (*Message, bool) {
 	if m.Type == TypeQuestion && m.Question == "" || m.Type == TypeToolCall && m.Tool == "" {
 		return nil, false // the full decoder says what is missing
 	}
-	m.Raw = bytes.Clone(obj)
+	m.Raw = c.Raw(obj)
 	// Raw JSON fields point into the message's own copy, as the full decoder's do.
 	for _, f := range []*json.RawMessage{&m.Args, &m.Default, &m.Schema} {
 		if *f != nil {
-			*f = json.RawMessage(bytes.Clone(*f))
+			*f = c.Raw(*f)
 		}
 	}
 	return &m, true

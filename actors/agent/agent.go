@@ -106,6 +106,7 @@ type Agent struct {
 	ladder   []*time.Timer                        // stop ladder and drain timers, stopped when the process is gone
 	messages map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
 	counted  requestMetrics                       // the request metrics, looked up once
+	scratch  []byte                               // an event being encoded; publishing copies it
 
 	stderrTail []string // the last stderr lines, for the error of a crash
 

@@ -37,8 +37,8 @@ type session struct {
 	reprompts int // new prompts sent for results that did not fit the schema
 	// standing are answers given for the rest of the session, by request type and text.
 	standing map[string]standing
-	subjects map[protocol.Type]string // event subjects of stream lines, by type
-	sink     *streamSink              // where the stdout reader publishes stream lines itself
+	subjects map[string]string // event subjects, by type (a message's or an event's)
+	sink     *streamSink       // where the stdout reader publishes stream lines itself
 }
 
 // standing is an answer that stands for the same request later in its session.
@@ -179,20 +179,21 @@ func (a *Agent) onStreamLine(typ protocol.Type, raw []byte) {
 		a.unhandled(s, &protocol.Message{Type: typ, Name: string(typ), Raw: raw})
 		return
 	}
-	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, typ), raw); err != nil {
+	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, string(typ)), raw); err != nil {
 		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }
 
-// subject is the event subject of the session's messages of type t, made once.
-func (s *session) subject(host string, t protocol.Type) string {
+// subject is the event subject of the session's messages or events of type t, made
+// once.
+func (s *session) subject(host, t string) string {
 	if sub, ok := s.subjects[t]; ok {
 		return sub
 	}
 	if s.subjects == nil {
-		s.subjects = map[protocol.Type]string{}
+		s.subjects = map[string]string{}
 	}
-	sub := bus.EventSubject(host, s.id, string(t))
+	sub := bus.EventSubject(host, s.id, t)
 	s.subjects[t] = sub
 	return sub
 }
@@ -425,7 +426,10 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
 	ev := bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}
-	a.publish(s.id, EventRequestAnswered, ev.AppendJSON(nil))
+	a.scratch = ev.AppendJSON(a.scratch[:0]) // the publish copies it
+	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, EventRequestAnswered), a.scratch); err != nil {
+		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+	}
 	rec := a.record(s, "answer")
 	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency =
 		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms

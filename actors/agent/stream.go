@@ -84,7 +84,7 @@ func (a *Agent) openStream(s *session) {
 		i := streamIndex(t)
 		sink.counts[i] = a.counter(t)
 		if a.host.Sends(string(t)) {
-			sink.subjects[i] = s.subject(a.host.Name, t)
+			sink.subjects[i] = s.subject(a.host.Name, string(t))
 		}
 	}
 	s.sink = sink

@@ -58,6 +58,9 @@ type Supervisor struct {
 	inflight int
 	queue    []*nats.Msg
 	held     map[string]*nats.Msg // asks acknowledged and not yet answered, by reply subject
+	replies  sync.Pool            // *[]byte: replies being encoded; publishing copies them
+	// immediate: the decider answers from memory, on the subscription's goroutine.
+	immediate bool
 }
 
 type (
@@ -99,6 +102,7 @@ func (s *Supervisor) start(c actor.Context) {
 		system.Root.Send(self, &askArrived{msg: msg})
 	}
 	if im, ok := s.cfg.Decider.(decide.Immediate); ok && im.Immediate() {
+		s.immediate = true
 		// Answers from memory take microseconds: decide on the subscription's own
 		// goroutine, without an acknowledgement, a hop through the mailbox or a goroutine.
 		handle = func(msg *nats.Msg) {
@@ -208,7 +212,7 @@ func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
 // go of the ask; another member answers).
 func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask) {
 	ctx, req := parent, decide.RequestOf(ask, msg.Reply)
-	if !req.Deadline.IsZero() {
+	if !s.immediate && !req.Deadline.IsZero() { // one from memory needs no deadline (nor its timer)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(parent, req.Deadline)
 		defer cancel()
@@ -244,9 +248,15 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 
 func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {
 	r.Member = s.cfg.Member
-	if err := msg.Respond(r.AppendJSON(nil)); err != nil {
+	buf, _ := s.replies.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	*buf = r.AppendJSON((*buf)[:0])
+	if err := msg.Respond(*buf); err != nil {
 		s.log.Warn("reply", "err", err)
 	}
+	s.replies.Put(buf)
 }
 
 func (s *Supervisor) status(reply, status string) {

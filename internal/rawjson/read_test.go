@@ -84,3 +84,48 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+func TestCopyHandsOutPartsOfOneCopy(t *testing.T) {
+	doc := []byte(`{"a":"plain","b":"esc\"aped","c":{"x":[1,2]},"d":"ünï"}`)
+	c := NewCopy(doc)
+	got := map[string]any{}
+	if !Fields(doc, func(key, value []byte) bool {
+		switch string(key) {
+		case "c":
+			got["c"] = c.Raw(value)
+		default:
+			s, ok := c.Unquote(value)
+			if !ok {
+				t.Errorf("Unquote(%s) failed", value)
+			}
+			got[string(key)] = s
+		}
+		return true
+	}) {
+		t.Fatal("Fields refused a valid object")
+	}
+	if got["a"] != "plain" || got["b"] != `esc"aped` || got["d"] != "ünï" || string(got["c"].([]byte)) != `{"x":[1,2]}` {
+		t.Fatalf("got %q", got)
+	}
+	doc[7] = 'P' // the document changes: what was handed out does not
+	raw := got["c"].([]byte)
+	raw[0] = '[' // nor does changing one value change the others or the document
+	if got["a"] != "plain" || doc[len(`{"a":"plain","b":"esc\"aped","c":`)] != '{' {
+		t.Fatalf("a part changed with the document: %q, %s", got["a"], doc)
+	}
+	if len(raw) != cap(raw) {
+		t.Errorf("a raw value has room to grow (len %d, cap %d): an append would write over its neighbour", len(raw), cap(raw))
+	}
+
+	// Values that are not parts of the document are copied alone.
+	other := []byte(`"elsewhere"`)
+	if s, ok := c.Unquote(other); !ok || s != "elsewhere" {
+		t.Errorf("Unquote of a value from elsewhere = %q, %v", s, ok)
+	}
+	if r := c.Raw(other); string(r) != `"elsewhere"` {
+		t.Errorf("Raw of a value from elsewhere = %s", r)
+	}
+	if _, ok := c.Unquote([]byte(`"broken`)); ok {
+		t.Error("Unquote accepted an unterminated string")
+	}
+}
