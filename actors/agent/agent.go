@@ -107,6 +107,9 @@ type Agent struct {
 	messages map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
 	counted  requestMetrics                       // the request metrics, looked up once
 	scratch  []byte                               // an event being encoded; publishing copies it
+	requests *time.Timer                          // the soonest request deadline (timers.go)
+	asks     map[string]string                    // ask subjects by supervisor, made once
+	wake     time.Time                            // when requests fires; zero: not armed
 
 	stderrTail []string // the last stderr lines, for the error of a crash
 
@@ -201,6 +204,8 @@ func (a *Agent) Receive(c actor.Context) {
 		a.onAnswer(m)
 	case *timerFired:
 		a.onTimer(c, m)
+	case *requestsDue:
+		a.onRequestsDue()
 	case *Interrupt:
 		respond(c, a.interrupt(m.Reason))
 	case *SendMessage:
@@ -250,7 +255,7 @@ func (a *Agent) onStarted(m *processStarted) {
 		a.to(phaseInitializing)
 		a.proc.stdin.write(protocol.AppendInit(nil, a.host.ParamsJSON))
 		a.gen++
-		a.after(a.host.InitTimeout.D(), timerInit, a.gen, "")
+		a.after(a.host.InitTimeout.D(), timerInit, a.gen)
 		return
 	}
 	a.ready()
@@ -288,7 +293,7 @@ func (a *Agent) onExited(m *processExited) {
 	a.exitErr = m.err
 	if a.reading > 0 {
 		// Pipes held open by a grandchild are closed after the drain delay.
-		a.ladder = append(a.ladder, a.after(a.cfg.DrainDelay, timerDrain, 0, ""))
+		a.ladder = append(a.ladder, a.after(a.cfg.DrainDelay, timerDrain, 0))
 	}
 	reason := "exit_ok"
 	var exitErr *exec.ExitError
@@ -357,6 +362,9 @@ func (a *Agent) finish(reason string) {
 	for _, t := range a.ladder {
 		t.Stop()
 	}
+	if a.requests != nil {
+		a.requests.Stop()
+	}
 	a.system.Root.Send(a.parent, &AgentExited{PID: a.self, Reason: reason})
 }
 
@@ -379,8 +387,8 @@ func (a *Agent) stop() {
 func (a *Agent) climbLadder() {
 	a.proc.stdin.close()
 	a.ladder = append(a.ladder,
-		a.after(termDelay, timerTerm, 0, ""),
-		a.after(termDelay+a.host.StopGrace.D(), timerKill, 0, ""))
+		a.after(termDelay, timerTerm, 0),
+		a.after(termDelay+a.host.StopGrace.D(), timerKill, 0))
 }
 
 // forceStop kills what is left when the actor stops for any reason.
@@ -414,7 +422,7 @@ func (a *Agent) onTimer(c actor.Context, m *timerFired) {
 			a.failWaiting(fmt.Sprintf("host '%s' did not acknowledge initialization", a.host.Name))
 			a.stop()
 		}
-	case timerSession, timerIdle, timerInterrupt, timerRequest:
+	case timerSession, timerIdle, timerInterrupt:
 		a.onSessionTimer(m)
 	case timerDrain:
 		if a.phase == phaseExited && a.reading > 0 {

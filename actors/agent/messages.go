@@ -177,6 +177,5 @@ type (
 	timerFired struct {
 		kind timerKind
 		gen  uint64
-		id   string // request id for timerRequest
 	}
 )

@@ -33,6 +33,7 @@ type session struct {
 	pending   map[string]*pending
 	records   []RequestRecord
 	timers    []*time.Timer // session, idle and interrupt timers; stopped when it ends
+	due       dueRequests   // request deadlines (Agent.requests is armed for the soonest)
 	result    *config.ResultSpec
 	reprompts int // new prompts sent for results that did not fit the schema
 	// standing are answers given for the rest of the session, by request type and text.
@@ -48,6 +49,16 @@ type standing struct {
 }
 
 func standingKey(m *protocol.Message) string { return string(m.Type) + "\x00" + m.RequestText() }
+
+// standingFor is the answer standing for m, if any (without a key made in the common
+// case: none stands).
+func (s *session) standingFor(m *protocol.Message) (standing, bool) {
+	if len(s.standing) == 0 {
+		return standing{}, false
+	}
+	st, ok := s.standing[standingKey(m)]
+	return st, ok
+}
 
 // record starts an audit record of this session.
 func (a *Agent) record(s *session, kind string) *bus.AuditRecord {
@@ -71,7 +82,6 @@ type pending struct {
 	readAt   time.Time
 	deadline time.Time
 	def      json.RawMessage
-	timer    *time.Timer
 	settle   func(why string) // tells the asker the request is settled: stop asking
 	claimed  string           // the decider an external supervisor named in its answer
 }
@@ -100,10 +110,10 @@ func (a *Agent) startSession(m *StartSession) {
 	}
 	if t := a.host.Timeout.D(); t > 0 {
 		s.deadline = now.Add(t)
-		s.timers = append(s.timers, a.after(t, timerSession, s.gen, ""))
+		s.timers = append(s.timers, a.after(t, timerSession, s.gen))
 	}
 	if t := a.host.IdleTimeout.D(); t > 0 {
-		s.timers = append(s.timers, a.after(t, timerIdle, s.gen, ""))
+		s.timers = append(s.timers, a.after(t, timerIdle, s.gen))
 	}
 	a.sess = s
 	a.to(phaseBusy)
@@ -247,7 +257,9 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	var raw []byte
 	if !dup {
 		raw = msg.WithID(id)
-		a.publish(s.id, string(msg.Type), raw)
+		if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, string(msg.Type)), raw); err != nil {
+			a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+		}
 	}
 	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
 	if dup {
@@ -264,7 +276,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 			fmt.Sprintf("answered so in attempt %d by %s", prior.Attempt, prior.Decider))
 		return
 	}
-	if st, ok := s.standing[standingKey(msg)]; ok {
+	if st, ok := s.standingFor(msg); ok {
 		s.pending[id] = p
 		a.answer(s, p, st.value, protocol.OutcomeAnswered, "session:"+st.decider, "approved for this session by "+st.decider)
 		return
@@ -288,13 +300,13 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	}
 	p.deadline = now.Add(timeout)
 	s.pending[id] = p
-	p.timer = a.after(timeout, timerRequest, s.gen, id)
+	a.dueAt(s, p.deadline, id)
 	ask := bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
 		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
 		Node: a.cfg.Node, Attempt: s.start.Attempt}
 	// No headers: the body says it all, and headers cost more to write and read than
 	// the rest of the message.
-	req := &nats.Msg{Subject: bus.AskSubject(route.Supervisor), Data: ask.AppendJSON(nil)}
+	req := &nats.Msg{Subject: a.askSubject(route.Supervisor), Data: ask.AppendJSON(nil)}
 	gen, session, attempt := s.gen, s.id, s.start.Attempt
 	p.settle = a.cfg.Asker.Ask(req, p.deadline, route.Failover, func(r *bus.Reply) {
 		if route.External {
@@ -302,6 +314,19 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		}
 		a.send(&answerArrived{gen: gen, session: session, attempt: attempt, id: id, reply: r})
 	})
+}
+
+// askSubject is the subject of supervisor's asks, made once.
+func (a *Agent) askSubject(supervisor string) string {
+	sub, ok := a.asks[supervisor]
+	if !ok {
+		if a.asks == nil {
+			a.asks = map[string]string{}
+		}
+		sub = bus.AskSubject(supervisor)
+		a.asks[supervisor] = sub
+	}
+	return sub
 }
 
 // externalReply records what an external supervisor answered as its own, and the
@@ -392,9 +417,6 @@ func normalize(m *protocol.Message, v json.RawMessage) json.RawMessage {
 // answer ends request p: it writes exactly one response line while the process lives.
 func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
 	delete(s.pending, p.id)
-	if p.timer != nil {
-		p.timer.Stop()
-	}
 	if p.settle != nil {
 		// The asker listens on past the deadline, so late answers are reported; a
 		// request given up on is withdrawn from a person deciding it.
@@ -442,10 +464,6 @@ func (a *Agent) onSessionTimer(m *timerFired) {
 		return
 	}
 	switch m.kind {
-	case timerRequest:
-		if p := s.pending[m.id]; p != nil {
-			a.answer(s, p, p.def, protocol.OutcomeTimedOut, "default", fmt.Sprintf("no answer within %v", p.deadline.Sub(p.readAt).Round(time.Millisecond)))
-		}
 	case timerSession:
 		a.timeOut(fmt.Sprintf("session timed out after %v", a.host.Timeout.D()))
 	case timerIdle:
@@ -457,7 +475,7 @@ func (a *Agent) onSessionTimer(m *timerFired) {
 			}
 		}
 		if quiet := time.Since(last); quiet < idle {
-			s.timers = append(s.timers, a.after(idle-quiet, timerIdle, s.gen, ""))
+			s.timers = append(s.timers, a.after(idle-quiet, timerIdle, s.gen))
 			return
 		}
 		a.timeOut(fmt.Sprintf("session timed out after %v without output", idle))
@@ -481,7 +499,7 @@ func (a *Agent) interrupt(reason string) *Delivery {
 	}
 	if a.caps["interrupt"] && a.phase == phaseBusy {
 		a.proc.stdin.write(a.interruptLine(reason))
-		s.timers = append(s.timers, a.after(a.host.StopGrace.D(), timerInterrupt, s.gen, ""))
+		s.timers = append(s.timers, a.after(a.host.StopGrace.D(), timerInterrupt, s.gen))
 		return &Delivery{OK: true, Effect: fmt.Sprintf("interrupt written; the agent has %v to end the session", a.host.StopGrace.D())}
 	}
 	a.endSession(&Result{Error: "session interrupted: " + reason}, false)
