@@ -34,7 +34,7 @@ const (
 // until it is acknowledged or the auditor closes. A request's record is held up to
 // auditHold for its answer to stand for both. record never blocks.
 type auditor struct {
-	js      jetstream.JetStream // its own: its pending acks are the auditor's alone
+	pub     *bus.StreamPublisher
 	log     *slog.Logger
 	metrics *metrics.Set
 	q       *queue.Queue[auditItem]
@@ -68,12 +68,11 @@ type heldRequest struct {
 func newAuditor(nc *nats.Conn, m *metrics.Set, log *slog.Logger, hold time.Duration) (*auditor, error) {
 	a := &auditor{log: log, metrics: m, q: queue.New[auditItem](), done: make(chan struct{}), hold: hold,
 		tries: map[string]int{}, held: map[string]*heldRequest{}}
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncErrHandler(a.failed), jetstream.WithPublishAsyncAckHandler(a.acked),
-		jetstream.WithPublishAsyncTimeout(auditAckTimeout))
+	pub, err := bus.NewStreamPublisher(nc, bus.StreamPublisherConfig{AckTimeout: auditAckTimeout, Acked: a.acked, Failed: a.failed})
 	if err != nil {
 		return nil, err
 	}
-	a.js = js
+	a.pub = pub
 	go a.run()
 	return a, nil
 }
@@ -81,7 +80,7 @@ func newAuditor(nc *nats.Conn, m *metrics.Set, log *slog.Logger, hold time.Durat
 func (a *auditor) record(id string, rec *bus.AuditRecord) { a.q.Push(auditItem{id: id, rec: rec}) }
 
 // failed publishes a record again after a pause; it runs on a NATS goroutine.
-func (a *auditor) failed(_ jetstream.JetStream, msg *nats.Msg, err error) {
+func (a *auditor) failed(msg *nats.Msg, err error) {
 	id := msg.Header.Get(jetstream.MsgIDHeader)
 	a.mu.Lock()
 	a.tries[id]++
@@ -96,7 +95,7 @@ func (a *auditor) failed(_ jetstream.JetStream, msg *nats.Msg, err error) {
 }
 
 // acked forgets the tries of a record published again; it runs on a NATS goroutine.
-func (a *auditor) acked(_ jetstream.JetStream, msg *nats.Msg, _ *jetstream.PubAck) {
+func (a *auditor) acked(msg *nats.Msg) {
 	if a.retry.Load() == 0 {
 		return
 	}
@@ -166,15 +165,16 @@ func (a *auditor) release(before time.Time) {
 }
 
 func (a *auditor) publishRecord(id string, rec *bus.AuditRecord) {
-	msg := &nats.Msg{Subject: bus.AuditSubject(rec.Host, rec.Session), Data: rec.AppendJSON(nil)}
+	msg := &nats.Msg{Subject: bus.AuditSubject(rec.Host, rec.Session), Data: rec.AppendJSON(nil),
+		Header: nats.Header{jetstream.MsgIDHeader: []string{id}}}
 	if a.publish(id, msg) {
 		a.metrics.AuditPublishes.Inc()
 	}
 }
 
 func (a *auditor) publish(id string, msg *nats.Msg) bool {
-	if _, err := a.js.PublishMsgAsync(msg, jetstream.WithMsgID(id)); err != nil {
-		a.failed(a.js, msg, err)
+	if err := a.pub.Publish(msg); err != nil {
+		a.failed(msg, err)
 		return false
 	}
 	return true
@@ -194,8 +194,9 @@ func (a *auditor) close(timeout time.Duration) {
 		return
 	}
 	select {
-	case <-a.js.PublishAsyncComplete():
+	case <-a.pub.Idle():
 	case <-deadline:
-		a.log.Warn("audit records not acknowledged in time", "pending", a.js.PublishAsyncPending())
+		a.log.Warn("audit records not acknowledged in time", "pending", a.pub.Pending())
 	}
+	a.pub.Close()
 }
