@@ -29,8 +29,9 @@ func (a *Agent) after(d time.Duration, kind timerKind, gen uint64) *time.Timer {
 }
 
 // Request deadlines share one timer per agent, armed for the soonest: a request costs a
-// heap entry, not a timer of its own. Entries are never removed early: one whose
-// request was answered (or whose session ended) is skipped when it falls due.
+// heap entry, not a timer of its own. An answered request's entry is dropped once it is
+// the soonest, or skipped when it falls due; the timer is not stopped early (a fire
+// with nothing due arms it for the next).
 
 // dueRequest is when a request of the session falls due.
 type dueRequest struct {
@@ -50,6 +51,17 @@ func (h *dueRequests) Pop() any {
 	e := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return e
+}
+
+// dropAnswered drops the soonest entries whose request is no longer pending, so that a
+// long session's heap holds about its outstanding requests, not all it ever asked.
+func (h *dueRequests) dropAnswered(pending map[string]*pending) {
+	for len(*h) > 0 {
+		if p := pending[(*h)[0].id]; p != nil && p.deadline.Equal((*h)[0].at) {
+			return
+		}
+		heap.Pop(h)
+	}
 }
 
 // requestsDue tells the actor that the soonest request deadline may have come.
