@@ -12,5 +12,7 @@
 //	agentmux.ctl.<node>.<verb>               control requests to one node
 //
 // A Bus holds one connection for the whole process (no subscription per session). Its
-// methods are safe for concurrent use; Close is idempotent.
+// methods are safe for concurrent use; Close is idempotent. The Asker sends a node's
+// asks over one reply subscription; a StreamPublisher publishes a node's audit records
+// over another, each published again under its id until the stream acknowledges it.
 package bus
