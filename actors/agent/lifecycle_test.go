@@ -181,8 +181,11 @@ func spawnAgent(t *testing.T, manifest string, run InProc) *lifecycle {
 func (l *lifecycle) state(want string) {
 	l.t.Helper()
 	var now []string
+	// A gauge has no change to wait on: read it every 5 ms until the deadline.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	for ; time.Now().Before(deadline); <-tick.C {
 		now = now[:0]
 		for _, s := range []string{"starting", "idle", "busy", "stopping"} {
 			switch v := testutil.ToFloat64(l.m.Agents.WithLabelValues(l.host, s)); v {
@@ -196,7 +199,6 @@ func (l *lifecycle) state(want string) {
 		if len(now) <= 1 && strings.Join(now, "") == want {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	l.t.Fatalf("the process is counted in %q; want %q", now, want)
 }
