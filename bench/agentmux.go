@@ -135,16 +135,11 @@ func runOn(ctx context.Context, c *Config, name string, n *node.Node, stopAll fu
 	active := n.Metrics.SessionsActive.WithLabelValues(loadHost)
 	peak := 0
 	for col.sessions < c.Sessions {
-		var due <-chan time.Time
-		if submitted < c.Sessions {
-			if wait := time.Until(c.arrival(t0, submitted)); wait > 0 {
-				timer.Reset(wait)
-				due = timer.C
-			} else {
-				n.Submit(loadHost, "", prompt, results)
-				submitted++
-				continue
-			}
+		due, now := c.nextArrival(t0, submitted, timer)
+		if now {
+			n.Submit(loadHost, "", prompt, results)
+			submitted++
+			continue
 		}
 		select {
 		case <-due:

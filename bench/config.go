@@ -108,3 +108,18 @@ func (c *Config) arrival(t0 time.Time, i int) time.Time {
 	}
 	return t0.Add(time.Duration(float64(i) / c.Rate * float64(time.Second)))
 }
+
+// nextArrival says when the next of the scenario's sessions arrives, submitted being
+// how many have: now, or later on timer's channel (reset for it); neither once all
+// have arrived.
+func (c *Config) nextArrival(t0 time.Time, submitted int, timer *time.Timer) (later <-chan time.Time, now bool) {
+	if submitted >= c.Sessions {
+		return nil, false
+	}
+	wait := time.Until(c.arrival(t0, submitted))
+	if wait <= 0 {
+		return nil, true
+	}
+	timer.Reset(wait)
+	return timer.C, false
+}

@@ -174,20 +174,15 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 	submitted, timer := 0, time.NewTimer(0)
 	defer timer.Stop()
 	for col.sessions < c.Sessions {
-		var due <-chan time.Time
-		if submitted < c.Sessions {
-			if wait := time.Until(c.arrival(t0, submitted)); wait > 0 {
-				timer.Reset(wait)
-				due = timer.C
-			} else {
-				id := fmt.Sprintf("%s-%d", name, submitted)
-				data, _ := json.Marshal(&bus.Task{ID: id, Host: loadHost, Prompt: prompt})
-				if _, err := b.JS.PublishAsync(bus.TaskSubject(loadHost), data, jetstream.WithMsgID(id)); err != nil {
-					return nil, fmt.Errorf("submit: %w", err)
-				}
-				submitted++
-				continue
+		due, now := c.nextArrival(t0, submitted, timer)
+		if now {
+			id := fmt.Sprintf("%s-%d", name, submitted)
+			data, _ := json.Marshal(&bus.Task{ID: id, Host: loadHost, Prompt: prompt})
+			if _, err := b.JS.PublishAsync(bus.TaskSubject(loadHost), data, jetstream.WithMsgID(id)); err != nil {
+				return nil, fmt.Errorf("submit: %w", err)
 			}
+			submitted++
+			continue
 		}
 		select {
 		case <-due:

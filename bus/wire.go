@@ -100,17 +100,17 @@ func DecodeAsk(data []byte) (*Ask, error) {
 func (a *Ask) field(c *rawjson.Copy, key, value []byte) bool {
 	switch string(key) {
 	case "session":
-		return str(c, value, &a.Session)
+		return c.String(value, &a.Session)
 	case "host":
-		return str(c, value, &a.Host)
+		return c.String(value, &a.Host)
 	case "type":
-		return str(c, value, &a.Type)
+		return c.String(value, &a.Type)
 	case "id":
-		return str(c, value, &a.ID)
+		return c.String(value, &a.ID)
 	case "text":
-		return str(c, value, &a.Text)
+		return c.String(value, &a.Text)
 	case "node":
-		return str(c, value, &a.Node)
+		return c.String(value, &a.Node)
 	case "deadline":
 		return integer(value, &a.Deadline)
 	case "attempt":
@@ -155,15 +155,15 @@ func (r *Reply) field(c *rawjson.Copy, key, value []byte) bool {
 	case "cancelled":
 		return boolean(value, &r.Cancelled)
 	case "decider":
-		return str(c, value, &r.Decider)
+		return c.String(value, &r.Decider)
 	case "reason":
-		return str(c, value, &r.Reason)
+		return c.String(value, &r.Reason)
 	case "member":
-		return str(c, value, &r.Member)
+		return c.String(value, &r.Member)
 	case "claimed":
-		return str(c, value, &r.Claimed)
+		return c.String(value, &r.Claimed)
 	case "scope":
-		return str(c, value, &r.Scope)
+		return c.String(value, &r.Scope)
 	}
 	return !foldsTo(key, replyKeys)
 }
@@ -182,18 +182,6 @@ func foldsTo(key []byte, keys []string) bool {
 		}
 	}
 	return false
-}
-
-// str reads a string field; null leaves it as it is, as encoding/json does.
-func str(c *rawjson.Copy, value []byte, dst *string) bool {
-	if string(value) == "null" {
-		return true
-	}
-	s, ok := c.Unquote(value)
-	if ok {
-		*dst = s
-	}
-	return ok
 }
 
 // integer reads an integer field; null leaves it as it is.

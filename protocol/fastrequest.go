@@ -19,14 +19,7 @@ func decodeRequestFast(obj []byte) (*Message, bool) {
 	var typ, id, options []byte
 	var timeout *float64
 	c := rawjson.NewCopy(obj) // the strings and raw values kept: parts of one copy
-	str := func(value []byte, dst *string) bool {
-		if string(value) == "null" {
-			return true
-		}
-		s, ok := c.Unquote(value)
-		*dst = s
-		return ok
-	}
+	str := c.String
 	walked := rawjson.Fields(obj, func(key, value []byte) bool {
 		switch string(key) {
 		case "type":

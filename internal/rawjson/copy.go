@@ -27,6 +27,19 @@ func (c *Copy) Unquote(value []byte) (string, bool) {
 	return c.text[off : off+len(plain)], true
 }
 
+// String reads a string field's value into dst as encoding/json does: null leaves dst
+// as it is; false (dst untouched) when value is not a string.
+func (c *Copy) String(value []byte, dst *string) bool {
+	if string(value) == "null" {
+		return true
+	}
+	s, ok := c.Unquote(value)
+	if ok {
+		*dst = s
+	}
+	return ok
+}
+
 // Raw returns a copy of value, a part of the document.
 func (c *Copy) Raw(value []byte) []byte {
 	off, within := c.offset(value)
