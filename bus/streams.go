@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -124,11 +125,19 @@ func (b *Bus) declareAll(ctx context.Context, replicas int) error {
 	return nil
 }
 
-// declareStream creates the stream, or updates it, saying so when its replicas change.
+// declareStream creates the stream, or updates it when it differs from cfg, saying so
+// when its replicas change. A stream already as declared (every node but the first
+// declares it) is left alone: no update races the consumers nodes create meanwhile
+// (nats-server 2.15 updates a file store's config unguarded against them).
 func (b *Bus) declareStream(ctx context.Context, cfg jetstream.StreamConfig) error {
 	if s, err := b.JS.Stream(ctx, cfg.Name); err == nil {
-		if have := s.CachedInfo().Config.Replicas; have != cfg.Replicas {
-			b.log.Info("changing the replicas of a stream", "stream", cfg.Name, "from", have, "to", cfg.Replicas)
+		have := s.CachedInfo().Config
+		if have.Description == cfg.Description && slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention &&
+			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas {
+			return nil
+		}
+		if have.Replicas != cfg.Replicas {
+			b.log.Info("changing the replicas of a stream", "stream", cfg.Name, "from", have.Replicas, "to", cfg.Replicas)
 		}
 	}
 	if _, err := b.JS.CreateOrUpdateStream(ctx, cfg); err != nil {
@@ -137,11 +146,19 @@ func (b *Bus) declareStream(ctx context.Context, cfg jetstream.StreamConfig) err
 	return nil
 }
 
+// declareBucket creates the bucket, or updates it when it differs from cfg, as
+// declareStream does.
 func (b *Bus) declareBucket(ctx context.Context, cfg jetstream.KeyValueConfig) error {
 	if kv, err := b.JS.KeyValue(ctx, cfg.Bucket); err == nil {
-		if st, err := kv.Status(ctx); err == nil && st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas != cfg.Replicas {
-			b.log.Info("changing the replicas of a bucket", "bucket", cfg.Bucket,
-				"from", st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas, "to", cfg.Replicas)
+		if st, err := kv.Status(ctx); err == nil {
+			have := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config
+			if have.Description == cfg.Description && have.MaxAge == cfg.TTL && have.Storage == cfg.Storage &&
+				have.Replicas == cfg.Replicas && (cfg.MaxBytes == 0 || have.MaxBytes == cfg.MaxBytes) {
+				return nil
+			}
+			if have.Replicas != cfg.Replicas {
+				b.log.Info("changing the replicas of a bucket", "bucket", cfg.Bucket, "from", have.Replicas, "to", cfg.Replicas)
+			}
 		}
 	}
 	if _, err := b.JS.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
