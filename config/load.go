@@ -294,6 +294,9 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	case h.Pool < 0:
 		v.add(at("pool"), "%d is negative; use the number of processes to keep, ≥ 1", h.Pool)
 	}
+	if h.Nice < 0 || h.Nice > 19 {
+		v.add(at("nice"), "%d is out of range; use 0 (the node's own priority) to 19 (the lowest): a node lowers its agents' priority, never raises it", h.Nice)
+	}
 	if h.Retries < 0 {
 		v.add(at("retries"), "%d is negative; use 0 for no retries", h.Retries)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -434,6 +435,31 @@ supervisor = "s"
 		case <-time.After(60 * time.Second):
 			t.Fatal("sessions did not all end")
 		}
+	}
+}
+
+// TestNiceLowersTheAgentsPriority: the agents of a host with nice = 7, and what they
+// start, run 7 below the node's priority.
+func TestNiceLowersTheAgentsPriority(t *testing.T) {
+	f := start(t, `[hosts.low]
+command = "sh"
+args = ["-c", "read p; echo \"nice $(cut -d' ' -f19 /proc/$$/stat) $(cut -d' ' -f19 /proc/self/stat)\""]
+nice = 7
+`)
+	prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - the node's niceness
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := min(20-prio+7, 19)
+	results := make(chan *agent.Result, 1)
+	f.n.Submit("low", "", "go", results)
+	select {
+	case r := <-results:
+		if wantText := fmt.Sprintf("nice %d %d", want, want); !r.OK || !strings.Contains(string(r.Payload), wantText) {
+			t.Fatalf("result %+v %s; want %q: the agent and its child at niceness %d", r, r.Payload, wantText, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session did not end")
 	}
 }
 

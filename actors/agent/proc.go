@@ -99,6 +99,18 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	inR.Close()
 	outW.Close()
 	errW.Close()
+	if h.Nice > 0 {
+		// Before anything is written to its stdin, and the whole group: whatever the
+		// agent started meanwhile is lowered with it.
+		if err := shim.Lower(cmd.Process.Pid, h.Nice); err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			inW.Close()
+			outR.Close()
+			errR.Close()
+			return nil, fmt.Errorf("agent: lower %s's priority (nice = %d): %w", h.Command, h.Nice, err)
+		}
+	}
 	procs.Record(cmd.Process.Pid)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}

@@ -61,3 +61,20 @@ func Command(ctx context.Context, name string, args ...string) (*exec.Cmd, error
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd, nil
 }
+
+// Lower lowers the priority of the process group a command started by Command leads
+// (pid is the command's) by nice below this process's own, as nice -n does, capped at
+// the lowest (19). Every process in the group takes it, and what they start later
+// inherits it.
+func Lower(pid, nice int) error {
+	// The raw getpriority returns 20 - niceness.
+	prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		return fmt.Errorf("read this process's priority: %w", err)
+	}
+	target := min(20-prio+nice, 19)
+	if err := syscall.Setpriority(syscall.PRIO_PGRP, pid, target); err != nil {
+		return fmt.Errorf("set process group %d's niceness to %d: %w", pid, target, err)
+	}
+	return nil
+}

@@ -139,3 +139,18 @@ func alive(pid int) bool {
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
 }
+
+// TestLowerNamesTheGroupItCouldNotLower: a group that is gone is an error naming it.
+func TestLowerNamesTheGroupItCouldNotLower(t *testing.T) {
+	cmd, err := Command(context.Background(), "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	err = Lower(cmd.Process.Pid, 5)
+	if err == nil || !errors.Is(err, syscall.ESRCH) || !strings.Contains(err.Error(), "process group "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Fatalf("Lower of a group that has exited: %v; want ESRCH naming the group", err)
+	}
+}
