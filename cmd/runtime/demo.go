@@ -155,6 +155,7 @@ strategy = "static"
 command = %q
 args = ["sim"]
 pool = %d
+nice = 10             # 200 agents starting at once yield the cores to the node answering them
 timeout = "90s"
 init_timeout = "60s"  # 200 processes start at once: on a busy machine init_ack can take a while
 question_timeout = %q
