@@ -182,12 +182,12 @@ type Host struct {
 	ApprovalDefault string         `toml:"approval_default"`
 	MaxLineBytes    int            `toml:"max_line_bytes"`
 	Pool            int            `toml:"pool"`
+	Retries         int            `toml:"retries"`
+	Params          map[string]any `toml:"params"`
 	// Nice lowers the priority of the host's agents, and of everything they start, this
 	// much below the node's, as nice -n does (0–19): their CPU then yields to the node's
 	// supervision path and embedded server when they keep the cores busy.
 	Nice int `toml:"nice"`
-	Retries         int            `toml:"retries"`
-	Params          map[string]any `toml:"params"`
 	// Messages are the message types the agent sends; any other is reported as a
 	// listen:unhandled event. Empty: every type. result and error always end a session.
 	Messages []string `toml:"messages"`
