@@ -108,7 +108,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 			inW.Close()
 			outR.Close()
 			errR.Close()
-			return nil, fmt.Errorf("agent: lower %s's priority (nice = %d): %w", h.Command, h.Nice, err)
+			return nil, fmt.Errorf("agent: lower %s's priority (nice = %d): %w; leave nice out to run it at the node's priority", h.Command, h.Nice, err)
 		}
 	}
 	procs.Record(cmd.Process.Pid)
