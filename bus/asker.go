@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"container/heap"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/internal/due"
 )
 
 // Defaults of AskerConfig.
@@ -92,7 +93,7 @@ type Asker struct {
 	// due holds every call's next due time, soonest first, behind the one timer wake:
 	// no timer, and no goroutine when one fires, per ask. An entry a call left behind
 	// when it was armed again is skipped when it comes due.
-	due    dueHeap
+	due    due.Heap
 	wake   *time.Timer
 	wakeAt time.Time // when wake fires; zero when stopped
 }
@@ -161,7 +162,7 @@ func (a *Asker) Close() {
 	a.closed = true
 	_ = a.sub.Unsubscribe()
 	a.wake.Stop()
-	a.calls, a.due = map[string]*call{}, nil
+	a.calls, a.due = map[string]*call{}, due.Heap{}
 }
 
 // Ask sends msg to the queue group of its subject and calls deliver with every answer,
@@ -230,7 +231,7 @@ func (a *Asker) nextWait(c *call, now time.Time) time.Duration {
 // arm makes c due d from now. Callers hold mu.
 func (a *Asker) arm(c *call, d time.Duration) {
 	c.due = time.Now().Add(d)
-	heap.Push(&a.due, dueEntry{key: c.key, at: c.due})
+	a.due.Add(c.key, c.due)
 	if a.wakeAt.IsZero() || c.due.Before(a.wakeAt) {
 		a.wakeAt = c.due
 		a.wake.Reset(d)
@@ -242,41 +243,20 @@ func (a *Asker) sweep() {
 	a.mu.Lock()
 	now := time.Now()
 	var keys []string
-	for len(a.due) > 0 && !a.due[0].at.After(now) {
-		e := heap.Pop(&a.due).(dueEntry)
-		if c, ok := a.calls[e.key]; ok && c.due.Equal(e.at) {
-			keys = append(keys, e.key)
+	for e, ok := a.due.PopDue(now); ok; e, ok = a.due.PopDue(now) {
+		if c, ok := a.calls[e.Key]; ok && c.due.Equal(e.At) {
+			keys = append(keys, e.Key)
 		}
 	}
 	a.wakeAt = time.Time{}
-	if len(a.due) > 0 && !a.closed {
-		a.wakeAt = a.due[0].at
+	if e, ok := a.due.Soonest(); ok && !a.closed {
+		a.wakeAt = e.At
 		a.wake.Reset(a.wakeAt.Sub(now))
 	}
 	a.mu.Unlock()
 	for _, key := range keys {
 		a.onTimer(key)
 	}
-}
-
-// dueEntry is when a call falls due.
-type dueEntry struct {
-	key string
-	at  time.Time
-}
-
-// dueHeap is a container/heap of due entries, soonest first.
-type dueHeap []dueEntry
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueEntry)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 func (a *Asker) publish(m *nats.Msg) {

@@ -55,7 +55,16 @@ func TestAuditIsDeduplicatedByMessageID(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := b.JS.Stream(ctx, AuditStream)
+	if n := storedMsgs(t, b, AuditStream); n != 1 {
+		t.Fatalf("audit stream holds %d records; the same message id must be stored once", n)
+	}
+}
+
+// storedMsgs is how many messages stream holds.
+func storedMsgs(t *testing.T, b *Bus, stream string) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := b.JS.Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +72,7 @@ func TestAuditIsDeduplicatedByMessageID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs != 1 {
-		t.Fatalf("audit stream holds %d records; the same message id must be stored once", info.State.Msgs)
-	}
+	return info.State.Msgs
 }
 
 func TestTemporaryStoreIsRemovedOnClose(t *testing.T) {

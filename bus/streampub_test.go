@@ -105,16 +105,8 @@ func TestStreamPublisherReportsEachMessagesFate(t *testing.T) {
 	if len(f.failed) != 3 {
 		t.Errorf("failed: %v", f.failed)
 	}
-	audit, err := b.JS.Stream(ctx, AuditStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := audit.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != records {
-		t.Errorf("the audit stream holds %d records; want %d, the duplicate id once", info.State.Msgs, records)
+	if n := storedMsgs(t, b, AuditStream); n != records {
+		t.Errorf("the audit stream holds %d records; want %d, the duplicate id once", n, records)
 	}
 }
 

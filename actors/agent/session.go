@@ -14,6 +14,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/due"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -33,7 +34,7 @@ type session struct {
 	pending   map[string]*pending
 	records   []RequestRecord
 	timers    []*time.Timer // session, idle and interrupt timers; stopped when it ends
-	due       dueRequests   // request deadlines (Agent.requests is armed for the soonest)
+	due       due.Heap      // request deadlines by id (Agent.requests is armed for the soonest)
 	result    *config.ResultSpec
 	reprompts int // new prompts sent for results that did not fit the schema
 	// standing are answers given for the rest of the session, by request type and text.
@@ -159,19 +160,19 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		a.onRequest(s, msg)
 	case protocol.TypePartial:
 		s.partial.WriteString(msg.Text)
-		a.publish(s.id, string(msg.Type), msg.Raw)
+		a.publishOn(s, string(msg.Type), msg.Raw)
 	case protocol.TypeResult:
-		a.publish(s.id, string(msg.Type), msg.Raw)
+		a.publishOn(s, string(msg.Type), msg.Raw)
 		a.onResult(s, msg)
 	case protocol.TypeError:
-		a.publish(s.id, string(msg.Type), msg.Raw)
+		a.publishOn(s, string(msg.Type), msg.Raw)
 		text := msg.Message
 		if text == "" {
 			text = "agent reported an error without a message"
 		}
 		a.endSession(&Result{Error: text, Payload: msg.Raw}, true)
 	default:
-		a.publish(s.id, string(msg.Type), msg.Raw)
+		a.publishOn(s, string(msg.Type), msg.Raw)
 	}
 }
 
@@ -189,7 +190,12 @@ func (a *Agent) onStreamLine(typ protocol.Type, raw []byte) {
 		a.unhandled(s, &protocol.Message{Type: typ, Name: string(typ), Raw: raw})
 		return
 	}
-	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, string(typ)), raw); err != nil {
+	a.publishOn(s, string(typ), raw)
+}
+
+// publishOn publishes an event of type typ of session s on its subject, made once.
+func (a *Agent) publishOn(s *session, typ string, data []byte) {
+	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, typ), data); err != nil {
 		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }
@@ -257,9 +263,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	var raw []byte
 	if !dup {
 		raw = msg.WithID(id)
-		if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, string(msg.Type)), raw); err != nil {
-			a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
-		}
+		a.publishOn(s, string(msg.Type), raw)
 	}
 	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
 	if dup {
@@ -417,7 +421,7 @@ func normalize(m *protocol.Message, v json.RawMessage) json.RawMessage {
 // answer ends request p: it writes exactly one response line while the process lives.
 func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
 	delete(s.pending, p.id)
-	s.due.dropAnswered(s.pending)
+	s.dropAnswered()
 	if p.settle != nil {
 		// The asker listens on past the deadline, so late answers are reported; a
 		// request given up on is withdrawn from a person deciding it.
@@ -450,9 +454,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	ms := float64(wait.Microseconds()) / 1000
 	ev := bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}
 	a.scratch = ev.AppendJSON(a.scratch[:0]) // the publish copies it
-	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, EventRequestAnswered), a.scratch); err != nil {
-		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
-	}
+	a.publishOn(s, EventRequestAnswered, a.scratch)
 	rec := a.record(s, "answer")
 	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency =
 		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms
@@ -610,7 +612,7 @@ func (a *Agent) onRawLine(line []byte) {
 // nobody is asked for.
 func (a *Agent) unhandled(s *session, msg *protocol.Message) {
 	a.cfg.Metrics.Unhandled.WithLabelValues(a.host.Name).Inc()
-	a.publish(s.id, string(protocol.TypeUnhandled), msg.Raw)
+	a.publishOn(s, string(protocol.TypeUnhandled), msg.Raw)
 	if !msg.Type.IsRequest() {
 		return
 	}
@@ -668,7 +670,7 @@ func (a *Agent) onResult(s *session, msg *protocol.Message) {
 			Reprompt int    `json:"reprompt"`
 			Of       int    `json:"of"`
 		}{err.Error(), s.reprompts, s.result.Retries})
-		a.publish(s.id, EventResultInvalid, ev)
+		a.publishOn(s, EventResultInvalid, ev)
 		s.partial.Reset() // the next turn's text is the next result's
 		a.reprompt(s, err)
 	default:

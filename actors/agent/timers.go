@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"container/heap"
 	"fmt"
 	"time"
 
@@ -33,34 +32,14 @@ func (a *Agent) after(d time.Duration, kind timerKind, gen uint64) *time.Timer {
 // the soonest, or skipped when it falls due; the timer is not stopped early (a fire
 // with nothing due arms it for the next).
 
-// dueRequest is when a request of the session falls due.
-type dueRequest struct {
-	at time.Time
-	id string
-}
-
-// dueRequests is a container/heap of a session's request deadlines, soonest first.
-type dueRequests []dueRequest
-
-func (h dueRequests) Len() int           { return len(h) }
-func (h dueRequests) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h dueRequests) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueRequests) Push(x any)        { *h = append(*h, x.(dueRequest)) }
-func (h *dueRequests) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
-
-// dropAnswered drops the soonest entries whose request is no longer pending, so that a
-// long session's heap holds about its outstanding requests, not all it ever asked.
-func (h *dueRequests) dropAnswered(pending map[string]*pending) {
-	for len(*h) > 0 {
-		if p := pending[(*h)[0].id]; p != nil && p.deadline.Equal((*h)[0].at) {
+// dropAnswered drops the soonest deadlines whose request is no longer pending, so that
+// a long session's heap holds about its outstanding requests, not all it ever asked.
+func (s *session) dropAnswered() {
+	for e, ok := s.due.Soonest(); ok; e, ok = s.due.Soonest() {
+		if p := s.pending[e.Key]; p != nil && p.deadline.Equal(e.At) {
 			return
 		}
-		heap.Pop(h)
+		s.due.Drop()
 	}
 }
 
@@ -69,7 +48,7 @@ type requestsDue struct{}
 
 // dueAt makes request id of session s due at at.
 func (a *Agent) dueAt(s *session, at time.Time, id string) {
-	heap.Push(&s.due, dueRequest{at: at, id: id})
+	s.due.Add(id, at)
 	if a.wake.IsZero() || at.Before(a.wake) {
 		a.armRequests(at)
 	}
@@ -93,13 +72,12 @@ func (a *Agent) onRequestsDue() {
 		return
 	}
 	now := time.Now()
-	for len(s.due) > 0 && !s.due[0].at.After(now) {
-		e := heap.Pop(&s.due).(dueRequest)
-		if p := s.pending[e.id]; p != nil && p.deadline.Equal(e.at) {
+	for e, ok := s.due.PopDue(now); ok; e, ok = s.due.PopDue(now) {
+		if p := s.pending[e.Key]; p != nil && p.deadline.Equal(e.At) {
 			a.answer(s, p, p.def, protocol.OutcomeTimedOut, "default", fmt.Sprintf("no answer within %v", p.deadline.Sub(p.readAt).Round(time.Millisecond)))
 		}
 	}
-	if len(s.due) > 0 {
-		a.armRequests(s.due[0].at)
+	if e, ok := s.due.Soonest(); ok {
+		a.armRequests(e.At)
 	}
 }
