@@ -214,8 +214,10 @@ func TestListShowsRunningSessions(t *testing.T) {
 // error naming the signal.
 func TestAgentKilledSaysBySignal(t *testing.T) {
 	f := start(t, simHost("w", "")+"[supervisors.nobody]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"nobody\"\n")
-	// The question on the bus says the agent itself runs, not only the shell that starts
-	// it: killing the shell alone before it has forked would leave the agent to finish.
+	// The question on the bus says the agent itself runs under its shim. The agent alone
+	// is killed, as the kernel's OOM killer would: killing the shim as well, one process
+	// after the other, leaves a window in which the node sees the shim gone, closes the
+	// agent's stdin, and the agent, its question ended, writes its result.
 	asked, err := f.n.Bus.Conn.SubscribeSync(bus.AskSubject("nobody"))
 	if err != nil {
 		t.Fatal(err)
@@ -225,14 +227,18 @@ func TestAgentKilledSaysBySignal(t *testing.T) {
 	if _, err := asked.NextMsg(10 * time.Second); err != nil {
 		t.Fatalf("the agent's question never reached the bus: %v", err)
 	}
-	pids := f.leftovers()
-	if len(pids) < 2 {
-		t.Fatalf("processes of the session = %v; want the shell and the agent", pids)
-	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
+	var killed []int
+	for _, pid := range f.leftovers() {
+		// The shim leads the session's process group; the agent is the member that does not.
+		if pgid, err := syscall.Getpgid(pid); err == nil && pgid != pid {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = append(killed, pid)
 		}
+	}
+	if len(killed) != 1 {
+		t.Fatalf("agents killed = %v; want the one agent under the session's shim", killed)
 	}
 	select {
 	case res := <-reply:

@@ -17,7 +17,9 @@ const shell = "/bin/sh"
 // SIGINT, which the node sends the whole group, are ignored by the shim only once the
 // command runs, so the command does not inherit the ignoring; the command acts on them.
 // The exit status of a command a signal killed is 128 + the signal: the shim dies of
-// that signal then, so its parent sees what killed the command.
+// that signal then, so its parent sees what killed the command. wait's stderr is
+// dropped: it carries only the shell's job report ("Killed"), which would read as the
+// command's own last line.
 const script = `trap 'kill -9 0' USR1
 [ "$PPID" = 1 ] && kill -9 0
 exec 3<&0
@@ -26,7 +28,7 @@ child=$!
 exec 3<&-
 trap '' TERM INT
 while :; do
-	wait "$child"
+	wait "$child" 2>/dev/null
 	status=$?
 	kill -0 "$child" 2>/dev/null || break
 done
