@@ -37,9 +37,14 @@ func WatchDirectory(ctx context.Context, js jetstream.JetStream, done func()) (*
 }
 
 // watchBucket hands each entry of kv, as it is now and as it changes, to each, on a
-// goroutine that ends with ctx and then calls done (when set).
+// goroutine that ends with ctx and then calls done (when set). A watch JetStream cannot
+// start for the moment is tried again for up to bucketWait.
 func watchBucket(ctx context.Context, kv jetstream.KeyValue, each func(jetstream.KeyValueEntry), done func()) error {
-	w, err := kv.WatchAll(ctx)
+	var w jetstream.KeyWatcher
+	err := Settled(ctx, func() (err error) {
+		w, err = kv.WatchAll(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}

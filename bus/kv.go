@@ -10,22 +10,41 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// How long a bucket is looked up again while a cluster forms, and how often.
+// How long a bucket is looked up or watched again while JetStream settles, and how often.
 const (
 	bucketWait  = 20 * time.Second
 	bucketRetry = 250 * time.Millisecond
 )
 
+// Settled calls try until it succeeds, fails for good, ctx ends or bucketWait passes.
+// While a cluster forms, or a restarted server catches up with its peers, JetStream's
+// API can time out or answer "unavailable" for a moment; a node that starts then would
+// otherwise fail on its first call.
+func Settled(ctx context.Context, try func() error) error {
+	deadline := time.Now().Add(bucketWait)
+	for {
+		err := try()
+		switch {
+		case err == nil || !transient(err):
+			return err
+		case !time.Now().Before(deadline):
+			return fmt.Errorf("%w (JetStream was unavailable for %v: is a majority of the cluster's servers up?)", err, bucketWait)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(bucketRetry):
+		}
+	}
+}
+
 // openBucket opens a bucket a node declared; what names it in errors.
 func openBucket(ctx context.Context, js jetstream.JetStream, bucket, what string) (jetstream.KeyValue, error) {
-	// While a cluster forms under load JetStream's API can time out for a moment: a
-	// bucket, just declared, is looked up again for up to bucketWait.
-	deadline := time.Now().Add(bucketWait)
-	kv, err := js.KeyValue(ctx, bucket)
-	for err != nil && transient(err) && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(bucketRetry)
+	var kv jetstream.KeyValue
+	err := Settled(ctx, func() (err error) {
 		kv, err = js.KeyValue(ctx, bucket)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: %s bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", what, bucket, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -193,6 +194,10 @@ func transient(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.Code == 503 || apiErr.ErrorCode == errClusterNotAvailable
+	}
+	var legacyErr *nats.APIError // a bucket's watch starts its consumer through nats.go's older API
+	if errors.As(err, &legacyErr) {
+		return legacyErr.Code == 503 || legacyErr.ErrorCode == nats.ErrorCode(errClusterNotAvailable)
 	}
 	return errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, context.DeadlineExceeded) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)

@@ -23,9 +23,16 @@ type Intake struct {
 // pipeline runs (cfg.Pipelines).
 func NewIntake(ctx context.Context, js jetstream.JetStream, cfg Config) (*Intake, error) {
 	in := &Intake{Hosts: map[string]jetstream.Consumer{}, Pipelines: map[string]jetstream.Consumer{}}
+	consumer := func(c jetstream.ConsumerConfig) (cons jetstream.Consumer, err error) {
+		err = bus.Settled(ctx, func() error {
+			cons, err = js.CreateOrUpdateConsumer(ctx, bus.TaskStream, c)
+			return err
+		})
+		return cons, err
+	}
 	hosts := hostsOf(cfg)
 	for name := range hosts {
-		cons, err := js.CreateOrUpdateConsumer(ctx, bus.TaskStream, taskConsumer("host_"+name, name))
+		cons, err := consumer(taskConsumer("host_"+name, name))
 		if err != nil {
 			return nil, fmt.Errorf("router: task consumer of host %q: %w; the node cannot take its queued tasks", name, err)
 		}
@@ -35,7 +42,7 @@ func NewIntake(ctx context.Context, js jetstream.JetStream, cfg Config) (*Intake
 		return in, nil
 	}
 	for name := range runnable(cfg.Manifest, hosts) {
-		cons, err := js.CreateOrUpdateConsumer(ctx, bus.TaskStream, taskConsumer("pipeline_"+name, name))
+		cons, err := consumer(taskConsumer("pipeline_"+name, name))
 		if err != nil {
 			return nil, fmt.Errorf("router: task consumer of pipeline %q: %w; the node cannot take its queued runs", name, err)
 		}

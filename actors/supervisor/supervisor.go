@@ -143,9 +143,15 @@ func (s *Supervisor) start(c actor.Context) {
 		}
 	}()
 	if s.cfg.Supervisor.Strategy == config.StrategyHuman && s.cfg.Pending != nil {
-		if err := s.cfg.Pending.Deliver(s.ctx, s.name, func(err error) { s.log.Warn("human answer not delivered", "err", err) }); err != nil {
-			s.log.Error("human answers will not be delivered from this node", "err", err)
-		}
+		// Starting the watch waits on JetStream, for a while when it is settling: not
+		// in Receive.
+		s.cfg.Goroutines.Add(1)
+		go func() {
+			defer s.cfg.Goroutines.Done()
+			if err := s.cfg.Pending.Deliver(s.ctx, s.name, func(err error) { s.log.Warn("human answer not delivered", "err", err) }); err != nil && s.ctx.Err() == nil {
+				s.log.Error("human answers will not be delivered from this node", "err", err)
+			}
+		}()
 	}
 }
 
