@@ -568,8 +568,9 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 
 	// Restarted on its store, the server rejoins and catches up: the stream has three
 	// current copies again.
+	// Its node waits out JetStream while the server catches up (bus.Settled).
 	f.servers[leader] = f.server(t, leader)
-	until(t, f.names[leader]+" back", f.servers[leader].stderr, "node up")
+	untilWithin(t, f.names[leader]+" back", f.servers[leader].stderr, "node up", 90*time.Second)
 	poll(t, 30*time.Second, f.names[leader]+" is a current replica of the task stream again", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
