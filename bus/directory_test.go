@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestWatchWaitsForQuorum: a node whose server has lost its cluster's majority (as a
@@ -100,7 +101,7 @@ func TestWatchWaitsForQuorum(t *testing.T) {
 func clusterConfigs(t *testing.T, n int) []Config {
 	routes := make([]string, n)
 	for i := range routes {
-		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", proctest.FreePort(t))
 	}
 	dir := t.TempDir()
 	cfgs := make([]Config, n)
@@ -126,13 +127,4 @@ func openCluster(t *testing.T, cfg Config) *Bus {
 	}
 	t.Cleanup(b.Close)
 	return b
-}
-
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -3,7 +3,6 @@ package deploy
 import (
 	"debug/elf"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // nonroot is the user of distroless's nonroot images.
@@ -175,7 +176,7 @@ func TestImageRootfs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "usr/local/bin/runtime"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	natsPort, metricsPort := freePort(t), freePort(t)
+	natsPort, metricsPort := proctest.FreePort(t), proctest.FreePort(t)
 	manifest := filepath.Join(root, "etc/agentmux/agentmux.toml")
 	write(t, manifest, fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
@@ -281,14 +282,4 @@ func write(t *testing.T, path, text string) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/invariants"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestMain doubles as the runtime binary: with AGENTMUX_RUNTIME_MAIN set, the test binary
@@ -122,15 +122,6 @@ func untilWithin(t *testing.T, what string, out *syncBuffer, want string, d time
 	}
 }
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // nodeManifest is a manifest for a node on its own port and store, whose host runs
 // this binary as `runtime sim`.
 func nodeManifest(t *testing.T) string {
@@ -163,7 +154,7 @@ match = "(?i)deploy"
 supervisor = "oncall"
 [[routes]]
 supervisor = "qa"
-`, freePort(t), filepath.Join(dir, "store"), os.Args[0])
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
 	path := filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(path, []byte(m), 0o600); err != nil {
 		t.Fatal(err)

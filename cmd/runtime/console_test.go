@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // consoleManifest is a node whose every request goes to the person on call.
@@ -40,7 +41,7 @@ stop_grace = "2s"
 strategy = "human"
 [[routes]]
 supervisor = "oncall"
-`, freePort(t), filepath.Join(dir, "store"), os.Args[0])
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
 	path = filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(path, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestConsoleInChromium(t *testing.T) {
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "runtime up", up.stderr, "node up")
-	url := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	url := fmt.Sprintf("http://127.0.0.1:%d", proctest.FreePort(t))
 	con := runtimeProc(t, "console", "-c", manifest, "--addr", strings.TrimPrefix(url, "http://"), "--as", "ana")
 	until(t, "runtime console", con.stderr, "console up")
 
@@ -286,7 +287,7 @@ func TestConsoleSignIn(t *testing.T) {
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "runtime up", up.stderr, "node up")
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	open := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
 	if code := open.wait(t, 20*time.Second); code != exitError || !strings.Contains(open.stderr.String(), "set AGENTMUX_CONSOLE_TOKEN") {
 		t.Fatalf("a console beyond loopback without a token: exit %d\n%s", code, open.stderr)
@@ -376,7 +377,7 @@ func TestSecureConsole(t *testing.T) {
 	follow := startProc(t, withUser(s, "ops", exec.Command(os.Args[0], "submit", "-c", s.manifest, "--id", "t-desk", "--follow", "w",
 		`{"steps":[{"send":{"type":"approval","id":"a1","description":"let a person decide"}},{"await":"a1"},{"result":"done"}]}`)))
 	consoleAs := func(user string) string {
-		port := freePort(t)
+		port := proctest.FreePort(t)
 		cmd := withUser(s, user, exec.Command(os.Args[0], "console", "-c", s.manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", port)))
 		cmd.Env = append(cmd.Env, "AGENTMUX_CONSOLE_TOKEN=tok-"+user)
 		p := startProc(t, cmd)

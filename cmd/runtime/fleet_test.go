@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // fleet is three NATS servers in a JetStream cluster (`runtime up --no-hosts
@@ -44,7 +45,7 @@ func startFleet(t *testing.T, body string) *fleet {
 func startFleetOn(t *testing.T, host, body string) *fleet {
 	t.Helper()
 	f := &fleet{dir: t.TempDir()}
-	client, cluster := []int{freePort(t), freePort(t), freePort(t)}, []int{freePort(t), freePort(t), freePort(t)}
+	client, cluster := []int{proctest.FreePort(t), proctest.FreePort(t), proctest.FreePort(t)}, []int{proctest.FreePort(t), proctest.FreePort(t), proctest.FreePort(t)}
 	for i := range 3 {
 		var routes []string
 		for j := range 3 {

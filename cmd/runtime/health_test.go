@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestHealth: `runtime health` is what a container without curl checks. It exits 0 while
@@ -14,7 +16,7 @@ import (
 // address it cannot reach at all.
 func TestHealth(t *testing.T) {
 	manifest := nodeManifest(t)
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	text, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)

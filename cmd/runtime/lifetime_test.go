@@ -47,7 +47,7 @@ args = ["-c", %q]
 env = { AGENTMUX_TEST_MARK = %q }
 [[routes]]
 supervisor = "policy"
-`, freePort(t), filepath.Join(dir, "store"), os.Args[0], mark, policy, mark)
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0], mark, policy, mark)
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ addr = "127.0.0.1:0"
 command = "sh"
 args = ["-c", "trap '' HUP; sleep 3600 & exec sleep 3601"]
 env = { AGENTMUX_TEST_MARK = %q }
-`, freePort(t), store, mark)
+`, proctest.FreePort(t), store, mark)
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestNATSAuth: a manifest naming an external server may list that server's users;
@@ -68,7 +70,7 @@ command = "true"
 // runs an operator's task; a viewer's submit is refused by the server.
 func TestNATSAuthServesTheFleet(t *testing.T) {
 	dir := t.TempDir()
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	manifest := filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(manifest, []byte(fmt.Sprintf(`[nats]
 url = "nats://127.0.0.1:%d"

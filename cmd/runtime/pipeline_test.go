@@ -21,7 +21,7 @@ import (
 // pipelineManifest is a node on its own store with pipelineBody.
 func pipelineManifest(t *testing.T, dir string, think time.Duration) (path, url, coderMark, testerMark string) {
 	t.Helper()
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	body, coderMark, testerMark := pipelineBody(think)
 	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", port, filepath.Join(dir, "store")) + body
 	path = filepath.Join(dir, "agentmux.toml")

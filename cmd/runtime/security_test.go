@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // secureNode is a `runtime up` whose embedded server has users of every role.
@@ -50,7 +51,7 @@ func startSecureNode(t *testing.T) *secureNode {
 		s.passwords[u] = nuid.Next()
 		env = append(env, "T_PW_"+strings.ToUpper(u)+"="+s.passwords[u])
 	}
-	port := freePort(t)
+	port := proctest.FreePort(t)
 	s.url = fmt.Sprintf("nats://127.0.0.1:%d", port)
 	m := fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"

@@ -19,6 +19,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // testCA signs certificates for the tests, which make their own.
@@ -91,7 +93,7 @@ func TestTLSClusterAndClients(t *testing.T) {
 	ca := newTestCA(t, dir, "ca")
 	other := newTestCA(t, dir, "other-ca")
 	ops := nuid.Next()
-	clientPorts, routePorts := []int{freePort(t), freePort(t)}, []int{freePort(t), freePort(t)}
+	clientPorts, routePorts := []int{proctest.FreePort(t), proctest.FreePort(t)}, []int{proctest.FreePort(t), proctest.FreePort(t)}
 	manifests := make([]string, 2)
 	for i := range 2 {
 		cert, key := ca.issue(t, fmt.Sprintf("n%d", i+1))

@@ -1,12 +1,14 @@
 // Package proctest finds the processes a test started, by a marker in their
-// environment, so tests can show that none is left behind.
+// environment, so tests can show that none is left behind, and finds them ports.
 package proctest
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Env is the variable tests put the marker in.
@@ -32,4 +34,16 @@ func Marked(mark string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// FreePort is a loopback TCP port free a moment ago, for a process the test starts to
+// listen on when the port must be known in advance (a cluster's routes).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
