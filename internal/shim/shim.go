@@ -13,24 +13,45 @@ import (
 const shell = "/bin/sh"
 
 // script is the shim. Its arguments are the command: they are never interpolated. The
-// command's stdin is the shim's (an asynchronous list's would be /dev/null). SIGTERM and
-// SIGINT, which the node sends the whole group, are ignored by the shim only once the
-// command runs, so the command does not inherit the ignoring; the command acts on them.
-// The exit status of a command a signal killed is 128 + the signal: the shim dies of
-// that signal then, so its parent sees what killed the command. wait's stderr is
-// dropped: it carries only the shell's job report ("Killed"), which would read as the
-// command's own last line.
+// command's stdin is the shim's (an asynchronous list's would be /dev/null).
+//
+// SIGTERM and SIGINT, which may be sent to the whole group, must not kill the shim while
+// the command runs: the shim would lose the command's exit status and stop guarding the
+// group. The shim catches them from its first line; a caught signal goes back to default
+// in the command, which acts on it. One that came while the shell was starting, before
+// the command, ends the shim by that signal with the command never started. Ignoring
+// them instead would be inherited by the command, and the shell cannot start an
+// asynchronous list with them reset. (Such a list ignores SIGINT all the same, by POSIX;
+// the node stops agents with SIGTERM.)
+//
+// A caught signal interrupts wait, which then says 128 + the signal, so the shim waits
+// again: again for a command still running, or for its status once it has ended; a
+// second wait for a command the first one returned answers 127, and the first's status
+// stands. The exit status of a command a signal killed is 128 + the signal: the shim
+// dies of that signal then, so its parent sees what killed the command. wait's stderr
+// is dropped: it carries only the shell's job report ("Killed"), which would read as
+// the command's own last line.
 const script = `trap 'kill -9 0' USR1
 [ "$PPID" = 1 ] && kill -9 0
+trap 'early=TERM' TERM
+trap 'early=INT' INT
 exec 3<&0
+if [ -n "$early" ]; then
+	trap - TERM INT
+	kill -s "$early" $$
+fi
 "$@" <&3 3<&- &
 child=$!
 exec 3<&-
-trap '' TERM INT
+trap 'signalled=1' TERM INT
+status=
 while :; do
+	signalled=
 	wait "$child" 2>/dev/null
-	status=$?
-	kill -0 "$child" 2>/dev/null || break
+	s=$?
+	[ "$s" = 127 ] && [ -n "$status" ] && break
+	status=$s
+	[ -n "$signalled" ] || break
 done
 if [ "$status" -gt 128 ]; then
 	trap - TERM INT
