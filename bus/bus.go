@@ -24,7 +24,6 @@ import (
 
 // Defaults for the embedded server and the connection.
 const (
-	defaultReadyTimeout   = 10 * time.Second
 	defaultMaxPayload     = 8 << 20 // events carry lines of up to max_line_bytes
 	defaultReconnectWait  = 250 * time.Millisecond
 	defaultReconnectBuf   = 64 << 20
@@ -252,11 +251,13 @@ func (b *Bus) startServer(cfg Config) (Identity, error) {
 		b.removeTemp()
 		return Identity{}, fmt.Errorf("bus: embedded NATS server: %w", err)
 	}
+	serverLog := newServerLog(b.log)
+	srv.SetLogger(serverLog, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(defaultReadyTimeout) {
+	if err := ready(srv, serverLog); err != nil {
 		srv.Shutdown()
 		b.removeTemp()
-		return Identity{}, fmt.Errorf("%w on %s within %v; is the port already in use? set [nats] listen", ErrNotReady, cfg.Listen, defaultReadyTimeout)
+		return Identity{}, err
 	}
 	b.srv = srv
 	return self, nil

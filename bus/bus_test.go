@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -169,5 +170,30 @@ func TestReadAuditReturnsEverySessionRecord(t *testing.T) {
 	}
 	if records, err := ReadAudit(ctx, b.JS, "nobody"); err != nil || len(records) != 0 {
 		t.Fatalf("a session without records: %v %v", records, err)
+	}
+}
+
+// TestTakenPortsSayWhich: a node whose client or cluster port another process holds
+// fails at once, with the server's own reason, not after a wait with a guess.
+func TestTakenPortsSayWhich(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	for name, cfg := range map[string]Config{
+		"client":  {Listen: addr},
+		"cluster": {Listen: "127.0.0.1:0", ServerName: "s1", Cluster: &ClusterConfig{Name: "c", Listen: addr, Routes: []string{"nats://127.0.0.1:1"}}},
+	} {
+		begun := time.Now()
+		_, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
+		if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "address already in use") ||
+			!strings.Contains(err.Error(), "check the manifest's [nats] and [nats.cluster]") {
+			t.Errorf("%s port taken: %v; want the server's reason and what to check", name, err)
+		}
+		if took := time.Since(begun); took >= readyTimeout {
+			t.Errorf("%s port taken: failed after %v; want at once, not after the %v allowed a slow start", name, took, readyTimeout)
+		}
 	}
 }
