@@ -118,3 +118,35 @@ env = { AGENTMUX_TEST_MARK = %q }
 	}
 	poll(t, 5*time.Second, "the leftovers gone", func() bool { return len(proctest.Marked(mark)) == 0 })
 }
+
+// TestTermWhileWaitingForTheCluster: a clustered node whose peers are not up waits for
+// them to take its streams (up to a minute); SIGTERM meanwhile stops it at once, exit 0,
+// as it stops a node that is up.
+func TestTermWhileWaitingForTheCluster(t *testing.T) {
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "agentmux.toml")
+	text := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+server_name = "alone"
+[nats.cluster]
+name = "waiting"
+listen = "127.0.0.1:%d"
+routes = ["nats://127.0.0.1:%d", "nats://127.0.0.1:%d"]
+[metrics]
+addr = "127.0.0.1:0"
+[hosts.unused]
+command = "true"
+`, proctest.FreePort(t), filepath.Join(dir, "store"), proctest.FreePort(t), proctest.FreePort(t), proctest.FreePort(t))
+	if err := os.WriteFile(manifest, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest, "--no-hosts", "--no-supervisors", "--log", "info")
+	untilWithin(t, "waiting for the cluster", up.stderr, "waiting for JetStream to take the streams", 30*time.Second)
+	if err := up.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := up.wait(t, 20*time.Second); code != exitOK || !strings.Contains(up.stderr.String(), "stopped while starting") {
+		t.Fatalf("runtime up, SIGTERM while waiting for its cluster: exit %d; want 0, at once\nstderr:\n%s", code, up.stderr)
+	}
+}

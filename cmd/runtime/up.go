@@ -43,8 +43,17 @@ func up(args []string, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	n, err := node.Start(context.Background(), node.Options{Manifest: m, Name: *name, Log: log,
+	// A signal while the node starts (it may wait a minute for its cluster) ends the
+	// start; one just after it is read from sigs below.
+	starting, stopStarting := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	n, err := node.Start(starting, node.Options{Manifest: m, Name: *name, Log: log,
 		NoSupervisors: *noSup, Supervisors: list(*sups), NoHosts: *noHosts, Hosts: list(*hosts)})
+	signalled := starting.Err() != nil
+	stopStarting()
+	if err != nil && signalled {
+		log.Info("stopped while starting", "err", err)
+		return exitOK
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime up:", err)
 		return exitError
