@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -32,17 +33,17 @@ func newServerLog(log *slog.Logger) *serverLog {
 	return &serverLog{log: log.With("lib", "nats-server")}
 }
 
-func (l *serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Noticef(format string, v ...any) { l.debug(format, v...) }
 func (l *serverLog) Warnf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
 	if quiet(msg) {
-		l.log.Debug(msg)
+		l.debug("%s", msg)
 		return
 	}
 	l.log.Warn(msg)
 }
 func (l *serverLog) Errorf(format string, v ...any) { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l *serverLog) Debugf(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l *serverLog) Debugf(format string, v ...any) { l.debug(format, v...) }
 func (l *serverLog) Tracef(string, ...any)          {}
 
 func (l *serverLog) Fatalf(format string, v ...any) {
@@ -52,6 +53,13 @@ func (l *serverLog) Fatalf(format string, v ...any) {
 	defer l.mu.Unlock()
 	if l.fatal == "" {
 		l.fatal = msg
+	}
+}
+
+// debug formats only what a debug log would show.
+func (l *serverLog) debug(format string, v ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug(fmt.Sprintf(format, v...))
 	}
 }
 

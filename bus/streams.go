@@ -24,8 +24,11 @@ const (
 	declareAttempt = 2 * time.Second
 	// peerWait is how long a cluster may lack the servers for three replicas before the
 	// declarations settle for one: while a cluster forms, its JetStream servers join the
-	// meta group one by one.
-	peerWait = 20 * time.Second
+	// meta group one by one, and on a loaded machine the meta leader has been seen to
+	// take over 20 s to count three. Settling for one copy too soon leaves a whole
+	// fleet's streams on one server until a node starts again; a cluster that really has
+	// fewer servers waits this long once.
+	peerWait = 45 * time.Second
 )
 
 // declare creates or updates every stream and bucket agentmux uses, with replicas
