@@ -32,8 +32,11 @@ type StreamPublisher struct {
 	sent    []sentMsg            // in publishing order: the oldest times out first
 	timer   *time.Timer          // armed while anything is pending
 	armed   bool
-	idle    chan struct{} // closed when nothing is pending; nil: none asked for
-	closed  bool
+	// reporting counts the fates taken from pending and not yet reported: Idle waits
+	// for them too, so that a fate reported after it is never missed.
+	reporting int
+	idle      chan struct{} // closed when nothing is pending; nil: none asked for
+	closed    bool
 }
 
 // StreamPublisherConfig says what a StreamPublisher does with its messages' fates.
@@ -103,7 +106,7 @@ func (p *StreamPublisher) onAck(ack *nats.Msg) {
 	msg, ok := p.pending[ack.Subject]
 	if ok {
 		delete(p.pending, ack.Subject)
-		p.notifyIdle()
+		p.reporting++
 	}
 	for len(p.sent) > 0 { // acknowledgements come in order: forget the settled oldest
 		if _, waiting := p.pending[p.sent[0].reply]; waiting {
@@ -117,9 +120,18 @@ func (p *StreamPublisher) onAck(ack *nats.Msg) {
 	}
 	if err := ackError(ack); err != nil {
 		p.cfg.Failed(msg, err)
-		return
+	} else {
+		p.cfg.Acked(msg)
 	}
-	p.cfg.Acked(msg)
+	p.reported(1)
+}
+
+// reported counts n fates reported.
+func (p *StreamPublisher) reported(n int) {
+	p.mu.Lock()
+	p.reporting -= n
+	p.notifyIdle()
+	p.mu.Unlock()
 }
 
 // ackError reads a JetStream publish acknowledgement: nil when the stream stored the
@@ -176,10 +188,14 @@ func (p *StreamPublisher) sweep() {
 	} else {
 		p.sent = nil // let a burst's backing array go
 	}
+	p.reporting += len(overdue)
 	p.notifyIdle()
 	p.mu.Unlock()
 	for _, msg := range overdue {
 		p.cfg.Failed(msg, ErrNotAcknowledged)
+	}
+	if len(overdue) > 0 {
+		p.reported(len(overdue))
 	}
 }
 
@@ -190,7 +206,8 @@ func (p *StreamPublisher) Pending() int {
 	return len(p.pending)
 }
 
-// Idle returns a channel closed once no message awaits its acknowledgement.
+// Idle returns a channel closed once no message awaits its acknowledgement and every
+// fate has been reported.
 func (p *StreamPublisher) Idle() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -203,7 +220,7 @@ func (p *StreamPublisher) Idle() <-chan struct{} {
 }
 
 func (p *StreamPublisher) notifyIdle() {
-	if p.idle != nil && len(p.pending) == 0 {
+	if p.idle != nil && len(p.pending) == 0 && p.reporting == 0 {
 		close(p.idle)
 		p.idle = nil
 	}

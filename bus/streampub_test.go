@@ -122,3 +122,38 @@ func TestStreamPublisherPublishesNothingAfterClose(t *testing.T) {
 		t.Fatal("a publish after Close was taken")
 	}
 }
+
+// TestIdleWaitsForTheFates: a publisher is not idle while it is still reporting a
+// message's fate: one who waits for Idle and then reads the fates finds them all.
+func TestIdleWaitsForTheFates(t *testing.T) {
+	b := open(t, Config{Listen: "127.0.0.1:0", Name: "streampub-idle"})
+	if _, err := b.Conn.Subscribe("mute.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	reporting, release := make(chan struct{}), make(chan struct{})
+	p, err := NewStreamPublisher(b.Conn, StreamPublisherConfig{AckTimeout: 100 * time.Millisecond,
+		Acked: func(*nats.Msg) {},
+		Failed: func(*nats.Msg, error) {
+			close(reporting)
+			<-release // the moment between the message's leaving pending and its report
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Publish(withID("mute.x", "silent", `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-reporting
+	select {
+	case <-p.Idle():
+		t.Fatal("idle while the message's failure is being reported")
+	default:
+	}
+	close(release)
+	select {
+	case <-p.Idle():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not idle once the failure was reported")
+	}
+}
