@@ -35,7 +35,7 @@ type StreamPublisher struct {
 	// reporting counts the fates taken from pending and not yet reported: Idle waits
 	// for them too, so that a fate reported after it is never missed.
 	reporting int
-	idle      chan struct{} // closed when nothing is pending; nil: none asked for
+	idle      chan struct{} // closed when nothing is pending or being reported; nil: none asked for
 	closed    bool
 }
 
