@@ -33,25 +33,24 @@ const shell = "/bin/sh"
 // the command's own last line.
 const script = `trap 'kill -9 0' USR1
 [ "$PPID" = 1 ] && kill -9 0
-trap 'early=TERM' TERM
-trap 'early=INT' INT
+trap 'sig=TERM' TERM
+trap 'sig=INT' INT
 exec 3<&0
-if [ -n "$early" ]; then
+if [ -n "$sig" ]; then
 	trap - TERM INT
-	kill -s "$early" $$
+	kill -s "$sig" $$
 fi
 "$@" <&3 3<&- &
 child=$!
 exec 3<&-
-trap 'signalled=1' TERM INT
 status=
 while :; do
-	signalled=
+	sig=
 	wait "$child" 2>/dev/null
 	s=$?
 	[ "$s" = 127 ] && [ -n "$status" ] && break
 	status=$s
-	[ -n "$signalled" ] || break
+	[ -n "$sig" ] || break
 done
 if [ "$status" -gt 128 ]; then
 	trap - TERM INT
