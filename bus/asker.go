@@ -339,6 +339,10 @@ func (a *Asker) onTimer(key string) {
 }
 
 func (a *Asker) onReply(m *nats.Msg) {
+	if err := CheckReply(m, a.prefix+"*"); err != nil {
+		a.cfg.Log.Warn("reply refused", "err", err)
+		return
+	}
 	key := m.Subject[len(a.prefix):]
 	status := m.Header.Get(HeaderStatus)
 	a.mu.Lock()

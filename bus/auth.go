@@ -71,24 +71,20 @@ func ParseRespondSubject(subject string) (user, id string, ok bool) {
 	return user, id, ok && user != "" && id != ""
 }
 
+// pendingSubjects are the writes of the pending bucket, which tell the console what to
+// read again (PendingStore.Watch).
+const pendingSubjects = "$KV." + PendingBucket + ".>"
+
 // readable are the streams and buckets operators and viewers may read.
 var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket, "KV_" + PipelineBucket}
 
-// readStream is what reading a stream through JetStream takes: stream info, ephemeral
-// consumers and their messages, direct gets. Not one of them changes the stream's
-// messages.
+// readStream is what reading a stream takes: its info and direct gets (scan). No
+// consumer: its creator would choose where it delivers, and the server does not check
+// that the creator may receive there (CheckRequest).
 func readStream(stream string) []string {
 	return []string{
 		"$JS.API.STREAM.INFO." + stream,
-		"$JS.API.STREAM.MSG.GET." + stream,
 		"$JS.API.DIRECT.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>",
-		"$JS.API.CONSUMER.CREATE." + stream, "$JS.API.CONSUMER.CREATE." + stream + ".>",
-		"$JS.API.CONSUMER.INFO." + stream + ".*",
-		// Readers delete the consumers they made when done. They cannot list the
-		// others', whose names are random.
-		"$JS.API.CONSUMER.DELETE." + stream + ".*",
-		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".*",
-		"$JS.FC." + stream + ".>",
 	}
 }
 
@@ -98,7 +94,8 @@ func GrantsFor(u User) Grants {
 	case RoleNode:
 		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
 	case RoleOperator, RoleViewer, RoleConsole:
-		g := Grants{Publish: []string{"$JS.API.INFO"}, Subscribe: []string{evtPrefix + ">", humanPrefix + ">", InboxPrefix(u.Name) + ".>"}}
+		g := Grants{Publish: []string{"$JS.API.INFO"},
+			Subscribe: []string{evtPrefix + ">", humanPrefix + ">", pendingSubjects, InboxPrefix(u.Name) + ".>"}}
 		for _, s := range readable {
 			g.Publish = append(g.Publish, readStream(s)...)
 		}

@@ -38,7 +38,11 @@ func TestRolesAllowing(t *testing.T) {
 		{"ops", true, RespondSubject("alice", "h-1"), []Role{RoleNode, RoleConsole}}, // another's name: the console answers for those it signed in
 		{"pager", false, AskSubject("oncall"), []Role{RoleNode}},                     // supervisors are named per user
 		{"x", true, "$JS.API.STREAM.PURGE." + AuditStream, []Role{RoleNode}},
-		{"x", true, "$JS.API.CONSUMER.MSG.NEXT." + AuditStream + ".c1", []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		{"x", true, "$JS.API.DIRECT.GET." + AuditStream, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		// Readers make no consumers: a consumer's creator says where it delivers.
+		{"x", true, "$JS.API.CONSUMER.CREATE." + AuditStream, []Role{RoleNode}},
+		{"x", true, "$JS.API.CONSUMER.DURABLE.CREATE." + AuditStream + ".d", []Role{RoleNode}},
+		{"x", false, "$KV." + PendingBucket + ".h-1", []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
 		{"x", false, AllEvents, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
 		{"x", true, CtlSubject("n1", "interrupt"), []Role{RoleNode, RoleOperator}},
 	} {

@@ -10,6 +10,12 @@ import (
 // protocol's own bytes.
 const eventHeadroom = 1024
 
+// EventMark is the reply subject of every event and announcement a node publishes;
+// nothing answers there. The server never sends a message with such a reply, so the
+// answers a reader of the bus can have it send to an event subject (bus.CheckEvent) do
+// not pass for events.
+const EventMark = "agentmux.event"
+
 // PublishEvent publishes one event of a session on its subject. An event too big for
 // the server goes out as {"truncated":true,"bytes":n} instead, so that the event is
 // still seen and the session goes on.
@@ -25,5 +31,5 @@ func PublishEventOn(nc *nats.Conn, subject string, data []byte) error {
 			Bytes     int  `json:"bytes"`
 		}{true, len(data)})
 	}
-	return nc.Publish(subject, data)
+	return nc.PublishRequest(subject, EventMark, data)
 }

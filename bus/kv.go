@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -65,4 +67,20 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key, what string, v any
 		return 0, false, fmt.Errorf("bus: %s %s is corrupt: %w", what, key, err)
 	}
 	return e.Revision(), true, nil
+}
+
+// scanBucket calls each with every key of bucket and its value, with direct gets (scan):
+// what a reader of the bus may do. Deleted and purged keys are left out.
+func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key string, value []byte) error) error {
+	prefix := "$KV." + bucket + "."
+	return scan(ctx, nc, "KV_"+bucket, prefix+">", func(m *nats.Msg) error {
+		if op := m.Header.Get("KV-Operation"); op != "" {
+			return nil // DEL or PURGE
+		}
+		key, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), prefix)
+		if !ok {
+			return fmt.Errorf("bucket %s answered with a message of %q", bucket, m.Header.Get("Nats-Subject"))
+		}
+		return each(key, m.Data)
+	})
 }

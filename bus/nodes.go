@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -53,6 +54,7 @@ func (n *NodeInfo) Alive(now time.Time) bool {
 // Nodes reads and writes node heartbeats.
 type Nodes struct {
 	kv jetstream.KeyValue
+	nc *nats.Conn
 }
 
 // OpenNodes opens the heartbeat bucket a node declared.
@@ -61,7 +63,7 @@ func OpenNodes(ctx context.Context, js jetstream.JetStream) (*Nodes, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Nodes{kv: kv}, nil
+	return &Nodes{kv: kv, nc: js.Conn()}, nil
 }
 
 // Put writes one heartbeat.
@@ -75,18 +77,17 @@ func (n *Nodes) Put(ctx context.Context, info *NodeInfo) error {
 
 // List returns every node heard of lately, by name.
 func (n *Nodes) List(ctx context.Context) ([]*NodeInfo, error) {
-	keys, err := n.kv.ListKeys(ctx)
+	var out []*NodeInfo
+	err := scanBucket(ctx, n.nc, NodesBucket, func(key string, value []byte) error {
+		var info NodeInfo
+		if err := json.Unmarshal(value, &info); err != nil {
+			return fmt.Errorf("bus: node heartbeat %s is corrupt: %w", key, err)
+		}
+		out = append(out, &info)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bus: list nodes: %w", err)
-	}
-	var out []*NodeInfo
-	for key := range keys.Keys() {
-		var info NodeInfo
-		if _, found, err := getJSON(ctx, n.kv, key, "node heartbeat", &info); err != nil {
-			return nil, err
-		} else if found {
-			out = append(out, &info)
-		}
 	}
 	slices.SortFunc(out, func(a, b *NodeInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil

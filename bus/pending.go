@@ -58,7 +58,7 @@ func (s *PendingStore) Create(ctx context.Context, p *PendingRequest) (*PendingR
 		}
 		return nil, fmt.Errorf("bus: store pending request %s: %w", p.ID, err)
 	}
-	if err := s.nc.Publish(HumanSubject(p.Supervisor, p.ID), data); err != nil {
+	if err := s.nc.PublishRequest(HumanSubject(p.Supervisor, p.ID), EventMark, data); err != nil {
 		return nil, fmt.Errorf("bus: announce pending request %s: %w", p.ID, err)
 	}
 	return p, nil
@@ -79,23 +79,20 @@ func (s *PendingStore) Get(ctx context.Context, id string) (*PendingRequest, uin
 
 // List returns the requests still waiting for an answer, oldest first.
 func (s *PendingStore) List(ctx context.Context) ([]*PendingRequest, error) {
-	keys, err := s.kv.ListKeys(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("bus: list pending requests: %w", err)
-	}
 	var out []*PendingRequest
 	now := time.Now()
-	for id := range keys.Keys() {
-		p, _, err := s.Get(ctx, id)
-		if err != nil {
-			if errors.Is(err, ErrNoSuchPending) {
-				continue // answered and purged meanwhile
-			}
-			return nil, err
+	err := scanBucket(ctx, s.nc, PendingBucket, func(id string, value []byte) error {
+		var p PendingRequest
+		if err := json.Unmarshal(value, &p); err != nil {
+			return fmt.Errorf("bus: pending request %s is corrupt: %w", id, err)
 		}
 		if p.State == StatePending && now.Before(p.Deadline) {
-			out = append(out, p)
+			out = append(out, &p)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: list pending requests: %w", err)
 	}
 	slices.SortFunc(out, func(a, b *PendingRequest) int { return a.Created.Compare(b.Created) })
 	return out, nil
@@ -197,20 +194,6 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 		return fmt.Errorf("bus: deliver the answer to %s: %w", p.ID, err)
 	}
 	return nil
-}
-
-// Watch calls each with every request in the bucket, then with each change, until ctx
-// ends: what the console shows.
-func (s *PendingStore) Watch(ctx context.Context, each func(*PendingRequest)) error {
-	return watchBucket(ctx, s.kv, func(e jetstream.KeyValueEntry) {
-		if e.Operation() != jetstream.KeyValuePut {
-			return
-		}
-		var p PendingRequest
-		if json.Unmarshal(e.Value(), &p) == nil {
-			each(&p)
-		}
-	}, nil)
 }
 
 // casConflict reports whether a KV update lost a compare-and-set race.

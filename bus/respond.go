@@ -66,6 +66,10 @@ func Answer(ctx context.Context, nc *nats.Conn, who, id string, a RespondRequest
 // theirs whatever the message says. Any node serves it; only nodes write the bucket.
 func ServeRespond(nc *nats.Conn, store *PendingStore, log *slog.Logger) (*nats.Subscription, error) {
 	sub, err := nc.QueueSubscribe(RespondSubjects, respondQueue, func(m *nats.Msg) {
+		if err := CheckRequest(m, RespondSubjects); err != nil {
+			log.Warn("answer refused", "err", err)
+			return
+		}
 		reply := respond(store, m)
 		if !reply.OK {
 			log.Info("answer refused", "subject", m.Subject, "code", reply.Code, "err", reply.Error)

@@ -85,7 +85,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("console: watch the requests waiting for people: %w", err)
 	}
 	for _, typ := range followed {
-		sub, err := cfg.Conn.Subscribe(bus.EventsOfType(typ), func(m *nats.Msg) { s.view.onEvent(m.Subject, m.Data) })
+		subject := bus.EventsOfType(typ)
+		sub, err := cfg.Conn.Subscribe(subject, func(m *nats.Msg) {
+			if bus.CheckEvent(m, subject) == nil { // a node's, not the server's (bus.CheckEvent)
+				s.view.onEvent(m.Subject, m.Data)
+			}
+		})
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("console: follow session events: %w", err)
@@ -308,7 +313,11 @@ func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 	c := make(chan []byte, sessionEvents)
 	done := make(chan struct{})
 	defer close(done)
-	sub, err := s.cfg.Conn.Subscribe("agentmux.evt.*."+id+".>", func(m *nats.Msg) {
+	subject := "agentmux.evt.*." + id + ".>"
+	sub, err := s.cfg.Conn.Subscribe(subject, func(m *nats.Msg) {
+		if bus.CheckEvent(m, subject) != nil {
+			return
+		}
 		_, _, typ, _ := bus.ParseEventSubject(m.Subject)
 		data, _ := json.Marshal(map[string]any{"type": typ, "time": time.Now().UnixMilli(), "data": rawOrString(m.Data)})
 		select {

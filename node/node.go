@@ -142,7 +142,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
-	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.router, n.Name)
+	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.router, n.Name, n.log)
 	n.ctlSubs = subs
 	if err != nil {
 		_ = n.Stop(ctx)

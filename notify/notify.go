@@ -86,7 +86,13 @@ func Start(cfg Config) (*Notifier, error) {
 		if typ == "human.pending" {
 			subject = bus.HumanSubjects
 		}
-		sub, err := cfg.Conn.QueueSubscribe(subject, group, func(m *nats.Msg) { x.enqueue(typ, m.Data) })
+		sub, err := cfg.Conn.QueueSubscribe(subject, group, func(m *nats.Msg) {
+			if err := bus.CheckEvent(m, subject); err != nil {
+				x.cfg.Log.Warn("event refused", "notify", x.n.Name, "err", err)
+				return
+			}
+			x.enqueue(typ, m.Data)
+		})
 		if err != nil {
 			x.Stop()
 			return nil, fmt.Errorf("notify %s: subscribe to %s: %w", n.Name, subject, err)

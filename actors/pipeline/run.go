@@ -337,7 +337,7 @@ func (r *Run) end(e *Ended) {
 
 func (r *Run) publish(typ string, v any) {
 	data, _ := json.Marshal(v)
-	if err := r.cfg.Conn.Publish(bus.EventSubject(r.cfg.Pipeline.Name, r.cfg.ID, typ), data); err != nil {
+	if err := r.cfg.Conn.PublishRequest(bus.EventSubject(r.cfg.Pipeline.Name, r.cfg.ID, typ), bus.EventMark, data); err != nil {
 		r.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -97,10 +98,17 @@ func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 // ServeControl answers agentmux.ctl.<node>.{list,interrupt,message,drain} for the
 // router. The request payload of interrupt and message is {"session": "...", "text":
 // "..."}; of drain {"grace_ms": N}.
-func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, node string) ([]*nats.Subscription, error) {
+// Only a request a client published there is served (bus.CheckRequest); what the server
+// delivers to the subject instead (a stream's message, an API answer) is dropped.
+func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, node string, log *slog.Logger) ([]*nats.Subscription, error) {
 	var subs []*nats.Subscription
 	handle := func(verb string, fn func(m *nats.Msg) any) error {
-		sub, err := nc.Subscribe(bus.CtlSubject(node, verb), func(m *nats.Msg) {
+		subject := bus.CtlSubject(node, verb)
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+			if err := bus.CheckRequest(m, subject); err != nil {
+				log.Warn("control request refused", "err", err)
+				return
+			}
 			data, _ := json.Marshal(fn(m))
 			_ = m.Respond(data) // the requester times out on its own if this fails
 		})

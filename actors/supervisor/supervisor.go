@@ -111,7 +111,7 @@ func (s *Supervisor) start(c actor.Context) {
 			}
 		}
 	}
-	sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, handle)
+	sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, s.published(bus.AskSubject(s.name), handle))
 	if err != nil {
 		s.log.Error("subscribe; this supervisor answers nothing", "err", err)
 		return
@@ -122,7 +122,8 @@ func (s *Supervisor) start(c actor.Context) {
 	s.sub = sub
 	if s.cfg.Member != "" {
 		// Re-asks after another member fell silent come here by name (bus.Directory).
-		if s.direct, err = s.cfg.Conn.Subscribe(bus.AskMemberSubject(s.name, s.cfg.Member), handle); err != nil {
+		direct := bus.AskMemberSubject(s.name, s.cfg.Member)
+		if s.direct, err = s.cfg.Conn.Subscribe(direct, s.published(direct, handle)); err != nil {
 			s.log.Warn("subscribe to asks by name; re-asks reach this member through the queue group only", "err", err)
 		} else if err := s.direct.SetPendingLimits(-1, -1); err != nil {
 			s.log.Warn("pending limits", "err", err)
@@ -200,6 +201,19 @@ func (s *Supervisor) next(c actor.Context) {
 }
 
 // parse reads an Ask; a malformed one is declined and an expired one dropped.
+// published passes handle the asks a node published on subject, and drops what the
+// server delivered there instead (bus.CheckRequest): a reader of the bus cannot make a
+// stream's message or an API answer into an ask.
+func (s *Supervisor) published(subject string, handle nats.MsgHandler) nats.MsgHandler {
+	return func(msg *nats.Msg) {
+		if err := bus.CheckRequest(msg, subject); err != nil {
+			s.log.Warn("refused", "err", err)
+			return
+		}
+		handle(msg)
+	}
+}
+
 func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
 	ask, err := bus.DecodeAsk(msg.Data)
 	if err != nil {

@@ -35,7 +35,7 @@ function audit(session, what, rec) {
 }
 
 function event(session, type, data) {
-  nc.publish(`agentmux.evt.${host}.${session}.${type}`, data);
+  nc.publish(`agentmux.evt.${host}.${session}.${type}`, data, { reply: 'agentmux.event' }); // as a node marks its events
 }
 
 async function finishAll() {

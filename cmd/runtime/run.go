@@ -104,7 +104,13 @@ type eventPrinter struct {
 func followEvents(nc *nats.Conn, subjects []string, w io.Writer) (*eventPrinter, error) {
 	p := &eventPrinter{ended: make(chan struct{}), w: w, pipeline: len(subjects) > 1}
 	for _, subject := range subjects {
-		sub, err := nc.Subscribe(subject, p.handle)
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+			// Only what a node published: a reader of the bus may aim the server's
+			// own messages at an event subject too (bus.CheckEvent).
+			if bus.CheckEvent(m, subject) == nil {
+				p.handle(m)
+			}
+		})
 		if err != nil {
 			return nil, fmt.Errorf("subscribe to events: %w", err)
 		}

@@ -29,6 +29,7 @@ type secureNode struct {
 	passwords map[string]string // user → password
 	seedFile  string            // the nkey user "keyed"'s seed
 	dir       string
+	up        *proc // `runtime up`
 }
 
 const secureNodeName = "secure1"
@@ -127,8 +128,8 @@ supervisor = "qa"
 	// The node's own environment holds every secret a machine might: its users'
 	// passwords and a client identity.
 	cmd.Env = append(env, "AGENTMUX_NATS_USER=ops", "AGENTMUX_NATS_PASSWORD="+s.passwords["ops"])
-	up := startProc(t, cmd)
-	until(t, "secure node up", up.stderr, "node up")
+	s.up = startProc(t, cmd)
+	until(t, "secure node up", s.up.stderr, "node up")
 	return s
 }
 
