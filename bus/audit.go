@@ -10,13 +10,13 @@ import (
 )
 
 // ReadAudit reads every audit record of one session, in the order they were stored,
-// with direct gets (scan): what a reader of the bus may do.
+// with message gets (scan): what a reader of the bus may do.
 func ReadAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*AuditRecord, error) {
 	var out []*AuditRecord
 	err := scan(ctx, js.Conn(), AuditStream, AuditSubject("*", session), func(m *nats.Msg) error {
 		var r AuditRecord
 		if err := json.Unmarshal(m.Data, &r); err != nil {
-			return fmt.Errorf("audit record %s is not JSON: %w", m.Header.Get("Nats-Subject"), err)
+			return fmt.Errorf("audit record %s is not JSON: %w", m.Subject, err)
 		}
 		out = append(out, &r)
 		return nil

@@ -78,12 +78,13 @@ const pendingSubjects = "$KV." + PendingBucket + ".>"
 // readable are the streams and buckets operators and viewers may read.
 var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket, "KV_" + PipelineBucket}
 
-// readStream is what reading a stream takes: its info and direct gets (scan). No
-// consumer: its creator would choose where it delivers, and the server does not check
-// that the creator may receive there (CheckRequest).
+// readStream is what reading a stream takes: its info, message gets (scan) and direct
+// gets (a bucket's key). No consumer: its creator would choose where it delivers, and
+// the server does not check that the creator may receive there (CheckRequest).
 func readStream(stream string) []string {
 	return []string{
 		"$JS.API.STREAM.INFO." + stream,
+		"$JS.API.STREAM.MSG.GET." + stream,
 		"$JS.API.DIRECT.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>",
 	}
 }

@@ -69,7 +69,7 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key, what string, v any
 	return e.Revision(), true, nil
 }
 
-// scanBucket calls each with every key of bucket and its value, with direct gets (scan):
+// scanBucket calls each with every key of bucket and its value, with message gets (scan):
 // what a reader of the bus may do. Deleted and purged keys are left out.
 func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key string, value []byte) error) error {
 	prefix := "$KV." + bucket + "."
@@ -77,9 +77,9 @@ func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key
 		if op := m.Header.Get("KV-Operation"); op != "" {
 			return nil // DEL or PURGE
 		}
-		key, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), prefix)
+		key, ok := strings.CutPrefix(m.Subject, prefix)
 		if !ok {
-			return fmt.Errorf("bucket %s answered with a message of %q", bucket, m.Header.Get("Nats-Subject"))
+			return fmt.Errorf("bucket %s answered with a message of %q", bucket, m.Subject)
 		}
 		return each(key, m.Data)
 	})

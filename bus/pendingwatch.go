@@ -16,7 +16,7 @@ const pendingRescan = 15 * time.Second
 
 // Watch calls each with every request in the bucket, then with each change, until ctx
 // ends: what the console shows. It needs no consumer (scan): it reads the bucket with
-// direct gets, and a write it sees on the bucket's subjects only tells it which request
+// message gets, and a write it sees on the bucket's subjects only tells it which request
 // to read again, so nothing but the bucket itself decides what each is called with.
 func (s *PendingStore) Watch(ctx context.Context, each func(*PendingRequest)) error {
 	w := &pendingWatch{store: s, each: each, dirty: map[string]struct{}{}, kick: make(chan struct{}, 1)}

@@ -93,8 +93,6 @@ func (b *Bus) declareAll(ctx context.Context, replicas int) error {
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Duplicates:  defaultAuditDupWindow,
-		// Readers read it with direct gets, never a consumer of their own (scan).
-		AllowDirect: true,
 	}} {
 		cfg.Replicas = replicas
 		if err := b.declareStream(ctx, cfg); err != nil {
@@ -139,8 +137,7 @@ func (b *Bus) declareStream(ctx context.Context, cfg jetstream.StreamConfig) err
 	if s, err := b.JS.Stream(ctx, cfg.Name); err == nil {
 		have := s.CachedInfo().Config
 		if have.Description == cfg.Description && slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention &&
-			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas &&
-			have.AllowDirect == cfg.AllowDirect {
+			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas {
 			return nil
 		}
 		if have.Replicas != cfg.Replicas {
