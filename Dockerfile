@@ -37,6 +37,9 @@ COPY --from=build --chown=node:node /out/store /var/lib/agentmux
 # Where agents work: mount a volume here (a new volume takes this folder's owner).
 RUN install -d -o node -g node /home/node/work
 USER node
+# Where `runtime up` keeps the local operator's credential for the CLI in the container
+# (with no [[nats.users]]; docs/security.md).
+ENV AGENTMUX_STATE_DIR=/var/lib/agentmux/state
 WORKDIR /home/node
 EXPOSE 4222 6222 9464
 ENTRYPOINT ["/usr/local/bin/runtime"]
@@ -46,6 +49,7 @@ FROM gcr.io/distroless/static-debian12:nonroot AS runtime
 COPY --from=build /out/runtime /out/loadgen /usr/local/bin/
 COPY --from=build --chown=65532:65532 /out/store /var/lib/agentmux
 USER 65532:65532
+ENV AGENTMUX_STATE_DIR=/var/lib/agentmux/state
 EXPOSE 4222 6222 9464
 ENTRYPOINT ["/usr/local/bin/runtime"]
 CMD ["up", "-c", "/etc/agentmux/agentmux.toml"]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/nats-io/nuid"
 	"image/png"
 	"log/slog"
 	"os"
@@ -188,10 +189,19 @@ func TestMediansAndTargets(t *testing.T) {
 }
 
 // TestDrivesARemoteNodesSupervisors runs the load against supervisors on another node,
-// over that node's NATS, as --nats and --remote-supervisors do.
+// over that node's NATS, as --nats and --remote-supervisors do, with the identity the
+// CLI's variables give.
 func TestDrivesARemoteNodesSupervisors(t *testing.T) {
+	password := nuid.Next()
+	t.Setenv("T_LOADGEN_PASSWORD", password)
+	t.Setenv(config.EnvNATSUser, "driver")
+	t.Setenv(config.EnvNATSPassword, password)
 	m, err := config.Parse("remote.toml", []byte(`[nats]
 listen = "127.0.0.1:0"
+[[nats.users]]
+name = "driver"
+password_env = "T_LOADGEN_PASSWORD"
+role = "node"
 [supervisors.fast]
 strategy = "static"
 answers = { question = "unit", approval = "yes" }

@@ -117,7 +117,8 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	b, err := bus.Open(ctx, bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "store"), Name: "loadgen-fleet"}, log)
+	u := newBusUser()
+	b, err := bus.Open(ctx, bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "store"), Name: "loadgen-fleet", Users: []bus.User{u.User}}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 		if i >= sh.Agents {
 			role = RoleSupervisors
 		}
-		n, err := startFleetNode(c, manifest, fmt.Sprintf("%s-%s-%d", name, role, i), role)
+		n, err := startFleetNode(c, manifest, fmt.Sprintf("%s-%s-%d", name, role, i), role, u)
 		if err != nil {
 			return nil, err
 		}
@@ -267,10 +268,10 @@ type fleetNode struct {
 	stderr *syncBuffer
 }
 
-func startFleetNode(c *Config, manifest, name, role string) (*fleetNode, error) {
+func startFleetNode(c *Config, manifest, name, role string, u busUser) (*fleetNode, error) {
 	args := append(append([]string(nil), c.NodeCommand[1:]...), "-c", manifest, "--name", name, "--role", role)
 	cmd := exec.Command(c.NodeCommand[0], args...)
-	cmd.Env = agentEnv(c)
+	cmd.Env = append(agentEnv(c), u.env()...) // the node connects as u (its manifest has a url)
 	n := &fleetNode{role: role, cmd: cmd, ready: make(chan error, 1), stderr: &syncBuffer{}}
 	cmd.Stderr = n.stderr
 	out, err := cmd.StdoutPipe()

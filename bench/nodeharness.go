@@ -29,9 +29,9 @@ const (
 )
 
 // runNode runs the scenario under the Node.js harness (process agents only), which does
-// agentmux's work with nats.js on b's server: events, asks to B1's responder, audit
+// agentmux's work with nats.js on b's server, as id: events, asks to B1's responder, audit
 // records to JetStream.
-func runNode(ctx context.Context, c *Config, b *bus.Bus, progress Progress) (*System, error) {
+func runNode(ctx context.Context, c *Config, b *bus.Bus, id bus.Identity, progress Progress) (*System, error) {
 	modules, err := c.nodeModules()
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func runNode(ctx context.Context, c *Config, b *bus.Bus, progress Progress) (*Sy
 	}
 	defer func() { _ = b.JS.DeleteStream(context.Background(), nodeAuditStream) }()
 	arg, _ := json.Marshal(map[string]any{"command": c.AgentCommand[0], "args": c.AgentCommand[1:], "sessions": c.Sessions,
-		"rate": c.Rate, "prompt": c.plan().Prompt(), "nats": b.ClientURL(), "ask": b1Subject, "audit": nodeAuditSubject,
+		"rate": c.Rate, "prompt": c.plan().Prompt(), "nats": b.ClientURL(), "user": id.User, "pass": id.Password, "ask": b1Subject, "audit": nodeAuditSubject,
 		"question_timeout_ms": c.QuestionTimeout.Milliseconds()})
 	cmd := exec.CommandContext(ctx, c.NodeBinary, script, string(arg))
 	cmd.Env = agentEnv(c) // the harness's agents inherit it

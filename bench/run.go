@@ -97,12 +97,18 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 }
 
 func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Progress, rep *Report) error {
-	b, err := bus.Open(ctx, bus.Config{URL: c.NATSURL, Listen: "127.0.0.1:0", Name: "loadgen-baselines"}, log)
+	cfg, id := bus.Config{URL: c.NATSURL, Listen: "127.0.0.1:0", Name: "loadgen-baselines"}, externalIdentity()
+	if c.NATSURL == "" {
+		u := newBusUser()
+		cfg.Users, id = []bus.User{u.User}, u.identity()
+	}
+	cfg.Identity = id
+	b, err := bus.Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	peer, err := bus.Connect(bus.Client{URL: b.ClientURL(), Name: "loadgen-responder"})
+	peer, err := bus.Connect(bus.Client{URL: b.ClientURL(), Name: "loadgen-responder", Identity: id})
 	if err != nil {
 		return err
 	}
@@ -136,7 +142,7 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 		rep.Notes = append(rep.Notes, "node: the Node.js harness spawns processes; run with --agent process to compare with it")
 		return nil
 	}
-	n, err := runNode(ctx, c, b, progress)
+	n, err := runNode(ctx, c, b, id, progress)
 	if err != nil {
 		return err
 	}

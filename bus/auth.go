@@ -94,7 +94,7 @@ func GrantsFor(u User) Grants {
 	switch u.Role {
 	case RoleNode:
 		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
-	case RoleOperator, RoleViewer, RoleConsole:
+	case RoleOperator, RoleViewer, RoleConsole, RoleLocal:
 		g := Grants{Publish: []string{"$JS.API.INFO"},
 			Subscribe: []string{evtPrefix + ">", humanPrefix + ">", pendingSubjects, InboxPrefix(u.Name) + ".>"}}
 		for _, s := range readable {
@@ -103,7 +103,10 @@ func GrantsFor(u User) Grants {
 		if u.Role == RoleConsole {
 			g.Publish = append(g.Publish, RespondSubjects, ctlPrefix+"*.list")
 		}
-		if u.Role == RoleOperator {
+		if u.Role == RoleLocal {
+			g.Publish = append(g.Publish, RespondSubjects)
+		}
+		if u.Role == RoleOperator || u.Role == RoleLocal {
 			g.Publish = append(g.Publish, TaskSubjects, RespondSubject(u.Name, ">"))
 			for _, verb := range CtlVerbs() {
 				g.Publish = append(g.Publish, ctlPrefix+"*."+verb)

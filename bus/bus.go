@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"github.com/nats-io/nuid"
 )
 
@@ -48,8 +49,12 @@ type Config struct {
 	TLS      *TLS     // the embedded server's certificate; what URL's clients trust
 	// Users the embedded server lets in (then no anonymous client); the node itself
 	// connects as a node user of its own.
-	Users    []User
-	Listen   string // embedded server's client listener; port 0 picks a free port
+	Users  []User
+	Listen string // embedded server's client listener; port 0 picks a free port
+	// StateDir is where the embedded server, when Users is empty, writes the local
+	// operator's credential (LocalCredentials) for the CLI on this machine; empty: it
+	// writes none, and only the node itself gets in.
+	StateDir string
 	StoreDir string // embedded server's JetStream store; empty: a temporary directory removed on Close
 	Name     string // connection name, shown by the server
 
@@ -94,6 +99,7 @@ type Bus struct {
 	log     *slog.Logger
 	srv     *server.Server        // nil when connected to an external server
 	tempDir string                // removed on Close
+	local   string                // the file holding the local operator's credential
 	asker   atomic.Pointer[Asker] // Asker, for the reconnect handler
 
 	stopWatch context.CancelFunc // ends the Directory's watch
@@ -229,7 +235,8 @@ func Connect(c Client, extra ...nats.Option) (*nats.Conn, error) {
 }
 
 // startServer starts the embedded server and returns the identity the node connects
-// to it with: anonymous, or a node user of its own when the server has users.
+// to it with: a node user of its own, whose password only this process knows. With no
+// users it also writes the local operator's credential to cfg.StateDir (local.go).
 func (b *Bus) startServer(cfg Config) (Identity, error) {
 	dir := cfg.StoreDir
 	if dir == "" {
@@ -246,6 +253,13 @@ func (b *Bus) startServer(cfg Config) (Identity, error) {
 		b.removeTemp()
 		return Identity{}, err
 	}
+	var local nkeys.KeyPair
+	if len(cfg.Users) == 0 && cfg.StateDir != "" {
+		if local, err = localOperator(opts, cfg.StateDir); err != nil {
+			b.removeTemp()
+			return Identity{}, err
+		}
+	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		b.removeTemp()
@@ -260,6 +274,14 @@ func (b *Bus) startServer(cfg Config) (Identity, error) {
 		return Identity{}, err
 	}
 	b.srv = srv
+	if local != nil {
+		port := srv.Addr().(*net.TCPAddr).Port
+		if b.local, err = writeLocalCredentials(local, cfg.StateDir, port); err != nil {
+			srv.Shutdown()
+			b.removeTemp()
+			return Identity{}, err
+		}
+	}
 	return self, nil
 }
 
@@ -285,12 +307,11 @@ func serverOptions(cfg Config, dir string) (*server.Options, Identity, error) {
 	if opts.ServerName == "" {
 		opts.ServerName = cfg.Name
 	}
-	if len(cfg.Users) > 0 {
-		self = Identity{User: nodeSelf, Password: nuid.Next() + nuid.Next()}
-		users := append(slices.Clone(cfg.Users), User{Name: self.User, Password: self.Password, Role: RoleNode})
-		if err := serverAuth(opts, users); err != nil {
-			return nil, self, err
-		}
+	// The node's own user, always: no client gets in anonymously, on loopback too.
+	self = Identity{User: nodeSelf, Password: nuid.Next() + nuid.Next()}
+	users := append(slices.Clone(cfg.Users), User{Name: self.User, Password: self.Password, Role: RoleNode})
+	if err := serverAuth(opts, users); err != nil {
+		return nil, self, err
 	}
 	if t := cfg.TLS; t != nil {
 		if opts.TLSConfig, err = t.serverConfig(); err != nil {
@@ -366,6 +387,10 @@ func (b *Bus) ClientURL() string {
 	}
 	return b.Conn.ConnectedUrl()
 }
+
+// LocalOperator is the file holding the local operator's credential, or "" when this
+// bus wrote none.
+func (b *Bus) LocalOperator() string { return b.local }
 
 // Server is the embedded server, or nil.
 func (b *Bus) Server() *server.Server { return b.srv }

@@ -28,7 +28,8 @@ func open(t *testing.T, cfg Config) *Bus {
 
 func TestEmbeddedServerDeclaresTheStreams(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
-	b := open(t, Config{Listen: "127.0.0.1:0", StoreDir: store, Name: "bus-test"})
+	state := t.TempDir()
+	b := open(t, Config{Listen: "127.0.0.1:0", StoreDir: store, StateDir: state, Name: "bus-test"})
 	ctx := context.Background()
 	tasks, err := b.JS.Stream(ctx, TaskStream)
 	if err != nil {
@@ -40,8 +41,39 @@ func TestEmbeddedServerDeclaresTheStreams(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(store, "jetstream")); err != nil {
 		t.Fatalf("store not in the configured dir: %v", err)
 	}
-	// A CLI client reaches the node through its client URL.
-	nc, err := Connect(Client{URL: b.ClientURL(), Name: "cli"})
+	// No anonymous client gets in; a CLI client reaches the node through its client
+	// URL as the local operator, whose seed the bus wrote for this user alone.
+	if nc, err := Connect(Client{URL: b.ClientURL(), Name: "anonymous"}); err == nil || !strings.Contains(err.Error(), "anonymous clients are refused") {
+		if nc != nil {
+			nc.Close()
+		}
+		t.Fatalf("an anonymous client: %v", err)
+	}
+	seed := b.LocalOperator()
+	if st, err := os.Stat(seed); err != nil || st.Mode().Perm() != 0o600 || filepath.Dir(seed) != state {
+		t.Fatalf("the local operator's seed %q: %v %v", seed, st, err)
+	}
+	nc, err := Connect(Client{URL: b.ClientURL(), Name: "cli", Identity: Identity{NkeySeedFile: seed}, User: LocalUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nc.Request(CtlSubject("nobody", "list"), nil, time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("the local operator's request: %v", err)
+	}
+	nc.Close()
+	// A bus started again on the same port takes the same seed up: a client that
+	// follows the node reconnects.
+	kept, err := os.ReadFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := b.ClientURL()
+	b.Close()
+	again := open(t, Config{Listen: strings.TrimPrefix(url, "nats://"), StoreDir: store, StateDir: state, Name: "bus-test"})
+	if now, err := os.ReadFile(again.LocalOperator()); err != nil || string(now) != string(kept) || again.LocalOperator() != seed {
+		t.Fatalf("the seed after a restart: %s %v; want the same %s", again.LocalOperator(), err, seed)
+	}
+	nc, err = Connect(Client{URL: again.ClientURL(), Name: "cli", Identity: Identity{NkeySeedFile: seed}, User: LocalUser})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,12 @@ func TestImageRootfs(t *testing.T) {
 	}
 	stages, _, _ := dockerfile(t)
 	build := stages["build"]
+	var imageEnv []string // what the image's ENV lines set
+	for _, e := range commands[*instructions.EnvCommand](stages["runtime"]) {
+		for _, kv := range e.Env {
+			imageEnv = append(imageEnv, kv.Key+"="+kv.Value)
+		}
+	}
 	out := t.TempDir()
 	env := os.Environ()
 	for _, e := range commands[*instructions.EnvCommand](build) {
@@ -188,7 +194,7 @@ strategy = "rule"
 rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 `, natsPort, metricsPort))
 
-	up := inImage(root, imageCommand...)
+	up := inImage(root, imageEnv, imageCommand...)
 	var stderr strings.Builder
 	up.Stderr = &stderr
 	up.WaitDelay = 10 * time.Second
@@ -224,7 +230,7 @@ rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 			t.Fatalf("/readyz not 200 within a minute of runtime up in the image's root:\n%s", stderr.String())
 		}
 	}
-	cli := inImage(root, "/usr/local/bin/runtime", "nodes", "-c", "/etc/agentmux/agentmux.toml")
+	cli := inImage(root, imageEnv, "/usr/local/bin/runtime", "nodes", "-c", "/etc/agentmux/agentmux.toml")
 	if b, err := cli.CombinedOutput(); err != nil || !strings.Contains(string(b), "policy") {
 		t.Errorf("runtime nodes in the image: %v\n%s", err, b)
 	}
@@ -245,7 +251,7 @@ rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 
 	// A node that would start agents needs /bin/sh, which the image does not have.
 	write(t, manifest, fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = \"/var/lib/agentmux/nats\"\n[metrics]\naddr = \"127.0.0.1:0\"\n[hosts.coder]\ncommand = \"/usr/local/bin/runtime\"\n", natsPort))
-	agents := inImage(root, imageCommand...)
+	agents := inImage(root, imageEnv, imageCommand...)
 	b, err := agents.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "this system has none") || !strings.Contains(string(b), "agents target") {
 		t.Errorf("a node with hosts in the distroless image: %v\n%s", err, b)
@@ -253,9 +259,9 @@ rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 }
 
 // inImage is a command run as the image's user in root.
-func inImage(root string, argv ...string) *exec.Cmd {
+func inImage(root string, env []string, argv ...string) *exec.Cmd {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = []string{"HOME=/home/nonroot", "PATH=/usr/local/bin"}
+	cmd.Env = append([]string{"HOME=/home/nonroot", "PATH=/usr/local/bin"}, env...)
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: root, Credential: &syscall.Credential{Uid: nonroot, Gid: nonroot}}
 	return cmd

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nuid"
+
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 )
@@ -117,8 +119,9 @@ func TestHumanDeadlineGivesTheDefault(t *testing.T) {
 
 func TestHumanAnswerSurvivesASupervisorRestart(t *testing.T) {
 	// Node a runs the agents; the supervisors run on b, then on c, over a's NATS.
-	a := start(t, simHost("w", "question_timeout = \"1m\"")+humanSupervisors, func(o *Options) { o.NoSupervisors = true })
-	supervisors := fmt.Sprintf("[nats]\nurl = %q\n", a.n.Bus.ClientURL()) + simHost("w", "") + humanSupervisors
+	t.Setenv("T_PEER_PASSWORD", nuid.Next())
+	a := start(t, simHost("w", "question_timeout = \"1m\"")+humanSupervisors+peerUser, func(o *Options) { o.NoSupervisors = true })
+	supervisors := peerOf(a) + simHost("w", "") + humanSupervisors
 	b := start(t, supervisors, func(o *Options) { o.NoTasks = true; o.Name = "b" })
 	store := pendingStore(t, a)
 	results := make(chan *agent.Result, 1)

@@ -40,9 +40,10 @@ memory = "session"
 [[routes]]
 supervisor = "architect"
 `
-	agents := start(t, simHost("w", "")+supervisors, func(o *Options) { o.NoSupervisors = true })
+	t.Setenv("T_PEER_PASSWORD", nuid.Next())
+	agents := start(t, simHost("w", "")+supervisors+peerUser, func(o *Options) { o.NoSupervisors = true })
 	member := func() *Node {
-		f := start(t, fmt.Sprintf("[nats]\nurl = %q\n", agents.n.Bus.ClientURL())+simHost("w", "")+supervisors,
+		f := start(t, peerOf(agents)+simHost("w", "")+supervisors,
 			func(o *Options) {
 				o.NoHosts, o.Ephemeral, o.Name = true, false, "member-"+nuid.Next()
 			})

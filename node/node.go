@@ -65,6 +65,10 @@ type Options struct {
 	// InProc runs the agents of the named hosts inside this process instead of their
 	// commands: the load generator's "inproc" agents.
 	InProc map[string]agent.InProc
+	// StateDir is where the node writes the local operator's credential for the CLI on
+	// this machine, when its embedded server has no [[nats.users]] (see StateDir and
+	// LocalCredentials); empty: it writes none, and only the node gets in.
+	StateDir string
 	// Getenv reads the passwords the manifest names (default os.Getenv).
 	Getenv func(string) string
 }
@@ -210,8 +214,12 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 			}
 		}
 	}
-	if opts.Ephemeral && nc.URL == "" {
+	switch {
+	case opts.Ephemeral && nc.URL == "":
 		bcfg.Listen, bcfg.StoreDir, bcfg.Cluster = "127.0.0.1:0", "", nil
+	case nc.URL == "" && len(users) == 0:
+		// No [[nats.users]]: the CLI on this machine connects as the local operator.
+		bcfg.StateDir = opts.StateDir
 	}
 	b, err := bus.Open(ctx, bcfg, n.log)
 	if err != nil {

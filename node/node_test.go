@@ -37,6 +37,15 @@ func simHost(name, extra string) string {
 	return fmt.Sprintf("[hosts.%s]\ncommand = %q\nenv = { AGENTMUX_SIM = \"1\", AGENTMUX_TEST_MARK = \"@MARK@\" }\nstop_grace = \"1s\"\n%s\n", name, os.Args[0], extra)
 }
 
+// peerUser lets in peer nodes over a fixture's server (its manifest ends with it): a
+// server lets no anonymous client in.
+const peerUser = "\n[[nats.users]]\nname = \"peer\"\npassword_env = \"T_PEER_PASSWORD\"\nrole = \"node\"\n"
+
+// peerOf is the [nats] of a node on f's server, as peerUser.
+func peerOf(f *fixture) string {
+	return fmt.Sprintf("[nats]\nurl = %q\nuser = \"peer\"\npassword_env = \"T_PEER_PASSWORD\"\n", f.n.Bus.ClientURL())
+}
+
 func start(t *testing.T, manifest string, options ...func(*Options)) *fixture {
 	t.Helper()
 	mark := nuid.Next()

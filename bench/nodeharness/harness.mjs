@@ -10,7 +10,7 @@
 //     session.ended) to JetStream, each with a Nats-Msg-Id so the stream keeps it once,
 //     acknowledged asynchronously and waited for before the report; as agentmux does,
 //     a request answered within 50 ms has one record, its answer carrying the request.
-// Config: JSON in argv[2] ({command, args, sessions, rate, prompt, nats, ask, audit});
+// Config: JSON in argv[2] ({command, args, sessions, rate, prompt, nats, user, pass, ask, audit});
 // report: JSON on stdout. Its modules come from package.json here (npm ci).
 import { spawn } from 'node:child_process';
 import readline from 'node:readline';
@@ -19,7 +19,7 @@ import { jetstream } from '@nats-io/jetstream';
 
 const cfg = JSON.parse(process.argv[2]);
 const host = 'load';
-const nc = await connect({ servers: cfg.nats, name: 'node-harness' });
+const nc = await connect({ servers: cfg.nats, name: 'node-harness', user: cfg.user || undefined, pass: cfg.pass || undefined });
 const js = jetstream(nc);
 const acks = new Set(); // audit publishes not yet acknowledged
 let auditFailures = 0;

@@ -28,13 +28,24 @@ func TestMain(m *testing.M) {
 	if os.Getenv("AGENTMUX_RUNTIME_MAIN") != "" {
 		os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// The local operators' credentials of the nodes the tests start, which the CLI
+	// finds there; every process the tests start inherits it.
+	state, err := os.MkdirTemp("", "agentmux-test-state-")
+	if err != nil {
+		panic(err)
+	}
+	if err := os.Setenv("AGENTMUX_STATE_DIR", state); err != nil {
+		panic(err)
+	}
 	// The secured fleets' passwords, which every process the tests start inherits.
 	for _, name := range []string{"AGENTMUX_TEST_FLEET_PASSWORD", "AGENTMUX_TEST_ROUTE_PASSWORD"} {
 		if err := os.Setenv(name, nuid.Next()); err != nil {
 			panic(err)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	_ = os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // syncBuffer is an output the test reads while the process writes it.

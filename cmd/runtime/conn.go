@@ -51,11 +51,21 @@ func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError)
 	if err != nil {
 		return nil, err
 	}
-	user, err := node.UserName(m, id)
-	if err != nil {
-		return nil, err
+	// No identity of its own: the local operator's, which a node on this machine
+	// wrote for its CLI. It answers in the name --as gives, like a bus without users.
+	localPath, local := "", false
+	if id.Anonymous() {
+		if localPath, local = node.LocalCredentials(m, os.Getenv); local {
+			id.NkeySeedFile = localPath
+		}
 	}
-	c := &busClient{user: user, secured: !id.Anonymous()}
+	user := bus.LocalUser
+	if !local {
+		if user, err = node.UserName(m, id); err != nil {
+			return nil, err
+		}
+	}
+	c := &busClient{user: user, secured: !id.Anonymous() && !local}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	c.nc, err = bus.Connect(bus.Client{URL: clientURL(m), Name: "agentmux-" + cmd, Identity: id, TLS: node.TLS(m), User: user,
 		OnRefusal: func(r *bus.PermissionError) {
@@ -70,6 +80,10 @@ func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError)
 			c.cancel(r)
 		}}, extra...)
 	if err != nil {
+		if id.Anonymous() && localPath != "" && errors.Is(err, nats.ErrAuthorization) {
+			err = fmt.Errorf("%w; or run it as the user whose `runtime up` wrote %s (no node on this machine did, or %s names another directory)",
+				err, localPath, node.EnvStateDir)
+		}
 		c.cancel(err)
 		return nil, err
 	}

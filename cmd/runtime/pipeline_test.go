@@ -23,7 +23,19 @@ func pipelineManifest(t *testing.T, dir string, think time.Duration) (path, url,
 	t.Helper()
 	port := proctest.FreePort(t)
 	body, coderMark, testerMark := pipelineBody(think)
-	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", port, filepath.Join(dir, "store")) + body
+	// The test reads the audit as a node user (the CLI is that user too).
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+user = "tester"
+password_env = "AGENTMUX_TEST_FLEET_PASSWORD"
+[[nats.users]]
+name = "tester"
+password_env = "AGENTMUX_TEST_FLEET_PASSWORD"
+role = "node"
+[metrics]
+addr = "127.0.0.1:0"
+`, port, filepath.Join(dir, "store")) + body
 	path = filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(path, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
@@ -150,7 +162,8 @@ func TestPipelineResumesAfterNodeKilled(t *testing.T) {
 		t.Fatalf("submit: exit %d\n%s", code, sub.stderr)
 	}
 	// The test's connection outlives the node: it reconnects to the restarted one.
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := bus.Connect(bus.Client{URL: url, Name: "pipeline-test", Identity: bus.Identity{User: "tester", Password: os.Getenv("AGENTMUX_TEST_FLEET_PASSWORD")}},
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,11 @@ func up(args []string, stdout, stderr io.Writer) int {
 	for _, w := range m.Warnings {
 		log.Warn("manifest", "problem", w.Error())
 	}
+	state, err := node.StateDir(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime up:", err)
+		return exitError
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -46,7 +51,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	// A signal while the node starts (it may wait a minute for its cluster) ends the
 	// start; one just after it is read from sigs below.
 	starting, stopStarting := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	n, err := node.Start(starting, node.Options{Manifest: m, Name: *name, Log: log,
+	n, err := node.Start(starting, node.Options{Manifest: m, Name: *name, Log: log, StateDir: state,
 		NoSupervisors: *noSup, Supervisors: list(*sups), NoHosts: *noHosts, Hosts: list(*hosts)})
 	signalled := starting.Err() != nil
 	stopStarting()
@@ -61,6 +66,9 @@ func up(args []string, stdout, stderr io.Writer) int {
 	info := n.Info()
 	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "replicas", n.Bus.Replicas, "metrics", n.MetricsAddr(),
 		"hosts", strings.Join(n.Hosts(), ","), "supervisors", strings.Join(info.Supervisors, ","))
+	if local := n.Bus.LocalOperator(); local != "" {
+		log.Info("the CLI on this machine connects as the local operator; no anonymous client gets in", "credential", local)
+	}
 	sig := <-sigs
 	log.Info("draining, then stopping; a second signal forces", "signal", sig.String(), "grace", *grace)
 	ctx, cancel := context.WithTimeout(context.Background(), *grace+upStopTimeout)
@@ -94,3 +102,4 @@ func list(s string) []string {
 	}
 	return out
 }
+
