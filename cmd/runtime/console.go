@@ -36,6 +36,7 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(stderr, *logLevel)
+	guard(log)
 	var running atomic.Pointer[console.Server] // for the refusal hook, once it is up
 	c, err := dialWith("console", m, func(r *bus.PermissionError) {
 		if srv := running.Load(); srv != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/nodump"
 	"github.com/agentmux/agentmux/node"
 )
 
@@ -36,6 +38,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(stderr, *logLevel)
+	guard(log)
 	for _, w := range m.Warnings {
 		log.Warn("manifest", "problem", w.Error())
 	}
@@ -103,3 +106,10 @@ func list(s string) []string {
 	return out
 }
 
+// guard keeps the processes this one starts, and any other of its user, out of its
+// environment and memory, where the bus's and the providers' secrets are.
+func guard(log *slog.Logger) {
+	if err := nodump.Apply(); err != nil {
+		log.Warn("other processes of this user can read this one's environment and memory", "err", err)
+	}
+}
