@@ -87,8 +87,9 @@ func (g *gate) who(r *http.Request) string {
 
 // What was wrong with a sign-in, by the code the page is sent back with.
 var signInProblems = map[string]string{
-	"name":  "Your name is what the audit records you as (human:<name>): use letters, digits, '_' and '-'.",
-	"token": "That token is not the console's (AGENTMUX_CONSOLE_TOKEN).",
+	"name":      "Your name is what the audit records you as (human:<name>): use letters, digits, '_' and '-'.",
+	"token":     "That token is not the console's (AGENTMUX_CONSOLE_TOKEN).",
+	"throttled": "Too many sign-ins from here: wait a few seconds and try again.",
 }
 
 // signIn checks a sign-in form; it returns the cookie to set, or what was wrong (a key

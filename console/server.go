@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -44,8 +45,13 @@ type Config struct {
 	JS   jetstream.JetStream
 	// Addr is where it listens: beyond loopback it needs Token.
 	Addr string
-	// Token (AGENTMUX_CONSOLE_TOKEN), when set, signs people in with it and a name.
+	// Token (AGENTMUX_CONSOLE_TOKEN), when set, signs people in with it and a name;
+	// it must carry at least 128 bits.
 	Token string
+	// Hosts are the names people reach the console by beyond this machine (a proxy's
+	// name): it answers requests for these, loopback names and the address it listens
+	// on, and refuses the rest (DNS rebinding).
+	Hosts []string
 	// Name is who answers without a sign-in (on loopback, with no token). On a bus
 	// with users, the console's own user needs role console to answer as anyone else.
 	Name string
@@ -58,7 +64,8 @@ type Server struct {
 	waitMu  sync.Mutex
 	waiting map[string]context.CancelCauseFunc // answers in flight, by subject
 	view    *view
-	gate    *gate // nil: nobody signs in
+	gate    *gate     // nil: nobody signs in
+	tries   *throttle // sign-in tries
 	pending *bus.PendingStore
 	subs    []*nats.Subscription
 	cancel  context.CancelFunc
@@ -70,6 +77,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if !Loopback(cfg.Addr) && cfg.Token == "" {
 		return nil, fmt.Errorf("console: %s is reachable beyond this machine, and people would answer as anyone: set AGENTMUX_CONSOLE_TOKEN to a secret they sign in with, or listen on 127.0.0.1", cfg.Addr)
 	}
+	if cfg.Token != "" {
+		if err := checkToken(cfg.Token); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Token == "" && !bus.IsName(cfg.Name) {
 		return nil, fmt.Errorf("console: answers on this machine are recorded as human:%s, which cannot be part of a subject: give --as a name of letters, digits, '_' and '-'", cfg.Name)
 	}
@@ -77,7 +89,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, view: newView(defaultRecent), gate: newGate(cfg.Token), pending: pending, waiting: map[string]context.CancelCauseFunc{}}
+	s := &Server{cfg: cfg, view: newView(defaultRecent), gate: newGate(cfg.Token), tries: newThrottle(), pending: pending,
+		waiting: map[string]context.CancelCauseFunc{}}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	if err := pending.Watch(wctx, s.view.onPending); err != nil {
@@ -129,6 +142,11 @@ func (s *Server) routes() {
 // before anything but the sign-in page and its style.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
+	if !s.hostAllowed(r.Host) {
+		s.cfg.Log.Warn("console request for another host refused (DNS rebinding?)", "host", r.Host, "remote", r.RemoteAddr)
+		errorf(w, http.StatusMisdirectedRequest, "this console does not answer to %q: open it by a loopback address or a name it was given (--public-host)", r.Host)
+		return
+	}
 	if s.gate != nil && s.gate.who(r) == "" && r.URL.Path != "/login" && r.URL.Path != "/app.css" {
 		if r.Method == http.MethodGet && r.URL.Path == "/" {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
@@ -175,6 +193,12 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	if s.gate == nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	if ok, wait := s.tries.allow(r.RemoteAddr, time.Now()); !ok {
+		s.cfg.Log.Warn("console sign-in throttled", "remote", r.RemoteAddr, "retry_after", wait)
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		http.Redirect(w, r, "/login?error=throttled", http.StatusSeeOther)
 		return
 	}
 	cookie, problem := s.gate.signIn(r)

@@ -26,6 +26,7 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("console", stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	addr := fs.String("addr", console.DefaultAddr, "listen on `host:port`; beyond loopback it needs AGENTMUX_CONSOLE_TOKEN")
+	public := fs.String("public-host", "", "the `names` people reach it by beyond this machine (a,b): it answers only to these, loopback names and its address")
 	as := fs.String("as", "", "`name` answers are recorded as without a sign-in (default: the bus user, or $USER)")
 	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")
 	if _, err := parse(fs, args); err != nil {
@@ -60,7 +61,8 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := console.New(ctx, console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Name: name, Log: log})
+	srv, err := console.New(ctx, console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Hosts: list(*public),
+		Name: name, Log: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime console:", c.explain(err))
 		return exitError

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -292,11 +293,17 @@ func TestConsoleSignIn(t *testing.T) {
 	if code := open.wait(t, 20*time.Second); code != exitError || !strings.Contains(open.stderr.String(), "set AGENTMUX_CONSOLE_TOKEN") {
 		t.Fatalf("a console beyond loopback without a token: exit %d\n%s", code, open.stderr)
 	}
+	weak := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
+	weak.Env = []string{"AGENTMUX_CONSOLE_TOKEN=s3cret-token"}
+	if p := startProc(t, weak); p.wait(t, 20*time.Second) != exitError || !strings.Contains(p.stderr.String(), "bits, and a sign-in token needs 128") {
+		t.Fatalf("a console with a weak token: exit %d\n%s", p.code, p.stderr)
+	}
 	cmd := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
-	cmd.Env = []string{"AGENTMUX_CONSOLE_TOKEN=s3cret-token"}
+	cmd.Env = []string{"AGENTMUX_CONSOLE_TOKEN=" + consoleToken}
 	con := startProc(t, cmd)
 	until(t, "runtime console", con.stderr, "console up")
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	rebinding(t, url, port)
 	for _, path := range []string{"/api/stream", "/api/sessions/x"} {
 		resp, err := http.Get(url + path)
 		if err != nil {
@@ -317,7 +324,7 @@ func TestConsoleSignIn(t *testing.T) {
 	}
 	shot(t, ctx, "1-refused")
 	do(t, ctx, "sign in", chromedp.SendKeys(chromedp.CSS(`input[name="name"]`), "bo"),
-		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), "s3cret-token\r"), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), consoleToken+"\r"), chromedp.WaitVisible(chromedp.CSS("#status.live")))
 	if me := text(t, ctx, "#me"); me != "answering as human:bo" {
 		t.Fatalf("signed in as %q", me)
 	}
@@ -367,6 +374,8 @@ func TestConsoleSignIn(t *testing.T) {
 		t.Fatalf("%d cards for npm test; the second request must not wait for a person", n)
 	}
 	shot(t, ctx, "3-approved-for-session")
+	// Last: the throttle holds up this address's sign-ins for a while.
+	throttled(t, url)
 }
 
 // TestSecureConsole: on a bus with users, a console connected as a console-role user
@@ -379,7 +388,7 @@ func TestSecureConsole(t *testing.T) {
 	consoleAs := func(user string) string {
 		port := proctest.FreePort(t)
 		cmd := withUser(s, user, exec.Command(os.Args[0], "console", "-c", s.manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", port)))
-		cmd.Env = append(cmd.Env, "AGENTMUX_CONSOLE_TOKEN=tok-"+user)
+		cmd.Env = append(cmd.Env, "AGENTMUX_CONSOLE_TOKEN="+consoleToken+user)
 		p := startProc(t, cmd)
 		until(t, "console as "+user, p.stderr, "console up")
 		return fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -416,10 +425,10 @@ func TestSecureConsole(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&reply)
 		return reply
 	}
-	if reply := answer(view, "mallory", "tok-view"); reply["ok"] == true || !strings.Contains(fmt.Sprint(reply["error"]), `may not publish to "agentmux.respond.mallory.`) {
+	if reply := answer(view, "mallory", consoleToken+"view"); reply["ok"] == true || !strings.Contains(fmt.Sprint(reply["error"]), `may not publish to "agentmux.respond.mallory.`) {
 		t.Fatalf("a console connected as a viewer answered: %v", reply)
 	}
-	if reply := answer(desk, "carol", "tok-desk"); reply["ok"] != true {
+	if reply := answer(desk, "carol", consoleToken+"desk"); reply["ok"] != true {
 		t.Fatalf("the console answered: %v", reply)
 	}
 	if code := follow.wait(t, 30*time.Second); code != exitOK {
@@ -435,4 +444,57 @@ func TestSecureConsole(t *testing.T) {
 func withUser(s *secureNode, user string, cmd *exec.Cmd) *exec.Cmd {
 	cmd.Env = []string{"AGENTMUX_NATS_USER=" + user, "AGENTMUX_NATS_PASSWORD=" + s.passwords[user]}
 	return cmd
+}
+
+// consoleToken is a sign-in token of 128 bits or more (32 hex digits and more).
+const consoleToken = "5f0c9a7e13b24d6886e1f2a3c4b5d6e7-"
+
+// rebinding plays a page on evil.example whose name now points at 127.0.0.1 (DNS
+// rebinding): the browser sends Host and Origin evil.example, and the console answers
+// neither a read of its stream nor an answer.
+func rebinding(t *testing.T, base string, port int) {
+	t.Helper()
+	evil := fmt.Sprintf("evil.example:%d", port)
+	for _, req := range []struct{ method, path, body string }{
+		{http.MethodGet, "/api/stream", ""},
+		{http.MethodGet, "/", ""},
+		{http.MethodPost, "/api/respond", `{"id":"h-any","value":"yes"}`},
+		{http.MethodPost, "/login", "name=bob&token=" + consoleToken},
+	} {
+		r, _ := http.NewRequest(req.method, base+req.path, strings.NewReader(req.body))
+		r.Host = evil
+		r.Header.Set("Origin", "http://"+evil)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMisdirectedRequest || !strings.Contains(string(body), "does not answer to") {
+			t.Errorf("%s %s for %s: %s %s; want it refused", req.method, req.path, evil, resp.Status, body)
+		}
+	}
+}
+
+// throttled tries wrong tokens until the console makes the address wait.
+func throttled(t *testing.T, base string) {
+	t.Helper()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i := 0; ; i++ {
+		resp, err := noRedirect.PostForm(base+"/login", url.Values{"name": {"mallory"}, "token": {fmt.Sprintf("guess-%d", i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		where := resp.Header.Get("Location")
+		if where == "/login?error=throttled" {
+			if resp.Header.Get("Retry-After") == "" || i < 3 {
+				t.Fatalf("throttled after %d tries, Retry-After %q", i, resp.Header.Get("Retry-After"))
+			}
+			return
+		}
+		if where != "/login?error=token" || i > 10 {
+			t.Fatalf("wrong token %d: %s %q", i, resp.Status, where)
+		}
+	}
 }

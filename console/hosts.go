@@ -1,0 +1,86 @@
+package console
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"slices"
+	"strings"
+)
+
+// A page on another site can make the browser send requests to the console by pointing
+// a name of its own at 127.0.0.1 (DNS rebinding): the browser then treats the console
+// as that site, sends its Origin, and lets the page read the answers. The name stays in
+// the Host header, so the console answers only requests for a name it knows is its own.
+
+// hostAllowed reports whether a request for host (the Host header) is for this console:
+// a loopback name, the address it listens on, or one of its public names.
+func (s *Server) hostAllowed(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.Trim(name, "[]"), "."))
+	if name == "localhost" || strings.HasSuffix(name, ".localhost") {
+		return true
+	}
+	if ip := net.ParseIP(name); ip != nil && (ip.IsLoopback() || s.listensOn(ip)) {
+		return true
+	}
+	return slices.ContainsFunc(s.cfg.Hosts, func(h string) bool { return strings.EqualFold(h, name) })
+}
+
+// listensOn reports whether the console listens on ip itself (not on every address).
+func (s *Server) listensOn(ip net.IP) bool {
+	host, _, err := net.SplitHostPort(s.cfg.Addr)
+	listen := net.ParseIP(host)
+	return err == nil && listen != nil && !listen.IsUnspecified() && listen.Equal(ip)
+}
+
+// minTokenBits is the least a sign-in token must carry: past guessing, throttled or not.
+const minTokenBits = 128
+
+// tokenBits estimates what token carries: its length times the bits of each character,
+// from the classes of characters it uses (a hex token of 32 characters: 128). A token
+// of fewer than 8 different characters counts as one of those alone.
+func tokenBits(token string) float64 {
+	var lower, upper, digit, other bool
+	seen := map[rune]bool{}
+	for _, r := range token {
+		seen[r] = true
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = true
+		case r >= 'A' && r <= 'Z':
+			upper = true
+		case r >= '0' && r <= '9':
+			digit = true
+		default:
+			other = true
+		}
+	}
+	alphabet := 0
+	for _, c := range []struct {
+		used bool
+		n    int
+	}{{lower, 26}, {upper, 26}, {digit, 10}, {other, 32}} {
+		if c.used {
+			alphabet += c.n
+		}
+	}
+	if len(seen) < 8 {
+		alphabet = min(alphabet, len(seen))
+	}
+	if alphabet < 2 {
+		return 0
+	}
+	return float64(len([]rune(token))) * math.Log2(float64(alphabet))
+}
+
+// checkToken says what is wrong with a sign-in token, or nil.
+func checkToken(token string) error {
+	if bits := tokenBits(token); bits < minTokenBits {
+		return fmt.Errorf("console: AGENTMUX_CONSOLE_TOKEN carries about %.0f bits, and a sign-in token needs %d: use `openssl rand -hex 16` or longer", bits, minTokenBits)
+	}
+	return nil
+}
