@@ -99,7 +99,7 @@ var known = map[string][]string{
 	"routes":       {"type", "host", "match", "supervisor", "post_process"},
 	"tools":        {"command", "args", "env", "inherit_env", "working_dir", "timeout", "description"},
 	"pipelines":    {"params", "stages"},
-	"notify":       {"webhook", "events", "format", "secret_env", "console_url", "timeout", "retry_for"},
+	"notify":       {"webhook", "events", "format", "secret_env", "console_url", "timeout", "retry_for", "allow_private"},
 	"stages":       {"name", "host", "prompt", "routes", "result_schema", "result_retries"},
 	"connections":  {"provider", "api_key_env", "base_url", "default_model", "timeout", "organization", "project", "models", "retry", "rate_limit"},
 }

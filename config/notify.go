@@ -20,6 +20,9 @@ type Notify struct {
 	ConsoleURL string   `toml:"console_url"`
 	Timeout    Duration `toml:"timeout"`   // one delivery attempt
 	RetryFor   Duration `toml:"retry_for"` // how long an event without a deadline is retried
+	// AllowPrivate lets the webhook lead to a loopback, private, link-local or
+	// cloud-metadata address, which it may not otherwise.
+	AllowPrivate bool `toml:"allow_private"`
 }
 
 // Events a [notify.X] may ask for.

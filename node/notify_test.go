@@ -84,15 +84,18 @@ supervisor = "oncall"
 webhook = %q
 events = ["human.pending", "session.ended"]
 secret_env = "TEST_WEBHOOK_SECRET"
+allow_private = true
 [notify.chat]
 webhook = %q
 events = ["human.pending"]
 format = "slack"
 console_url = "https://console.example/"
+allow_private = true
 [notify.refusing]
 webhook = %q
 events = ["session.ended"]
 secret_env = "TEST_WEBHOOK_SECRET"
+allow_private = true
 `, hook.srv.URL, slack.srv.URL, refusing.srv.URL), func(o *Options) {
 		o.Getenv = func(k string) string {
 			if k == "TEST_WEBHOOK_SECRET" {

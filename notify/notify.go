@@ -35,7 +35,7 @@ type Config struct {
 	Notify  *config.Notify
 	Conn    *nats.Conn
 	Getenv  func(string) string
-	Client  *http.Client // nil: http.DefaultClient's transport with the notify's timeout
+	Client  *http.Client // nil: one that follows no redirect and reaches no private address (dial.go)
 	Metrics *metrics.Set
 	Log     *slog.Logger
 }
@@ -66,7 +66,7 @@ func Start(cfg Config) (*Notifier, error) {
 	n := cfg.Notify
 	x := &Notifier{cfg: cfg, n: n, client: cfg.Client, queue: make(chan *event, queueSize)}
 	if x.client == nil {
-		x.client = &http.Client{Timeout: n.Timeout.D()}
+		x.client = newClient(n.Timeout.D(), n.AllowPrivate)
 	}
 	if n.SecretEnv != "" {
 		secret := cfg.Getenv(n.SecretEnv)
@@ -145,7 +145,7 @@ type message struct {
 func (x *Notifier) event(typ string, data []byte) (*event, error) {
 	now := time.Now()
 	ev := &event{typ: typ, deadline: now.Add(x.n.RetryFor.D())}
-	var text string
+	var text, link string // text holds what agents wrote; link is the console's
 	switch typ {
 	case "human.pending":
 		var p bus.PendingRequest
@@ -156,7 +156,7 @@ func (x *Notifier) event(typ string, data []byte) (*event, error) {
 		text = fmt.Sprintf("%s waits for a person: %s %q (host %s, session %s); %s left, then the default %s",
 			p.ID, p.Type, p.Text, p.Host, p.Session, time.Until(p.Deadline).Round(time.Second), p.Default)
 		if u := x.link("request", p.ID); u != "" {
-			text += fmt.Sprintf(" — <%s|answer it in the console>", u)
+			link = fmt.Sprintf(" — <%s|answer it in the console>", u)
 		}
 	case "pipeline.ended":
 		var r bus.PipelineRun
@@ -187,16 +187,22 @@ func (x *Notifier) event(typ string, data []byte) (*event, error) {
 			text += ": " + s.Error
 		}
 		if u := x.link("session", s.Session); u != "" {
-			text += fmt.Sprintf(" — <%s|open it in the console>", u)
+			link = fmt.Sprintf(" — <%s|open it in the console>", u)
 		}
 	}
 	if x.n.Format == config.NotifySlack {
-		ev.body, _ = json.Marshal(map[string]string{"text": text})
+		ev.body, _ = json.Marshal(map[string]string{"text": slackEscape(text) + link})
 	} else {
 		ev.body, _ = json.Marshal(&message{Type: typ, Timestamp: now.UTC(), Data: data})
 	}
 	return ev, nil
 }
+
+// slackEscaper escapes the three characters Slack reads as markup, so text an agent
+// wrote cannot mention <!channel> or <!everyone>, name a user, or make a link.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+func slackEscape(s string) string { return slackEscaper.Replace(s) }
 
 // link is the console's page of a request or a session, when the console's URL is known.
 func (x *Notifier) link(kind, id string) string {
@@ -269,12 +275,14 @@ func (x *Notifier) send(ev *event) error {
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	// What a receiver answers is its own, and never reaches the log: it could be
+	// anything, from a secret to an attack on whoever reads the log.
+	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}
-	return fmt.Errorf("%w: webhook answered %s: %s", errPermanent, resp.Status, bytes.TrimSpace(body))
+	return fmt.Errorf("%w: webhook answered %s (%d bytes of answer, not shown)", errPermanent, resp.Status, n)
 }
