@@ -28,6 +28,7 @@ require (
 	golang.org/x/time v0.16.0
 	golang.org/x/tools v0.51.0
 	k8s.io/api v0.37.2
+	mvdan.cc/sh/v3 v3.14.1
 	sigs.k8s.io/yaml v1.6.0
 )
 

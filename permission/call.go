@@ -65,9 +65,8 @@ func FromApproval(request json.RawMessage) (Call, bool) {
 	return c, c.Tool != ""
 }
 
-// matches reports whether rule r covers call c, each command of a compound shell line
-// on its own (parts): deny and ask rules match when one part does, allow rules when
-// every part does (see Set.Decide).
+// matches reports whether rule r covers call c; for a shell line, with part as the
+// command (one command of the line, see Set.Decide).
 func (r *Rule) matches(c Call, part string, cwd string) bool {
 	if !r.covers(c.Tool) {
 		return false
@@ -108,23 +107,6 @@ func (r *Rule) matches(c Call, part string, cwd string) bool {
 		}
 	}
 	return false
-}
-
-// commands splits a shell line into the commands it runs: a rule allows a line only
-// when it allows each of them, so "npm test && rm -rf /" is not allowed by
-// "Bash(npm test:*)". Splitting ignores quoting, which only splits more: stricter.
-func commands(line string) []string {
-	f := func(r rune) bool { return r == ';' || r == '|' || r == '&' || r == '\n' }
-	var out []string
-	for _, part := range strings.FieldsFunc(line, f) {
-		if p := strings.Join(strings.Fields(part), " "); p != "" {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		out = []string{""}
-	}
-	return out
 }
 
 // String is the call as a rule would name it: Bash(npm test), Read(/repo/a.go).

@@ -80,13 +80,19 @@ func (r *Rule) covers(tool string) bool {
 	return false
 }
 
-// wildcard is a pattern in which * matches anything.
+// wildcard is a pattern in which * matches anything. A final " *" also matches
+// nothing, at a word's end: "ls *" matches "ls" and "ls -la", not "lsof", as Claude
+// Code's rules do.
 func wildcard(spec string) *regexp.Regexp {
+	tail := ""
+	if s, ok := strings.CutSuffix(spec, " *"); ok {
+		spec, tail = s, `(?: .*)?`
+	}
 	parts := strings.Split(spec, "*")
 	for i, p := range parts {
 		parts[i] = regexp.QuoteMeta(p)
 	}
-	return regexp.MustCompile(`^` + strings.Join(parts, `.*`) + `$`)
+	return regexp.MustCompile(`^` + strings.Join(parts, `.*`) + tail + `$`)
 }
 
 // pathGlob resolves a gitignore-style path pattern and compiles it: ** crosses
