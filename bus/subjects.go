@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -85,6 +87,24 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // IsName reports whether s may name a host, supervisor, node or user: it is one token
 // of the subjects.
 func IsName(s string) bool { return namePattern.MatchString(s) }
+
+// maxTaskID bounds a task's id, which names its session in every subject of it.
+const maxTaskID = 128
+
+// CheckTaskID says what is wrong with id as a task's id, or nil. The id becomes the
+// session's, one token of every subject of the session: a dot would split it, and a
+// wildcard would match other sessions.
+func CheckTaskID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("a task id is empty")
+	case len(id) > maxTaskID:
+		return fmt.Errorf("task id %.20q… is %d characters long; at most %d", id, len(id), maxTaskID)
+	case !IsName(id):
+		return fmt.Errorf("task id %q is one token of NATS subjects: use letters, digits, '_' and '-' (no '.', '*', '>' or spaces)", id)
+	}
+	return nil
+}
 
 // NewSessionID names a new session: unique across the fleet, and a single subject token.
 func NewSessionID() string { return "s-" + nuid.Next() }

@@ -2,7 +2,9 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
@@ -109,4 +111,32 @@ func getenv(opts Options) func(string) string {
 		return opts.Getenv
 	}
 	return os.Getenv
+}
+
+// MissingSecrets lists, as `runtime up` would refuse to start for them, the variables
+// the manifest names for secrets that getenv does not hold: users' passwords, the
+// routes' password, the metrics token and the webhooks' signing secrets. `runtime
+// validate` reports them.
+func MissingSecrets(m *config.Manifest, getenv func(string) string) []string {
+	var out []string
+	missing := func(env string) bool { return env != "" && getenv(env) == "" }
+	if m.NATS.URL == "" {
+		for _, u := range m.NATS.Users {
+			if missing(u.PasswordEnv) {
+				out = append(out, fmt.Sprintf("user %q: %s is not set; export its password there (or give the user an nkey)", u.Name, u.PasswordEnv))
+			}
+		}
+		if c := m.NATS.Cluster; c != nil && missing(c.PasswordEnv) {
+			out = append(out, fmt.Sprintf("[nats.cluster] %s is not set; export the routes' password there, the same on every server", c.PasswordEnv))
+		}
+	}
+	if missing(m.Metrics.TokenEnv) {
+		out = append(out, fmt.Sprintf("[metrics] token_env: %s is not set; export the token /metrics requires there", m.Metrics.TokenEnv))
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Notify)) {
+		if n := m.Notify[name]; missing(n.SecretEnv) {
+			out = append(out, fmt.Sprintf("notify %s: $%s, its signing secret, is not set; export it (\"whsec_\" and base64)", name, n.SecretEnv))
+		}
+	}
+	return out
 }

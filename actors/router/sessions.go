@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"regexp"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,10 +12,8 @@ import (
 	"github.com/agentmux/agentmux/protocol"
 )
 
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
 // validID reports whether id can be a session id: it is a NATS subject token.
-func validID(id string) bool { return sessionIDPattern.MatchString(id) }
+func validID(id string) bool { return bus.CheckTaskID(id) == nil }
 
 func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	p := r.pools[m.Result.Host]

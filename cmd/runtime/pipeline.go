@@ -107,6 +107,9 @@ func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]st
 	if id == "" {
 		id = "p-" + nuid.Next()
 	}
+	if err := bus.CheckTaskID(id); err != nil {
+		return usageError(stderr, fmt.Errorf("--id: %w", err))
+	}
 	c, err := dial("submit", m)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime submit:", err)

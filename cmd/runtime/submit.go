@@ -44,6 +44,9 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if *id == "" {
 		*id = "t-" + nuid.Next()
 	}
+	if err := bus.CheckTaskID(*id); err != nil {
+		return usageError(stderr, fmt.Errorf("--id: %w", err))
+	}
 	c, err := dial("submit", m)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime submit:", err)

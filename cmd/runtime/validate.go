@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/node"
 )
 
 func validate(args []string, stdout, stderr io.Writer) int {
@@ -21,6 +23,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, w := range m.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
+	}
+	// What `up` would refuse on this machine: a manifest is often checked where its
+	// secrets are not, so these are warnings here.
+	for _, problem := range node.MissingSecrets(m, os.Getenv) {
+		fmt.Fprintln(stderr, "warning: runtime up would refuse to start:", problem)
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d hosts, %d supervisors, %d routes)\n", *path, len(m.Hosts), len(m.Supervisors), len(m.Routes))
 	return exitOK
