@@ -380,6 +380,24 @@ func TestHugeLineThenNormalLine(t *testing.T) {
 	}
 }
 
+// TestResultOverMaxLineBytesEndsTheSession: a result line too long to take is dropped,
+// and the session ends at once saying so, instead of waiting for an agent that has
+// nothing more to say (here: for a minute, longer than the run waits).
+func TestResultOverMaxLineBytesEndsTheSession(t *testing.T) {
+	f := start(t, simHost("w", "max_line_bytes = 4096"))
+	big, _ := json.Marshal(`{"type": "result", "text": "` + strings.Repeat("x", 8000) + `"}`)
+	res := f.run("w", script(send(`{"type":"progress","message":"almost"}`), `{"raw":`+string(big)+`}`, `{"sleep":"1m"}`, result))
+	want := "the agent's result was a line of 8030 bytes, over max_line_bytes (4096) of host w, and was dropped: raise max_line_bytes"
+	if res.OK || !strings.Contains(res.Error, want) {
+		t.Fatalf("result = %+v; want the error %q", res, want)
+	}
+	// Any other line over the limit is dropped, and the session goes on.
+	res = f.run("w", script(`{"raw_bytes":10000}`, result))
+	if !res.OK {
+		t.Fatalf("after a long line that is no result: %+v", res)
+	}
+}
+
 func TestInitHandshake(t *testing.T) {
 	params := "init_timeout = \"3s\"\n[hosts.%s.params]\nmodel = \"opus\"\n"
 	f := start(t, simHost("ack", fmt.Sprintf(params, "ack"))+

@@ -24,6 +24,17 @@ const keepBufferSize = 64 << 10
 type LineTooLongError struct {
 	Size  int // bytes in the dropped line, without its terminator
 	Limit int
+	// Head is the line's first bytes (up to HeadBytes): enough to tell what it was,
+	// e.g. a result too long to take.
+	Head []byte
+}
+
+// HeadBytes is how much of a dropped line LineTooLongError keeps.
+const HeadBytes = 256
+
+// head copies the first HeadBytes of line.
+func head(line []byte) []byte {
+	return bytes.Clone(line[:min(len(line), HeadBytes)])
 }
 
 func (e *LineTooLongError) Error() string {
@@ -115,7 +126,7 @@ func (r *Reader) line() ([]byte, error) {
 		switch {
 		case err == nil || errors.Is(err, io.EOF):
 			if size > r.limit+1 {
-				return nil, &LineTooLongError{Size: size, Limit: r.limit}
+				return nil, &LineTooLongError{Size: size, Limit: r.limit, Head: head(r.buf)}
 			}
 			return r.limited(r.buf)
 		case errors.Is(err, bufio.ErrBufferFull):
@@ -139,7 +150,7 @@ func (r *Reader) limited(line []byte) ([]byte, error) {
 		n--
 	}
 	if n > r.limit {
-		return nil, &LineTooLongError{Size: len(line), Limit: r.limit}
+		return nil, &LineTooLongError{Size: len(line), Limit: r.limit, Head: head(line)}
 	}
 	return line, nil
 }

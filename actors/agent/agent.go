@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -493,10 +494,23 @@ func (a *Agent) onFrameError(m *frameError) {
 		Error  string `json:"error"`
 	}{m.reason, m.size, a.host.MaxLineBytes, m.err.Error()})
 	a.publish(a.sessionID(), typ, data)
-	if a.sess != nil {
-		a.sess.touch(a.host.IdleTimeout > 0)
+	if a.sess == nil {
+		return
 	}
+	if m.reason == "too_long" && resultLine.Match(m.head) {
+		// The agent has said its last word, and nothing else will end the session:
+		// without this it would wait for its idle timeout, or for ever. What the
+		// process does next is unknown, so it is not given another session.
+		a.endSession(&Result{Error: fmt.Sprintf("the agent's result was a line of %d bytes, over max_line_bytes (%d) of host %s, and was dropped: raise max_line_bytes, or have the agent write less",
+			m.size, a.host.MaxLineBytes, a.host.Name)}, false)
+		return
+	}
+	a.sess.touch(a.host.IdleTimeout > 0)
 }
+
+// resultLine tells a result by the start of its line, as agents write it: the native
+// protocol's and Claude Code's {"type": "result", …}.
+var resultLine = regexp.MustCompile(`^\s*\{\s*"type"\s*:\s*"result"`)
 
 // sessionID is the current session's id, or "_" between sessions.
 func (a *Agent) sessionID() string {

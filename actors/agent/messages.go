@@ -148,6 +148,7 @@ type (
 	frameError struct {
 		reason string
 		size   int
+		head   []byte // the dropped line's first bytes
 		err    error
 	}
 	stdoutClosed struct {

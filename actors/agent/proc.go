@@ -186,7 +186,7 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, 
 			flush()
 			var tooLong *protocol.LineTooLongError
 			if errors.As(err, &tooLong) {
-				st.toActor(send, &frameError{reason: "too_long", size: tooLong.Size, err: err})
+				st.toActor(send, &frameError{reason: "too_long", size: tooLong.Size, head: tooLong.Head, err: err})
 				continue
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
