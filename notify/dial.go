@@ -74,7 +74,9 @@ func newClient(timeout time.Duration, allowPrivate bool) *http.Client {
 	}
 	transport := &http.Transport{
 		// No proxy: a proxy would connect on the notifier's behalf, unchecked.
-		DialContext:           func(ctx context.Context, network, addr string) (net.Conn, error) { return dialer.DialContext(ctx, network, addr) },
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, addr)
+		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          16,
 		IdleConnTimeout:       90 * time.Second,
