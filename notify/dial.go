@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -74,9 +73,7 @@ func newClient(timeout time.Duration, allowPrivate bool) *http.Client {
 	}
 	transport := &http.Transport{
 		// No proxy: a proxy would connect on the notifier's behalf, unchecked.
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return dialer.DialContext(ctx, network, addr)
-		},
+		DialContext:           dialer.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          16,
 		IdleConnTimeout:       90 * time.Second,
