@@ -33,8 +33,9 @@ var (
 // supervisors create them, `runtime respond` answers them with a compare-and-set, and
 // any member of the supervisor delivers the answer.
 type PendingStore struct {
-	kv jetstream.KeyValue
-	nc *nats.Conn
+	kv      jetstream.KeyValue
+	nc      *nats.Conn
+	waiting *waitingIndex
 }
 
 // OpenPending opens the pending-request bucket a node declared.
@@ -43,7 +44,7 @@ func OpenPending(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) (*P
 	if err != nil {
 		return nil, err
 	}
-	return &PendingStore{kv: kv, nc: nc}, nil
+	return &PendingStore{kv: kv, nc: nc, waiting: newWaitingIndex()}, nil
 }
 
 // Create stores a new pending request and announces it on agentmux.human.<sup>.<id>.
@@ -61,8 +62,20 @@ func (s *PendingStore) Create(ctx context.Context, p *PendingRequest) (*PendingR
 	if err := s.nc.PublishRequest(HumanSubject(p.Supervisor, p.ID), EventMark, data); err != nil {
 		return nil, fmt.Errorf("bus: announce pending request %s: %w", p.ID, err)
 	}
+	s.waiting.note(p)
 	return p, nil
 }
+
+// Admit counts p among its session's requests waiting for a person, unless max others
+// already wait, and reports how many do, as this node knows: the ones it created and
+// those its Deliver watches saw (one created at the same moment on another node may not
+// be counted yet). A request admitted but not created is to be forgotten (Forget).
+func (s *PendingStore) Admit(p *PendingRequest, max int) (waiting int, ok bool) {
+	return s.waiting.admit(p.Session, p.ID, p.Deadline, time.Now(), max)
+}
+
+// Forget stops counting request id as waiting.
+func (s *PendingStore) Forget(id string) { s.waiting.forget(id) }
 
 // Get returns one pending request and its revision.
 func (s *PendingStore) Get(ctx context.Context, id string) (*PendingRequest, uint64, error) {
@@ -157,6 +170,7 @@ func (s *PendingStore) Cancel(ctx context.Context, id, why string) (*PendingRequ
 func (s *PendingStore) Deliver(ctx context.Context, supervisor string, onError func(error)) error {
 	err := watchBucket(ctx, s.kv, func(e jetstream.KeyValueEntry) {
 		if e.Operation() != jetstream.KeyValuePut {
+			s.waiting.forget(e.Key())
 			return
 		}
 		if err := s.deliver(ctx, supervisor, e); err != nil && onError != nil {
@@ -174,6 +188,7 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 	if err := json.Unmarshal(e.Value(), &p); err != nil {
 		return fmt.Errorf("bus: pending request %s is corrupt: %w", e.Key(), err)
 	}
+	s.waiting.note(&p)
 	if p.Supervisor != supervisor || p.State != StateAnswered || time.Now().After(p.Deadline) {
 		return nil
 	}

@@ -19,7 +19,22 @@ type Pending interface {
 	// Create stores p, unless a request with its id is stored already: then it returns
 	// that one (an ask asked again finds what a person already has).
 	Create(ctx context.Context, p *bus.PendingRequest) (*bus.PendingRequest, error)
+	// Admit counts p among its session's requests waiting for a person, unless max
+	// others already wait (then ok is false); it returns how many do.
+	Admit(p *bus.PendingRequest, max int) (waiting int, ok bool)
+	// Forget stops counting request id (admitted, but not stored).
+	Forget(id string)
 }
+
+// A session cannot bury people in requests: past these, a request it sends a person
+// gets its default at once, and the audit says why.
+const (
+	// MaxWaitingPerSession is how many of a session's requests may wait for people at
+	// once.
+	MaxWaitingPerSession = 20
+	// MaxPersonText is the longest request text a person is handed, in bytes.
+	MaxPersonText = 16 << 10
+)
 
 // Human hands the request to a person and defers: the answer is delivered to the
 // request's reply subject when someone responds (`runtime respond`), by any node.
@@ -45,6 +60,10 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	if r.ReplyTo == "" {
 		return Decision{}, errors.New("the request has no reply subject; a person's answer could not be delivered")
 	}
+	if len(r.Text) > MaxPersonText {
+		return Decision{UseDefault: true, Decider: "human:" + h.name,
+			Reason: fmt.Sprintf("not handed to a person: its text is %d bytes, over the %d a person is shown; the default", len(r.Text), MaxPersonText)}, nil
+	}
 	m := r.Message()
 	p := &bus.PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
@@ -52,8 +71,13 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	for _, o := range m.Options {
 		p.Options = append(p.Options, o.Value)
 	}
+	if n, ok := h.pending.Admit(p, MaxWaitingPerSession); !ok {
+		return Decision{UseDefault: true, Decider: "human:" + h.name,
+			Reason: fmt.Sprintf("not handed to a person: session %s already has %d requests waiting for people, the most it may; the default", r.Session, n)}, nil
+	}
 	stored, err := h.pending.Create(ctx, p)
 	if err != nil {
+		h.pending.Forget(p.ID)
 		return Decision{}, fmt.Errorf("store the request for a person: %w", err)
 	}
 	if stored.State == bus.StateDelivered {

@@ -282,6 +282,11 @@ func (m *memPending) Create(_ context.Context, p *bus.PendingRequest) (*bus.Pend
 	return p, nil
 }
 
+// Admit admits every request: the cap is the node's (bus.PendingStore).
+func (m *memPending) Admit(*bus.PendingRequest, int) (int, bool) { return 0, true }
+
+func (m *memPending) Forget(string) {}
+
 func TestEscalationByRiskLevel(t *testing.T) {
 	f := newFakeModel(t, config.ProviderOpenAI,
 		turn{text: `{"decision":"approve","reason":"harmless","risk_level":"low"}`},

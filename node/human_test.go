@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/decide"
 )
 
 const humanSupervisors = `
@@ -181,4 +182,77 @@ supervisor = "policy"
 		t.Errorf("a2 decided by %s", r.Decider)
 	}
 	f.checkAudit(res.Session)
+}
+
+// TestASessionCannotBuryPeople: a session that sends people more requests than
+// decide.MaxWaitingPerSession at once, or one longer than decide.MaxPersonText, gets the
+// default for the rest at once, with why in the audit; the people see no more than the
+// cap, and the session goes on when they answer.
+func TestASessionCannotBuryPeople(t *testing.T) {
+	f := start(t, simHost("w", `question_timeout = "1m"`)+"[supervisors.people]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"people\"\n")
+	store := pendingStore(t, f)
+	var steps []string
+	for i := range decide.MaxWaitingPerSession + 2 {
+		steps = append(steps, send(fmt.Sprintf(`{"type":"approval","id":"a%d","description":"deploy %d"}`, i, i)))
+	}
+	long, _ := json.Marshal(strings.Repeat("y", decide.MaxPersonText+1))
+	steps = append(steps, send(`{"type":"approval","id":"long","description":`+string(long)+`}`), await("*"), result)
+	results := make(chan *agent.Result, 1)
+	session := f.n.Submit("w", "", script(steps...), results)
+	var waiting []*bus.PendingRequest
+	waitFor(t, 20*time.Second, func() error {
+		list, err := store.List(context.Background())
+		if err != nil {
+			return err
+		}
+		waiting = waiting[:0]
+		for _, p := range list {
+			if p.Session == session {
+				waiting = append(waiting, p)
+			}
+		}
+		if len(waiting) != decide.MaxWaitingPerSession {
+			return fmt.Errorf("%d requests wait for people; want %d", len(waiting), decide.MaxWaitingPerSession)
+		}
+		return nil
+	})
+	for _, p := range waiting {
+		if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := <-results
+	if !res.OK {
+		t.Fatalf("session: %+v", res)
+	}
+	reasons := map[string]string{}
+	var records []*bus.AuditRecord
+	waitFor(t, 10*time.Second, func() error {
+		var err error
+		if records, err = bus.ReadAudit(context.Background(), f.n.Bus.JS, session); err == nil && len(records) < decide.MaxWaitingPerSession+5 {
+			err = fmt.Errorf("%d audit records", len(records))
+		}
+		return err
+	})
+	for _, r := range records {
+		if r.Kind == "answer" {
+			reasons[r.Request] = r.Outcome + " " + r.Decider + ": " + r.Reason
+		}
+	}
+	answered, defaulted := 0, 0
+	for id, why := range reasons {
+		switch {
+		case strings.HasPrefix(why, "answered human:alice"):
+			answered++
+		case id == "long" && strings.Contains(why, "its text is 16385 bytes, over the 16384 a person is shown"):
+			defaulted++
+		case strings.Contains(why, fmt.Sprintf("already has %d requests waiting for people, the most it may", decide.MaxWaitingPerSession)):
+			defaulted++
+		default:
+			t.Errorf("request %s: %s", id, why)
+		}
+	}
+	if answered != decide.MaxWaitingPerSession || defaulted != 3 {
+		t.Fatalf("%d answered by a person and %d defaulted; want %d and 3: %v", answered, defaulted, decide.MaxWaitingPerSession, reasons)
+	}
 }
