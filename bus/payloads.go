@@ -3,6 +3,7 @@ package bus
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 )
 
 // Task asks a node to run one session on a host.
@@ -76,6 +77,27 @@ type AuditRecord struct {
 	Latency  float64         `json:"latency_ms,omitempty"`
 	Duration float64         `json:"duration_ms,omitempty"`
 	Error    string          `json:"error,omitempty"`
+	// Truncated is how many bytes the record had before its text, value, reason and
+	// error were cut to fit the server's payload limit (Fit); 0 when it was whole.
+	Truncated int `json:"truncated,omitempty"`
+}
+
+// Fit cuts the record's text, reason and error to keep bytes each, and drops its value
+// when that is longer (a value cut in two would not be JSON), noting in Truncated how
+// long the record was: a record over the server's payload limit is stored so, never
+// retried for ever.
+func (r *AuditRecord) Fit(was, keep int) {
+	cut := func(s string) string {
+		if len(s) <= keep {
+			return s
+		}
+		return strings.ToValidUTF8(s[:keep], "") + "…"
+	}
+	r.Text, r.Reason, r.Error = cut(r.Text), cut(r.Reason), cut(r.Error)
+	if len(r.Value) > keep {
+		r.Value = nil
+	}
+	r.Truncated = was
 }
 
 // AuditID is the deduplication id of an audit record of one attempt of a session:

@@ -69,6 +69,7 @@ func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o.FloatOmit("latency_ms", r.Latency)
 	o.FloatOmit("duration_ms", r.Duration)
 	o.StringOmit("error", r.Error)
+	o.IntOmit("truncated", int64(r.Truncated))
 	return o.End()
 }
 

@@ -41,6 +41,7 @@ type Set struct {
 	Tasks           *prometheus.CounterVec // host, outcome (ok, error, invalid)
 	PublishErrors   *prometheus.CounterVec // kind (event, audit)
 	AuditPublishes  prometheus.Counter
+	AuditTruncated  prometheus.Counter
 	NATSReconnects  prometheus.Counter
 	NATSDisconnects prometheus.Counter
 	NATSAsyncErrors prometheus.Counter
@@ -142,6 +143,7 @@ func New() *Set {
 		Tasks:           counter("tasks_total", "Tasks taken from the work queue, by outcome (ok, error, invalid).", "host", "outcome"),
 		PublishErrors:   counter("publish_errors_total", "NATS publishes that failed, by kind (event, audit).", "kind"),
 		AuditPublishes:  plain("audit_publishes_total", "Audit records published."),
+		AuditTruncated:  plain("audit_truncated_total", "Audit records over the server's payload limit, stored with their longest fields cut."),
 		NATSReconnects:  plain("nats_reconnects_total", "Reconnections to NATS."),
 		NATSDisconnects: plain("nats_disconnects_total", "Disconnections from NATS."),
 		NATSAsyncErrors: plain("nats_async_errors_total", "Asynchronous NATS errors such as slow consumers."),

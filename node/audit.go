@@ -34,6 +34,7 @@ const (
 // until it is acknowledged or the auditor closes. A request's record is held up to
 // auditHold for its answer to stand for both. record never blocks.
 type auditor struct {
+	nc      *nats.Conn
 	pub     *bus.StreamPublisher
 	log     *slog.Logger
 	metrics *metrics.Set
@@ -66,7 +67,7 @@ type heldRequest struct {
 }
 
 func newAuditor(nc *nats.Conn, m *metrics.Set, log *slog.Logger, hold time.Duration) (*auditor, error) {
-	a := &auditor{log: log, metrics: m, q: queue.New[auditItem](), done: make(chan struct{}), hold: hold,
+	a := &auditor{nc: nc, log: log, metrics: m, q: queue.New[auditItem](), done: make(chan struct{}), hold: hold,
 		tries: map[string]int{}, held: map[string]*heldRequest{}}
 	pub, err := bus.NewStreamPublisher(nc, bus.StreamPublisherConfig{AckTimeout: auditAckTimeout, Acked: a.acked, Failed: a.failed})
 	if err != nil {
@@ -165,12 +166,27 @@ func (a *auditor) release(before time.Time) {
 }
 
 func (a *auditor) publishRecord(id string, rec *bus.AuditRecord) {
-	msg := &nats.Msg{Subject: bus.AuditSubject(rec.Host, rec.Session), Data: rec.AppendJSON(nil),
+	data := rec.AppendJSON(nil)
+	if limit := a.limit(); len(data) > limit {
+		// Over the server's limit it would be refused, and published again for ever.
+		rec.Fit(len(data), limit/8)
+		data = rec.AppendJSON(nil)
+		a.metrics.AuditTruncated.Inc()
+		a.log.Warn("audit record over the server's payload limit; stored with its longest fields cut", "id", id, "bytes", rec.Truncated, "limit", limit)
+	}
+	msg := &nats.Msg{Subject: bus.AuditSubject(rec.Host, rec.Session), Data: data,
 		Header: nats.Header{jetstream.MsgIDHeader: []string{id}}}
 	if a.publish(id, msg) {
 		a.metrics.AuditPublishes.Inc()
 	}
 }
+
+// auditHeadroom is what a record leaves of the server's payload limit for its subject
+// and headers.
+const auditHeadroom = 1024
+
+// limit is the largest record the server takes.
+func (a *auditor) limit() int { return int(a.nc.MaxPayload()) - auditHeadroom }
 
 func (a *auditor) publish(id string, msg *nats.Msg) bool {
 	if err := a.pub.Publish(msg); err != nil {
