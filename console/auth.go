@@ -2,6 +2,8 @@ package console
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
+	"encoding/hex"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -34,19 +36,27 @@ func Loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// gate signs people in with the console's token and the name they give.
+// gate signs people in with the console's token and the name they give, or, on a
+// console of one person (fixed), in that person's name.
 type gate struct {
 	token []byte
 	key   []byte // signs the cookie: derived from the token, so a new token signs everyone out
+	fixed string // the name every sign-in is in; "": the one the person gives
 }
 
-func newGate(token string) *gate {
-	if token == "" {
-		return nil
-	}
+func newGate(token, fixed string) *gate {
 	mac := hmac.New(sha256.New, []byte(token))
 	mac.Write([]byte("agentmux console sign-in"))
-	return &gate{token: []byte(token), key: mac.Sum(nil)}
+	return &gate{token: []byte(token), key: mac.Sum(nil), fixed: fixed}
+}
+
+// newToken is a sign-in token of 128 bits, for a console with none of its own.
+func newToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("console: a sign-in token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
 }
 
 func (g *gate) sign(name string, until time.Time) string {
@@ -95,7 +105,10 @@ var signInProblems = map[string]string{
 // signIn checks a sign-in form; it returns the cookie to set, or what was wrong (a key
 // of signInProblems).
 func (g *gate) signIn(r *http.Request) (*http.Cookie, string) {
-	name, token := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("token")
+	name, token := strings.TrimSpace(r.FormValue("name")), r.FormValue("token")
+	if g.fixed != "" {
+		name = g.fixed
+	}
 	switch {
 	case !bus.IsName(name):
 		return nil, "name"

@@ -19,7 +19,7 @@ func TestLoopback(t *testing.T) {
 }
 
 func TestSignInCookie(t *testing.T) {
-	g := newGate("s3cret")
+	g := newGate("s3cret", "")
 	form := func(name, token string) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"name": {name}, "token": {token}}.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -43,7 +43,7 @@ func TestSignInCookie(t *testing.T) {
 	if who := g.who(with(c.Value)); who != "bo" {
 		t.Fatalf("who = %q", who)
 	}
-	forged := newGate("other").sign("bo", time.Now().Add(time.Hour))
+	forged := newGate("other", "").sign("bo", time.Now().Add(time.Hour))
 	expired := g.sign("bo", time.Now().Add(-time.Second))
 	payload, sum, _ := strings.Cut(c.Value, ".")
 	for name, value := range map[string]string{"another token's": forged, "expired": expired, "garbage": "x.y", "empty": "",

@@ -64,7 +64,8 @@ type Server struct {
 	waitMu  sync.Mutex
 	waiting map[string]context.CancelCauseFunc // answers in flight, by subject
 	view    *view
-	gate    *gate     // nil: nobody signs in
+	gate    *gate     // who signs in, and how
+	link    string    // the sign-in path with the token, on a console that made its own
 	tries   *throttle // sign-in tries
 	pending *bus.PendingStore
 	subs    []*nats.Subscription
@@ -89,8 +90,20 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, view: newView(defaultRecent), gate: newGate(cfg.Token), tries: newThrottle(), pending: pending,
+	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending,
 		waiting: map[string]context.CancelCauseFunc{}}
+	if cfg.Token != "" {
+		s.gate = newGate(cfg.Token, "")
+	} else {
+		// On loopback with no token, any process of the machine could answer through
+		// the console (an agent among them): its page signs in with a token it makes,
+		// given in the link it prints, as the one person it answers for.
+		token, err := newToken()
+		if err != nil {
+			return nil, err
+		}
+		s.gate, s.link = newGate(token, cfg.Name), "/login?token="+token
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	if err := pending.Watch(wctx, s.view.onPending); err != nil {
@@ -147,7 +160,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errorf(w, http.StatusMisdirectedRequest, "this console does not answer to %q: open it by a loopback address or a name it was given (--public-host)", r.Host)
 		return
 	}
-	if s.gate != nil && s.gate.who(r) == "" && r.URL.Path != "/login" && r.URL.Path != "/app.css" {
+	if s.gate.who(r) == "" && r.URL.Path != "/login" && r.URL.Path != "/app.css" {
 		if r.Method == http.MethodGet && r.URL.Path == "/" {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
@@ -162,13 +175,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// name is who is answering: the signed-in person, or the console's own name.
-func (s *Server) name(r *http.Request) string {
-	if s.gate != nil {
-		return s.gate.who(r)
-	}
-	return s.cfg.Name
-}
+// name is who is answering: the signed-in person.
+func (s *Server) name(r *http.Request) string { return s.gate.who(r) }
+
+// SignInLink is the path that signs the one person of a console without a token in
+// (with the token it made), or "" when people sign in with AGENTMUX_CONSOLE_TOKEN.
+func (s *Server) SignInLink() string { return s.link }
 
 func (s *Server) file(name, contentType string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -186,15 +198,18 @@ func (s *Server) file(name, contentType string) http.HandlerFunc {
 var loginTemplate = template.Must(template.ParseFS(assets, "assets/login.html"))
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if s.link != "" && r.URL.Query().Get("token") != "" {
+		s.signIn(w, r) // the link the console printed
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = loginTemplate.Execute(w, signInProblems[r.URL.Query().Get("error")])
+	_ = loginTemplate.Execute(w, struct {
+		Problem string
+		Link    bool
+	}{signInProblems[r.URL.Query().Get("error")], s.link != ""})
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
-	if s.gate == nil {
-		http.Redirect(w, r, "/", http.StatusSeeOther)
-		return
-	}
 	if ok, wait := s.tries.allow(r.RemoteAddr, time.Now()); !ok {
 		s.cfg.Log.Warn("console sign-in throttled", "remote", r.RemoteAddr, "retry_after", wait)
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
@@ -212,7 +227,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"name": s.name(r), "decider": "human:" + s.name(r), "signed_in": s.gate != nil})
+	writeJSON(w, http.StatusOK, map[string]any{"name": s.name(r), "decider": "human:" + s.name(r), "signed_in": s.link == ""})
 }
 
 // stream sends the page its view, then every change, as server-sent events.

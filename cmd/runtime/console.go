@@ -77,7 +77,7 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("console up", "url", "http://"+ln.Addr().String(), "answering_as", "human:"+name)
+	log.Info("console up", "url", "http://"+ln.Addr().String()+srv.SignInLink(), "answering_as", "human:"+name)
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,26 @@ func TestConsoleInChromium(t *testing.T) {
 	url := fmt.Sprintf("http://127.0.0.1:%d", proctest.FreePort(t))
 	con := runtimeProc(t, "console", "-c", manifest, "--addr", strings.TrimPrefix(url, "http://"), "--as", "ana")
 	until(t, "runtime console", con.stderr, "console up")
+	link := signInLink(t, con.stderr.String())
+	if !strings.HasPrefix(link, url+"/login?token=") {
+		t.Fatalf("the console's sign-in link %q", link)
+	}
+	// Without the link, a process of this machine (an agent, say) gets nothing.
+	for _, req := range []struct{ method, path, body string }{
+		{http.MethodGet, "/api/stream", ""}, {http.MethodPost, "/api/respond", `{"id":"h-any","value":"yes"}`},
+		{http.MethodGet, "/login?token=0123456789abcdef0123456789abcdef", ""},
+	} {
+		r, _ := http.NewRequest(req.method, url+req.path, strings.NewReader(req.body))
+		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noRedirect.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized && resp.Header.Get("Location") != "/login?error=token" {
+			t.Errorf("%s %s without the console's link: %s (Location %q)", req.method, req.path, resp.Status, resp.Header.Get("Location"))
+		}
+	}
 
 	resp, err := http.Get(url + "/")
 	if err != nil {
@@ -188,7 +209,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 
 	ctx := browser(t)
-	do(t, ctx, "open the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+	do(t, ctx, "open the console's link", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#status.live")))
 	shot(t, ctx, "1-empty")
 
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-console", "--follow", "w", consoleScript)
@@ -497,4 +518,14 @@ func throttled(t *testing.T, base string) {
 			t.Fatalf("wrong token %d: %s %q", i, resp.Status, where)
 		}
 	}
+}
+
+// signInLink is the link a console without a token printed (console up url=…).
+func signInLink(t *testing.T, log string) string {
+	t.Helper()
+	m := regexp.MustCompile(`"console up" url="?([^" ]+)`).FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no console up url= in:\n%s", log)
+	}
+	return m[1]
 }
