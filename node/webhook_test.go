@@ -2,7 +2,6 @@ package node
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // receiverScript is a webhook receiver of its own process: it listens on a free
@@ -88,24 +87,6 @@ func (h *hookProc) posts(t *testing.T) []string {
 	return out
 }
 
-// lockedBuffer is a log the test reads while the node writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestWebhooksGoOnlyWhereSent plays a webhook receiver, and the DNS behind one, against
 // a node: a webhook that leads to a loopback address is refused without allow_private;
 // a receiver's redirect to another address is not followed; what a refusing receiver
@@ -117,7 +98,7 @@ func TestWebhooksGoOnlyWhereSent(t *testing.T) {
 	refusing := startHook(t, "status 400 SECRET-ANSWER-7") // allowed, answers a secret
 	guarded := startHook(t, "ok")                          // loopback, not allowed
 	chat := startHook(t, "ok")                             // slack, allowed
-	var logs lockedBuffer
+	var logs proctest.Buffer
 	f := start(t, simHost("w", `question_timeout = "1m"`)+fmt.Sprintf(`
 [supervisors.oncall]
 strategy = "human"
