@@ -261,7 +261,8 @@ func TestClaudeCodePermissionRules(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(policy, ".claude"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	settings := `{"permissions": {"allow": ["Bash(echo:*)", "Read(./**)"], "deny": ["Bash(rm:*)"], "ask": ["Bash(git push:*)"]}}`
+	// echo's redirection writes a file: Edit(./**) allows that write in the agent's folder.
+	settings := `{"permissions": {"allow": ["Bash(echo:*)", "Read(./**)", "Edit(./**)"], "deny": ["Bash(rm:*)"], "ask": ["Bash(git push:*)"]}}`
 	if err := os.WriteFile(filepath.Join(policy, ".claude", "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
