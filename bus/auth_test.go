@@ -19,10 +19,21 @@ func TestSubjectMatches(t *testing.T) {
 		{"a.b", "a.b.c", false},
 		{"_INBOX_ops.>", "_INBOX_ops.x.y", true},
 		{"_INBOX_ops.>", "_INBOX_opsx.y", false},
+		{"a.b.c", "a.b", false},
+		{"a.*", "a", false},
+		{">", "a", true},
+		{"*", "a.b", false},
+		{"a.b", "a.b", true},
+		{"agentmux.respond.*.>", "agentmux.respond.ops.h-1", true},
+		{"agentmux.respond.*.>", "agentmux.respond.ops", false},
+		{"agentmux.ctl.n1.drain", "$KV.agentmux_nodes.n1", false},
 	} {
 		if got := subjectMatches(c.pattern, c.subject); got != c.want {
 			t.Errorf("subjectMatches(%q, %q) = %v", c.pattern, c.subject, got)
 		}
+	}
+	if n := testing.AllocsPerRun(100, func() { subjectMatches("agentmux.respond.*.>", "agentmux.respond.ops.h-1") }); n != 0 {
+		t.Errorf("subjectMatches allocates %v times a call; every handler calls it on every message", n)
 	}
 }
 
