@@ -84,8 +84,10 @@ type AskerConfig struct {
 type Asker struct {
 	nc     *nats.Conn
 	cfg    AskerConfig
-	prefix string
-	sub    *nats.Subscription
+	prefix string // of the replies' subjects: prefix + the ask's key
+	// replies matches every reply: prefix + "*".
+	replies string
+	sub     *nats.Subscription
 
 	mu     sync.Mutex // protects calls, closed, due and wakeAt
 	calls  map[string]*call
@@ -138,9 +140,10 @@ func NewAsker(nc *nats.Conn, cfg AskerConfig) (*Asker, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &Asker{nc: nc, cfg: cfg, prefix: nc.NewInbox() + ".", calls: map[string]*call{}}
+	a.replies = a.prefix + "*"
 	a.wake = time.AfterFunc(time.Hour, a.sweep)
 	a.wake.Stop()
-	sub, err := nc.Subscribe(a.prefix+"*", a.onReply)
+	sub, err := nc.Subscribe(a.replies, a.onReply)
 	if err != nil {
 		return nil, fmt.Errorf("bus: reply subscription for asks: %w", err)
 	}
@@ -339,7 +342,7 @@ func (a *Asker) onTimer(key string) {
 }
 
 func (a *Asker) onReply(m *nats.Msg) {
-	if err := CheckReply(m, a.prefix+"*"); err != nil {
+	if err := CheckReply(m, a.replies); err != nil {
 		a.cfg.Log.Warn("reply refused", "err", err)
 		return
 	}

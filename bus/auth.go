@@ -194,6 +194,12 @@ func subjectMatches(pattern, subject string) bool {
 func serverAuth(opts *server.Options, users []User) error {
 	for _, u := range users {
 		perms := GrantsFor(u).permissions()
+		if u.Role == RoleNode {
+			// May do everything: no permissions at all, rather than ">" both ways, which
+			// the server would check on every message of a node (an event's subject is
+			// new for every session, so its permission cache rarely helps).
+			perms = nil
+		}
 		switch {
 		case u.Nkey != "":
 			opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: u.Nkey, Permissions: perms})
