@@ -3,10 +3,10 @@ package console
 import (
 	"crypto/hmac"
 	"crypto/rand"
-	"encoding/hex"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
