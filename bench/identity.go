@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/node"
 )
 
 // A server loadgen embeds lets no anonymous client in, as a node's does not: it lets in
@@ -33,7 +34,8 @@ func (u busUser) env() []string {
 	return []string{config.EnvNATSUser + "=" + u.Name, config.EnvNATSPassword + "=" + u.Password}
 }
 
-// externalIdentity is who loadgen is on an external server.
-func externalIdentity() bus.Identity {
-	return bus.Identity{User: os.Getenv(config.EnvNATSUser), Password: os.Getenv(config.EnvNATSPassword)}
+// externalIdentity is who loadgen is on an external server: what the CLI's variables
+// say, as for any client (node.Identity).
+func externalIdentity() (bus.Identity, error) {
+	return node.Identity(&config.Manifest{}, os.Getenv)
 }

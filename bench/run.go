@@ -97,12 +97,17 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 }
 
 func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Progress, rep *Report) error {
-	cfg, id := bus.Config{URL: c.NATSURL, Listen: "127.0.0.1:0", Name: "loadgen-baselines"}, externalIdentity()
+	cfg := bus.Config{URL: c.NATSURL, Listen: "127.0.0.1:0", Name: "loadgen-baselines"}
 	if c.NATSURL == "" {
 		u := newBusUser()
-		cfg.Users, id = []bus.User{u.User}, u.identity()
+		cfg.Users, cfg.Identity = []bus.User{u.User}, u.identity()
+	} else {
+		var err error
+		if cfg.Identity, err = externalIdentity(); err != nil {
+			return err
+		}
 	}
-	cfg.Identity = id
+	id := cfg.Identity
 	b, err := bus.Open(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -73,7 +73,10 @@ func ParseRespondSubject(subject string) (user, id string, ok bool) {
 
 // pendingSubjects are the writes of the pending bucket, which tell the console what to
 // read again (PendingStore.Watch).
-const pendingSubjects = "$KV." + PendingBucket + ".>"
+const pendingSubjects = pendingKeys + ">"
+
+// pendingKeys is the pending bucket's subject prefix: pendingKeys + a request's id.
+const pendingKeys = "$KV." + PendingBucket + "."
 
 // readable are the streams and buckets operators and viewers may read.
 var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket, "KV_" + PipelineBucket}

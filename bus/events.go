@@ -6,9 +6,13 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// eventHeadroom is what an event leaves of the server's payload limit for the
-// protocol's own bytes.
-const eventHeadroom = 1024
+// bodyHeadroom is what a message's body leaves of the server's payload limit for its
+// subject, reply and headers.
+const bodyHeadroom = 1024
+
+// BodyLimit is the longest body the server behind nc takes in one message, with room
+// for its subject, reply and headers: events, asks and audit records are held to it.
+func BodyLimit(nc *nats.Conn) int { return int(nc.MaxPayload()) - bodyHeadroom }
 
 // EventMark is the reply subject of every event and announcement a node publishes;
 // nothing answers there. The server never sends a message with such a reply, so the
@@ -25,7 +29,7 @@ func PublishEvent(nc *nats.Conn, host, session, typ string, data []byte) error {
 
 // PublishEventOn is PublishEvent on a subject EventSubject made.
 func PublishEventOn(nc *nats.Conn, subject string, data []byte) error {
-	if max := nc.MaxPayload(); int64(len(data)) > max-eventHeadroom {
+	if len(data) > BodyLimit(nc) {
 		data, _ = json.Marshal(struct {
 			Truncated bool `json:"truncated"`
 			Bytes     int  `json:"bytes"`

@@ -20,9 +20,8 @@ const pendingRescan = 15 * time.Second
 // to read again, so nothing but the bucket itself decides what each is called with.
 func (s *PendingStore) Watch(ctx context.Context, each func(*PendingRequest)) error {
 	w := &pendingWatch{store: s, each: each, dirty: map[string]struct{}{}, kick: make(chan struct{}, 1)}
-	prefix := "$KV." + PendingBucket + "."
-	sub, err := s.nc.Subscribe(prefix+">", func(m *nats.Msg) {
-		if id, ok := strings.CutPrefix(m.Subject, prefix); ok && IsName(id) {
+	sub, err := s.nc.Subscribe(pendingSubjects, func(m *nats.Msg) {
+		if id, ok := strings.CutPrefix(m.Subject, pendingKeys); ok && IsName(id) {
 			w.mark(id)
 		}
 	})

@@ -167,7 +167,7 @@ func (a *auditor) release(before time.Time) {
 
 func (a *auditor) publishRecord(id string, rec *bus.AuditRecord) {
 	data := rec.AppendJSON(nil)
-	if limit := a.limit(); len(data) > limit {
+	if limit := bus.BodyLimit(a.nc); len(data) > limit {
 		// Over the server's limit it would be refused, and published again for ever.
 		rec.Fit(len(data), limit/8)
 		data = rec.AppendJSON(nil)
@@ -180,13 +180,6 @@ func (a *auditor) publishRecord(id string, rec *bus.AuditRecord) {
 		a.metrics.AuditPublishes.Inc()
 	}
 }
-
-// auditHeadroom is what a record leaves of the server's payload limit for its subject
-// and headers.
-const auditHeadroom = 1024
-
-// limit is the largest record the server takes.
-func (a *auditor) limit() int { return int(a.nc.MaxPayload()) - auditHeadroom }
 
 func (a *auditor) publish(id string, msg *nats.Msg) bool {
 	if err := a.pub.Publish(msg); err != nil {

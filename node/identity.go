@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/notify"
 )
 
 // Users are the manifest's [[nats.users]] with their passwords read from the
@@ -18,7 +20,7 @@ func Users(m *config.Manifest, getenv func(string) string) ([]bus.User, error) {
 		b := serverUser(u).User
 		if u.PasswordEnv != "" {
 			if b.Password = getenv(u.PasswordEnv); b.Password == "" {
-				return nil, fmt.Errorf("node: user %q: %s is not set; export its password there (or give the user an nkey)", u.Name, u.PasswordEnv)
+				return nil, errors.New("node: " + unsetPassword(u))
 			}
 		}
 		out = append(out, b)
@@ -100,7 +102,7 @@ func metricsToken(opts Options, addr string) (string, error) {
 	}
 	token := getenv(opts)(env)
 	if token == "" {
-		return "", fmt.Errorf("node: [metrics] token_env: %s is not set; export the token /metrics requires there", env)
+		return "", errors.New("node: " + unsetMetricsToken(env))
 	}
 	return token, nil
 }
@@ -123,20 +125,33 @@ func MissingSecrets(m *config.Manifest, getenv func(string) string) []string {
 	if m.NATS.URL == "" {
 		for _, u := range m.NATS.Users {
 			if missing(u.PasswordEnv) {
-				out = append(out, fmt.Sprintf("user %q: %s is not set; export its password there (or give the user an nkey)", u.Name, u.PasswordEnv))
+				out = append(out, unsetPassword(u))
 			}
 		}
 		if c := m.NATS.Cluster; c != nil && missing(c.PasswordEnv) {
-			out = append(out, fmt.Sprintf("[nats.cluster] %s is not set; export the routes' password there, the same on every server", c.PasswordEnv))
+			out = append(out, unsetRoutePassword(c.PasswordEnv))
 		}
 	}
 	if missing(m.Metrics.TokenEnv) {
-		out = append(out, fmt.Sprintf("[metrics] token_env: %s is not set; export the token /metrics requires there", m.Metrics.TokenEnv))
+		out = append(out, unsetMetricsToken(m.Metrics.TokenEnv))
 	}
 	for _, name := range slices.Sorted(maps.Keys(m.Notify)) {
 		if n := m.Notify[name]; missing(n.SecretEnv) {
-			out = append(out, fmt.Sprintf("notify %s: $%s, its signing secret, is not set; export it (\"whsec_\" and base64)", name, n.SecretEnv))
+			out = append(out, notify.UnsetSecret(n))
 		}
 	}
 	return out
+}
+
+// What `up` says of a secret's variable left unset, and `validate` warns of.
+func unsetPassword(u *config.User) string {
+	return fmt.Sprintf("user %q: %s is not set; export its password there (or give the user an nkey)", u.Name, u.PasswordEnv)
+}
+
+func unsetRoutePassword(env string) string {
+	return fmt.Sprintf("[nats.cluster] %s is not set; export the routes' password there, the same on every server", env)
+}
+
+func unsetMetricsToken(env string) string {
+	return fmt.Sprintf("[metrics] token_env: %s is not set; export the token /metrics requires there", env)
 }

@@ -210,7 +210,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		bcfg.Cluster = &bus.ClusterConfig{Name: c.Name, Listen: c.Listen, Routes: c.Routes, User: c.User}
 		if c.PasswordEnv != "" {
 			if bcfg.Cluster.Password = getenv(c.PasswordEnv); bcfg.Cluster.Password == "" {
-				return fmt.Errorf("node: [nats.cluster] %s is not set; export the routes' password there, the same on every server", c.PasswordEnv)
+				return errors.New("node: " + unsetRoutePassword(c.PasswordEnv))
 			}
 		}
 	}

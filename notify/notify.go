@@ -61,6 +61,11 @@ type Notifier struct {
 	wg     sync.WaitGroup
 }
 
+// UnsetSecret is what Start says of a notify whose signing secret's variable is unset.
+func UnsetSecret(n *config.Notify) string {
+	return fmt.Sprintf("notify %s: $%s, its signing secret, is not set; export it (\"whsec_\" and base64)", n.Name, n.SecretEnv)
+}
+
 // Start subscribes to the notifier's events, in one queue group across the fleet.
 func Start(cfg Config) (*Notifier, error) {
 	n := cfg.Notify
@@ -71,7 +76,7 @@ func Start(cfg Config) (*Notifier, error) {
 	if n.SecretEnv != "" {
 		secret := cfg.Getenv(n.SecretEnv)
 		if secret == "" {
-			return nil, fmt.Errorf("notify %s: $%s, its signing secret, is not set; export it (\"whsec_\" and base64)", n.Name, n.SecretEnv)
+			return nil, errors.New(UnsetSecret(n))
 		}
 		hook, err := standardwebhooks.NewWebhook(secret)
 		if err != nil {

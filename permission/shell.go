@@ -100,10 +100,7 @@ func (l *shellLine) call(src string, c *syntax.CallExpr, depth int) error {
 	rest, transparent := words, true
 	for {
 		next, clear, ok := unwrap(rest)
-		if !ok {
-			break
-		}
-		if len(next) == 0 {
+		if !ok || len(next) == 0 {
 			break
 		}
 		rest = next

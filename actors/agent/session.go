@@ -310,7 +310,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	// No headers: the body says it all, and headers cost more to write and read than
 	// the rest of the message.
 	req := &nats.Msg{Subject: a.askSubject(route.Supervisor), Data: ask.AppendJSON(nil)}
-	if limit := a.cfg.Conn.MaxPayload() - askHeadroom; int64(len(req.Data)) > limit {
+	if limit := bus.BodyLimit(a.cfg.Conn); len(req.Data) > limit {
 		// No supervisor could be sent it: its default now, not after its deadline.
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default",
 			fmt.Sprintf("the request is %d bytes as an ask, over the %d the NATS server takes: no supervisor can be asked; its default", len(req.Data), limit))
@@ -325,10 +325,6 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		a.send(&answerArrived{gen: gen, session: session, attempt: attempt, id: id, reply: r})
 	})
 }
-
-// askHeadroom is what an ask leaves of the server's payload limit for its subject and
-// reply.
-const askHeadroom = 1024
 
 // askSubject is the subject of supervisor's asks, made once.
 func (a *Agent) askSubject(supervisor string) string {
