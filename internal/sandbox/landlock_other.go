@@ -1,0 +1,15 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// ABI is 0: Landlock is Linux's.
+func ABI() int { return 0 }
+
+func (s *Sandbox) restrict(Policy) error {
+	return fmt.Errorf("sandbox %s: %s has no Landlock; set sandbox = \"none\" to run it unsandboxed", s.name, runtime.GOOS)
+}

@@ -1,0 +1,118 @@
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// ErrClosed is returned by Start after Close.
+var ErrClosed = errors.New("sandbox: closed (the node is stopping)")
+
+// Sandbox starts programs under one Policy. It is built when it first starts one.
+type Sandbox struct {
+	name   string // for messages: "hosts.claude"
+	policy Policy
+
+	once  sync.Once
+	err   error  // why it could not be built
+	temp  string // the programs' TMPDIR, with Policy.Temp
+	reqs  chan start
+	stop  chan struct{}
+	close sync.Once
+}
+
+type start struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// New returns the sandbox of the programs name runs ("hosts.claude", for messages and
+// its temporary directory's name).
+func New(name string, p Policy) *Sandbox {
+	return &Sandbox{name: name, policy: p, reqs: make(chan start), stop: make(chan struct{})}
+}
+
+// Start starts cmd in the sandbox, as cmd.Start does; a nil Sandbox is cmd.Start.
+func (s *Sandbox) Start(cmd *exec.Cmd) error {
+	if s == nil {
+		return cmd.Start()
+	}
+	s.once.Do(s.build)
+	if s.err != nil {
+		return s.err
+	}
+	if s.temp != "" {
+		cmd.Env = withTemp(cmd.Env, s.temp)
+	}
+	req := start{cmd: cmd, done: make(chan error, 1)}
+	select {
+	case s.reqs <- req:
+		return <-req.done
+	case <-s.stop:
+		return ErrClosed
+	}
+}
+
+// Close ends the thread that starts the programs, which sends the parent-death signal
+// to those still running, and removes their temporary directory. Stop them first.
+func (s *Sandbox) Close() {
+	if s == nil {
+		return
+	}
+	s.close.Do(func() {
+		close(s.stop)
+		s.once.Do(func() { s.err = ErrClosed })
+		if s.temp != "" {
+			_ = os.RemoveAll(s.temp)
+		}
+	})
+}
+
+// build makes the temporary directory and the thread.
+func (s *Sandbox) build() {
+	p := s.policy
+	if p.Temp {
+		dir, err := os.MkdirTemp("", "agentmux-"+s.name+"-")
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.temp = dir
+		p.Write = append(append([]string(nil), p.Write...), dir)
+	}
+	if s.err = s.restrict(p); s.err != nil && s.temp != "" {
+		_ = os.RemoveAll(s.temp)
+		s.temp = ""
+	}
+}
+
+// serve starts what Start sends it until Close, on the thread restrict prepared.
+func (s *Sandbox) serve() {
+	for {
+		select {
+		case req := <-s.reqs:
+			req.done <- req.cmd.Start()
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// withTemp sets TMPDIR (and TMP, TEMP) in env, which exec.Cmd takes as the parent's
+// environment when nil.
+func withTemp(env []string, dir string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+3)
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "TMPDIR" && name != "TMP" && name != "TEMP" {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR="+dir, "TMP="+dir, "TEMP="+dir)
+}
