@@ -313,6 +313,39 @@ func (v *validator) process(path []string, p *Process, manifestPath string) {
 	if p.Command != "" {
 		v.runnable(path, p.Command, p.WorkingDir)
 	}
+	v.sandbox(path, p, manifestPath)
+}
+
+// sandbox checks a program's sandbox keys and makes their paths absolute. A writable
+// path missing here is a warning, as a working directory is: the manifest may be
+// meant for another machine.
+func (v *validator) sandbox(path []string, p *Process, manifestPath string) {
+	at := func(key string) []string { return append(append([]string{}, path...), key) }
+	switch p.Sandbox {
+	case "", SandboxLandlock, SandboxNone:
+	default:
+		v.add(at("sandbox"), "%q is not a sandbox; use %q (the default where the kernel has it) or %q", p.Sandbox, SandboxLandlock, SandboxNone)
+	}
+	home, _ := os.UserHomeDir()
+	abs := func(key string, paths []string) {
+		for i, p := range paths {
+			if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+				p = filepath.Join(home, rest)
+			}
+			if p == "" {
+				v.add(at(key), "an empty path; name a file or a directory")
+				continue
+			}
+			paths[i] = filepath.Clean(v.dir(p, manifestPath))
+		}
+	}
+	abs("sandbox_write", p.SandboxWrite)
+	abs("sandbox_read_deny", p.SandboxReadDeny)
+	for _, w := range p.SandboxWrite {
+		if _, err := os.Stat(w); err != nil {
+			v.warn(at("sandbox_write"), "%q does not exist here; the program cannot start in its sandbox until it does", w)
+		}
+	}
 }
 
 // runnable warns when command cannot be found or its working directory does not

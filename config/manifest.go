@@ -20,6 +20,12 @@ const (
 	DefaultMetricsAddr     = "127.0.0.1:9464"
 )
 
+// Sandboxes a program can run in ([hosts.X] sandbox, [supervisors.X], [tools.X]).
+const (
+	SandboxLandlock = "landlock"
+	SandboxNone     = "none"
+)
+
 // Strategies a supervisor can use.
 const (
 	StrategyRule     = "rule"
@@ -161,6 +167,13 @@ type Process struct {
 	Env        map[string]string `toml:"env"`
 	InheritEnv []string          `toml:"inherit_env"` // variables passed on from the node's environment
 	WorkingDir string            `toml:"working_dir"` // relative to the manifest's folder
+	// Sandbox is how the program is confined: SandboxLandlock (what "" comes to where
+	// the kernel has Landlock) or SandboxNone.
+	Sandbox string `toml:"sandbox"`
+	// SandboxWrite are more paths it may write; SandboxReadDeny more it may not read.
+	// Both are made absolute (from the manifest's folder, "~/" from the home).
+	SandboxWrite    []string `toml:"sandbox_write"`
+	SandboxReadDeny []string `toml:"sandbox_read_deny"`
 }
 
 // Host is one agent command and how its sessions run. [hosts.X] and [agents.X] decode

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 )
 
@@ -20,10 +21,11 @@ type Command struct {
 	timeout config.Duration
 }
 
-// NewCommand builds the command strategy of s; procs as in Deps.
-func NewCommand(s *config.Supervisor, procs *shim.Registry) *Command {
+// NewCommand builds the command strategy of s; procs as in Deps, sb confines the
+// program (nil: unsandboxed).
+func NewCommand(s *config.Supervisor, procs *shim.Registry, sb *sandbox.Sandbox) *Command {
 	return &Command{name: s.Name, timeout: s.Timeout, prog: program{what: fmt.Sprintf("supervisor %q", s.Name),
-		Process: s.Process, procs: procs}}
+		Process: s.Process, procs: procs, sandbox: sb}}
 }
 
 // commandInput is what the program reads on stdin.

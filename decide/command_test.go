@@ -24,7 +24,7 @@ func script(t *testing.T, body string) string {
 
 func commandDecision(t *testing.T, body string, within time.Duration) (Decision, time.Duration) {
 	t.Helper()
-	d := NewCommand(&config.Supervisor{Name: "script", Process: config.Process{Command: script(t, body), Env: map[string]string{"MODE": "test"}}}, nil)
+	d := NewCommand(&config.Supervisor{Name: "script", Process: config.Process{Command: script(t, body), Env: map[string]string{"MODE": "test"}}}, nil, nil)
 	r := request(t, "s1", `{"type":"approval","id":"a1","description":"deploy v2 to staging"}`, within)
 	begun := time.Now()
 	dec, err := d.Decide(context.Background(), r)

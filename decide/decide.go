@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -93,6 +94,9 @@ type Deps struct {
 	// Procs records the process groups of commands and tools while they run (nil: not
 	// recorded), for a node starting on the same store to sweep.
 	Procs *shim.Registry
+	// Sandboxes confine command supervisors and tools, by "supervisors.<name>" and
+	// "tools.<name>" (none: unsandboxed).
+	Sandboxes sandbox.Set
 }
 
 // New returns the Decider for a configured supervisor: its strategy, with escalation,
@@ -120,7 +124,7 @@ func build(s *config.Supervisor, deps Deps, seen map[string]bool) (Decider, erro
 	case config.StrategyStatic:
 		d = &Static{name: s.Name, answers: s.AnswersJSON}
 	case config.StrategyCommand:
-		d = NewCommand(s, deps.Procs)
+		d = NewCommand(s, deps.Procs, deps.Sandboxes["supervisors."+s.Name])
 	case config.StrategyLLM:
 		d, err = NewLLM(s, deps)
 	case config.StrategyHuman:
@@ -140,7 +144,7 @@ func build(s *config.Supervisor, deps Deps, seen map[string]bool) (Decider, erro
 		d = &escalating{inner: d, to: h, when: e.Re, levels: e.RiskLevel}
 	}
 	if deps.Manifest != nil && len(deps.Manifest.Tools) > 0 {
-		d = &withTools{inner: d, tools: deps.Manifest.Tools, served: deps.ServedTool, post: post, procs: deps.Procs}
+		d = &withTools{inner: d, tools: deps.Manifest.Tools, served: deps.ServedTool, post: post, procs: deps.Procs, sandboxes: deps.Sandboxes}
 	}
 	if s.Fallback != "" && deps.Manifest != nil {
 		fs, ok := deps.Manifest.Supervisors[s.Fallback]

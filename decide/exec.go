@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/procenv"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 )
 
@@ -25,7 +26,8 @@ const (
 type program struct {
 	what string // for messages: `supervisor "x"`, `tool "y"`
 	config.Process
-	procs *shim.Registry // records the process group while it runs
+	procs   *shim.Registry   // records the process group while it runs
+	sandbox *sandbox.Sandbox // confines it (nil: unsandboxed)
 }
 
 // run starts p with stdin as its standard input and returns its standard output. The
@@ -43,7 +45,7 @@ func (p *program) run(ctx context.Context, stdin []byte) ([]byte, error) {
 	stdout.limit = maxCommandOutput
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err = cmd.Start(); err == nil {
+	if err = p.sandbox.Start(cmd); err == nil {
 		p.procs.Record(cmd.Process.Pid)
 		err = cmd.Wait()
 		p.procs.Forget(cmd.Process.Pid)

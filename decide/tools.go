@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -23,6 +24,8 @@ type withTools struct {
 	served func(ctx context.Context, tool string, call json.RawMessage) (json.RawMessage, error)
 	post   postProcessor
 	procs  *shim.Registry
+	// sandboxes confine the tools, by "tools.<name>".
+	sandboxes sandbox.Set
 }
 
 // ToolCall is what a tool reads: on stdin for a command tool, as the request payload on
@@ -71,7 +74,7 @@ func (w *withTools) call(ctx context.Context, tool *config.Tool, r *Request, m *
 	var out []byte
 	var err error
 	if tool.Command != "" {
-		p := program{what: fmt.Sprintf("tool %q", tool.Name), Process: tool.Process, procs: w.procs}
+		p := program{what: fmt.Sprintf("tool %q", tool.Name), Process: tool.Process, procs: w.procs, sandbox: w.sandboxes["tools."+tool.Name]}
 		out, err = p.run(ctx, args)
 	} else {
 		if w.served == nil {

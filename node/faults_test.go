@@ -37,10 +37,11 @@ func TestAgentThatStopsReadingStdinFailsItsSession(t *testing.T) {
 
 // countingAgent fails until its attempt number (kept in a file) reaches succeedAt.
 func countingAgent(t *testing.T, retries, succeedAt int) string {
-	counter := filepath.Join(t.TempDir(), "attempts")
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "attempts")
 	script := fmt.Sprintf(`n=$(cat %[1]s 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]s; read p; `+
 		`if [ $n -lt %[2]d ]; then echo "attempt $n fails" >&2; exit 3; fi; echo '{"type":"result","text":"attempt '$n'"}'`, counter, succeedAt)
-	return fmt.Sprintf("[hosts.flaky]\ncommand = \"sh\"\nargs = [\"-c\", %q]\nretries = %d\nenv = { AGENTMUX_TEST_MARK = \"@MARK@\" }\n", script, retries)
+	return fmt.Sprintf("[hosts.flaky]\ncommand = \"sh\"\nargs = [\"-c\", %q]\nretries = %d\nsandbox_write = [%q]\nenv = { AGENTMUX_TEST_MARK = \"@MARK@\" }\n", script, retries, dir)
 }
 
 func TestRetriesRunAFailedSessionAgain(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/notify"
@@ -88,8 +89,10 @@ type Node struct {
 	ctlSubs []*nats.Subscription
 	pending atomic.Pointer[bus.PendingStore] // people's requests, once open
 	procs   *shim.Registry                   // the process groups started, in the store
-	stopped chan struct{}
-	events  *eventstream.Subscription
+	// sandboxes confine the programs the node starts, by manifest table.
+	sandboxes sandbox.Set
+	stopped   chan struct{}
+	events    *eventstream.Subscription
 	// decisions counts the goroutines of supervisors (decisions) and of the router
 	// (task acks); stop waits for them.
 	decisions sync.WaitGroup
@@ -127,6 +130,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	if err := n.openBus(ctx, opts); err != nil {
 		n.msrv.Close()
+		return nil, err
+	}
+	if err := n.startSandboxes(opts); err != nil {
+		n.abort()
 		return nil, err
 	}
 	n.startActorSystem()
@@ -272,7 +279,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 		return err
 	}
 	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: observeLLM(n.Metrics), Log: n.log,
-		Procs: n.procs}
+		Procs: n.procs, Sandboxes: n.sandboxes}
 	for _, s := range n.roles.supervisors {
 		d, err := decide.New(s, deps)
 		if err != nil {
@@ -332,7 +339,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Goroutines: &n.decisions, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker,
-		Procs: n.procs}
+		Procs: n.procs, Sandboxes: n.sandboxes}
 	if len(opts.Manifest.Pipelines) > 0 {
 		store, err := bus.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {
@@ -364,6 +371,7 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 
 // abort undoes a partial start.
 func (n *Node) abort() {
+	n.sandboxes.Close()
 	n.audit.close(auditFlushTimeout)
 	n.Bus.Close()
 	n.msrv.Close()
@@ -483,6 +491,7 @@ func (n *Node) stop(ctx context.Context) error {
 	n.Bus.Asker.Close()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()
+	n.sandboxes.Close()
 	n.audit.close(auditFlushTimeout)
 	n.Bus.Close()
 	n.msrv.Close()

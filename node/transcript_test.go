@@ -54,14 +54,15 @@ func replay(t *testing.T, file string) {
 		}
 		return ""
 	}
-	path := filepath.Join(t.TempDir(), "transcript")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "transcript")
 	env := fmt.Sprintf("AGENTMUX_SIM = \"1\", AGENTMUX_TEST_MARK = \"@MARK@\", AGENTMUX_SIM_TRANSCRIPT = %q", path)
 	for _, kv := range strings.Split(strings.TrimSpace(section("sim.env")), "\n") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			env += fmt.Sprintf(", %s = %q", strings.TrimSpace(k), strings.TrimSpace(v))
 		}
 	}
-	manifest := fmt.Sprintf("[hosts.w]\ncommand = %q\nenv = { %s }\nstop_grace = \"1s\"\n%s", os.Args[0], env, section("host.toml"))
+	manifest := fmt.Sprintf("[hosts.w]\ncommand = %q\nenv = { %s }\nstop_grace = \"1s\"\nsandbox_write = [%q]\n%s", os.Args[0], env, dir, section("host.toml"))
 	f := start(t, manifest)
 	events := make(chan *nats.Msg, 1024)
 	sub, err := f.n.Bus.Conn.ChanSubscribe(bus.EventSubject("w", "*", ">"), events)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
@@ -65,6 +66,8 @@ type Config struct {
 	// Procs records the agent's process group in the node's store while it runs, for
 	// the next node on that store to sweep if it outlives this one (nil: not recorded).
 	Procs *shim.Registry
+	// Sandbox confines the agent's process (nil: unsandboxed).
+	Sandbox *sandbox.Sandbox
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration
@@ -131,7 +134,7 @@ func (a *Agent) spawn(extra []string) {
 		if a.cfg.InProc != nil {
 			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		} else {
-			p, err = startProcess(a.host, a.dialect, extra, a.cfg.Procs, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startProcess(a.host, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/internal/procenv"
 	"github.com/agentmux/agentmux/internal/queue"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -47,8 +48,9 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 
 // startProcess starts h's command with its own process group and a parent-death signal,
 // and the goroutines that serve its pipes. send delivers their reports to the actor.
-// procs records the process group while it runs (nil: not recorded).
-func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim.Registry, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+// procs records the process group while it runs (nil: not recorded); sb confines it
+// (nil: unsandboxed).
+func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim.Registry, sb *sandbox.Sandbox, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
 	args := h.Args
 	if d != nil {
 		args = append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
@@ -92,7 +94,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	// actor's drain timer then closes our read end (the role WaitDelay plays for
 	// exec-owned pipes).
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	if err := sb.Start(cmd); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("agent: start %q: %w; check the host's command and working_dir", h.Command, err)
 	}

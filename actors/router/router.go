@@ -17,6 +17,7 @@ import (
 	"github.com/agentmux/agentmux/actors/pipeline"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 )
@@ -63,6 +64,8 @@ type Config struct {
 	InProc map[string]agent.InProc
 	// Procs records the agents' process groups (agent.Config.Procs).
 	Procs *shim.Registry
+	// Sandboxes confine the agents, by "hosts.<name>" (agent.Config.Sandbox).
+	Sandboxes sandbox.Set
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
 	// Goroutines counts the router's own goroutines (task acks); the node waits for it.
@@ -454,7 +457,8 @@ func (r *Router) dispatch(p *pool) {
 			p.idle = p.idle[:len(p.idle)-1]
 		case len(p.procs) < p.host.Pool:
 			pid = r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs}))
+				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
+				Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name]}))
 			p.procs[pid.Id] = pid
 		default:
 			return

@@ -110,6 +110,21 @@ func carve(root string, write bool, deny []string, out []grant) ([]grant, error)
 	return out, nil
 }
 
+// Within returns the first of trees that path lies in (resolved as the sandbox
+// resolves them), or "".
+func Within(path string, trees []string) string {
+	p, err := resolve(path)
+	if err != nil {
+		return ""
+	}
+	for _, t := range trees {
+		if r, err := resolve(t); err == nil && within(p, r) {
+			return t
+		}
+	}
+	return ""
+}
+
 // within reports whether path is dir or lies beneath it.
 func within(path, dir string) bool {
 	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")

@@ -116,3 +116,15 @@ func withTemp(env []string, dir string) []string {
 	}
 	return append(out, "TMPDIR="+dir, "TMP="+dir, "TEMP="+dir)
 }
+
+// Set is the sandboxes of a node's programs by the manifest table they run for
+// ("hosts.claude", "supervisors.gate", "tools.lookup"). A program it has none for
+// runs unsandboxed (a nil *Sandbox).
+type Set map[string]*Sandbox
+
+// Close closes every sandbox in s.
+func (s Set) Close() {
+	for _, sb := range s {
+		sb.Close()
+	}
+}

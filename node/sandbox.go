@@ -1,0 +1,146 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/console"
+	"github.com/agentmux/agentmux/internal/sandbox"
+)
+
+// startSandboxes makes the sandbox of each program this node may start (its hosts'
+// agents, its command supervisors, the tools), built when first used. A program
+// without one runs unsandboxed: sandbox = "none", or a kernel without Landlock, which
+// is warned about; a program that asks for landlock there stops the node.
+func (n *Node) startSandboxes(opts Options) error {
+	m := opts.Manifest
+	programs := map[string]*config.Process{}
+	for name, h := range m.Hosts {
+		programs["hosts."+name] = &h.Process
+	}
+	for name, s := range m.Supervisors {
+		if s.Strategy == config.StrategyCommand {
+			programs["supervisors."+name] = &s.Process
+		}
+	}
+	for name, t := range m.Tools {
+		if t.Command != "" {
+			programs["tools."+name] = &t.Process
+		}
+	}
+	abi := sandbox.ABI()
+	base := n.sandboxBase(opts)
+	set := sandbox.Set{}
+	var unsandboxed []string
+	for key, p := range programs {
+		switch {
+		case p.Sandbox == config.SandboxNone:
+			continue
+		case abi < 1 && p.Sandbox == config.SandboxLandlock:
+			return fmt.Errorf("node: %s: sandbox = %q, and this system has no Landlock (Linux 5.13 or later, with landlock in the lsm= boot parameter); set sandbox = %q to run it unsandboxed", key, config.SandboxLandlock, config.SandboxNone)
+		case abi < 1:
+			unsandboxed = append(unsandboxed, key)
+			continue
+		}
+		policy := programPolicy(base, p)
+		if m.Path != "" {
+			if w := sandbox.Within(m.Path, policy.Write); w != "" {
+				n.log.Warn("a sandboxed program may write the manifest, which a restarted node reads: keep it outside the program's working_dir and sandbox_write",
+					"program", key, "manifest", m.Path, "writable", w)
+			} else {
+				policy.WriteDeny = append(policy.WriteDeny, m.Path)
+			}
+		}
+		set[key] = sandbox.New(key, policy)
+	}
+	n.sandboxes = set
+	if len(unsandboxed) > 0 {
+		n.log.Warn("this system has no Landlock: these programs run unsandboxed, able to read the node's credentials and reach its ports; set sandbox = \"none\" to say so, or run the node on Linux 5.13 or later",
+			"programs", strings.Join(unsandboxed, ", "))
+	}
+	if len(set) > 0 {
+		switch {
+		case abi < 4:
+			n.log.Warn("Landlock ABI "+strconv.Itoa(abi)+" cannot refuse TCP connections (ABI 4, Linux 6.7): sandboxed programs may connect to the node's ports", "denied_ports", base.ConnectDeny)
+		case abi < 6:
+			n.log.Warn("Landlock ABI " + strconv.Itoa(abi) + " cannot scope signals (ABI 6, Linux 6.12): sandboxed programs may signal the node")
+		}
+	}
+	return nil
+}
+
+// sandboxBase is what no program of this node may do: read its state directory, its
+// store, its credential and key files; connect to its bus, cluster, metrics and
+// console ports. (Writing the manifest is denied per program, where it can be.)
+func (n *Node) sandboxBase(opts Options) sandbox.Policy {
+	m, getenv := opts.Manifest, getenv(opts)
+	var p sandbox.Policy
+	deny := func(path string) {
+		if path != "" {
+			p.ReadDeny = append(p.ReadDeny, path)
+		}
+	}
+	deny(opts.StateDir)
+	deny(m.NATS.StoreDir)
+	deny(m.NATS.Credentials)
+	deny(m.NATS.NkeySeedFile)
+	deny(getenv(config.EnvNATSCreds))
+	if t := m.NATS.TLS; t != nil {
+		deny(t.Key)
+		deny(t.ClientKey)
+	}
+	ports := []string{console.DefaultAddr, m.NATS.URL}
+	if srv := n.Bus.Server(); srv != nil {
+		deny(srv.JetStreamConfig().StoreDir)
+		ports = append(ports, srv.Addr().String())
+		if a := srv.ClusterAddr(); a != nil {
+			ports = append(ports, a.String())
+		}
+	}
+	if n.msrv != nil {
+		ports = append(ports, n.msrv.Addr())
+	}
+	for _, a := range ports {
+		if port, ok := portOf(a); ok {
+			p.ConnectDeny = append(p.ConnectDeny, port)
+		}
+	}
+	return p
+}
+
+// programPolicy is base with what p may do besides: write its working directory (the
+// node's when it names none), its sandbox_write paths, and a temporary directory of
+// its own unless its env names one, which it may write instead.
+func programPolicy(base sandbox.Policy, p *config.Process) sandbox.Policy {
+	out := base
+	dir := p.WorkingDir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	out.Write = append([]string{dir}, p.SandboxWrite...)
+	out.ReadDeny = append(append([]string(nil), base.ReadDeny...), p.SandboxReadDeny...)
+	if tmp := p.Env["TMPDIR"]; tmp != "" {
+		out.Write = append(out.Write, tmp)
+	} else {
+		out.Temp = true
+	}
+	return out
+}
+
+// portOf is the port of a host:port or a URL's.
+func portOf(addr string) (uint16, bool) {
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(port, 10, 16)
+	return uint16(v), err == nil && v > 0
+}
