@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,10 @@ func TestProblemsHavePositions(t *testing.T) {
 			`config: hosts.w.pool (agentmux.toml:3:1): -1 is negative`},
 		{"nice raising the priority", "[hosts.w]\ncommand = \"x\"\nnice = -5\n",
 			`config: hosts.w.nice (agentmux.toml:3:1): -5 is out of range; use 0 (the node's own priority) to 19 (the lowest): a node lowers its agents' priority, never raises it`},
+		{"unknown sandbox", "[hosts.w]\ncommand = \"x\"\nsandbox = \"docker\"\n",
+			`config: hosts.w.sandbox (agentmux.toml:3:1): "docker" is not a sandbox; use "landlock" (the default where the kernel has it) or "none"`},
+		{"empty sandbox path", "[tools.t]\ncommand = \"x\"\nsandbox_read_deny = [\"\"]\n",
+			`config: tools.t.sandbox_read_deny (agentmux.toml:3:1): an empty path; name a file or a directory`},
 		{"nice beyond the lowest", "[hosts.w]\ncommand = \"x\"\nnice = 20\n",
 			`config: hosts.w.nice (agentmux.toml:3:1): 20 is out of range`},
 		{"bad approval default", "[hosts.w]\ncommand = \"x\"\napproval_default = \"maybe\"\n",
@@ -261,6 +266,8 @@ command = "sh"
 working_dir = "/does/not/exist"
 [hosts.d]
 command = "sh"
+sandbox_write = ["cache", "~/.cache/agentmux-test-none", "/"]
+sandbox_read_deny = ["secrets"]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -274,13 +281,22 @@ command = "sh"
 		`hosts.a.command (m.toml:2:1): "no-such-agent-xyz" is not on PATH here`,
 		`hosts.b.command (m.toml:4:1): "./bin/agent" does not exist here`,
 		`hosts.c.working_dir (m.toml:7:1): "/does/not/exist" is not a directory here`,
+		`hosts.d.sandbox_write (m.toml:10:1): "` + filepath.Join(filepath.Dir(m.Path), "cache") + `" does not exist here; the program cannot start in its sandbox until it does`,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("warnings lack %q:\n%s", want, all)
 		}
 	}
-	if len(got) != 3 {
-		t.Errorf("%d warnings, want 3 (sh is on PATH):\n%s", len(got), all)
+	if len(got) != 5 {
+		t.Errorf("%d warnings, want 5 (sh is on PATH, / exists):\n%s", len(got), all)
+	}
+	home, _ := os.UserHomeDir()
+	d := m.Hosts["d"]
+	if want := []string{filepath.Join(filepath.Dir(m.Path), "cache"), filepath.Join(home, ".cache/agentmux-test-none"), "/"}; !slices.Equal(d.SandboxWrite, want) {
+		t.Errorf("sandbox_write = %q, want %q (from the manifest's folder, ~ the home)", d.SandboxWrite, want)
+	}
+	if want := filepath.Join(filepath.Dir(m.Path), "secrets"); len(d.SandboxReadDeny) != 1 || d.SandboxReadDeny[0] != want {
+		t.Errorf("sandbox_read_deny = %q, want [%q]", d.SandboxReadDeny, want)
 	}
 }
 

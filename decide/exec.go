@@ -33,7 +33,7 @@ type program struct {
 // run starts p with stdin as its standard input and returns its standard output. The
 // process runs in its own group, killed whole when ctx ends.
 func (p *program) run(ctx context.Context, stdin []byte) ([]byte, error) {
-	cmd, err := shim.Command(ctx, p.Command, p.Args...)
+	cmd, err := p.procs.Command(ctx, p.Command, p.Args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: run %s: %w; check its command and working_dir", p.what, p.Command, err)
 	}
@@ -46,10 +46,10 @@ func (p *program) run(ctx context.Context, stdin []byte) ([]byte, error) {
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err = p.sandbox.Start(cmd); err == nil {
-		p.procs.Record(cmd.Process.Pid)
+		p.procs.Record(cmd)
 		err = cmd.Wait()
-		p.procs.Forget(cmd.Process.Pid)
 	}
+	p.procs.Forget(cmd)
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%s: %s did not finish before the deadline: %w", p.what, p.Command, ctx.Err())

@@ -372,6 +372,7 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 // abort undoes a partial start.
 func (n *Node) abort() {
 	n.sandboxes.Close()
+	n.procs.Close()
 	n.audit.close(auditFlushTimeout)
 	n.Bus.Close()
 	n.msrv.Close()
@@ -492,6 +493,7 @@ func (n *Node) stop(ctx context.Context) error {
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()
 	n.sandboxes.Close()
+	n.procs.Close()
 	n.audit.close(auditFlushTimeout)
 	n.Bus.Close()
 	n.msrv.Close()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/shim"
 )
 
@@ -83,18 +84,41 @@ func (n *Node) sweepOrphans(ctx context.Context) {
 // sweepLeftovers kills the process groups an earlier node on this store started and
 // that outlived it (their shim was killed with it), then records this node's. Only a
 // node with a store of its own records: an ephemeral one has nothing to come back to.
+// Every node runs each program in a cgroup of its own where it may make one; where it
+// may not, a process that leaves its group (setsid) can outlive a node killed with
+// SIGKILL, which is warned about.
 func (n *Node) sweepLeftovers(opts Options) error {
 	dir := opts.Manifest.NATS.StoreDir
-	if dir == "" || opts.Ephemeral || opts.Manifest.NATS.URL != "" {
-		return nil
+	if dir != "" && !opts.Ephemeral && opts.Manifest.NATS.URL == "" {
+		dir = filepath.Join(dir, "agentmux-processes")
+	} else {
+		dir = ""
 	}
-	procs, err := shim.OpenRegistry(filepath.Join(dir, "agentmux-processes"))
+	procs, err := shim.OpenRegistry(dir)
 	if err != nil {
 		return err
 	}
 	if killed := procs.Sweep(); len(killed) > 0 {
 		n.log.Warn("killed process groups an earlier node on this store left running", "groups", killed)
 	}
+	if err := procs.UseCgroups(); err != nil && n.runsPrograms(opts) {
+		n.log.Warn("no cgroup per program: a process an agent detaches (setsid) can outlive this node if it is killed with SIGKILL", "err", err)
+	}
 	n.procs = procs
 	return nil
+}
+
+// runsPrograms reports whether this node may start a process: an agent, a command
+// supervisor or a tool.
+func (n *Node) runsPrograms(opts Options) bool {
+	m := opts.Manifest
+	if len(n.roles.hosts) > 0 {
+		return true
+	}
+	for _, s := range n.roles.supervisors {
+		if s.Strategy == config.StrategyCommand || len(m.Tools) > 0 {
+			return true
+		}
+	}
+	return false
 }

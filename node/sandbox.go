@@ -56,6 +56,10 @@ func (n *Node) startSandboxes(opts Options) error {
 				policy.WriteDeny = append(policy.WriteDeny, m.Path)
 			}
 		}
+		for _, c := range policy.Carved() {
+			n.log.Warn("a sandboxed program's writable directory holds what it may not touch: it writes the directory's other entries but creates none directly in it; keep the node's files out of the directories programs write",
+				"program", key, "writable", c[0], "holds", c[1])
+		}
 		set[key] = sandbox.New(key, policy)
 	}
 	n.sandboxes = set

@@ -55,7 +55,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	if d != nil {
 		args = append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
 	}
-	cmd, err := shim.Command(context.Background(), h.Command, args...)
+	cmd, err := procs.Command(context.Background(), h.Command, args...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: start %s: %w; check the host's command and PATH", h.Command, err)
 	}
@@ -96,6 +96,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := sb.Start(cmd); err != nil {
 		closeAll()
+		procs.Forget(cmd)
 		return nil, fmt.Errorf("agent: start %q: %w; check the host's command and working_dir", h.Command, err)
 	}
 	inR.Close()
@@ -107,13 +108,14 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 		if err := shim.Lower(cmd.Process.Pid, h.Nice); err != nil {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
+			procs.Forget(cmd)
 			inW.Close()
 			outR.Close()
 			errR.Close()
 			return nil, fmt.Errorf("agent: lower %s's priority (nice = %d): %w; leave nice out to run it at the node's priority", h.Command, h.Nice, err)
 		}
 	}
-	procs.Record(cmd.Process.Pid)
+	procs.Record(cmd)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
 	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
@@ -122,7 +124,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 		go readStderr(errR, send)
 		go func() {
 			err := cmd.Wait()
-			procs.Forget(cmd.Process.Pid)
+			procs.Forget(cmd)
 			send(&processExited{err: err})
 		}()
 	}

@@ -217,15 +217,22 @@ func readFleetAudit(js jetstream.JetStream) ([]bus.AuditRecord, error) {
 
 // slowPolicy is a command supervisor that notes which node runs it (the parent of its
 // parent, the shim), then takes its time to approve.
-func slowPolicy(dir string, think time.Duration) string {
+func slowPolicy(t *testing.T, dir string, think time.Duration) string {
+	t.Helper()
+	// The deciders' pids go to a file of its own, which the supervisor's sandbox lets
+	// it write (dir holds the nodes' stores, which it may not touch).
+	deciders := filepath.Join(dir, "deciders")
+	if err := os.WriteFile(deciders, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	script := fmt.Sprintf(`import os, sys, time
 node = open("/proc/%%d/stat" %% os.getppid()).read().rsplit(")", 1)[1].split()[1]
 open(%q, "a").write(node + "\n")
 sys.stdin.readline()
 time.sleep(%g)
 print('{"value": "yes", "reason": "policy checked"}')
-`, filepath.Join(dir, "deciders"), think.Seconds())
-	return fmt.Sprintf("[supervisors.policy]\nstrategy = \"command\"\ncommand = \"python3\"\nargs = [\"-c\", %q]\n", script)
+`, deciders, think.Seconds())
+	return fmt.Sprintf("[supervisors.policy]\nstrategy = \"command\"\ncommand = \"python3\"\nargs = [\"-c\", %q]\nsandbox_write = [%q]\n", script, deciders)
 }
 
 func simHost(extra string) string {
@@ -284,7 +291,7 @@ func TestFleetSupervisorNodeHungMidDecision(t *testing.T) {
 func supervisorFailover(t *testing.T, silence func(*proc), after func(f *fleet, js jetstream.JetStream, silenced *proc, name string)) {
 	f := startFleet(t, "")
 	f.manifest = f.write(t, "fleet.toml", readFile(t, f.manifest)+simHost(`question_timeout = "30s"`)+
-		slowPolicy(f.dir, 4*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")
+		slowPolicy(t, f.dir, 4*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")
 	_, js := f.conn(t)
 	f.node(t, "agents", "--no-supervisors")
 	sups, names := map[int]*proc{}, map[int]string{}

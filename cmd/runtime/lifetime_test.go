@@ -18,13 +18,19 @@ import (
 
 // TestKilledNodeLeavesNoProcess: `runtime up` is killed with SIGKILL while an agent
 // (with a grandchild holding its stdout) and a command supervisor (with a background
-// child) run; within 2 s no process any of them started is left.
+// child, and one that left its process group with setsid) run; within 2 s no process
+// any of them started is left: the detached one goes with the supervisor's cgroup.
 func TestKilledNodeLeavesNoProcess(t *testing.T) {
 	dir := t.TempDir()
 	mark := nuid.Next()
-	started := filepath.Join(dir, "started")
+	out := filepath.Join(dir, "out") // what the supervisor writes: not the store's folder
+	if err := os.Mkdir(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(out, "started")
 	policy := fmt.Sprintf(`import os, subprocess, sys, time
 subprocess.Popen(["sleep", "1001"])
+subprocess.Popen(["sleep", "1002"], start_new_session=True)
 open(%q, "w").write("x")
 sys.stdin.readline()
 time.sleep(1000)
@@ -45,18 +51,19 @@ strategy = "command"
 command = "python3"
 args = ["-c", %q]
 env = { AGENTMUX_TEST_MARK = %q }
+sandbox_write = [%q]
 [[routes]]
 supervisor = "policy"
-`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0], mark, policy, mark)
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0], mark, policy, mark, out)
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "runtime up", up.stderr, "node up")
 	runtimeProc(t, "submit", "-c", manifest, "w", `{"steps":[{"grandchild":true},{"send":{"type":"approval","id":"a1","description":"go?"}},{"await":"a1"},{"result":"done"}]}`)
-	poll(t, 20*time.Second, "the agent, its grandchild, the supervisor and its child running", func() bool {
+	poll(t, 20*time.Second, "the agent, its grandchild, the supervisor and its children running", func() bool {
 		_, err := os.Stat(started)
-		return err == nil && len(proctest.Marked(mark)) >= 4
+		return err == nil && len(proctest.Marked(mark)) >= 5
 	})
 	kill(t, up)
 	killed := time.Now()
@@ -65,8 +72,9 @@ supervisor = "policy"
 }
 
 // TestRestartSweepsLeftovers: a node's shim is killed with it (stopped first, so it
-// cannot act on its parent's death), leaving the agent and its child running; the next
-// node on the same store kills them as it starts. The agent ignores SIGHUP, which the
+// cannot act on its parent's death), leaving the agent and its children running, one of
+// them detached (setsid); the next node on the same store kills them as it starts, the
+// detached one with the agent's cgroup. The agent ignores SIGHUP, which the
 // kernel sends a group orphaned with a stopped member (the shim).
 func TestRestartSweepsLeftovers(t *testing.T) {
 	dir := t.TempDir()
@@ -80,7 +88,7 @@ store_dir = %q
 addr = "127.0.0.1:0"
 [hosts.w]
 command = "sh"
-args = ["-c", "trap '' HUP; sleep 3600 & exec sleep 3601"]
+args = ["-c", "trap '' HUP; sleep 3600 & setsid sleep 3602 & exec sleep 3601"]
 env = { AGENTMUX_TEST_MARK = %q }
 `, proctest.FreePort(t), store, mark)
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
@@ -93,7 +101,7 @@ env = { AGENTMUX_TEST_MARK = %q }
 	var groups []os.DirEntry
 	poll(t, 20*time.Second, "the shim, the agent and its child running, the group recorded", func() bool {
 		groups, _ = os.ReadDir(records)
-		return len(groups) == 1 && len(proctest.Marked(mark)) >= 3
+		return len(groups) == 1 && len(proctest.Marked(mark)) >= 4
 	})
 	shimPID, err := strconv.Atoi(groups[0].Name())
 	if err != nil {
@@ -108,8 +116,8 @@ env = { AGENTMUX_TEST_MARK = %q }
 		t.Fatal(err)
 	}
 	poll(t, 5*time.Second, "the shim gone", func() bool { return !slices.Contains(proctest.Marked(mark), shimPID) })
-	if left := proctest.Marked(mark); len(left) < 2 {
-		t.Fatalf("only %v left after the node and its shim died; the test needs the agent and its child orphaned", left)
+	if left := proctest.Marked(mark); len(left) < 3 {
+		t.Fatalf("only %v left after the node and its shim died; the test needs the agent and its children orphaned", left)
 	}
 	again := runtimeProc(t, "up", "-c", manifest)
 	until(t, "runtime up again", again.stderr, "node up")

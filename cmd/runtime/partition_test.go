@@ -75,7 +75,7 @@ func (n *netns) node(t *testing.T, f *fleet, name string, flags ...string) *proc
 func TestFleetAgentNodePartitioned(t *testing.T) {
 	ns := newNetns(t)
 	f := startFleetOn(t, ns.local, simHost(`question_timeout = "60s"`+"\npool = 5")+
-		slowPolicy(t.TempDir(), 2*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")
+		slowPolicy(t, t.TempDir(), 2*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")
 	_, js := f.conn(t)
 	f.node(t, "sup", "--no-hosts")
 	ns.node(t, f, "agents", "--no-supervisors")

@@ -110,6 +110,33 @@ func carve(root string, write bool, deny []string, out []grant) ([]grant, error)
 	return out, nil
 }
 
+// Carved lists the writable paths of p that hold a denied one, each with the first it
+// holds: the program writes their other entries, but cannot create any directly in
+// them, nor in any directory between them and the denied path.
+func (p Policy) Carved() [][2]string {
+	var out [][2]string
+	for _, w := range p.Write {
+		if d := holds(w, append(append([]string(nil), p.ReadDeny...), p.WriteDeny...)); d != "" {
+			out = append(out, [2]string{w, d})
+		}
+	}
+	return out
+}
+
+// holds returns the first of paths that lies strictly within dir, or "".
+func holds(dir string, paths []string) string {
+	d, err := resolve(dir)
+	if err != nil {
+		return ""
+	}
+	for _, p := range paths {
+		if r, err := resolve(p); err == nil && r != d && within(r, d) {
+			return p
+		}
+	}
+	return ""
+}
+
 // Within returns the first of trees that path lies in (resolved as the sandbox
 // resolves them), or "".
 func Within(path string, trees []string) string {

@@ -63,3 +63,19 @@ func TestResolveFollowsLinks(t *testing.T) {
 		t.Fatalf("resolve = %q, %v; want %q", got, err, want)
 	}
 }
+
+// TestCarvedNamesTheWritablePathsThatLoseCreation checks what a node warns about: a
+// writable directory holding a denied path.
+func TestCarvedNamesTheWritablePathsThatLoseCreation(t *testing.T) {
+	root := t.TempDir()
+	work, store := filepath.Join(root, "work"), filepath.Join(root, "store")
+	p := Policy{Write: []string{root, work}, ReadDeny: []string{store}, WriteDeny: []string{filepath.Join(work, "agentmux.toml")}}
+	got := p.Carved()
+	want := [][2]string{{root, store}, {work, filepath.Join(work, "agentmux.toml")}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Carved = %q, want %q", got, want)
+	}
+	if got := (Policy{Write: []string{work}, ReadDeny: []string{store, work}}).Carved(); len(got) != 0 {
+		t.Fatalf("a writable path that is itself denied is not carved, it is gone: %q", got)
+	}
+}

@@ -12,8 +12,15 @@ import (
 // shell runs the shim's script.
 const shell = "/bin/sh"
 
-// script is the shim. Its arguments are the command: they are never interpolated. The
+// script is the shim. Its first argument is the cgroup.procs file of the cgroup it
+// runs in, or "-"; the others are the command: they are never interpolated. The
 // command's stdin is the shim's (an asynchronous list's would be /dev/null).
+//
+// When its parent dies, the shim kills every other process of its cgroup first: one
+// that left the group (setsid) is still there. A process may fork meanwhile, so it
+// reads the list again until only the shim is left (at most 100 rounds), then kills
+// its group, itself included. It signals them itself, from within their sandbox: a
+// sandboxed shim may not write cgroup.kill, and may signal only its own sandbox.
 //
 // SIGTERM and SIGINT, which may be sent to the whole group, must not kill the shim while
 // the command runs: the shim would lose the command's exit status and stop guarding the
@@ -31,8 +38,23 @@ const shell = "/bin/sh"
 // dies of that signal then, so its parent sees what killed the command. wait's stderr
 // is dropped: it carries only the shell's job report ("Killed"), which would read as
 // the command's own last line.
-const script = `trap 'kill -9 0' USR1
-[ "$PPID" = 1 ] && kill -9 0
+const script = `procs=$1
+shift
+reap() {
+	[ "$procs" = - ] && return
+	n=0
+	while [ "$n" -lt 100 ]; do
+		others=
+		while read -r p; do
+			[ "$p" = "$$" ] || others="$others $p"
+		done <"$procs"
+		[ -z "$others" ] && return
+		kill -9 $others 2>/dev/null
+		n=$((n + 1))
+	done
+}
+trap 'reap 2>/dev/null; kill -9 0' USR1
+[ "$PPID" = 1 ] && { reap 2>/dev/null; kill -9 0; }
 trap 'sig=TERM' TERM
 trap 'sig=INT' INT
 exec 3<&0
@@ -72,13 +94,18 @@ func Check() error {
 
 // Command returns the command that runs name with args in a process group of its own,
 // the whole group killed when ctx ends or this process dies. name is looked up in PATH
-// here, as exec.Command does.
+// here, as exec.Command does. (Registry.Command runs it in a cgroup of its own too.)
 func Command(ctx context.Context, name string, args ...string) (*exec.Cmd, error) {
+	return command(ctx, "-", name, args)
+}
+
+// command is Command in the cgroup whose cgroup.procs file is procs ("-": none).
+func command(ctx context.Context, procs, name string, args []string) (*exec.Cmd, error) {
 	path, err := exec.LookPath(name)
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, shell, append([]string{"-c", script, "agentmux-shim", path}, args...)...)
+	cmd := exec.CommandContext(ctx, shell, append([]string{"-c", script, "agentmux-shim", procs, path}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: parentDied}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd, nil

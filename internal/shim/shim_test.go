@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +18,14 @@ import (
 // to be killed (SHIM_TEST_PARENT).
 func TestMain(m *testing.M) {
 	if os.Getenv("SHIM_TEST_PARENT") != "" {
-		cmd, err := Command(context.Background(), "sh", "-c", os.Getenv("SHIM_TEST_PARENT"))
+		var procs *Registry // with SHIM_TEST_CGROUPS, a cgroup per command
+		if os.Getenv("SHIM_TEST_CGROUPS") != "" {
+			procs, _ = OpenRegistry("")
+			if err := procs.UseCgroups(); err != nil {
+				os.Exit(5)
+			}
+		}
+		cmd, err := procs.Command(context.Background(), "sh", "-c", os.Getenv("SHIM_TEST_PARENT"))
 		if err != nil {
 			os.Exit(3)
 		}
@@ -25,6 +33,7 @@ func TestMain(m *testing.M) {
 		if err := cmd.Start(); err != nil {
 			os.Exit(4)
 		}
+		procs.Record(cmd)
 		_ = cmd.Wait()
 		select {} // until killed
 	}
@@ -129,6 +138,124 @@ func TestGroupDiesWithParent(t *testing.T) {
 			t.Fatalf("the grandchild %d outlived its killed grandparent by 2 s", grandchild)
 		case <-tick.C:
 		}
+	}
+}
+
+// TestDetachedDescendantDiesWithParent: a command starts a process that leaves its
+// group (setsid), and SIGKILL goes to the command's parent. In a cgroup of its own the
+// detached process dies within 2 s; without one (no cgroup v2, or none the node may
+// make) it outlives the parent, the limit docs/security.md states.
+func TestDetachedDescendantDiesWithParent(t *testing.T) {
+	for _, cgroups := range []bool{true, false} {
+		t.Run(map[bool]string{true: "cgroup", false: "group only"}[cgroups], func(t *testing.T) {
+			parent := exec.Command(os.Args[0])
+			parent.Env = append(os.Environ(), "SHIM_TEST_PARENT=setsid sh -c 'echo $$; exec sleep 1003' & sleep 1002")
+			if cgroups {
+				parent.Env = append(parent.Env, "SHIM_TEST_CGROUPS=1")
+			}
+			out, err := parent.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := parent.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+			line, err := bufio.NewReader(out).ReadString('\n')
+			if err != nil {
+				_ = parent.Wait()
+				t.Fatalf("no pid from the detached process (the parent exited %v; 5: no cgroup here)", parent.ProcessState)
+			}
+			detached, err := strconv.Atoi(strings.TrimSpace(line))
+			if err != nil {
+				t.Fatalf("detached pid %q", line)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(detached, syscall.SIGKILL) })
+			if cgroups {
+				// The killed parent leaves its empty cgroups, for a node on its store to sweep.
+				own, _ := os.ReadFile("/proc/" + line[:len(line)-1] + "/cgroup")
+				_, path, _ := strings.Cut(string(own), "0::")
+				mount, _ := cgroup2Mount()
+				group := filepath.Join(mount, strings.TrimSpace(path))
+				t.Cleanup(func() { removeCgroup(group); _ = os.Remove(filepath.Dir(group)) })
+			}
+			if pgid, _ := syscall.Getpgid(detached); pgid != detached {
+				t.Fatalf("the detached process %d is in group %d: it did not leave the shim's", detached, pgid)
+			}
+			if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.After(2 * time.Second)
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for alive(detached) {
+				select {
+				case <-deadline:
+					if cgroups {
+						t.Fatalf("the detached process %d outlived its killed grandparent by 2 s", detached)
+					}
+					return // the limit without a cgroup
+				case <-tick.C:
+				}
+			}
+			if !cgroups {
+				t.Fatalf("the detached process %d died without a cgroup: the test no longer shows the limit", detached)
+			}
+		})
+	}
+}
+
+// TestForgetEndsWhatTheCommandLeft: a command that ended normally leaves a detached
+// process behind; Forget kills it with the cgroup, and a node starting on the records of
+// one killed before it could Forget (Sweep) kills what its cgroup holds.
+func TestForgetEndsWhatTheCommandLeft(t *testing.T) {
+	for _, sweep := range []bool{false, true} {
+		dir := t.TempDir()
+		procs, err := OpenRegistry(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := procs.UseCgroups(); err != nil {
+			t.Fatalf("this test needs a cgroup v2 this process may make cgroups in: %v", err)
+		}
+		cmd, err := procs.Command(context.Background(), "sh", "-c", "setsid sh -c 'echo $$; exec sleep 1004' &")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs.Record(cmd)
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		detached, err := strconv.Atoi(strings.TrimSpace(line))
+		if err != nil {
+			t.Fatalf("detached pid %q", line)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(detached, syscall.SIGKILL) })
+		_ = cmd.Wait()
+		if !alive(detached) {
+			t.Fatal("the detached process ended with its command: nothing to show")
+		}
+		if sweep {
+			next, err := OpenRegistry(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next.Sweep()
+		} else {
+			procs.Forget(cmd)
+		}
+		if alive(detached) {
+			t.Fatalf("sweep %v: the detached process %d outlived its command's cgroup", sweep, detached)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Fatalf("sweep %v: records left: %v", sweep, entries)
+		}
+		procs.Close()
 	}
 }
 

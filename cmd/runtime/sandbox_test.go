@@ -1,0 +1,155 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
+)
+
+// escapeProbe is an agent trying every way out of its sandbox to the node that runs
+// it: the bus and metrics ports, the local operator's credential, the store, the
+// node's environment, a signal to it, a write outside its directories and to the
+// manifest. It also does what an agent must: write its working directory and its
+// TMPDIR, and connect to another port. Its result maps each attempt to "ok" or the
+// error it met.
+const escapeProbe = `import json, os, socket, sys
+sys.stdin.readline()
+with open("/proc/%d/status" % os.getppid()) as f:  # the shim's parent is the node
+    node = int([l for l in f if l.startswith("PPid:")][0].split()[1])
+def connect(port):
+    socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
+def read(path):
+    with open(path, "rb") as f:
+        f.read(1)
+def store():
+    files = [os.path.join(d, n) for d, _, ns in os.walk(os.environ["STORE"]) for n in ns]
+    if not files:
+        raise OSError(0, "no file found in the store")
+    for path in files:
+        read(path)
+def write(path):
+    with open(path, "a") as f:
+        f.write("x")
+attempts = {
+    "bus": lambda: connect(os.environ["BUS"]),
+    "metrics": lambda: connect(os.environ["METRICS"]),
+    "credential": lambda: read(os.environ["CRED"]),
+    "store": store,
+    "environ": lambda: read("/proc/%d/environ" % node),
+    "signal": lambda: os.kill(node, 0),
+    "outside": lambda: write(os.path.join(os.environ["OUTSIDE"], "planted")),
+    "manifest": lambda: write(os.environ["MANIFEST"]),
+    "work": lambda: write("made-here"),
+    "tmp": lambda: write(os.path.join(os.environ.get("TMPDIR", "/tmp"), "scratch-%d" % os.getpid())),
+    "other port": lambda: connect(os.environ["OPEN"]),
+}
+seen = {}
+for name, attempt in attempts.items():
+    try:
+        attempt()
+        seen[name] = "ok"
+    except OSError as e:
+        seen[name] = e.strerror or str(e)
+print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
+`
+
+// TestSandboxedAgentCannotReachItsNode runs a node as an unprivileged user (root may
+// read any process) with a real agent that tries each way out of its sandbox, and
+// checks each is refused and that what an agent needs still works.
+func TestSandboxedAgentCannotReachItsNode(t *testing.T) {
+	dir, err := os.MkdirTemp("", "agentmux-sandbox-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	open, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { open.Close() })
+	go func() {
+		for {
+			c, err := open.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	state, store, work, outside := filepath.Join(dir, "state"), filepath.Join(dir, "store"), filepath.Join(dir, "work"), filepath.Join(dir, "outside")
+	for _, d := range []string{state, work, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, metrics := proctest.FreePort(t), proctest.FreePort(t)
+	manifest := filepath.Join(dir, "agentmux.toml")
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[metrics]
+addr = "127.0.0.1:%d"
+[hosts.probe]
+command = "python3"
+args = ["-c", %q]
+working_dir = %q
+env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CRED = %q, STORE = %q, OUTSIDE = %q, MANIFEST = %q }
+`, port, store, metrics, escapeProbe, work, port, metrics, open.Addr().(*net.TCPAddr).Port,
+		bus.LocalCredentials(state, port), store, outside, manifest)
+	if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := unprivileged(t, exec.Command(os.Args[0], "up", "-c", manifest, "--name", "boxed"), dir, state, work, outside)
+	if os.Geteuid() == 0 {
+		if err := os.Chown(manifest, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd.Env = []string{"AGENTMUX_STATE_DIR=" + state, "HOME=" + dir}
+	up := startProc(t, cmd)
+	until(t, "node up", up.stderr, "node up")
+
+	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-escape", "probe", "go", "--follow")
+	submit.Env = []string{"AGENTMUX_STATE_DIR=" + state}
+	follow := startProc(t, submit)
+	if code := follow.wait(t, 60*time.Second); code != exitOK {
+		t.Fatalf("the probe's session: exit %d\n%s\n%s\nnode:\n%s", code, follow.stdout, follow.stderr, up.stderr)
+	}
+	var seen map[string]string
+	for _, line := range strings.Split(follow.stdout.String(), "\n") {
+		var result struct{ Type, Text string }
+		if json.Unmarshal([]byte(line), &result) == nil && result.Type == "result" {
+			if err := json.Unmarshal([]byte(result.Text), &seen); err != nil {
+				t.Fatalf("the probe's result %q: %v", result.Text, err)
+			}
+		}
+	}
+	want := map[string]string{
+		"bus": "Permission denied", "metrics": "Permission denied", "credential": "Permission denied",
+		"store": "Permission denied", "environ": "Permission denied", "signal": "Operation not permitted",
+		"outside": "Permission denied", "manifest": "Permission denied",
+		"work": "ok", "tmp": "ok", "other port": "ok",
+	}
+	for name, w := range want {
+		if seen[name] != w {
+			t.Errorf("%s: the agent met %q, want %q", name, seen[name], w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil {
+		t.Error("the agent planted a file outside its directories")
+	}
+	if b, _ := os.ReadFile(manifest); string(b) != m {
+		t.Error("the agent changed the manifest")
+	}
+}
