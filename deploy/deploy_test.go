@@ -174,7 +174,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}
 	for _, want := range []string{"User=agentmux", "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
-		"KillMode=mixed", "Restart=on-failure", "StateDirectory=agentmux"} {
+		"KillMode=mixed", "Delegate=yes", "Restart=on-failure", "StateDirectory=agentmux"} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).MatchString(unit) {
 			t.Errorf("the unit lacks %s", want)
 		}

@@ -172,19 +172,15 @@ func (f *fakeAnthropic) toolResult(n int) (string, bool) {
 // claudeHost is a host running the real CLI against the fake, in dir.
 func claudeHost(t *testing.T, name string, f *fakeAnthropic, dir, extra string) string {
 	home := t.TempDir()
-	// Claude Code keeps its state in CLAUDE_CONFIG_DIR, the one directory of its own
-	// it writes: what a user of the sandbox grants it (docs/security.md).
+	// Claude Code keeps all its state in CLAUDE_CONFIG_DIR, which its sandbox lets it
+	// write (dialect.StateOf); without it, ~/.claude.json could tear with 20 at once.
 	config := filepath.Join(home, ".claude")
-	if err := os.Mkdir(config, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	return fmt.Sprintf(`[hosts.%s]
 command = %q
 dialect = "claude-code"
 working_dir = %q
 stop_grace = "2s"
 env = { HOME = %[4]q, CLAUDE_CONFIG_DIR = %[7]q, ANTHROPIC_BASE_URL = %[5]q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", DISABLE_AUTOUPDATER = "1", AGENTMUX_TEST_MARK = "@MARK@" }
-sandbox_write = [%[7]q]
 %[6]s
 `, name, claudeBinary(t), dir, home, f.srv.URL, extra, config)
 }

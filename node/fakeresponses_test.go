@@ -118,7 +118,6 @@ dialect = "codex"
 working_dir = %q
 stop_grace = "2s"
 env = { HOME = %[4]q, CODEX_HOME = %[5]q, FAKE_MODEL_KEY = "sk-test", AGENTMUX_TEST_MARK = "@MARK@" }
-sandbox_write = [%[4]q, %[5]q] # Codex keeps its state in CODEX_HOME
 %[6]s
 `, bin, args, dir, t.TempDir(), t.TempDir(), extra) + agentSupervisors
 }

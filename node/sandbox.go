@@ -5,11 +5,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/console"
+	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/internal/sandbox"
 )
 
@@ -20,8 +22,10 @@ import (
 func (n *Node) startSandboxes(opts Options) error {
 	m := opts.Manifest
 	programs := map[string]*config.Process{}
+	dialects := map[string]string{}
 	for name, h := range m.Hosts {
 		programs["hosts."+name] = &h.Process
+		dialects["hosts."+name] = h.Dialect
 	}
 	for name, s := range m.Supervisors {
 		if s.Strategy == config.StrategyCommand {
@@ -48,6 +52,9 @@ func (n *Node) startSandboxes(opts Options) error {
 			continue
 		}
 		policy := programPolicy(base, p)
+		if d := dialects[key]; d != "" {
+			policy.Write = append(policy.Write, n.agentState(key, d, p)...)
+		}
 		if m.Path != "" {
 			if w := sandbox.Within(m.Path, policy.Write); w != "" {
 				n.log.Warn("a sandboxed program may write the manifest, which a restarted node reads: keep it outside the program's working_dir and sandbox_write",
@@ -132,6 +139,45 @@ func programPolicy(base sandbox.Policy, p *config.Process) sandbox.Policy {
 		out.Write = append(out.Write, tmp)
 	} else {
 		out.Temp = true
+	}
+	return out
+}
+
+// agentState is what the agent CLI of dialect d keeps its own state in, which it
+// writes (dialect.StateOf): the directories, made if missing (but an ACP agent's, which
+// may be any CLI's), and the files that exist. Claude Code with no CLAUDE_CONFIG_DIR
+// keeps ~/.claude.json in the home, where the sandbox lets it rewrite the file only in
+// place: sessions at once can leave it torn, which is warned about.
+func (n *Node) agentState(key, d string, p *config.Process) []string {
+	getenv := func(name string) string {
+		if v, ok := p.Env[name]; ok {
+			return v
+		}
+		if slices.Contains(p.InheritEnv, name) || name == "HOME" {
+			return os.Getenv(name)
+		}
+		return ""
+	}
+	st := dialect.StateOf(d, getenv, getenv("HOME"))
+	var out []string
+	for _, dir := range st.Dirs {
+		if d != dialect.ACP {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				n.log.Warn("the agent's own state directory cannot be made: it will not start in its sandbox", "program", key, "dir", dir, "err", err)
+			}
+		}
+		if _, err := os.Stat(dir); err == nil {
+			out = append(out, dir)
+		}
+	}
+	for _, f := range st.Files {
+		if _, err := os.Stat(f); err == nil {
+			out = append(out, f)
+		}
+	}
+	if len(st.Files) > 0 && d == dialect.ClaudeCode {
+		n.log.Warn("Claude Code keeps ~/.claude.json in the home, which its sandbox lets it rewrite only in place: sessions running at once can tear it; set env CLAUDE_CONFIG_DIR to a directory of its own (docs/security.md)",
+			"program", key)
 	}
 	return out
 }
