@@ -103,12 +103,16 @@ func TestMissingCommand(t *testing.T) {
 	}
 }
 
-// TestGroupDiesWithParent: a parent starts a command through the shim; the command
-// starts a grandchild in the background. SIGKILL to the parent takes the grandchild
-// down within 2 s.
-func TestGroupDiesWithParent(t *testing.T) {
+// killedParent starts a parent (this binary) that runs script through the shim, in a
+// cgroup of its own with cgroups; reads the pid the script prints first; then kills the
+// parent with SIGKILL, and returns the pid.
+func killedParent(t *testing.T, script string, cgroups bool, check func(pid int)) int {
+	t.Helper()
 	parent := exec.Command(os.Args[0])
-	parent.Env = append(os.Environ(), "SHIM_TEST_PARENT=sleep 1001 & echo $!; sleep 1002")
+	parent.Env = append(os.Environ(), "SHIM_TEST_PARENT="+script)
+	if cgroups {
+		parent.Env = append(parent.Env, "SHIM_TEST_CGROUPS=1")
+	}
 	out, err := parent.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -119,25 +123,45 @@ func TestGroupDiesWithParent(t *testing.T) {
 	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatal(err)
+		_ = parent.Wait()
+		t.Fatalf("no pid from the parent's command (the parent: %v; exit 5: no cgroup here)", parent.ProcessState)
 	}
-	grandchild, err := strconv.Atoi(strings.TrimSpace(line))
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
-		t.Fatalf("grandchild pid %q", line)
+		t.Fatalf("pid %q", line)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	if check != nil {
+		check(pid)
+	}
 	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(2 * time.Second)
+	return pid
+}
+
+// goneWithin reports whether pid is gone (or a zombie) within d.
+func goneWithin(pid int, d time.Duration) bool {
+	deadline := time.After(d)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for alive(grandchild) {
+	for alive(pid) {
 		select {
 		case <-deadline:
-			t.Fatalf("the grandchild %d outlived its killed grandparent by 2 s", grandchild)
+			return false
 		case <-tick.C:
 		}
+	}
+	return true
+}
+
+// TestGroupDiesWithParent: a parent starts a command through the shim; the command
+// starts a grandchild in the background. SIGKILL to the parent takes the grandchild
+// down within 2 s.
+func TestGroupDiesWithParent(t *testing.T) {
+	grandchild := killedParent(t, "sleep 1001 & echo $!; sleep 1002", false, nil)
+	if !goneWithin(grandchild, 2*time.Second) {
+		t.Fatalf("the grandchild %d outlived its killed grandparent by 2 s", grandchild)
 	}
 }
 
@@ -148,57 +172,23 @@ func TestGroupDiesWithParent(t *testing.T) {
 func TestDetachedDescendantDiesWithParent(t *testing.T) {
 	for _, cgroups := range []bool{true, false} {
 		t.Run(map[bool]string{true: "cgroup", false: "group only"}[cgroups], func(t *testing.T) {
-			parent := exec.Command(os.Args[0])
-			parent.Env = append(os.Environ(), "SHIM_TEST_PARENT=setsid sh -c 'echo $$; exec sleep 1003' & sleep 1002")
-			if cgroups {
-				parent.Env = append(parent.Env, "SHIM_TEST_CGROUPS=1")
-			}
-			out, err := parent.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := parent.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
-			line, err := bufio.NewReader(out).ReadString('\n')
-			if err != nil {
-				_ = parent.Wait()
-				t.Fatalf("no pid from the detached process (the parent exited %v; 5: no cgroup here)", parent.ProcessState)
-			}
-			detached, err := strconv.Atoi(strings.TrimSpace(line))
-			if err != nil {
-				t.Fatalf("detached pid %q", line)
-			}
-			t.Cleanup(func() { _ = syscall.Kill(detached, syscall.SIGKILL) })
-			if cgroups {
-				// The killed parent leaves its empty cgroups, for a node on its store to sweep.
-				own, _ := os.ReadFile("/proc/" + line[:len(line)-1] + "/cgroup")
-				_, path, _ := strings.Cut(string(own), "0::")
-				mount, _ := cgroup2Mount()
-				group := filepath.Join(mount, strings.TrimSpace(path))
-				t.Cleanup(func() { removeCgroup(group); _ = os.Remove(filepath.Dir(group)) })
-			}
-			if pgid, _ := syscall.Getpgid(detached); pgid != detached {
-				t.Fatalf("the detached process %d is in group %d: it did not leave the shim's", detached, pgid)
-			}
-			if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.After(2 * time.Second)
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-			for alive(detached) {
-				select {
-				case <-deadline:
-					if cgroups {
-						t.Fatalf("the detached process %d outlived its killed grandparent by 2 s", detached)
-					}
-					return // the limit without a cgroup
-				case <-tick.C:
+			detached := killedParent(t, "setsid sh -c 'echo $$; exec sleep 1003' & sleep 1002", cgroups, func(pid int) {
+				if pgid, _ := syscall.Getpgid(pid); pgid != pid {
+					t.Fatalf("the detached process %d is in group %d: it did not leave the shim's", pid, pgid)
 				}
-			}
-			if !cgroups {
+				if cgroups {
+					// The killed parent leaves its empty cgroups, for the next node to sweep.
+					own, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+					_, path, _ := strings.Cut(string(own), "0::")
+					mount, _ := cgroup2Mount()
+					group := filepath.Join(mount, strings.TrimSpace(path))
+					t.Cleanup(func() { removeCgroup(group); _ = os.Remove(filepath.Dir(group)) })
+				}
+			})
+			switch gone := goneWithin(detached, 2*time.Second); {
+			case cgroups && !gone:
+				t.Fatalf("the detached process %d outlived its killed grandparent by 2 s", detached)
+			case !cgroups && gone:
 				t.Fatalf("the detached process %d died without a cgroup: the test no longer shows the limit", detached)
 			}
 		})
