@@ -46,10 +46,13 @@ type Reply struct {
 	// Claimed is the decider an external supervisor named: the runtime records it
 	// apart, as words of that supervisor, and the decider as external:<supervisor>.
 	Claimed string `json:"claimed,omitempty"`
-	// Scope "session": the same request later in the same session gets this answer at
-	// once, decided by session:<decider> (approve for the session).
+	// Scope ScopeSession: the same request later in the same session gets this answer
+	// at once, decided by session:<decider> (approve for the session).
 	Scope string `json:"scope,omitempty"`
 }
+
+// ScopeSession is the scope of an answer that stands for the rest of its session.
+const ScopeSession = "session"
 
 // AuditRecord is one entry of the audit stream.
 type AuditRecord struct {

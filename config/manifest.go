@@ -18,6 +18,9 @@ const (
 	DefaultConcurrency     = 64
 	DefaultNATSListen      = "127.0.0.1:4222"
 	DefaultMetricsAddr     = "127.0.0.1:9464"
+	// DefaultConsoleAddr is where `runtime console` listens unless told otherwise; a
+	// node's programs may not connect to its port (their sandbox).
+	DefaultConsoleAddr = "127.0.0.1:9470"
 )
 
 // Sandboxes a program can run in ([hosts.X] sandbox, [supervisors.X], [tools.X]).

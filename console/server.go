@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 )
 
 //go:embed assets
@@ -25,7 +26,7 @@ var assets embed.FS
 
 // Defaults and bounds of a Server.
 const (
-	DefaultAddr    = "127.0.0.1:9470"
+	DefaultAddr    = config.DefaultConsoleAddr
 	defaultRecent  = 200 // ended sessions on the page
 	keepAlive      = 15 * time.Second
 	answerTimeout  = 10 * time.Second

@@ -65,9 +65,6 @@ type Decision struct {
 	Ask bool
 }
 
-// ScopeSession is the scope of an answer that stands for the rest of its session.
-const ScopeSession = "session"
-
 // Decider decides requests.
 type Decider interface {
 	Decide(ctx context.Context, r *Request) (Decision, error)

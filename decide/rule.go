@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/permission"
 	"github.com/agentmux/agentmux/protocol"
@@ -53,8 +54,8 @@ func (r *Rule) Decide(_ context.Context, req *Request) (Decision, error) {
 			Decider: "rule:" + r.name,
 			Reason:  fmt.Sprintf("rule %d matched %q", i, rule.Match),
 		}
-		if rule.Scope == ScopeSession {
-			dec.Scope = ScopeSession
+		if rule.Scope == bus.ScopeSession {
+			dec.Scope = bus.ScopeSession
 		}
 		return dec, nil
 	}

@@ -25,8 +25,8 @@ func TestRequestOfAndReply(t *testing.T) {
 		dec  Decision
 		want bus.Reply
 	}{
-		{Decision{Value: json.RawMessage(`"yes"`), Decider: "rule:qa", Reason: "matched", Scope: ScopeSession},
-			bus.Reply{Value: json.RawMessage(`"yes"`), Decider: "rule:qa", Reason: "matched", Scope: ScopeSession}},
+		{Decision{Value: json.RawMessage(`"yes"`), Decider: "rule:qa", Reason: "matched", Scope: bus.ScopeSession},
+			bus.Reply{Value: json.RawMessage(`"yes"`), Decider: "rule:qa", Reason: "matched", Scope: bus.ScopeSession}},
 		{Decision{Ask: true, Decider: "rule:qa"}, bus.Reply{UseDefault: true, Decider: "rule:qa"}}, // nobody took it: the default
 		{Decision{Cancelled: true, Decider: "command:x", Reason: "declined"}, bus.Reply{Cancelled: true, Decider: "command:x", Reason: "declined"}},
 	} {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/agentmux/agentmux/config"
-	"github.com/agentmux/agentmux/console"
 	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/internal/sandbox"
 )
@@ -105,7 +104,7 @@ func (n *Node) sandboxBase(opts Options) sandbox.Policy {
 		deny(t.Key)
 		deny(t.ClientKey)
 	}
-	ports := []string{console.DefaultAddr, m.NATS.URL}
+	ports := []string{config.DefaultConsoleAddr, m.NATS.URL}
 	if srv := n.Bus.Server(); srv != nil {
 		deny(srv.JetStreamConfig().StoreDir)
 		ports = append(ports, srv.Addr().String())

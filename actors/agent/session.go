@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
-	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/internal/due"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
@@ -382,14 +381,14 @@ func (a *Agent) onAnswer(m *answerArrived) {
 	default:
 		value, scope := normalize(p.msg, r.Value), r.Scope
 		if p.msg.Type == protocol.TypeApproval && string(bytes.TrimSpace(r.Value)) == `"yes for session"` {
-			value, scope = json.RawMessage(`"yes"`), decide.ScopeSession
+			value, scope = json.RawMessage(`"yes"`), bus.ScopeSession
 		}
 		if err := protocol.ValidateAnswer(p.msg, value); err != nil {
 			a.answer(s, p, p.def, protocol.OutcomeInvalid, r.Decider, err.Error())
 			return
 		}
 		reason := r.Reason
-		if scope == decide.ScopeSession {
+		if scope == bus.ScopeSession {
 			if s.standing == nil {
 				s.standing = map[string]standing{}
 			}

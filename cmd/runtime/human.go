@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/decide"
 )
 
 // pendingClient opens the pending-request store of the node the manifest names.
@@ -115,7 +114,7 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	scope := ""
 	if *session {
-		scope = decide.ScopeSession
+		scope = bus.ScopeSession
 	}
 	reply, err := bus.Answer(ctx, c.nc, who, pos[0], bus.RespondRequest{Value: value, Reason: *reason, Scope: scope})
 	if err != nil {

@@ -1,0 +1,108 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/agentmux/agentmux/"
+
+// leaves import nothing of agentmux but one another (protocol: internal/rawjson).
+var leaves = []string{"internal/due", "internal/nodump", "internal/procenv", "internal/proctest", "internal/queue",
+	"internal/rawjson", "internal/sandbox", "internal/shim", "permission", "protocol", "sim"}
+
+// mayImport is, for each package, the packages of agentmux it may import beyond the
+// leaves, lower layers first. The commands, the load generator and the tests' own
+// packages may import anything.
+var mayImport = map[string][]string{
+	"dialect":           {},
+	"config":            {},
+	"bus":               {},
+	"metrics":           {"bus"},
+	"notify":            {"bus", "config", "metrics"},
+	"console":           {"bus", "config"},
+	"decide":            {"bus", "config"},
+	"actors/agent":      {"bus", "config", "dialect", "metrics"},
+	"actors/supervisor": {"bus", "config", "decide", "metrics"},
+	"actors/pipeline":   {"actors/agent", "bus", "config", "metrics"},
+	"actors/router":     {"actors/agent", "actors/pipeline", "bus", "config", "metrics"},
+	"node":              {"actors/agent", "actors/router", "actors/supervisor", "bus", "config", "decide", "dialect", "metrics", "notify"},
+	// Until bus is split (its payload types into a package of their own, issue 28),
+	// the audit's checker reads bus.AuditRecord.
+	"internal/invariants": {"bus"},
+}
+
+// anything are the packages that may import every other.
+var anything = []string{"bench", "cmd/loadgen", "cmd/runtime", "deploy", "examples", "internal/layering"}
+
+// neverReach are dependencies a package must not pull in, even indirectly: an agent's
+// actor has no business with the model providers' SDKs, nor the wire with a server.
+var neverReach = map[string][]string{
+	"actors/agent": {"github.com/openai/", "github.com/anthropics/"},
+	"protocol":     {"github.com/nats-io/"},
+	"dialect":      {"github.com/nats-io/"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func list(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps=false", "-json", module+"...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestLayers: every import of agentmux by agentmux is one its layer allows.
+func TestLayers(t *testing.T) {
+	pkgs := list(t)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages; the test is not looking at the module", len(pkgs))
+	}
+	for _, p := range pkgs {
+		name := strings.TrimPrefix(p.ImportPath, module)
+		allowed, known := mayImport[name]
+		switch {
+		case slices.Contains(anything, name):
+			continue
+		case slices.Contains(leaves, name):
+			allowed, known = leaves, true
+		case !known:
+			t.Errorf("%s is in no layer: add it to mayImport (or leaves) with what it may import", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep, ours := strings.CutPrefix(imp, module)
+			if ours && !slices.Contains(allowed, dep) && !slices.Contains(leaves, dep) {
+				t.Errorf("%s imports %s, which its layer may not (it may import %v and the leaves)", name, dep, allowed)
+			}
+		}
+		for _, bad := range neverReach[name] {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, bad) {
+					t.Errorf("%s depends on %s, which it must never reach", name, d)
+					break
+				}
+			}
+		}
+	}
+}
