@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -118,17 +117,6 @@ func (g *gate) signIn(r *http.Request) (*http.Cookie, string) {
 	until := time.Now().Add(signedIn)
 	return &http.Cookie{Name: cookieName, Value: g.sign(name, until), Path: "/", Expires: until, HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode}, ""
-}
-
-// sameOrigin reports whether a state-changing request comes from the console's own
-// page: browsers send Origin on every POST, and a page elsewhere cannot forge it.
-func sameOrigin(r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return r.Header.Get("Sec-Fetch-Site") == "" || r.Header.Get("Sec-Fetch-Site") == "same-origin"
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
 }
 
 // securityHeaders are on every response: the page loads only its own files, runs no

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -54,27 +55,38 @@ func TestSignInCookie(t *testing.T) {
 	}
 }
 
-func TestSameOrigin(t *testing.T) {
+// TestCrossSitePostsAreRefused: through the handler, a signed-in person's browser
+// posting from another site (its Sec-Fetch-Site, or its Origin) is refused; the
+// console's own page, and a client that is not a browser, are not.
+func TestCrossSitePostsAreRefused(t *testing.T) {
+	s := &Server{cfg: Config{Addr: "127.0.0.1:9470", Log: slog.New(slog.DiscardHandler)}, view: newView(defaultRecent), tries: newThrottle(),
+		gate: newGate("s3cret", "")}
+	s.routes()
+	cookie := &http.Cookie{Name: cookieName, Value: s.gate.sign("bo", time.Now().Add(time.Hour))}
 	for _, c := range []struct {
 		origin, site string
-		want         bool
+		refused      bool
 	}{
-		{"http://127.0.0.1:9470", "", true},
-		{"http://evil.example", "", false},
-		{"null", "", false},
-		{"", "same-origin", true},
-		{"", "cross-site", false},
-		{"", "", true}, // not a browser: curl, the CLI
+		{"http://127.0.0.1:9470", "", false},
+		{"http://evil.example", "", true},
+		{"null", "", true},
+		{"", "same-origin", false},
+		{"http://127.0.0.1:9470", "cross-site", true},
+		{"", "same-site", true},
+		{"", "", false}, // not a browser: curl, the CLI
 	} {
-		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:9470/api/respond", nil)
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:9470/api/respond", strings.NewReader("{}"))
+		r.AddCookie(cookie)
 		if c.origin != "" {
 			r.Header.Set("Origin", c.origin)
 		}
 		if c.site != "" {
 			r.Header.Set("Sec-Fetch-Site", c.site)
 		}
-		if got := sameOrigin(r); got != c.want {
-			t.Errorf("origin %q site %q: %v", c.origin, c.site, got)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if refused := w.Code == http.StatusForbidden && strings.Contains(w.Body.String(), "another site"); refused != c.refused {
+			t.Errorf("origin %q site %q: %d %s; refused %v, want %v", c.origin, c.site, w.Code, w.Body, refused, c.refused)
 		}
 	}
 }

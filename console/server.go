@@ -72,6 +72,9 @@ type Server struct {
 	subs    []*nats.Subscription
 	cancel  context.CancelFunc
 	mux     *http.ServeMux
+	// csrf refuses a state-changing request from a page elsewhere: browsers send
+	// Sec-Fetch-Site (or Origin) with it, which such a page cannot forge.
+	csrf http.CrossOriginProtection
 }
 
 // New starts following the bus; Close stops it.
@@ -169,7 +172,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		errorf(w, http.StatusUnauthorized, "sign in at /login")
 		return
 	}
-	if r.Method == http.MethodPost && !sameOrigin(r) {
+	if err := s.csrf.Check(r); err != nil {
 		errorf(w, http.StatusForbidden, "a request from another site")
 		return
 	}
