@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -88,20 +89,36 @@ func decodeProblem(file string, err error) *Problem {
 	return &Problem{File: file, Msg: err.Error()}
 }
 
-var known = map[string][]string{
-	"nats":         {"url", "listen", "store_dir", "credentials", "server_name", "replicas", "sync_interval", "cluster", "users", "user", "password_env", "nkey_seed_file", "tls"},
-	"nats.users":   {"name", "password_env", "nkey", "role", "supervisors", "tools"},
-	"nats.cluster": {"name", "listen", "routes", "user", "password_env"},
-	"nats.tls":     {"cert", "key", "ca", "verify", "client_cert", "client_key"},
-	"metrics":      {"addr", "token_env"},
-	"hosts":        {"command", "args", "env", "inherit_env", "working_dir", "dialect", "input_format", "plain_text", "timeout", "idle_timeout", "init_timeout", "question_timeout", "stop_grace", "question_default", "approval_default", "max_line_bytes", "pool", "retries", "params", "transport", "output_format", "messages", "result_schema", "result_retries"},
-	"supervisors":  {"strategy", "concurrency", "rules", "allow", "ask", "deny", "import", "answers", "connection", "model", "system_prompt", "temperature", "max_tokens", "memory", "command", "args", "env", "inherit_env", "working_dir", "timeout", "fallback", "escalate"},
-	"routes":       {"type", "host", "match", "supervisor", "post_process"},
-	"tools":        {"command", "args", "env", "inherit_env", "working_dir", "timeout", "description"},
-	"pipelines":    {"params", "stages"},
-	"notify":       {"webhook", "events", "format", "secret_env", "console_url", "timeout", "retry_for", "allow_private"},
-	"stages":       {"name", "host", "prompt", "routes", "result_schema", "result_retries"},
-	"connections":  {"provider", "api_key_env", "base_url", "default_model", "timeout", "organization", "project", "models", "retry", "rate_limit"},
+// knownKeys lists the keys of a section ("hosts", "nats.tls", "stages"), as its struct's
+// toml tags name them, in their order: the decoder and the list cannot disagree.
+func knownKeys(section string) ([]string, bool) {
+	types := map[string]reflect.Type{
+		"nats": reflect.TypeFor[NATS](), "nats.users": reflect.TypeFor[User](), "nats.cluster": reflect.TypeFor[Cluster](),
+		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "hosts": reflect.TypeFor[Host](),
+		"supervisors": reflect.TypeFor[Supervisor](), "routes": reflect.TypeFor[Route](), "tools": reflect.TypeFor[Tool](),
+		"pipelines": reflect.TypeFor[Pipeline](), "notify": reflect.TypeFor[Notify](), "stages": reflect.TypeFor[Stage](),
+		"connections": reflect.TypeFor[Connection](),
+	}
+	t, ok := types[section]
+	if !ok {
+		return nil, false
+	}
+	return tomlKeys(t), true
+}
+
+// tomlKeys are the toml keys of struct type t, its embedded structs' in their place.
+func tomlKeys(t reflect.Type) []string {
+	var keys []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		switch {
+		case f.Anonymous && f.Type.Kind() == reflect.Struct:
+			keys = append(keys, tomlKeys(f.Type)...)
+		case name != "" && name != "-":
+			keys = append(keys, name)
+		}
+	}
+	return keys
 }
 
 // freeFormKeys are the places whose contents are any TOML the user likes: the decoder
@@ -140,7 +157,7 @@ func suggestion(key toml.Key) string {
 		section = "hosts"
 	}
 	if len(key) > 2 {
-		if _, sub := known[key[0]+"."+key[1]]; sub {
+		if _, sub := knownKeys(key[0] + "." + key[1]); sub {
 			section = key[0] + "." + key[1]
 		}
 	}
@@ -150,7 +167,7 @@ func suggestion(key toml.Key) string {
 			section = "routes"
 		}
 	}
-	keys, ok := known[section]
+	keys, ok := knownKeys(section)
 	if !ok {
 		return "the sections are nats, metrics, hosts (or agents), supervisors, routes, tools, connections, pipelines, notify, project"
 	}

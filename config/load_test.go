@@ -73,6 +73,8 @@ func TestProblemsHavePositions(t *testing.T) {
 	}{
 		{"unknown key", "[hosts.w]\ncommand = \"x\"\ntimout = 5\n",
 			`config: hosts.w.timout (agentmux.toml:3:1): unknown key "timout"; known keys here: command`},
+		{"unknown key, every key listed (from the struct tags)", "[tools.t]\ncommand = \"x\"\nsandbox_wirte = []\n",
+			`config: tools.t.sandbox_wirte (agentmux.toml:3:1): unknown key "sandbox_wirte"; known keys here: command, args, env, inherit_env, working_dir, sandbox, sandbox_write, sandbox_read_deny, timeout, description`},
 		{"bad duration", "[hosts.w]\ncommand = \"x\"\ntimeout = \"10x\"\n",
 			`config: hosts.w.timeout (agentmux.toml:3:1): "10x" is not a duration; use seconds or "90s"`},
 		{"syntax", "[hosts.w]\ncommand = \"x\n",

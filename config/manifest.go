@@ -182,9 +182,9 @@ type Process struct {
 // Host is one agent command and how its sessions run. [hosts.X] and [agents.X] decode
 // into it alike.
 type Host struct {
-	Name      string `toml:"-"`
-	Transport string `toml:"transport"` // Concerto's; only "stdio"
+	Name string `toml:"-"`
 	Process
+	Transport       string         `toml:"transport"` // Concerto's; only "stdio"
 	Dialect         string         `toml:"dialect"`
 	InputFormat     string         `toml:"input_format"`
 	OutputFormat    string         `toml:"output_format"` // Concerto's; framing handles both
