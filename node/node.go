@@ -23,6 +23,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
@@ -93,9 +94,10 @@ type Node struct {
 	sandboxes sandbox.Set
 	stopped   chan struct{}
 	events    *eventstream.Subscription
-	// decisions counts the goroutines of supervisors (decisions) and of the router
-	// (task acks); stop waits for them.
-	decisions sync.WaitGroup
+	// routines owns the goroutines the actors start off themselves (decisions,
+	// keep-alives, task acks, pullers, store I/O) and the node's own; stop stops it
+	// once the actors have stopped.
+	routines  *routines.Group
 	roles     roles
 	started   time.Time
 	nodes     *bus.Nodes
@@ -121,7 +123,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now()}
+	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
+		routines: routines.New()}
 	if err := n.sweepLeftovers(opts); err != nil {
 		return nil, err
 	}
@@ -286,7 +289,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 			return err
 		}
 		pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
-			Pending: pending, Goroutines: &n.decisions, Metrics: n.Metrics, Log: n.log}))
+			Pending: pending, Routines: n.routines, Metrics: n.Metrics, Log: n.log}))
 		n.sups = append(n.sups, pid)
 	}
 	// The queue subscriptions must reach the server before any agent asks.
@@ -338,7 +341,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
-		Audit: n.audit.record, Stopped: n.stopped, Goroutines: &n.decisions, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker,
+		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker,
 		Procs: n.procs, Sandboxes: n.sandboxes}
 	if len(opts.Manifest.Pipelines) > 0 {
 		store, err := bus.OpenPipelines(ctx, n.Bus.JS)
@@ -487,7 +490,7 @@ func (n *Node) stop(ctx context.Context) error {
 			n.log.Warn("supervisor stop", "err", stopErr)
 		}
 	}
-	n.waitDecisions(ctx)
+	n.stopRoutines(ctx)
 	n.stopNotifiers()
 	n.Bus.Asker.Close()
 	n.system.EventStream.Unsubscribe(n.events)
@@ -500,18 +503,12 @@ func (n *Node) stop(ctx context.Context) error {
 	return err
 }
 
-// waitDecisions waits for the supervisors' goroutines, which end once their contexts
-// are cancelled (a command supervisor's process group is killed then).
-func (n *Node) waitDecisions(ctx context.Context) {
-	done := make(chan struct{})
-	go func() {
-		n.decisions.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		n.log.Warn("supervisor decisions still running at the stop deadline")
+// stopRoutines stops the actors' goroutines, which end once their contexts are
+// cancelled (a command supervisor's process group is killed then), and refuses new
+// ones.
+func (n *Node) stopRoutines(ctx context.Context) {
+	if err := n.routines.Stop(ctx); err != nil {
+		n.log.Warn("goroutines still running at the stop deadline", "err", err)
 	}
 }
 

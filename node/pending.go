@@ -27,15 +27,13 @@ func (n *Node) withdraw(key, why string) {
 	if store == nil {
 		return
 	}
-	n.decisions.Add(1)
-	go func() {
-		defer n.decisions.Done()
+	n.routines.Go(func(context.Context) {
 		ctx, cancel := context.WithTimeout(context.Background(), pendingTimeout)
 		defer cancel()
 		if _, err := store.Cancel(ctx, "h-"+key, why); err != nil {
 			n.log.Warn("withdraw a request from a person", "request", "h-"+key, "err", err)
 		}
-	}()
+	})
 }
 
 // sweepOrphans cancels, and audits as cancelled, the requests waiting for a person whose

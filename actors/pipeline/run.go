@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -15,6 +14,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -36,8 +36,8 @@ type Config struct {
 	Metrics   *metrics.Set
 	Log       *slog.Logger
 	Audit     func(id string, rec *bus.AuditRecord)
-	// Goroutines counts the run's store reads and writes; the node waits for them.
-	Goroutines *sync.WaitGroup
+	// Routines owns the run's store reads and writes; the node waits for them.
+	Routines *routines.Group
 }
 
 // RunStage asks the parent to run a stage's session; its agent.Result comes back to
@@ -130,13 +130,11 @@ func (r *Run) Receive(c actor.Context) {
 
 // io runs op on a goroutine within storeTimeout and sends its report to the actor.
 func (r *Run) io(op func(ctx context.Context) any) {
-	r.cfg.Goroutines.Add(1)
-	go func() {
-		defer r.cfg.Goroutines.Done()
+	r.cfg.Routines.Go(func(context.Context) {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 		defer cancel()
 		r.system.Root.Send(r.self, op(ctx))
-	}()
+	})
 }
 
 func (r *Run) load() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -60,7 +60,7 @@ type fixture struct {
 	store  *bus.PipelineStore
 	m      *metrics.Set
 	p      *parent
-	wg     sync.WaitGroup
+	group  *routines.Group
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -80,13 +80,17 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
-	f := &fixture{t: t, system: system, store: store, m: metrics.New()}
+	f := &fixture{t: t, system: system, store: store, m: metrics.New(), group: routines.New()}
 	f.p = &parent{stages: make(chan *RunStage, 4), ended: make(chan *Ended, 1), cfg: Config{Pipeline: m.Pipelines["bt"], Hosts: m.Hosts,
 		ID: "p-1", Params: map[string]string{"spec": "login"}, Node: "n1", Store: store, Conn: b.Conn, Metrics: f.m, Log: log,
-		Audit: func(string, *bus.AuditRecord) {}, Goroutines: &f.wg}}
+		Audit: func(string, *bus.AuditRecord) {}, Routines: f.group}}
 	t.Cleanup(func() {
 		system.Shutdown()
-		f.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f.group.Stop(ctx); err != nil {
+			t.Error(err)
+		}
 	})
 	return f
 }

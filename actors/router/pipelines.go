@@ -45,7 +45,8 @@ func (r *Router) startPipelines(pullCtx context.Context, c actor.Context) {
 		}
 		slots := make(chan struct{}, size)
 		r.runSlots[name] = slots
-		go pull(pullCtx, c.ActorSystem(), c.Self(), name, cons, slots, r.cfg.Log)
+		system, self := c.ActorSystem(), c.Self()
+		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, r.cfg.Log) })
 	}
 }
 
@@ -93,7 +94,7 @@ func (r *Router) runPipeline(m *RunPipeline) {
 func (r *Router) spawnRun(ru *run, params map[string]string) {
 	pid := r.c.Spawn(pipeline.Props(pipeline.Config{Pipeline: r.cfg.Manifest.Pipelines[ru.pipeline], Hosts: r.cfg.Manifest.Hosts,
 		ID: ru.id, Params: params, Node: r.cfg.Node, Store: r.cfg.Pipelines, ReadAudit: r.readAudit, Conn: r.cfg.Conn, Metrics: r.cfg.Metrics,
-		Log: r.cfg.Log, Audit: r.cfg.Audit, Goroutines: r.cfg.Goroutines}))
+		Log: r.cfg.Log, Audit: r.cfg.Audit, Routines: r.cfg.Routines}))
 	ru.pid = pid
 	r.runs[pid.Id] = ru
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -17,6 +16,7 @@ import (
 	"github.com/agentmux/agentmux/actors/pipeline"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
@@ -68,8 +68,9 @@ type Config struct {
 	Sandboxes sandbox.Set
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
-	// Goroutines counts the router's own goroutines (task acks); the node waits for it.
-	Goroutines *sync.WaitGroup
+	// Routines owns the router's goroutines (its pullers and ticker, task acks, audit
+	// reads, its pipeline runs' I/O); the node stops it after the router.
+	Routines *routines.Group
 	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
 	Pipelines *bus.PipelineStore
 }
@@ -101,8 +102,8 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Audit == nil {
 		cfg.Audit = func(string, *bus.AuditRecord) {}
 	}
-	if cfg.Goroutines == nil {
-		cfg.Goroutines = &sync.WaitGroup{}
+	if cfg.Routines == nil {
+		cfg.Routines = routines.New()
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return newRouter(cfg) },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
@@ -220,11 +221,13 @@ func (r *Router) start(c actor.Context) {
 	r.stopPull = stopPull
 	if r.cfg.Intake != nil {
 		for name, cons := range r.cfg.Intake.Hosts {
-			go pull(pullCtx, c.ActorSystem(), c.Self(), name, cons, r.pools[name].slots, r.cfg.Log)
+			system, self, slots := c.ActorSystem(), c.Self(), r.pools[name].slots
+			r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, r.cfg.Log) })
 			r.cfg.Metrics.TaskIntake.WithLabelValues(name).Set(1)
 		}
 		r.startPipelines(pullCtx, c)
-		go tick(ctx, c.ActorSystem(), c.Self())
+		system, self := c.ActorSystem(), c.Self()
+		r.cfg.Routines.Go(func(context.Context) { tick(ctx, system, self) })
 	}
 }
 
@@ -325,14 +328,12 @@ func (r *Router) onTask(m *taskArrived) {
 	// from the audit, go with it, so nobody is asked the same thing twice.
 	p.running[id] = true
 	system, self := r.c.ActorSystem(), r.c.Self()
-	r.cfg.Goroutines.Add(1)
-	go func() {
-		defer r.cfg.Goroutines.Done()
+	r.cfg.Routines.Go(func(context.Context) {
 		ctx, cancel := context.WithTimeout(context.Background(), auditReadTimeout)
 		defer cancel()
 		records, err := r.readAudit(ctx, id)
 		system.Root.Send(self, &taskResumed{s: s, records: records, err: err})
-	}()
+	})
 }
 
 // onTaskResumed queues a task delivered again, told of its earlier attempts.

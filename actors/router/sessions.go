@@ -90,9 +90,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 // ack acknowledges a finished task and waits for the server to confirm it, trying
 // again across a leader election or a reconnect: a lost ack would run the task twice.
 func (r *Router) ack(task jetstream.Msg, session string) {
-	r.cfg.Goroutines.Add(1)
-	go func() {
-		defer r.cfg.Goroutines.Done()
+	r.cfg.Routines.Go(func(context.Context) {
 		deadline := time.Now().Add(taskAckTimeout)
 		for try := 1; ; try++ {
 			ctx, cancel := context.WithTimeout(context.Background(), taskAckTry)
@@ -107,7 +105,7 @@ func (r *Router) ack(task jetstream.Msg, session string) {
 			}
 			time.Sleep(taskAckRetryWait) // this goroutine's own pace between tries
 		}
-	}()
+	})
 }
 
 func (r *Router) deliver(start *agent.StartSession, res *agent.Result) {

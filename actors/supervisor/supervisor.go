@@ -12,6 +12,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -26,17 +27,18 @@ type Config struct {
 	// Pending holds requests waiting for a person; a human supervisor delivers the
 	// answers given to them. Nil: no human decisions here.
 	Pending *bus.PendingStore
-	// Goroutines counts the decisions running; the node waits for it after stopping
-	// the actor. Nil: nobody waits.
-	Goroutines *sync.WaitGroup
-	Metrics    *metrics.Set
-	Log        *slog.Logger
+	// Routines owns the goroutines the actor starts (decisions, keep-alives, the human
+	// answers' delivery); the node stops it after stopping the actor. Nil: a group of
+	// the actor's own, which nobody waits for.
+	Routines *routines.Group
+	Metrics  *metrics.Set
+	Log      *slog.Logger
 }
 
 // Props returns the props of a Supervisor.
 func Props(cfg Config) *actor.Props {
-	if cfg.Goroutines == nil {
-		cfg.Goroutines = &sync.WaitGroup{}
+	if cfg.Routines == nil {
+		cfg.Routines = routines.New()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		name := cfg.Supervisor.Name
@@ -129,9 +131,7 @@ func (s *Supervisor) start(c actor.Context) {
 			s.log.Warn("pending limits", "err", err)
 		}
 	}
-	s.cfg.Goroutines.Add(1)
-	go func() {
-		defer s.cfg.Goroutines.Done()
+	s.cfg.Routines.Go(func(context.Context) {
 		t := time.NewTicker(bus.KeepAliveInterval)
 		defer t.Stop()
 		for {
@@ -142,17 +142,15 @@ func (s *Supervisor) start(c actor.Context) {
 				system.Root.Send(self, &keepAlive{})
 			}
 		}
-	}()
+	})
 	if s.cfg.Supervisor.Strategy == config.StrategyHuman && s.cfg.Pending != nil {
 		// Starting the watch waits on JetStream, for a while when it is settling: not
 		// in Receive.
-		s.cfg.Goroutines.Add(1)
-		go func() {
-			defer s.cfg.Goroutines.Done()
+		s.cfg.Routines.Go(func(context.Context) {
 			if err := s.cfg.Pending.Deliver(s.ctx, s.name, func(err error) { s.log.Warn("human answer not delivered", "err", err) }); err != nil && s.ctx.Err() == nil {
 				s.log.Error("human answers will not be delivered from this node", "err", err)
 			}
-		}()
+		})
 	}
 }
 
@@ -189,14 +187,14 @@ func (s *Supervisor) next(c actor.Context) {
 			delete(s.held, msg.Reply)
 			continue
 		}
-		s.inflight++
 		system, self, ctx := c.ActorSystem(), c.Self(), s.ctx
-		s.cfg.Goroutines.Add(1)
-		go func() {
-			defer s.cfg.Goroutines.Done()
+		if !s.cfg.Routines.Go(func(context.Context) {
 			s.decide(ctx, msg, ask)
 			system.Root.Send(self, &decided{reply: msg.Reply})
-		}()
+		}) {
+			return // the node is stopping: stopping() hands the held asks back
+		}
+		s.inflight++
 	}
 }
 

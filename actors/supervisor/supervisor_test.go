@@ -17,6 +17,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -76,12 +77,17 @@ func open(t *testing.T) (*fixture, *actor.ActorSystem) {
 // member starts one member of supervisor "s" and waits until it is subscribed.
 func (f *fixture) member(t *testing.T, system *actor.ActorSystem, name string, concurrency int, d decide.Decider) *actor.PID {
 	t.Helper()
-	var wg sync.WaitGroup
+	group := routines.New()
 	pid := system.Root.Spawn(Props(Config{Supervisor: &config.Supervisor{Name: "s", Concurrency: concurrency}, Decider: d, Conn: f.nc,
-		Member: name, Goroutines: &wg, Metrics: f.m, Log: slog.New(slog.DiscardHandler)}))
+		Member: name, Routines: group, Metrics: f.m, Log: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(func() {
 		_ = system.Root.StopFuture(pid).Wait()
-		wg.Wait() // every decision and keep-alive goroutine ends with the actor
+		// Every decision and keep-alive goroutine ends with the actor.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := group.Stop(ctx); err != nil {
+			t.Error(err)
+		}
 	})
 	// The subscription is made in Started; wait until the server has it.
 	eventually(t, "the supervisor subscribed", func() bool {
