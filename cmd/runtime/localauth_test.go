@@ -69,9 +69,8 @@ supervisor = "oncall"
 	if st, err := os.Stat(cred); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the local operator's credential %s: %v %v", cred, st, err)
 	}
-	if !strings.Contains(up.stderr.String(), cred) {
-		t.Fatalf("the node does not say where the CLI's credential is:\n%s", up.stderr)
-	}
+	// The line after "node up", written apart from it.
+	until(t, "the node saying where the CLI's credential is", up.stderr, cred)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	if nc, err := nats.Connect(url); !errors.Is(err, nats.ErrAuthorization) {
 		if nc != nil {

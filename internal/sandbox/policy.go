@@ -62,7 +62,9 @@ func (p Policy) grants() ([]grant, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := os.Lstat(abs); err != nil {
+		if _, err := os.Lstat(abs); errors.Is(err, fs.ErrPermission) {
+			continue // the program's user cannot reach it either: nothing to grant
+		} else if err != nil {
 			return nil, fmt.Errorf("sandbox: writable path %s: %w; create it, or take it out of sandbox_write", w, err)
 		}
 		if out, err = carve(abs, true, writeDeny, out); err != nil {
