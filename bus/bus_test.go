@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func open(t *testing.T, cfg Config) *Bus {
+func open(t testing.TB, cfg Config) *Bus {
 	t.Helper()
 	b, err := Open(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
