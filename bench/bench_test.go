@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/nats-io/nuid"
+	"fmt"
 	"image/png"
 	"log/slog"
 	"os"
@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nuid"
+	"go.uber.org/goleak"
+
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/sim"
 )
@@ -30,7 +34,14 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(proctest.Leaks()...); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func small(agentKind string) Config {

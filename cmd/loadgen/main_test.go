@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 func TestShortRunWritesTheReports(t *testing.T) {
@@ -60,7 +65,14 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && (os.Args[1] == "node" || os.Args[1] == "agent") {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(proctest.Leaks()...); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func TestFleetCurveWritesTheReports(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestMain doubles as a parent that starts a command through the shim and then waits
@@ -37,7 +42,14 @@ func TestMain(m *testing.M) {
 		_ = cmd.Wait()
 		select {} // until killed
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(proctest.Leaks()...); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 func shimmed(t *testing.T, script string) *exec.Cmd {
