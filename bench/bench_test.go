@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"image/png"
 	"log/slog"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
-	"go.uber.org/goleak"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/proctest"
@@ -34,14 +32,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(proctest.Leaks()...); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(proctest.ExitCode(m.Run()))
 }
 
 func small(agentKind string) Config {

@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/agentmux/agentmux/internal/proctest"
 )
@@ -65,14 +62,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && (os.Args[1] == "node" || os.Args[1] == "agent") {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(proctest.Leaks()...); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(proctest.ExitCode(m.Run()))
 }
 
 func TestFleetCurveWritesTheReports(t *testing.T) {

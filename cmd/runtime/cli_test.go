@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
-	"go.uber.org/goleak"
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/invariants"
@@ -44,19 +43,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = os.RemoveAll(state)
-	os.Exit(leaks(code))
-}
-
-// leaks turns a passing run's exit code into a failure if a test left a goroutine
-// running.
-func leaks(code int) int {
-	if code == 0 {
-		if err := goleak.Find(proctest.Leaks()...); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			return 1
-		}
-	}
-	return code
+	os.Exit(proctest.ExitCode(code))
 }
 
 // syncBuffer is an output the test reads while the process writes it.

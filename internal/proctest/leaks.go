@@ -1,6 +1,11 @@
 package proctest
 
-import "go.uber.org/goleak"
+import (
+	"fmt"
+	"os"
+
+	"go.uber.org/goleak"
+)
 
 // Leaks are goleak's options for agentmux's tests: the goroutines libraries keep for the
 // whole process, or for a moment after their work, are not the tests' leaks.
@@ -14,4 +19,17 @@ func Leaks() []goleak.Option {
 		// dead letter (a message to an actor that has just stopped).
 		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 	}
+}
+
+// ExitCode is the exit code of a test binary whose TestMain does more than run the
+// tests (a child-process mode): a passing run's code becomes 1, with the goroutines
+// named on stderr, if a test left one running (goleak.VerifyTestMain, for the others).
+func ExitCode(code int) int {
+	if code == 0 {
+		if err := goleak.Find(Leaks()...); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			return 1
+		}
+	}
+	return code
 }

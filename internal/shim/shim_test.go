@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/agentmux/agentmux/internal/proctest"
 )
@@ -42,14 +39,7 @@ func TestMain(m *testing.M) {
 		_ = cmd.Wait()
 		select {} // until killed
 	}
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(proctest.Leaks()...); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	os.Exit(proctest.ExitCode(m.Run()))
 }
 
 func shimmed(t *testing.T, script string) *exec.Cmd {
