@@ -10,12 +10,16 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/internal/retry"
 )
 
-// How long a bucket is looked up or watched again while JetStream settles, and how often.
+// How long a bucket is looked up or watched again while JetStream settles, and the
+// waits between tries.
 const (
-	bucketWait  = 20 * time.Second
-	bucketRetry = 250 * time.Millisecond
+	bucketWait     = 20 * time.Second
+	bucketRetry    = 250 * time.Millisecond
+	bucketRetryMax = 2 * time.Second
 )
 
 // Settled calls try until it succeeds, fails for good, ctx ends or bucketWait passes.
@@ -24,6 +28,7 @@ const (
 // otherwise fail on its first call.
 func Settled(ctx context.Context, try func() error) error {
 	deadline := time.Now().Add(bucketWait)
+	b := retry.Backoff{Min: bucketRetry, Max: bucketRetryMax}
 	for {
 		err := try()
 		switch {
@@ -32,10 +37,8 @@ func Settled(ctx context.Context, try func() error) error {
 		case !time.Now().Before(deadline):
 			return fmt.Errorf("%w (JetStream was unavailable for %v: is a majority of the cluster's servers up?)", err, bucketWait)
 		}
-		select {
-		case <-ctx.Done():
+		if !retry.Sleep(ctx, b.Next(0)) {
 			return err
-		case <-time.After(bucketRetry):
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/internal/retry"
 )
 
 const (
@@ -18,7 +20,8 @@ const (
 	// declareTimeout bounds the wait for a forming cluster's JetStream to take the
 	// declarations.
 	declareTimeout = 60 * time.Second
-	declareRetry   = 250 * time.Millisecond
+	declareRetry   = 250 * time.Millisecond // the first wait between tries, doubling
+	declareMax     = 2 * time.Second        // up to this
 	// declareAttempt bounds one round of declarations: a forming cluster leaves API
 	// requests unanswered until its meta leader is elected.
 	declareAttempt = 2 * time.Second
@@ -45,6 +48,7 @@ func (b *Bus) declare(ctx context.Context, replicas int) error {
 		replicas = clusterReplicas
 	}
 	settleBy := time.Now().Add(peerWait)
+	pace := retry.Backoff{Min: declareRetry, Max: declareMax}
 	for waited := false; ; {
 		attempt, cancelAttempt := context.WithTimeout(ctx, declareAttempt)
 		err := b.declareAll(attempt, replicas)
@@ -70,10 +74,8 @@ func (b *Bus) declare(ctx context.Context, replicas int) error {
 			}
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		if !retry.Sleep(ctx, pace.Next(0)) {
 			return fmt.Errorf("%w (JetStream did not take the declarations within %v; is the cluster formed, with a majority of its servers up?)", err, declareTimeout)
-		case <-time.After(declareRetry):
 		}
 	}
 }

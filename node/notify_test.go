@@ -29,6 +29,7 @@ var webhookSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("agentmu
 type delivery struct {
 	id, timestamp, signature string
 	body                     []byte
+	at                       time.Time
 }
 
 // receiver is a webhook on loopback: it answers each delivery id with the statuses of
@@ -47,11 +48,14 @@ func newReceiver(t *testing.T, fails ...int) *receiver {
 		body, _ := io.ReadAll(req.Body)
 		id := req.Header.Get("webhook-id")
 		r.mu.Lock()
-		r.got = append(r.got, delivery{id: id, timestamp: req.Header.Get("webhook-timestamp"), signature: req.Header.Get("webhook-signature"), body: body})
+		r.got = append(r.got, delivery{id: id, timestamp: req.Header.Get("webhook-timestamp"), signature: req.Header.Get("webhook-signature"), body: body, at: time.Now()})
 		try := r.tries[id+string(body[:min(len(body), 40)])]
 		r.tries[id+string(body[:min(len(body), 40)])]++
 		r.mu.Unlock()
 		if try < len(r.fails) {
+			if r.fails[try] == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "2")
+			}
 			w.WriteHeader(r.fails[try])
 			return
 		}
@@ -199,5 +203,31 @@ allow_private = true
 	})
 	if n := len(refusing.deliveries()); n != 1 {
 		t.Errorf("the refusing webhook got %d tries; want 1 (a 400 is not retried)", n)
+	}
+}
+
+// TestWebhookRetryAfterIsWaitedFor: a webhook that answers 429 with Retry-After: 2 is
+// tried again no sooner than 2 s later (the backoff alone would try after 0.25-0.5 s).
+func TestWebhookRetryAfterIsWaitedFor(t *testing.T) {
+	hook := newReceiver(t, http.StatusTooManyRequests)
+	f := start(t, simHost("w", "")+fmt.Sprintf(`
+[notify.hook]
+webhook = %q
+events = ["session.ended"]
+format = "slack"
+allow_private = true
+`, hook.srv.URL))
+	results := make(chan *agent.Result, 1)
+	f.n.Submit("w", "", script(result), results)
+	<-results
+	waitFor(t, 20*time.Second, func() error {
+		if n := len(hook.deliveries()); n < 2 {
+			return fmt.Errorf("%d deliveries of session.ended; want 2 (a 429, then taken)", n)
+		}
+		return nil
+	})
+	got := hook.deliveries()
+	if gap := got[1].at.Sub(got[0].at); gap < 2*time.Second {
+		t.Fatalf("tried again %v after a 429 asking for 2 s", gap)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/retry"
 	"github.com/agentmux/agentmux/metrics"
 )
 
@@ -232,36 +233,37 @@ func (x *Notifier) work() {
 // errPermanent is a webhook's refusal that no retry changes (a 4xx but 408 and 429).
 var errPermanent = errors.New("refused")
 
-// deliver sends ev, trying again with backoff until its deadline.
+// deliver sends ev, trying again with backoff until its deadline: waits that double
+// with jitter, or as long as the webhook's Retry-After asks.
 func (x *Notifier) deliver(ev *event) {
-	wait := backoffMin
+	pace := retry.Backoff{Min: backoffMin, Max: backoffMax}
 	for try := 1; ; try++ {
-		err := x.send(ev)
+		after, err := x.send(ev)
 		if err == nil {
 			x.count(ev.typ, "sent")
 			return
 		}
+		wait := pace.Next(after)
 		if errors.Is(err, errPermanent) || time.Now().Add(wait).After(ev.deadline) {
 			x.count(ev.typ, "failed")
 			x.cfg.Log.Warn("notify: not delivered", "notify", x.n.Name, "id", ev.id, "tries", try, "err", err)
 			return
 		}
 		x.count(ev.typ, "retried")
-		select {
-		case <-x.ctx.Done():
+		if !retry.Sleep(x.ctx, wait) {
 			return
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, backoffMax)
 	}
 }
 
-func (x *Notifier) send(ev *event) error {
+// send makes one try; a refusal worth another says how long the webhook asked to wait
+// (Retry-After; 0: it did not).
+func (x *Notifier) send(ev *event) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(x.ctx, x.n.Timeout.D())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, x.n.Webhook, bytes.NewReader(ev.body))
 	if err != nil {
-		return fmt.Errorf("%w: %v", errPermanent, err)
+		return 0, fmt.Errorf("%w: %v", errPermanent, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agentmux/"+metrics.Version())
@@ -269,7 +271,7 @@ func (x *Notifier) send(ev *event) error {
 		now := time.Now()
 		sig, err := x.hook.Sign(ev.id, now, ev.body)
 		if err != nil {
-			return fmt.Errorf("%w: sign: %v", errPermanent, err)
+			return 0, fmt.Errorf("%w: sign: %v", errPermanent, err)
 		}
 		req.Header.Set(standardwebhooks.HeaderWebhookID, ev.id)
 		req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, fmt.Sprint(now.Unix()))
@@ -277,7 +279,7 @@ func (x *Notifier) send(ev *event) error {
 	}
 	resp, err := x.client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	// What a receiver answers is its own, and never reaches the log: it could be
@@ -285,9 +287,9 @@ func (x *Notifier) send(ev *event) error {
 	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return nil
+		return 0, nil
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return fmt.Errorf("webhook answered %s", resp.Status)
+		return retry.After(resp.Header, time.Now()), fmt.Errorf("webhook answered %s", resp.Status)
 	}
-	return fmt.Errorf("%w: webhook answered %s (%d bytes of answer, not shown)", errPermanent, resp.Status, n)
+	return 0, fmt.Errorf("%w: webhook answered %s (%d bytes of answer, not shown)", errPermanent, resp.Status, n)
 }

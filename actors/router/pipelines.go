@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/actors/pipeline"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/retry"
 )
 
 // RunPipeline runs a pipeline on this node. Reply receives the run once it ends.
@@ -106,15 +106,14 @@ func (r *Router) readAudit(ctx context.Context, session string) ([]*bus.AuditRec
 	if r.cfg.JS == nil {
 		return nil, nil
 	}
+	pace := retry.Backoff{Min: auditRetryWait, Max: retryWaitMax}
 	for {
 		records, err := bus.ReadAudit(ctx, r.cfg.JS, session)
 		if err == nil || ctx.Err() != nil {
 			return records, err
 		}
-		select {
-		case <-ctx.Done():
+		if !retry.Sleep(ctx, pace.Next(0)) {
 			return nil, err
-		case <-time.After(auditRetryWait):
 		}
 	}
 }

@@ -35,6 +35,7 @@ const (
 	taskAckTimeout   = 30 * time.Second
 	taskAckTry       = 2 * time.Second
 	taskAckRetryWait = 250 * time.Millisecond
+	retryWaitMax     = 2 * time.Second // the longest wait of the router's retries
 	// A task delivered again reads its earlier attempts from the audit within this.
 	auditReadTimeout = 5 * time.Second
 	// endedMemory is how long a node remembers a task that ended here, to acknowledge

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/retry"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -92,6 +93,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 func (r *Router) ack(task jetstream.Msg, session string) {
 	r.cfg.Routines.Go(func(context.Context) {
 		deadline := time.Now().Add(taskAckTimeout)
+		pace := retry.Backoff{Min: taskAckRetryWait, Max: retryWaitMax}
 		for try := 1; ; try++ {
 			ctx, cancel := context.WithTimeout(context.Background(), taskAckTry)
 			err := task.DoubleAck(ctx)
@@ -103,7 +105,8 @@ func (r *Router) ack(task jetstream.Msg, session string) {
 				r.cfg.Log.Error("task not acknowledged; it will run again elsewhere", "session", session, "tries", try, "err", err)
 				return
 			}
-			time.Sleep(taskAckRetryWait) // this goroutine's own pace between tries
+			// Not the group's context: an ack still due when the node stops is waited for.
+			retry.Sleep(context.Background(), pace.Next(0))
 		}
 	})
 }

@@ -13,7 +13,7 @@ const module = "github.com/agentmux/agentmux/"
 
 // leaves import nothing of agentmux but one another (protocol: internal/rawjson).
 var leaves = []string{"internal/due", "internal/nodump", "internal/procenv", "internal/proctest", "internal/queue",
-	"internal/rawjson", "internal/routines", "internal/sandbox", "internal/shim", "permission", "protocol", "sim"}
+	"internal/rawjson", "internal/retry", "internal/routines", "internal/sandbox", "internal/shim", "permission", "protocol", "sim"}
 
 // mayImport is, for each package, the packages of agentmux it may import beyond the
 // leaves, lower layers first. The commands, the load generator and the tests' own
