@@ -61,6 +61,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	}
 	cmd.Dir = h.WorkingDir
 	cmd.Env = env(h)
+	shim.Lower(cmd, h.Nice) // the agent and all it starts, from its first instruction
 
 	var files []*os.File
 	closeAll := func() {
@@ -102,19 +103,6 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	if h.Nice > 0 {
-		// Before anything is written to its stdin, and the whole group: whatever the
-		// agent started meanwhile is lowered with it.
-		if err := shim.Lower(cmd.Process.Pid, h.Nice); err != nil {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			procs.Forget(cmd)
-			inW.Close()
-			outR.Close()
-			errR.Close()
-			return nil, fmt.Errorf("agent: lower %s's priority (nice = %d): %w; leave nice out to run it at the node's priority", h.Command, h.Nice, err)
-		}
-	}
 	procs.Record(cmd)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}

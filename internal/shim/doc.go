@@ -12,8 +12,8 @@
 // milliseconds of CPU to start, which 200 agents starting at once turned into seconds;
 // dash starts in one.
 //
-// Lower lowers a started group's priority below the node's (a host's nice), so agents
-// that keep the cores busy leave the node the CPU to answer them.
+// Lower makes a command run below the node's priority (a host's nice), from its first
+// instruction, so agents that keep the cores busy leave the node the CPU to answer them.
 //
 //	cmd, err := shim.Command(ctx, "python3", "agent.py")
 package shim

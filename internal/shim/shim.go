@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 )
 
@@ -13,7 +14,9 @@ import (
 const shell = "/bin/sh"
 
 // script is the shim. Its first argument is the cgroup.procs file of the cgroup it
-// runs in, or "-"; the others are the command: they are never interpolated. The
+// runs in, or "-"; its second how far below its own priority the command runs (nice
+// -n: the command, and all it starts, from its first instruction); the others are the
+// command: they are never interpolated. The
 // command's stdin is the shim's (an asynchronous list's would be /dev/null).
 //
 // When its parent dies, the shim kills every other process of its cgroup first: one
@@ -39,7 +42,8 @@ const shell = "/bin/sh"
 // is dropped: it carries only the shell's job report ("Killed"), which would read as
 // the command's own last line.
 const script = `procs=$1
-shift
+lower=$2
+shift 2
 reap() {
 	[ "$procs" = - ] && return
 	n=0
@@ -62,7 +66,11 @@ if [ -n "$sig" ]; then
 	trap - TERM INT
 	kill -s "$sig" $$
 fi
-"$@" <&3 3<&- &
+if [ "$lower" -gt 0 ]; then
+	nice -n "$lower" "$@" <&3 3<&- &
+else
+	"$@" <&3 3<&- &
+fi
 child=$!
 exec 3<&-
 status=
@@ -105,25 +113,22 @@ func command(ctx context.Context, procs, name string, args []string) (*exec.Cmd,
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, shell, append([]string{"-c", script, "agentmux-shim", procs, path}, args...)...)
+	cmd := exec.CommandContext(ctx, shell, append([]string{"-c", script, "agentmux-shim", procs, "0", path}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: parentDied}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd, nil
 }
 
-// Lower lowers the priority of the process group a command started by Command leads
-// (pid is the command's) by nice below this process's own, as nice -n does, capped at
-// the lowest (19). Every process in the group takes it, and what they start later
-// inherits it.
-func Lower(pid, nice int) error {
-	// The raw getpriority returns 20 - niceness.
-	prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
-	if err != nil {
-		return fmt.Errorf("read this process's priority: %w", err)
+// argLower is where the shim's second argument, how far below its priority the command
+// runs, sits in a Command's Args.
+const argLower = 5
+
+// Lower makes a command from Command (not yet started) run nice below this process's
+// priority, as nice -n does, capped at the lowest (19): the command from its first
+// instruction, and everything it starts. (Lowering a group once it started would miss a
+// process forked meanwhile.)
+func Lower(cmd *exec.Cmd, nice int) {
+	if nice > 0 {
+		cmd.Args[argLower] = strconv.Itoa(nice)
 	}
-	target := min(20-prio+nice, 19)
-	if err := syscall.Setpriority(syscall.PRIO_PGRP, pid, target); err != nil {
-		return fmt.Errorf("set process group %d's niceness to %d: %w", pid, target, err)
-	}
-	return nil
 }

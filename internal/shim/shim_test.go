@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,17 +262,22 @@ func alive(pid int) bool {
 	return len(fields) > 0 && fields[0] != "Z"
 }
 
-// TestLowerNamesTheGroupItCouldNotLower: a group that is gone is an error naming it.
-func TestLowerNamesTheGroupItCouldNotLower(t *testing.T) {
-	cmd, err := Command(context.Background(), "true")
+// TestLowerRunsTheCommandBelow: a command lowered by 5 runs 5 below this process's
+// niceness (capped at 19) from its first instruction, and so does a child it starts at
+// once; the shim itself stays at this process's.
+func TestLowerRunsTheCommandBelow(t *testing.T) {
+	prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0) // 20 - this process's niceness
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Run(); err != nil {
+	mine := 20 - prio
+	cmd, err := Command(context.Background(), "sh", "-c", `cut -d' ' -f19 /proc/$$/stat & wait; cut -d' ' -f19 /proc/$PPID/stat`)
+	if err != nil {
 		t.Fatal(err)
 	}
-	err = Lower(cmd.Process.Pid, 5)
-	if err == nil || !errors.Is(err, syscall.ESRCH) || !strings.Contains(err.Error(), "process group "+strconv.Itoa(cmd.Process.Pid)) {
-		t.Fatalf("Lower of a group that has exited: %v; want ESRCH naming the group", err)
+	Lower(cmd, 5)
+	out, err := cmd.Output()
+	if want := fmt.Sprintf("%d\n%d\n", min(mine+5, 19), mine); err != nil || string(out) != want {
+		t.Fatalf("niceness of the command's child and of the shim: %q, %v; want %q", out, err, want)
 	}
 }
