@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,17 +12,18 @@ import (
 // ErrClosed is returned by Start after Close.
 var ErrClosed = errors.New("sandbox: closed (the node is stopping)")
 
-// Sandbox starts programs under one Policy. It is built when it first starts one.
+// Sandbox starts programs under one Policy. It is built when it first starts one; a
+// build that failed (a writable path missing) is tried again at the next start.
 type Sandbox struct {
 	name   string // for messages: "hosts.claude"
 	policy Policy
+	reqs   chan start
+	stop   chan struct{}
 
-	once  sync.Once
-	err   error  // why it could not be built
-	temp  string // the programs' TMPDIR, with Policy.Temp
-	reqs  chan start
-	stop  chan struct{}
-	close sync.Once
+	mu     sync.Mutex // guards built, temp and closed, and orders a build before Close
+	built  bool
+	temp   string // the programs' TMPDIR, with Policy.Temp
+	closed bool
 }
 
 type start struct {
@@ -40,12 +42,12 @@ func (s *Sandbox) Start(cmd *exec.Cmd) error {
 	if s == nil {
 		return cmd.Start()
 	}
-	s.once.Do(s.build)
-	if s.err != nil {
-		return s.err
+	temp, err := s.ready()
+	if err != nil {
+		return err
 	}
-	if s.temp != "" {
-		cmd.Env = withTemp(cmd.Env, s.temp)
+	if temp != "" {
+		cmd.Env = withTemp(cmd.Env, temp)
 	}
 	req := start{cmd: cmd, done: make(chan error, 1)}
 	select {
@@ -56,37 +58,60 @@ func (s *Sandbox) Start(cmd *exec.Cmd) error {
 	}
 }
 
+// ready builds the sandbox if it is not yet, and returns its TMPDIR.
+func (s *Sandbox) ready() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return "", ErrClosed
+	case !s.built:
+		if err := s.build(); err != nil {
+			return "", err
+		}
+		s.built = true
+	}
+	return s.temp, nil
+}
+
 // Close ends the thread that starts the programs, which sends the parent-death signal
 // to those still running, and removes their temporary directory. Stop them first.
 func (s *Sandbox) Close() {
 	if s == nil {
 		return
 	}
-	s.close.Do(func() {
-		close(s.stop)
-		s.once.Do(func() { s.err = ErrClosed })
-		if s.temp != "" {
-			_ = os.RemoveAll(s.temp)
-		}
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	close(s.stop)
+	if s.temp != "" {
+		_ = os.RemoveAll(s.temp)
+	}
 }
 
-// build makes the temporary directory and the thread.
-func (s *Sandbox) build() {
+// build makes the temporary directory and the thread; callers hold mu.
+func (s *Sandbox) build() error {
 	p := s.policy
+	temp := ""
 	if p.Temp {
 		dir, err := os.MkdirTemp("", "agentmux-"+s.name+"-")
 		if err != nil {
-			s.err = err
-			return
+			return fmt.Errorf("sandbox %s: its temporary directory: %w", s.name, err)
 		}
-		s.temp = dir
+		temp = dir
 		p.Write = append(append([]string(nil), p.Write...), dir)
 	}
-	if s.err = s.restrict(p); s.err != nil && s.temp != "" {
-		_ = os.RemoveAll(s.temp)
-		s.temp = ""
+	if err := s.restrict(p); err != nil {
+		if temp != "" {
+			_ = os.RemoveAll(temp)
+		}
+		return err
 	}
+	s.temp = temp
+	return nil
 }
 
 // serve starts what Start sends it until Close, on the thread restrict prepared.

@@ -223,13 +223,25 @@ func TestSandboxCloseTakesItsProgramsDown(t *testing.T) {
 	}
 }
 
-// TestSandboxNamesWhatIsMissing checks the error for a writable path that does not exist.
+// TestSandboxNamesWhatIsMissing checks the error for a writable path that does not
+// exist, and that the sandbox is built once it does, without a restart.
 func TestSandboxNamesWhatIsMissing(t *testing.T) {
-	sb := sandbox.New("hosts.a", sandbox.Policy{Write: []string{"/nonexistent/agentmux"}})
+	missing := filepath.Join(t.TempDir(), "later")
+	sb := sandbox.New("hosts.a", sandbox.Policy{Write: []string{missing}})
 	t.Cleanup(sb.Close)
 	err := sb.Start(exec.Command("true"))
-	if err == nil || !strings.Contains(err.Error(), "sandbox hosts.a") || !strings.Contains(err.Error(), "/nonexistent/agentmux") || !strings.Contains(err.Error(), "sandbox_write") {
+	if err == nil || !strings.Contains(err.Error(), "sandbox hosts.a") || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "sandbox_write") {
 		t.Fatalf("Start with a missing writable path = %v", err)
+	}
+	if err := os.Mkdir(missing, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", "echo x > "+missing+"/made")
+	if err := sb.Start(cmd); err != nil {
+		t.Fatalf("Start once the path exists: %v", err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("writing the path made since: %v", err)
 	}
 }
 
