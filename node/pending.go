@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
-	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/shim"
 )
 
@@ -99,24 +98,9 @@ func (n *Node) sweepLeftovers(opts Options) error {
 	if killed := procs.Sweep(); len(killed) > 0 {
 		n.log.Warn("killed process groups an earlier node on this store left running", "groups", killed)
 	}
-	if err := procs.UseCgroups(); err != nil && n.runsPrograms(opts) {
+	if err := procs.UseCgroups(); err != nil && len(n.programs(opts.Manifest)) > 0 {
 		n.log.Warn("no cgroup per program: a process an agent detaches (setsid) can outlive this node if it is killed with SIGKILL", "err", err)
 	}
 	n.procs = procs
 	return nil
-}
-
-// runsPrograms reports whether this node may start a process: an agent, a command
-// supervisor or a tool.
-func (n *Node) runsPrograms(opts Options) bool {
-	m := opts.Manifest
-	if len(n.roles.hosts) > 0 {
-		return true
-	}
-	for _, s := range n.roles.supervisors {
-		if s.Strategy == config.StrategyCommand || len(m.Tools) > 0 {
-			return true
-		}
-	}
-	return false
 }

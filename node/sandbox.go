@@ -14,33 +14,46 @@ import (
 	"github.com/agentmux/agentmux/internal/sandbox"
 )
 
-// startSandboxes makes the sandbox of each program this node may start (its hosts'
-// agents, its command supervisors, the tools), built when first used. A program
-// without one runs unsandboxed: sandbox = "none", or a kernel without Landlock, which
-// is warned about; a program that asks for landlock there stops the node.
+// program is one program this node may start, with its host's dialect ("" for
+// command supervisors and tools).
+type program struct {
+	*config.Process
+	dialect string
+}
+
+// programs are what this node may start, by manifest table: its hosts' agents, its
+// command supervisors, and the tools its supervisors may call.
+func (n *Node) programs(m *config.Manifest) map[string]program {
+	out := map[string]program{}
+	for name, h := range n.roles.hosts {
+		out["hosts."+name] = program{&h.Process, h.Dialect}
+	}
+	for _, s := range n.roles.supervisors {
+		if s.Strategy == config.StrategyCommand {
+			out["supervisors."+s.Name] = program{Process: &s.Process}
+		}
+	}
+	if len(n.roles.supervisors) > 0 {
+		for name, t := range m.Tools {
+			if t.Command != "" {
+				out["tools."+name] = program{Process: &t.Process}
+			}
+		}
+	}
+	return out
+}
+
+// startSandboxes makes the sandbox of each program this node may start, built when
+// first used. A program without one runs unsandboxed: sandbox = "none", or a kernel
+// without Landlock, which is warned about; a program that asks for landlock there stops
+// the node.
 func (n *Node) startSandboxes(opts Options) error {
 	m := opts.Manifest
-	programs := map[string]*config.Process{}
-	dialects := map[string]string{}
-	for name, h := range m.Hosts {
-		programs["hosts."+name] = &h.Process
-		dialects["hosts."+name] = h.Dialect
-	}
-	for name, s := range m.Supervisors {
-		if s.Strategy == config.StrategyCommand {
-			programs["supervisors."+name] = &s.Process
-		}
-	}
-	for name, t := range m.Tools {
-		if t.Command != "" {
-			programs["tools."+name] = &t.Process
-		}
-	}
 	abi := sandbox.ABI()
 	base := n.sandboxBase(opts)
 	set := sandbox.Set{}
 	var unsandboxed []string
-	for key, p := range programs {
+	for key, p := range n.programs(m) {
 		switch {
 		case p.Sandbox == config.SandboxNone:
 			continue
@@ -50,9 +63,9 @@ func (n *Node) startSandboxes(opts Options) error {
 			unsandboxed = append(unsandboxed, key)
 			continue
 		}
-		policy := programPolicy(base, p)
-		if d := dialects[key]; d != "" {
-			policy.Write = append(policy.Write, n.agentState(key, d, p)...)
+		policy := programPolicy(base, p.Process)
+		if p.dialect != "" {
+			policy.Write = append(policy.Write, n.agentState(key, p.dialect, p.Process)...)
 		}
 		if m.Path != "" {
 			if w := sandbox.Within(m.Path, policy.Write); w != "" {

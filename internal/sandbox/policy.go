@@ -117,41 +117,41 @@ func carve(root string, write bool, deny []string, out []grant) ([]grant, error)
 // them, nor in any directory between them and the denied path.
 func (p Policy) Carved() [][2]string {
 	var out [][2]string
+	denied := append(append([]string(nil), p.ReadDeny...), p.WriteDeny...)
 	for _, w := range p.Write {
-		if d := holds(w, append(append([]string(nil), p.ReadDeny...), p.WriteDeny...)); d != "" {
-			out = append(out, [2]string{w, d})
+		for _, d := range denied {
+			if in, same := lies(d, w); in && !same {
+				out = append(out, [2]string{w, d})
+				break
+			}
 		}
 	}
 	return out
 }
 
-// holds returns the first of paths that lies strictly within dir, or "".
-func holds(dir string, paths []string) string {
-	d, err := resolve(dir)
-	if err != nil {
-		return ""
-	}
-	for _, p := range paths {
-		if r, err := resolve(p); err == nil && r != d && within(r, d) {
-			return p
+// Within returns the first of trees that path lies in (resolved as the sandbox
+// resolves them), or "".
+func Within(path string, trees []string) string {
+	for _, t := range trees {
+		if in, _ := lies(path, t); in {
+			return t
 		}
 	}
 	return ""
 }
 
-// Within returns the first of trees that path lies in (resolved as the sandbox
-// resolves them), or "".
-func Within(path string, trees []string) string {
+// lies reports whether path lies in tree, and whether it is tree itself, both resolved
+// as the sandbox resolves them.
+func lies(path, tree string) (in, same bool) {
 	p, err := resolve(path)
 	if err != nil {
-		return ""
+		return false, false
 	}
-	for _, t := range trees {
-		if r, err := resolve(t); err == nil && within(p, r) {
-			return t
-		}
+	t, err := resolve(tree)
+	if err != nil {
+		return false, false
 	}
-	return ""
+	return within(p, t), p == t
 }
 
 // within reports whether path is dir or lies beneath it.

@@ -58,8 +58,8 @@ func sweepDeadTrees(parent string) {
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), treePrefix)
 		pid, err := strconv.Atoi(strings.SplitN(rest, "-", 2)[0])
-		if !ok || err != nil || !e.IsDir() || syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
-			continue // not a tree, or its node runs
+		if !ok || err != nil || !e.IsDir() || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			continue // not a tree, or its node runs (or another user's process has its pid)
 		}
 		tree := filepath.Join(parent, e.Name())
 		groups, _ := os.ReadDir(tree)
