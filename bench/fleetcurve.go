@@ -24,6 +24,8 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/sim"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Shape is one fleet: agent nodes (the load agents, in process) and supervisor nodes.
@@ -118,11 +120,14 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 	}
 	defer os.RemoveAll(dir)
 	u := newBusUser()
-	b, err := bus.Open(ctx, bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "store"), Name: "loadgen-fleet", Users: []bus.User{u.User}}, log)
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "store"), Name: "loadgen-fleet", Users: []bus.User{u.User}}, log)
 	if err != nil {
 		return nil, err
 	}
 	defer b.Close()
+	if _, err := store.Declare(ctx, b.JS, 0, log); err != nil {
+		return nil, err
+	}
 	manifest := filepath.Join(dir, "agentmux.toml")
 	pool := (c.Sessions+sh.Agents-1)/sh.Agents + 8
 	if err := os.WriteFile(manifest, []byte(c.fleetManifest(b.ClientURL(), pool)), 0o600); err != nil {
@@ -147,9 +152,9 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 			return nil, err
 		}
 	}
-	ended := make(chan *bus.SessionEnded, c.Sessions)
-	sub, err := b.Conn.Subscribe(bus.EventSubject(loadHost, "*", "session.ended"), func(m *nats.Msg) {
-		var e bus.SessionEnded
+	ended := make(chan *wire.SessionEnded, c.Sessions)
+	sub, err := b.Conn.Subscribe(wire.EventSubject(loadHost, "*", "session.ended"), func(m *nats.Msg) {
+		var e wire.SessionEnded
 		if json.Unmarshal(m.Data, &e) == nil {
 			ended <- &e
 		}
@@ -178,8 +183,8 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 		due, now := c.nextArrival(t0, submitted, timer)
 		if now {
 			id := fmt.Sprintf("%s-%d", name, submitted)
-			data, _ := json.Marshal(&bus.Task{ID: id, Host: loadHost, Prompt: prompt})
-			if _, err := b.JS.PublishAsync(bus.TaskSubject(loadHost), data, jetstream.WithMsgID(id)); err != nil {
+			data, _ := json.Marshal(&wire.Task{ID: id, Host: loadHost, Prompt: prompt})
+			if _, err := b.JS.PublishAsync(wire.TaskSubject(loadHost), data, jetstream.WithMsgID(id)); err != nil {
 				return nil, fmt.Errorf("submit: %w", err)
 			}
 			submitted++
@@ -218,7 +223,7 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 }
 
 // loadReport adds a session.ended event's result to col, and returns its load report.
-func loadReport(col *collector, e *bus.SessionEnded) *sim.LoadReport {
+func loadReport(col *collector, e *wire.SessionEnded) *sim.LoadReport {
 	if e.Outcome != "ok" {
 		col.fail(e.Error)
 		return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/invariants"
 	"github.com/agentmux/agentmux/sim"
+	"github.com/agentmux/agentmux/wire"
 )
 
 //go:embed nodeharness/harness.mjs
@@ -111,7 +112,7 @@ func checkNodeAudit(ctx context.Context, stream jetstream.Stream, c *Config, ses
 	if err != nil {
 		return fmt.Errorf("the Node.js harness's audit stream: %w", err)
 	}
-	var records []bus.AuditRecord
+	var records []wire.AuditRecord
 	kinds := map[string]int{}
 	for uint64(len(records)) < info.State.Msgs {
 		batch, err := cons.Fetch(int(info.State.Msgs)-len(records), jetstream.FetchMaxWait(2*time.Second))
@@ -120,7 +121,7 @@ func checkNodeAudit(ctx context.Context, stream jetstream.Stream, c *Config, ses
 		}
 		n := len(records)
 		for m := range batch.Messages() {
-			var r bus.AuditRecord
+			var r wire.AuditRecord
 			if err := json.Unmarshal(m.Data(), &r); err != nil {
 				return fmt.Errorf("the Node.js harness's audit record %s: %w", m.Data(), err)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
 )
 
 // Report is everything one invocation measured.
@@ -108,11 +109,14 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 		}
 	}
 	id := cfg.Identity
-	b, err := bus.Open(ctx, cfg, log)
+	b, err := bus.Open(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	if _, err := store.Declare(ctx, b.JS, 0, log); err != nil {
+		return err
+	}
 	peer, err := bus.Connect(bus.Client{URL: b.ClientURL(), Name: "loadgen-responder", Identity: id})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -50,36 +51,8 @@ type Grants struct {
 // responseTTL is how long a supervisor may take to reply to an ask: past any deadline.
 const responseTTL = 24 * time.Hour
 
-// InboxPrefix is where the replies to requests of the user name arrive. Its own inbox
-// keeps one user's replies from every other user.
-func InboxPrefix(name string) string { return "_INBOX_" + name }
-
-// RespondSubject is where the user name answers the request waiting for a person id;
-// only that user may publish there, so a node records who answered from the subject.
-func RespondSubject(name, id string) string { return respondPrefix + name + "." + id }
-
-// RespondSubjects matches every answer of every user.
-const RespondSubjects = respondPrefix + "*.>"
-
-// ParseRespondSubject splits an answer's subject into the user and the request id.
-func ParseRespondSubject(subject string) (user, id string, ok bool) {
-	rest, found := strings.CutPrefix(subject, respondPrefix)
-	if !found {
-		return "", "", false
-	}
-	user, id, ok = strings.Cut(rest, ".")
-	return user, id, ok && user != "" && id != ""
-}
-
-// pendingSubjects are the writes of the pending bucket, which tell the console what to
-// read again (PendingStore.Watch).
-const pendingSubjects = pendingKeys + ">"
-
-// pendingKeys is the pending bucket's subject prefix: pendingKeys + a request's id.
-const pendingKeys = "$KV." + PendingBucket + "."
-
 // readable are the streams and buckets operators and viewers may read.
-var readable = []string{AuditStream, "KV_" + PendingBucket, "KV_" + NodesBucket, "KV_" + PipelineBucket}
+var readable = []string{wire.AuditStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket, "KV_" + wire.PipelineBucket}
 
 // readStream is what reading a stream takes: its info, message gets (scan) and direct
 // gets (a bucket's key). No consumer: its creator would choose where it delivers, and
@@ -99,30 +72,30 @@ func GrantsFor(u User) Grants {
 		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
 	case RoleOperator, RoleViewer, RoleConsole, RoleLocal:
 		g := Grants{Publish: []string{"$JS.API.INFO"},
-			Subscribe: []string{evtPrefix + ">", humanPrefix + ">", pendingSubjects, InboxPrefix(u.Name) + ".>"}}
+			Subscribe: []string{wire.AllEvents, wire.HumanSubjects, wire.PendingSubjects, wire.InboxPrefix(u.Name) + ".>"}}
 		for _, s := range readable {
 			g.Publish = append(g.Publish, readStream(s)...)
 		}
 		if u.Role == RoleConsole {
-			g.Publish = append(g.Publish, RespondSubjects, ctlPrefix+"*.list")
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.CtlSubject("*", "list"))
 		}
 		if u.Role == RoleLocal {
-			g.Publish = append(g.Publish, RespondSubjects)
+			g.Publish = append(g.Publish, wire.RespondSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
-			g.Publish = append(g.Publish, TaskSubjects, RespondSubject(u.Name, ">"))
+			g.Publish = append(g.Publish, wire.TaskSubjects, wire.RespondSubject(u.Name, ">"))
 			for _, verb := range CtlVerbs() {
-				g.Publish = append(g.Publish, ctlPrefix+"*."+verb)
+				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))
 			}
 		}
 		return g
 	case RoleSupervisor:
 		g := Grants{Responses: true}
 		for _, s := range u.Supervisors {
-			g.Subscribe = append(g.Subscribe, AskSubject(s))
+			g.Subscribe = append(g.Subscribe, wire.AskSubject(s))
 		}
 		for _, t := range u.Tools {
-			g.Subscribe = append(g.Subscribe, ToolSubject(t))
+			g.Subscribe = append(g.Subscribe, wire.ToolSubject(t))
 		}
 		return g
 	}

@@ -3,6 +3,8 @@ package bus
 import (
 	"slices"
 	"testing"
+
+	"github.com/agentmux/agentmux/wire"
 )
 
 func TestSubjectMatches(t *testing.T) {
@@ -44,25 +46,25 @@ func TestRolesAllowing(t *testing.T) {
 		subject string
 		want    []Role
 	}{
-		{"view", true, TaskSubject("w"), []Role{RoleNode, RoleOperator}},
-		{"view", true, RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator, RoleConsole}},
-		{"ops", true, RespondSubject("alice", "h-1"), []Role{RoleNode, RoleConsole}}, // another's name: the console answers for those it signed in
-		{"pager", false, AskSubject("oncall"), []Role{RoleNode}},                     // supervisors are named per user
-		{"x", true, "$JS.API.STREAM.PURGE." + AuditStream, []Role{RoleNode}},
-		{"x", true, "$JS.API.DIRECT.GET." + AuditStream, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		{"view", true, wire.TaskSubject("w"), []Role{RoleNode, RoleOperator}},
+		{"view", true, wire.RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator, RoleConsole}},
+		{"ops", true, wire.RespondSubject("alice", "h-1"), []Role{RoleNode, RoleConsole}}, // another's name: the console answers for those it signed in
+		{"pager", false, wire.AskSubject("oncall"), []Role{RoleNode}},                     // supervisors are named per user
+		{"x", true, "$JS.API.STREAM.PURGE." + wire.AuditStream, []Role{RoleNode}},
+		{"x", true, "$JS.API.DIRECT.GET." + wire.AuditStream, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
 		// Readers make no consumers: a consumer's creator says where it delivers.
-		{"x", true, "$JS.API.CONSUMER.CREATE." + AuditStream, []Role{RoleNode}},
-		{"x", true, "$JS.API.CONSUMER.DURABLE.CREATE." + AuditStream + ".d", []Role{RoleNode}},
-		{"x", false, "$KV." + PendingBucket + ".h-1", []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
-		{"x", false, AllEvents, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
-		{"x", true, CtlSubject("n1", "interrupt"), []Role{RoleNode, RoleOperator}},
+		{"x", true, "$JS.API.CONSUMER.CREATE." + wire.AuditStream, []Role{RoleNode}},
+		{"x", true, "$JS.API.CONSUMER.DURABLE.CREATE." + wire.AuditStream + ".d", []Role{RoleNode}},
+		{"x", false, "$KV." + wire.PendingBucket + ".h-1", []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		{"x", false, wire.AllEvents, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		{"x", true, wire.CtlSubject("n1", "interrupt"), []Role{RoleNode, RoleOperator}},
 	} {
 		if got := RolesAllowing(c.user, c.pub, c.subject); !slices.Equal(got, c.want) {
 			t.Errorf("RolesAllowing(%s, %v, %s) = %v, want %v", c.user, c.pub, c.subject, got, c.want)
 		}
 	}
 	g := GrantsFor(User{Name: "pager", Role: RoleSupervisor, Supervisors: []string{"oncall"}, Tools: []string{"lookup"}})
-	if !g.Allows(false, AskSubject("oncall")) || !g.Allows(false, ToolSubject("lookup")) || g.Allows(false, AskSubject("other")) || len(g.Publish) != 0 || !g.Responses {
+	if !g.Allows(false, wire.AskSubject("oncall")) || !g.Allows(false, wire.ToolSubject("lookup")) || g.Allows(false, wire.AskSubject("other")) || len(g.Publish) != 0 || !g.Responses {
 		t.Fatalf("supervisor grants %+v", g)
 	}
 	if p := g.permissions(); len(p.Publish.Deny) != 1 || p.Response == nil || p.Response.MaxMsgs != 1 {
@@ -71,11 +73,11 @@ func TestRolesAllowing(t *testing.T) {
 }
 
 func TestParseRespondSubject(t *testing.T) {
-	if u, id, ok := ParseRespondSubject(RespondSubject("ops", "h-a.b")); !ok || u != "ops" || id != "h-a.b" {
+	if u, id, ok := wire.ParseRespondSubject(wire.RespondSubject("ops", "h-a.b")); !ok || u != "ops" || id != "h-a.b" {
 		t.Fatalf("parsed %q %q %v", u, id, ok)
 	}
 	for _, s := range []string{"agentmux.respond.ops", "agentmux.respond..x", "agentmux.ask.x.y"} {
-		if _, _, ok := ParseRespondSubject(s); ok {
+		if _, _, ok := wire.ParseRespondSubject(s); ok {
 			t.Errorf("%q parsed", s)
 		}
 	}

@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,9 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,12 +24,11 @@ import (
 
 // Defaults for the embedded server and the connection.
 const (
-	defaultMaxPayload     = 8 << 20 // events carry lines of up to max_line_bytes
-	defaultReconnectWait  = 250 * time.Millisecond
-	defaultReconnectBuf   = 64 << 20
-	defaultAuditDupWindow = 2 * time.Minute
-	defaultDrainTimeout   = 5 * time.Second
-	tlsTimeout            = 5 * time.Second
+	defaultMaxPayload    = 8 << 20 // events carry lines of up to max_line_bytes
+	defaultReconnectWait = 250 * time.Millisecond
+	defaultReconnectBuf  = 64 << 20
+	defaultDrainTimeout  = 5 * time.Second
+	tlsTimeout           = 5 * time.Second
 )
 
 // nodeSelf is the user a node connects to its own embedded server as: not a name
@@ -62,9 +60,6 @@ type Config struct {
 	// makes it one server of a NATS cluster.
 	ServerName string
 	Cluster    *ClusterConfig
-	// Replicas of every stream and bucket declared; 0: 1 on a lone server, 3 in a
-	// cluster (1 with a warning when the cluster has fewer JetStream servers).
-	Replicas int
 	// SyncAlways makes the embedded server fsync every JetStream write; else it syncs
 	// every SyncInterval (0: the server's default, 2 minutes).
 	SyncAlways   bool
@@ -73,8 +68,6 @@ type Config struct {
 	OnDisconnect func(error) // called from NATS goroutines; must not block
 	OnReconnect  func()
 	OnAsyncError func(error) // slow consumers and other asynchronous errors
-
-	Ask AskerConfig // the node's Asker
 }
 
 // ClusterConfig makes the embedded server one of a NATS cluster.
@@ -88,28 +81,23 @@ type ClusterConfig struct {
 
 // Bus is one process's NATS: connection, JetStream, and the embedded server if any.
 type Bus struct {
-	Conn  *nats.Conn
-	JS    jetstream.JetStream
-	Asker *Asker // the node's asks to supervisors; asked again on reconnect
-	// Directory lists the live members of each supervisor, for the Asker's re-asks.
-	Directory *Directory
-	// Replicas is how many copies each stream and bucket has.
-	Replicas int
+	Conn *nats.Conn
+	JS   jetstream.JetStream
 
 	log     *slog.Logger
-	srv     *server.Server        // nil when connected to an external server
-	tempDir string                // removed on Close
-	local   string                // the file holding the local operator's credential
-	asker   atomic.Pointer[Asker] // Asker, for the reconnect handler
+	srv     *server.Server // nil when connected to an external server
+	tempDir string         // removed on Close
+	local   string         // the file holding the local operator's credential
 
-	stopWatch context.CancelFunc // ends the Directory's watch
-	watchDone chan struct{}      // closed when it has ended
+	mu        sync.Mutex // protects reconnect
+	reconnect []func()   // AfterReconnect's
 
 	closeOnce sync.Once
 }
 
-// Open starts or connects to NATS, and declares the streams.
-func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
+// Open starts or connects to NATS. It declares nothing: store.Declare declares the
+// streams and buckets.
+func Open(cfg Config, log *slog.Logger) (*Bus, error) {
 	b := &Bus{log: log}
 	url, id := cfg.URL, cfg.Identity
 	var opts []nats.Option
@@ -146,8 +134,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
-			if a := b.asker.Load(); a != nil {
-				a.Reconnected()
+			b.mu.Lock()
+			after := b.reconnect
+			b.mu.Unlock()
+			for _, f := range after {
+				f()
 			}
 			if cfg.OnReconnect != nil {
 				cfg.OnReconnect()
@@ -172,27 +163,15 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 		return nil, fmt.Errorf("bus: jetstream: %w", err)
 	}
 	b.JS = js
-	if err := b.declare(ctx, cfg.Replicas); err != nil {
-		b.Close()
-		return nil, err
-	}
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	b.stopWatch, b.watchDone = stopWatch, make(chan struct{})
-	if b.Directory, err = WatchDirectory(watchCtx, js, func() { close(b.watchDone) }); err != nil {
-		stopWatch()
-		b.stopWatch = nil
-		b.Close()
-		return nil, err
-	}
-	if cfg.Ask.Members == nil {
-		cfg.Ask.Members = b.Directory.Members
-	}
-	if b.Asker, err = NewAsker(nc, cfg.Ask); err != nil {
-		b.Close()
-		return nil, err
-	}
-	b.asker.Store(b.Asker)
 	return b, nil
+}
+
+// AfterReconnect has f called, on a NATS goroutine, each time the connection is back
+// after a loss (an ask.Asker asks its open asks again). f must not block.
+func (b *Bus) AfterReconnect(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reconnect = append(b.reconnect[:len(b.reconnect):len(b.reconnect)], f)
 }
 
 // Client is how a CLI command reaches a node's NATS.
@@ -218,7 +197,7 @@ func Connect(c Client, extra ...nats.Option) (*nats.Conn, error) {
 	opts = append(opts, nats.Name(c.Name))
 	opts = append(opts, c.TLS.clientOptions()...)
 	if c.User != "" {
-		opts = append(opts, nats.CustomInboxPrefix(InboxPrefix(c.User)))
+		opts = append(opts, nats.CustomInboxPrefix(wire.InboxPrefix(c.User)))
 	}
 	if c.OnRefusal != nil {
 		opts = append(opts, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -402,13 +381,6 @@ func (b *Bus) Close() {
 		return
 	}
 	b.closeOnce.Do(func() {
-		if b.Asker != nil {
-			b.Asker.Close()
-		}
-		if b.stopWatch != nil {
-			b.stopWatch()
-			<-b.watchDone
-		}
 		if b.Conn != nil {
 			done := make(chan struct{})
 			b.Conn.SetClosedHandler(func(*nats.Conn) { close(done) })

@@ -3,6 +3,7 @@ package bus
 import (
 	"encoding/json"
 
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -14,20 +15,14 @@ const bodyHeadroom = 1024
 // for its subject, reply and headers: events, asks and audit records are held to it.
 func BodyLimit(nc *nats.Conn) int { return int(nc.MaxPayload()) - bodyHeadroom }
 
-// EventMark is the reply subject of every event and announcement a node publishes;
-// nothing answers there. The server never sends a message with such a reply, so the
-// answers a reader of the bus can have it send to an event subject (bus.CheckEvent) do
-// not pass for events.
-const EventMark = "agentmux.event"
-
 // PublishEvent publishes one event of a session on its subject. An event too big for
 // the server goes out as {"truncated":true,"bytes":n} instead, so that the event is
 // still seen and the session goes on.
 func PublishEvent(nc *nats.Conn, host, session, typ string, data []byte) error {
-	return PublishEventOn(nc, EventSubject(host, session, typ), data)
+	return PublishEventOn(nc, wire.EventSubject(host, session, typ), data)
 }
 
-// PublishEventOn is PublishEvent on a subject EventSubject made.
+// PublishEventOn is PublishEvent on a subject wire.EventSubject made.
 func PublishEventOn(nc *nats.Conn, subject string, data []byte) error {
 	if len(data) > BodyLimit(nc) {
 		data, _ = json.Marshal(struct {
@@ -35,5 +30,5 @@ func PublishEventOn(nc *nats.Conn, subject string, data []byte) error {
 			Bytes     int  `json:"bytes"`
 		}{true, len(data)})
 	}
-	return nc.PublishRequest(subject, EventMark, data)
+	return nc.PublishRequest(subject, wire.EventMark, data)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
@@ -14,13 +16,13 @@ import (
 // payload limit goes out as it is; one over it goes out as a stub saying how big it was,
 // instead of failing the publish.
 func TestPublishEventTruncatesWhatTheServerWouldRefuse(t *testing.T) {
-	srv := startServer(t, &server.Options{Host: "127.0.0.1", Port: -1, MaxPayload: 4096, NoSigs: true})
+	srv := proctest.Server(t, &server.Options{Host: "127.0.0.1", Port: -1, MaxPayload: 4096, NoSigs: true})
 	nc, err := nats.Connect(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	sub, err := nc.SubscribeSync(EventSubject("w", "s-1", ">"))
+	sub, err := nc.SubscribeSync(wire.EventSubject("w", "s-1", ">"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 )
 
@@ -56,8 +57,8 @@ func CheckEvent(m *nats.Msg, pattern string) error {
 	if err := checkEnvelope(m, pattern); err != nil {
 		return err
 	}
-	if m.Reply != EventMark {
-		return fmt.Errorf("%w: %s came with reply %q, and a node's events come with %s", ErrNotPublished, m.Subject, m.Reply, EventMark)
+	if m.Reply != wire.EventMark {
+		return fmt.Errorf("%w: %s came with reply %q, and a node's events come with %s", ErrNotPublished, m.Subject, m.Reply, wire.EventMark)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -17,9 +18,10 @@ import (
 // if it is measurably cheaper).
 func BenchmarkStreamPublish(b *testing.B) {
 	bus := open(b, Config{Listen: "127.0.0.1:0", Name: "streampub-bench"})
+	auditStream(b, bus)
 	record := []byte(`{"kind":"answer","node":"n1","host":"w","session":"s-1","request":"q1","type":"approval","value":"yes","decider":"rule:ops"}`)
 	msg := func(i int, run string) *nats.Msg {
-		return &nats.Msg{Subject: AuditSubject("w", "s-1"), Data: record,
+		return &nats.Msg{Subject: wire.AuditSubject("w", "s-1"), Data: record,
 			Header: nats.Header{jetstream.MsgIDHeader: []string{run + strconv.Itoa(i)}}}
 	}
 	runs := 0

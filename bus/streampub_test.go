@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -47,6 +49,7 @@ func withID(subject, id, data string) *nats.Msg {
 
 func TestStreamPublisherReportsEachMessagesFate(t *testing.T) {
 	b := open(t, Config{Listen: "127.0.0.1:0", Name: "streampub-test"})
+	auditStream(t, b)
 	ctx := context.Background()
 	if _, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"small.>"},
 		MaxMsgs: 1, Discard: jetstream.DiscardNew}); err != nil {
@@ -66,7 +69,7 @@ func TestStreamPublisherReportsEachMessagesFate(t *testing.T) {
 
 	const records = 500
 	for i := range records {
-		if err := p.Publish(withID(AuditSubject("h", "s"), fmt.Sprintf("r%d", i), `{"kind":"answer"}`)); err != nil {
+		if err := p.Publish(withID(wire.AuditSubject("h", "s"), fmt.Sprintf("r%d", i), `{"kind":"answer"}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,9 +79,9 @@ func TestStreamPublisherReportsEachMessagesFate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(p.Publish(withID(AuditSubject("h", "s"), "r7", `{"kind":"again"}`))) // a duplicate id: stored once, acked
+	must(p.Publish(withID(wire.AuditSubject("h", "s"), "r7", `{"kind":"again"}`))) // a duplicate id: stored once, acked
 	must(p.Publish(withID("small.a", "first", `{}`)))
-	waitUntil(t, "the records acknowledged", func() bool { return f.settled() == records+2 })
+	proctest.Eventually(t, "the records acknowledged", func() bool { return f.settled() == records+2 })
 	must(p.Publish(withID("small.b", "refused", `{}`))) // the stream is full and discards new ones
 	must(p.Publish(withID("nostream.x", "nobody", `{}`)))
 	must(p.Publish(withID("mute.x", "silent", `{}`)))
@@ -105,7 +108,7 @@ func TestStreamPublisherReportsEachMessagesFate(t *testing.T) {
 	if len(f.failed) != 3 {
 		t.Errorf("failed: %v", f.failed)
 	}
-	if n := storedMsgs(t, b, AuditStream); n != records {
+	if n := proctest.StreamMsgs(t, b.JS, wire.AuditStream); n != records {
 		t.Errorf("the audit stream holds %d records; want %d, the duplicate id once", n, records)
 	}
 }
@@ -118,7 +121,7 @@ func TestStreamPublisherPublishesNothingAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	if err := p.Publish(withID(AuditSubject("h", "s"), "late", `{}`)); err == nil {
+	if err := p.Publish(withID(wire.AuditSubject("h", "s"), "late", `{}`)); err == nil {
 		t.Fatal("a publish after Close was taken")
 	}
 }

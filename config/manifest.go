@@ -294,7 +294,7 @@ type Route struct {
 
 	Re *regexp.Regexp `toml:"-"`
 	// Failover: the supervisor is run by agentmux nodes, whose members acknowledge asks
-	// and keep them alive, so a silent member's asks go to another (bus.Asker). False
+	// and keep them alive, so a silent member's asks go to another (ask.Asker). False
 	// for an external supervisor, which is waited for until the deadline.
 	Failover bool `toml:"-"`
 	// External: the supervisor is another process, so the decider its answers name is

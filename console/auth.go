@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const (
@@ -88,7 +88,7 @@ func (g *gate) who(r *http.Request) string {
 	}
 	name, until, ok := strings.Cut(string(payload), "|")
 	exp, err := strconv.ParseInt(until, 10, 64)
-	if !ok || err != nil || time.Now().Unix() > exp || !bus.IsName(name) {
+	if !ok || err != nil || time.Now().Unix() > exp || !wire.IsName(name) {
 		return ""
 	}
 	return name
@@ -109,7 +109,7 @@ func (g *gate) signIn(r *http.Request) (*http.Cookie, string) {
 		name = g.fixed
 	}
 	switch {
-	case !bus.IsName(name):
+	case !wire.IsName(name):
 		return nil, "name"
 	case subtle.ConstantTimeCompare([]byte(token), g.token) != 1:
 		return nil, "token"

@@ -19,6 +19,8 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 //go:embed assets
@@ -68,7 +70,7 @@ type Server struct {
 	gate    *gate     // who signs in, and how
 	link    string    // the sign-in path with the token, on a console that made its own
 	tries   *throttle // sign-in tries
-	pending *bus.PendingStore
+	pending *store.PendingStore
 	subs    []*nats.Subscription
 	cancel  context.CancelFunc
 	mux     *http.ServeMux
@@ -87,10 +89,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if cfg.Token == "" && !bus.IsName(cfg.Name) {
+	if cfg.Token == "" && !wire.IsName(cfg.Name) {
 		return nil, fmt.Errorf("console: answers on this machine are recorded as human:%s, which cannot be part of a subject: give --as a name of letters, digits, '_' and '-'", cfg.Name)
 	}
-	pending, err := bus.OpenPending(ctx, cfg.JS, cfg.Conn)
+	pending, err := store.OpenPending(ctx, cfg.JS, cfg.Conn)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +117,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("console: watch the requests waiting for people: %w", err)
 	}
 	for _, typ := range followed {
-		subject := bus.EventsOfType(typ)
+		subject := wire.EventsOfType(typ)
 		sub, err := cfg.Conn.Subscribe(subject, func(m *nats.Msg) {
 			if bus.CheckEvent(m, subject) == nil { // a node's, not the server's (bus.CheckEvent)
 				s.view.onEvent(m.Subject, m.Data)
@@ -282,18 +284,18 @@ type answerRequest struct {
 func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	var a answerRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxAnswerBytes)).Decode(&a); err != nil || a.ID == "" || len(a.Value) == 0 {
-		writeJSON(w, http.StatusBadRequest, &bus.RespondReply{Code: bus.RespondInvalid, Error: `post {"id", "value", "reason"}`})
+		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondInvalid, Error: `post {"id", "value", "reason"}`})
 		return
 	}
-	if !bus.IsName(a.ID) {
-		writeJSON(w, http.StatusBadRequest, &bus.RespondReply{Code: bus.RespondNoSuch, Error: "no such request " + a.ID})
+	if !wire.IsName(a.ID) {
+		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such request " + a.ID})
 		return
 	}
 	who := s.name(r)
 	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
 	defer cancel()
 	ctx, refuse := context.WithCancelCause(ctx)
-	subject := bus.RespondSubject(who, a.ID)
+	subject := wire.RespondSubject(who, a.ID)
 	s.waitMu.Lock()
 	s.waiting[subject] = refuse
 	s.waitMu.Unlock()
@@ -303,12 +305,12 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		s.waitMu.Unlock()
 		refuse(nil)
 	}()
-	reply, err := bus.Answer(ctx, s.cfg.Conn, who, a.ID, bus.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope})
+	reply, err := store.Answer(ctx, s.cfg.Conn, who, a.ID, wire.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope})
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
 			err = cause // the bus refused the answer: say so, not that it timed out
 		}
-		writeJSON(w, http.StatusBadGateway, &bus.RespondReply{Code: bus.RespondFailed, Error: err.Error()})
+		writeJSON(w, http.StatusBadGateway, &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()})
 		return
 	}
 	s.cfg.Log.Info("answered from the console", "request", a.ID, "as", who, "ok", reply.OK, "code", reply.Code)
@@ -328,19 +330,19 @@ func (s *Server) Refused(r *bus.PermissionError) {
 // trail is a session's audit records.
 func (s *Server) trail(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !bus.IsName(id) {
+	if !wire.IsName(id) {
 		errorf(w, http.StatusBadRequest, "%q is not a session id", id)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
 	defer cancel()
-	records, err := bus.ReadAudit(ctx, s.cfg.JS, id)
+	records, err := store.ReadAudit(ctx, s.cfg.JS, id)
 	if err != nil {
 		errorf(w, http.StatusBadGateway, "%v", err)
 		return
 	}
 	if records == nil {
-		records = []*bus.AuditRecord{}
+		records = []*wire.AuditRecord{}
 	}
 	writeJSON(w, http.StatusOK, records)
 }
@@ -349,7 +351,7 @@ func (s *Server) trail(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	flusher, ok := w.(http.Flusher)
-	if !bus.IsName(id) || !ok {
+	if !wire.IsName(id) || !ok {
 		errorf(w, http.StatusBadRequest, "%q is not a session id", id)
 		return
 	}
@@ -361,7 +363,7 @@ func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 		if bus.CheckEvent(m, subject) != nil {
 			return
 		}
-		_, _, typ, _ := bus.ParseEventSubject(m.Subject)
+		_, _, typ, _ := wire.ParseEventSubject(m.Subject)
 		data, _ := json.Marshal(map[string]any{"type": typ, "time": time.Now().UnixMilli(), "data": rawOrString(m.Data)})
 		select {
 		case c <- data:

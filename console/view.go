@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Bounds of the view.
@@ -37,22 +37,22 @@ type Session struct {
 
 // update is one message of a page's stream.
 type update struct {
-	Type     string                `json:"type"` // snapshot, pending, session
-	Pending  []*bus.PendingRequest `json:"pending,omitempty"`
-	Sessions []*Session            `json:"sessions,omitempty"`
+	Type     string                 `json:"type"` // snapshot, pending, session
+	Pending  []*wire.PendingRequest `json:"pending,omitempty"`
+	Sessions []*Session             `json:"sessions,omitempty"`
 }
 
 // view is what every page shows, kept current from the bus, with the pages to tell.
 type view struct {
 	mu       sync.Mutex
-	pending  map[string]*bus.PendingRequest
+	pending  map[string]*wire.PendingRequest
 	sessions map[string]*Session
 	recent   int // ended sessions kept
 	clients  map[chan []byte]struct{}
 }
 
 func newView(recent int) *view {
-	return &view{pending: map[string]*bus.PendingRequest{}, sessions: map[string]*Session{}, recent: recent, clients: map[chan []byte]struct{}{}}
+	return &view{pending: map[string]*wire.PendingRequest{}, sessions: map[string]*Session{}, recent: recent, clients: map[chan []byte]struct{}{}}
 }
 
 // subscribe returns a channel of a page's updates, the first one a snapshot.
@@ -93,24 +93,24 @@ func encode(u *update) []byte {
 	return data
 }
 
-func (v *view) onPending(p *bus.PendingRequest) {
+func (v *view) onPending(p *wire.PendingRequest) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.pending[p.ID] = p
 	v.prunePending(time.Now())
-	v.broadcast(&update{Type: "pending", Pending: []*bus.PendingRequest{p}})
+	v.broadcast(&update{Type: "pending", Pending: []*wire.PendingRequest{p}})
 }
 
 // prunePending forgets requests settled long ago; callers hold mu.
 func (v *view) prunePending(now time.Time) {
 	for id, p := range v.pending {
-		if p.State != bus.StatePending && now.Sub(settledAt(p)) > settledKept {
+		if p.State != wire.StatePending && now.Sub(settledAt(p)) > settledKept {
 			delete(v.pending, id)
 		}
 	}
 }
 
-func settledAt(p *bus.PendingRequest) time.Time {
+func settledAt(p *wire.PendingRequest) time.Time {
 	if !p.AnsweredAt.IsZero() {
 		return p.AnsweredAt
 	}
@@ -118,9 +118,9 @@ func settledAt(p *bus.PendingRequest) time.Time {
 }
 
 // pendingList is the requests, soonest deadline first; callers hold mu.
-func (v *view) pendingList() []*bus.PendingRequest {
+func (v *view) pendingList() []*wire.PendingRequest {
 	v.prunePending(time.Now())
-	out := make([]*bus.PendingRequest, 0, len(v.pending))
+	out := make([]*wire.PendingRequest, 0, len(v.pending))
 	for _, p := range v.pending {
 		out = append(out, p)
 	}
@@ -135,7 +135,7 @@ func (v *view) pendingList() []*bus.PendingRequest {
 
 // onEvent notes a session's event: its start and end, or what it last did.
 func (v *view) onEvent(subject string, data []byte) {
-	host, id, typ, ok := bus.ParseEventSubject(subject)
+	host, id, typ, ok := wire.ParseEventSubject(subject)
 	if !ok || id == "_" {
 		return
 	}
@@ -150,12 +150,12 @@ func (v *view) onEvent(subject string, data []byte) {
 	s.Last, s.LastAt = typ, now
 	switch typ {
 	case "session.started":
-		var e bus.SessionStarted
+		var e wire.SessionStarted
 		if json.Unmarshal(data, &e) == nil {
 			s.Node, s.Attempt, s.Pipeline, s.Stage, s.State, s.Ended, s.Error = e.Node, e.Attempt, e.Pipeline, e.Stage, "running", 0, ""
 		}
 	case "session.ended":
-		var e bus.SessionEnded
+		var e wire.SessionEnded
 		if json.Unmarshal(data, &e) == nil {
 			s.Node, s.Attempt, s.State, s.Error, s.Duration, s.Ended = e.Node, e.Attempt, e.Outcome, e.Error, e.Duration, now
 			s.Pipeline, s.Stage = e.Pipeline, e.Stage

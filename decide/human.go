@@ -10,18 +10,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Pending is where requests wait for a person: a store any node reads, so whichever
-// node sees the answer first delivers it (bus.PendingStore is the NATS KV one).
+// node sees the answer first delivers it (store.PendingStore is the NATS KV one).
 type Pending interface {
 	// Create stores p, unless a request with its id is stored already: then it returns
 	// that one (an ask asked again finds what a person already has).
-	Create(ctx context.Context, p *bus.PendingRequest) (*bus.PendingRequest, error)
+	Create(ctx context.Context, p *wire.PendingRequest) (*wire.PendingRequest, error)
 	// Admit counts p among its session's requests waiting for a person, unless max
 	// others already wait (then ok is false); it returns how many do.
-	Admit(p *bus.PendingRequest, max int) (waiting int, ok bool)
+	Admit(p *wire.PendingRequest, max int) (waiting int, ok bool)
 	// Forget stops counting request id (admitted, but not stored).
 	Forget(id string)
 }
@@ -65,9 +65,9 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 			Reason: fmt.Sprintf("not handed to a person: its text is %d bytes, over the %d a person is shown; the default", len(r.Text), MaxPersonText)}, nil
 	}
 	m := r.Message()
-	p := &bus.PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
+	p := &wire.PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
-		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: bus.StatePending, Node: r.Node, Attempt: r.Attempt}
+		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: wire.StatePending, Node: r.Node, Attempt: r.Attempt}
 	for _, o := range m.Options {
 		p.Options = append(p.Options, o.Value)
 	}
@@ -80,7 +80,7 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 		h.pending.Forget(p.ID)
 		return Decision{}, fmt.Errorf("store the request for a person: %w", err)
 	}
-	if stored.State == bus.StateDelivered {
+	if stored.State == wire.StateDelivered {
 		// Asked again after its answer went out (the asker's connection was down then).
 		return Decision{Value: stored.Value, Decider: "human:" + stored.Responder,
 			Reason: "answered by " + stored.Responder + " (runtime respond " + stored.ID + ")"}, nil

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Time kept back from a request's deadline so a fallback can still answer after a
@@ -42,7 +42,7 @@ type chatModel interface {
 type chatRequest struct {
 	Model       string
 	System      string
-	History     []bus.Exchange // earlier questions and answers, oldest first
+	History     []wire.Exchange // earlier questions and answers, oldest first
 	User        string
 	Schema      map[string]any
 	Temperature *float64
@@ -55,13 +55,13 @@ type chatReply struct {
 }
 
 // Memory keeps an llm supervisor's exchanges with each session, so that whichever
-// member answers a session's next request sees the earlier ones. bus.Memory keeps them
+// member answers a session's next request sees the earlier ones. store.Memory keeps them
 // in a KV bucket for the whole fleet; without one, each process remembers its own.
 type Memory interface {
 	// History returns the session's exchanges with supervisor, oldest first.
-	History(ctx context.Context, supervisor, session string) ([]bus.Exchange, error)
-	// Remember adds one exchange, keeping at most the latest bus.MemoryTurns.
-	Remember(ctx context.Context, supervisor, session string, x bus.Exchange) error
+	History(ctx context.Context, supervisor, session string) ([]wire.Exchange, error)
+	// Remember adds one exchange, keeping at most the latest wire.MemoryTurns.
+	Remember(ctx context.Context, supervisor, session string, x wire.Exchange) error
 }
 
 // LLM decides by asking a model, in the shape each request needs.
@@ -96,7 +96,7 @@ func NewLLM(s *config.Supervisor, deps Deps) (*LLM, error) {
 	if s.Memory == "session" {
 		l.memory = deps.Memory
 		if l.memory == nil {
-			l.memory = newMemory(memorySessions, bus.MemoryTurns)
+			l.memory = newMemory(memorySessions, wire.MemoryTurns)
 		}
 	}
 	return l, nil
@@ -248,7 +248,7 @@ func (l *LLM) note(c LLMCall) {
 
 func (l *LLM) remember(ctx context.Context, session, user, assistant string) {
 	if l.memory != nil && session != "" {
-		if err := l.memory.Remember(ctx, l.sup.Name, session, bus.Exchange{User: user, Assistant: assistant}); err != nil {
+		if err := l.memory.Remember(ctx, l.sup.Name, session, wire.Exchange{User: user, Assistant: assistant}); err != nil {
 			l.log.Warn("llm supervisor's memory not written", "supervisor", l.sup.Name, "session", session, "err", err)
 		}
 	}

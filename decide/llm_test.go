@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // llmManifest is an llm supervisor "architect" on the fake, falling back to rules.
@@ -267,10 +267,10 @@ func TestToolResultPostProcessed(t *testing.T) {
 // memPending is an in-memory Pending store.
 type memPending struct {
 	mu    sync.Mutex
-	items []*bus.PendingRequest
+	items []*wire.PendingRequest
 }
 
-func (m *memPending) Create(_ context.Context, p *bus.PendingRequest) (*bus.PendingRequest, error) {
+func (m *memPending) Create(_ context.Context, p *wire.PendingRequest) (*wire.PendingRequest, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, have := range m.items {
@@ -282,8 +282,8 @@ func (m *memPending) Create(_ context.Context, p *bus.PendingRequest) (*bus.Pend
 	return p, nil
 }
 
-// Admit admits every request: the cap is the node's (bus.PendingStore).
-func (m *memPending) Admit(*bus.PendingRequest, int) (int, bool) { return 0, true }
+// Admit admits every request: the cap is the node's (store.PendingStore).
+func (m *memPending) Admit(*wire.PendingRequest, int) (int, bool) { return 0, true }
 
 func (m *memPending) Forget(string) {}
 

@@ -5,11 +5,11 @@ import (
 	"context"
 	"sync"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // memorySessions bounds the sessions an llm supervisor remembers in a process (least
-// recently used go first); bus.MemoryTurns the exchanges kept per session.
+// recently used go first); wire.MemoryTurns the exchanges kept per session.
 const memorySessions = 1024
 
 // memory keeps a supervisor's own exchanges with each session, as conversation
@@ -24,7 +24,7 @@ type memory struct {
 
 type sessionMemory struct {
 	session   string
-	exchanges []bus.Exchange
+	exchanges []wire.Exchange
 }
 
 func newMemory(sessions, turns int) *memory {
@@ -32,18 +32,18 @@ func newMemory(sessions, turns int) *memory {
 }
 
 // History implements Memory; a process's memory is per supervisor already.
-func (m *memory) History(_ context.Context, _, session string) ([]bus.Exchange, error) {
+func (m *memory) History(_ context.Context, _, session string) ([]wire.Exchange, error) {
 	return m.get(session), nil
 }
 
 // Remember implements Memory.
-func (m *memory) Remember(_ context.Context, _, session string, x bus.Exchange) error {
+func (m *memory) Remember(_ context.Context, _, session string, x wire.Exchange) error {
 	m.add(session, x)
 	return nil
 }
 
 // get returns a copy of what is remembered of session.
-func (m *memory) get(session string) []bus.Exchange {
+func (m *memory) get(session string) []wire.Exchange {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.sessions[session]
@@ -51,10 +51,10 @@ func (m *memory) get(session string) []bus.Exchange {
 		return nil
 	}
 	m.order.MoveToFront(e)
-	return append([]bus.Exchange(nil), e.Value.(*sessionMemory).exchanges...)
+	return append([]wire.Exchange(nil), e.Value.(*sessionMemory).exchanges...)
 }
 
-func (m *memory) add(session string, x bus.Exchange) {
+func (m *memory) add(session string, x wire.Exchange) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.sessions[session]

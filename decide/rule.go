@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/permission"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Rule answers approvals by its tool permissions (Claude Code's syntax: deny, then
@@ -54,8 +54,8 @@ func (r *Rule) Decide(_ context.Context, req *Request) (Decision, error) {
 			Decider: "rule:" + r.name,
 			Reason:  fmt.Sprintf("rule %d matched %q", i, rule.Match),
 		}
-		if rule.Scope == bus.ScopeSession {
-			dec.Scope = bus.ScopeSession
+		if rule.Scope == wire.ScopeSession {
+			dec.Scope = wire.ScopeSession
 		}
 		return dec, nil
 	}

@@ -3,12 +3,12 @@ package decide
 import (
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // RequestOf is the request an ask carries, answered on replyTo: the one conversion from
 // the wire to the strategies.
-func RequestOf(ask *bus.Ask, replyTo string) *Request {
+func RequestOf(ask *wire.Ask, replyTo string) *Request {
 	r := &Request{Host: ask.Host, Session: ask.Session, Type: ask.Type, ID: ask.ID, Text: ask.Text,
 		Request: ask.Request, Default: ask.Default, ReplyTo: replyTo, PostProcess: ask.PostProcess,
 		Node: ask.Node, Attempt: ask.Attempt}
@@ -21,7 +21,7 @@ func RequestOf(ask *bus.Ask, replyTo string) *Request {
 // Reply is the decision as the asker reads it: the one conversion from the strategies
 // to the wire. A request nobody took (Ask, with no escalation or fallback) gets the
 // host's default. A deferred decision has no reply: a person's answer comes later.
-func (d Decision) Reply() *bus.Reply {
-	return &bus.Reply{Value: d.Value, UseDefault: d.UseDefault || d.Ask, Cancelled: d.Cancelled,
+func (d Decision) Reply() *wire.Reply {
+	return &wire.Reply{Value: d.Value, UseDefault: d.UseDefault || d.Ask, Cancelled: d.Cancelled,
 		Decider: d.Decider, Reason: d.Reason, Scope: d.Scope}
 }

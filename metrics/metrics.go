@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentmux/agentmux/ask"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/agentmux/agentmux/bus"
 )
 
 const namespace = "agentmux"
@@ -183,9 +182,9 @@ func Version() string {
 }
 
 // AskCounters are the counters of the node's Asker.
-func (s *Set) AskCounters() bus.AskCounters {
-	c := func(outcome string) bus.Counter { return s.AskRequests.WithLabelValues(outcome) }
-	return bus.AskCounters{Answered: c("answered"), NoResponders: c("no_responders"), Timeout: c("timeout"),
+func (s *Set) AskCounters() ask.AskCounters {
+	c := func(outcome string) ask.Counter { return s.AskRequests.WithLabelValues(outcome) }
+	return ask.AskCounters{Answered: c("answered"), NoResponders: c("no_responders"), Timeout: c("timeout"),
 		Error: c("error"), Reasked: c("reasked"), Duplicate: c("late")}
 }
 

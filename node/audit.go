@@ -13,6 +13,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/queue"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const (
@@ -22,7 +23,7 @@ const (
 	auditRetryWait  = 500 * time.Millisecond
 	// auditHold is how long a request's record waits for its answer before it is
 	// published alone. A request answered within it is written once: as its answer,
-	// carrying the request (bus.AuditRecord.Asked), which halves the audit's cost on
+	// carrying the request (wire.AuditRecord.Asked), which halves the audit's cost on
 	// the request path. A node killed -9 loses at most this much of its last requests'
 	// records, as it loses whatever else it had not yet published.
 	auditHold = 50 * time.Millisecond
@@ -56,13 +57,13 @@ type auditor struct {
 // time to publish the requests held longest.
 type auditItem struct {
 	id  string
-	rec *bus.AuditRecord
+	rec *wire.AuditRecord
 	msg *nats.Msg
 }
 
 type heldRequest struct {
 	id  string
-	rec *bus.AuditRecord
+	rec *wire.AuditRecord
 	due time.Time
 }
 
@@ -78,7 +79,7 @@ func newAuditor(nc *nats.Conn, m *metrics.Set, log *slog.Logger, hold time.Durat
 	return a, nil
 }
 
-func (a *auditor) record(id string, rec *bus.AuditRecord) { a.q.Push(auditItem{id: id, rec: rec}) }
+func (a *auditor) record(id string, rec *wire.AuditRecord) { a.q.Push(auditItem{id: id, rec: rec}) }
 
 // failed publishes a record again after a pause; it runs on a NATS goroutine.
 func (a *auditor) failed(msg *nats.Msg, err error) {
@@ -165,7 +166,7 @@ func (a *auditor) release(before time.Time) {
 	}
 }
 
-func (a *auditor) publishRecord(id string, rec *bus.AuditRecord) {
+func (a *auditor) publishRecord(id string, rec *wire.AuditRecord) {
 	data := rec.AppendJSON(nil)
 	if limit := bus.BodyLimit(a.nc); len(data) > limit {
 		// Over the server's limit it would be refused, and published again for ever.
@@ -174,7 +175,7 @@ func (a *auditor) publishRecord(id string, rec *bus.AuditRecord) {
 		a.metrics.AuditTruncated.Inc()
 		a.log.Warn("audit record over the server's payload limit; stored with its longest fields cut", "id", id, "bytes", rec.Truncated, "limit", limit)
 	}
-	msg := &nats.Msg{Subject: bus.AuditSubject(rec.Host, rec.Session), Data: data,
+	msg := &nats.Msg{Subject: wire.AuditSubject(rec.Host, rec.Session), Data: data,
 		Header: nats.Header{jetstream.MsgIDHeader: []string{id}}}
 	if a.publish(id, msg) {
 		a.metrics.AuditPublishes.Inc()

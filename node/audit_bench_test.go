@@ -1,15 +1,15 @@
 package node
 
 import (
-	"context"
 	"log/slog"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/bustest"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // BenchmarkAuditPaced: answer records written to the audit stream of an embedded server
@@ -18,11 +18,7 @@ import (
 // alone: the audit's cost per record is the difference (bench/RESULTS.md, "What limits
 // agentmux now").
 func BenchmarkAuditPaced(b *testing.B) {
-	bs, err := bus.Open(context.Background(), bus.Config{Listen: "127.0.0.1:0", Name: "audit-bench"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer bs.Close()
+	bs := bustest.Open(b, "audit-bench", slog.New(slog.DiscardHandler))
 	for _, c := range []struct {
 		name    string
 		records bool
@@ -43,7 +39,7 @@ func BenchmarkAuditPaced(b *testing.B) {
 					continue
 				}
 				s := session + strconv.Itoa(i/10) // ten records a session, as loadgen's
-				a.record(bus.AuditID(s, 1, "q"+strconv.Itoa(i)+".answer"), &bus.AuditRecord{Kind: "answer", Time: time.Now().UnixMilli(),
+				a.record(wire.AuditID(s, 1, "q"+strconv.Itoa(i)+".answer"), &wire.AuditRecord{Kind: "answer", Time: time.Now().UnixMilli(),
 					Host: "h", Session: s, Request: "q" + strconv.Itoa(i), Type: "question", Text: "Which one of these?", Decider: "static:fast"})
 			}
 			a.close(time.Minute)

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/agentmux/agentmux/bus"
 )
 
 // A request answered within the audit's hold is written once, as its answer carrying
@@ -29,7 +29,7 @@ supervisor = "slow"
 [[routes]]
 supervisor = "fast"
 `)
-	answerer(t, f.n.Bus.Conn, "slow", func(_ *bus.Ask, m *nats.Msg) {
+	answerer(t, f.n.Bus.Conn, "slow", func(_ *wire.Ask, m *nats.Msg) {
 		time.AfterFunc(4*auditHold, func() { reply(t, m, `"later"`) })
 	})
 	res := f.run("w", script(send(`{"type":"question","id":"q1","question":"Which one?"}`), await("q1"),
@@ -37,12 +37,12 @@ supervisor = "fast"
 	if !res.OK {
 		t.Fatalf("result %+v", res)
 	}
-	records, err := bus.ReadAudit(context.Background(), f.n.Bus.JS, res.Session)
+	records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, res.Session)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
-	byKind := map[string]*bus.AuditRecord{}
+	byKind := map[string]*wire.AuditRecord{}
 	for _, r := range records {
 		kinds = append(kinds, r.Kind+" "+r.Request)
 		byKind[r.Kind+" "+r.Request] = r
@@ -63,10 +63,10 @@ supervisor = "fast"
 // A request held for its answer when the node stops is written as it is.
 func TestAuditWritesWhatItHoldsWhenItCloses(t *testing.T) {
 	f := start(t, simHost("w", ""))
-	rec := &bus.AuditRecord{Kind: "request", Time: time.Now().UnixMilli(), Node: "test", Host: "w", Session: "s-held", Request: "q1", Type: "question", Text: "Still there?"}
-	f.n.audit.record(bus.AuditID("s-held", 0, "r1")+".request", rec)
+	rec := &wire.AuditRecord{Kind: "request", Time: time.Now().UnixMilli(), Node: "test", Host: "w", Session: "s-held", Request: "q1", Type: "question", Text: "Still there?"}
+	f.n.audit.record(wire.AuditID("s-held", 0, "r1")+".request", rec)
 	f.n.audit.close(10 * time.Second)
-	records, err := bus.ReadAudit(context.Background(), f.n.Bus.JS, "s-held")
+	records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, "s-held")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,9 +100,9 @@ supervisor = "fast"
 	if res.OK || !strings.HasPrefix(res.Error, `got "" yyy`) { // the question's default
 		t.Fatalf("result: ok %v, error %.200q", res.OK, res.Error)
 	}
-	byKind := map[string]*bus.AuditRecord{}
+	byKind := map[string]*wire.AuditRecord{}
 	waitFor(t, 10*time.Second, func() error {
-		records, err := bus.ReadAudit(context.Background(), f.n.Bus.JS, res.Session)
+		records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, res.Session)
 		if err != nil {
 			return err
 		}

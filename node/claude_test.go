@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 func TestClaudeCodeBashApprovedRuns(t *testing.T) {
@@ -132,7 +132,7 @@ func TestClaudeCodeInterruptMidRun(t *testing.T) {
 func interruptAtApproval(t *testing.T, n *fixture, host string) {
 	t.Helper()
 	approvals := make(chan *nats.Msg, 1)
-	sub, err := n.n.Bus.Conn.ChanSubscribe(bus.EventSubject(host, "*", "approval"), approvals)
+	sub, err := n.n.Bus.Conn.ChanSubscribe(wire.EventSubject(host, "*", "approval"), approvals)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestClaudeCodeResumesAConversation(t *testing.T) {
 	select {
 	case res = <-results:
 	case <-time.After(30 * time.Second):
-		m, _ := n.n.Bus.Conn.Request(bus.CtlSubject(n.n.Name, "list"), nil, 5*time.Second)
+		m, _ := n.n.Bus.Conn.Request(wire.CtlSubject(n.n.Name, "list"), nil, 5*time.Second)
 		t.Fatalf("the resumed session did not end; sessions: %s", m.Data)
 	}
 	if !res.OK {

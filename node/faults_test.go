@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 func TestAgentThatStopsReadingStdinFailsItsSession(t *testing.T) {
@@ -86,13 +86,13 @@ strategy = "external"
 supervisor = "watcher"
 `)
 	events := make(chan *nats.Msg, 2048)
-	sub, err := f.n.Bus.Conn.ChanSubscribe(bus.EventSubject("noisy", "*", agent.EventStderr), events)
+	sub, err := f.n.Bus.Conn.ChanSubscribe(wire.EventSubject("noisy", "*", agent.EventStderr), events)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	first := make(chan *nats.Msg, 1)
-	answerer(t, f.n.Bus.Conn, "watcher", func(_ *bus.Ask, m *nats.Msg) {
+	answerer(t, f.n.Bus.Conn, "watcher", func(_ *wire.Ask, m *nats.Msg) {
 		go func() {
 			select {
 			case e := <-events:
@@ -111,7 +111,7 @@ supervisor = "watcher"
 	if !ok {
 		t.Fatal("no stderr event within 20 s of the agent's question")
 	}
-	if _, session, _, _ := bus.ParseEventSubject(e.Subject); !strings.Contains(string(e.Data), "first line") || session != res.Session {
+	if _, session, _, _ := wire.ParseEventSubject(e.Subject); !strings.Contains(string(e.Data), "first line") || session != res.Session {
 		t.Fatalf("first stderr event %s on %s; want the first line, on session %s", e.Data, e.Subject, res.Session)
 	}
 	// stderr is read apart from stdout: its last lines may be counted after the result.
@@ -129,7 +129,7 @@ supervisor = "watcher"
 func ctl(t *testing.T, f *fixture, verb, session, text string) agent.Delivery {
 	t.Helper()
 	data, _ := json.Marshal(map[string]string{"session": session, "text": text})
-	m, err := f.n.Bus.Conn.Request(bus.CtlSubject(f.n.Name, verb), data, 5*time.Second)
+	m, err := f.n.Bus.Conn.Request(wire.CtlSubject(f.n.Name, verb), data, 5*time.Second)
 	if err != nil {
 		t.Fatalf("ctl %s: %v", verb, err)
 	}
@@ -145,7 +145,7 @@ func startLong(t *testing.T, f *fixture, host string) (string, chan *agent.Resul
 	t.Helper()
 	results := make(chan *agent.Result, 1)
 	started := make(chan *nats.Msg, 1)
-	sub, err := f.n.Bus.Conn.ChanSubscribe(bus.EventSubject(host, "*", "progress"), started)
+	sub, err := f.n.Bus.Conn.ChanSubscribe(wire.EventSubject(host, "*", "progress"), started)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestMessageAndInterruptToAnAgentWithoutCapabilities(t *testing.T) {
 func TestListShowsRunningSessions(t *testing.T) {
 	f := start(t, simHost("w", ""))
 	session, _ := startLong(t, f, "w")
-	m, err := f.n.Bus.Conn.Request(bus.CtlSubject(f.n.Name, "list"), nil, 5*time.Second)
+	m, err := f.n.Bus.Conn.Request(wire.CtlSubject(f.n.Name, "list"), nil, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestAgentKilledSaysBySignal(t *testing.T) {
 	// is killed, as the kernel's OOM killer would: killing the shim as well, one process
 	// after the other, leaves a window in which the node sees the shim gone, closes the
 	// agent's stdin, and the agent, its question ended, writes its result.
-	asked, err := f.n.Bus.Conn.SubscribeSync(bus.AskSubject("nobody"))
+	asked, err := f.n.Bus.Conn.SubscribeSync(wire.AskSubject("nobody"))
 	if err != nil {
 		t.Fatal(err)
 	}

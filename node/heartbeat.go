@@ -5,20 +5,15 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/actors/router"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const heartbeatTimeout = 2 * time.Second
 
 // startHeartbeat writes this node's NodeInfo into the nodes bucket now and every
-// bus.HeartbeatInterval, so `runtime nodes` lists it and its absence is noticed.
+// wire.HeartbeatInterval, so `runtime nodes` lists it and its absence is noticed.
 func (n *Node) startHeartbeat(ctx context.Context) error {
-	nodes, err := bus.OpenNodes(ctx, n.Bus.JS)
-	if err != nil {
-		return err
-	}
-	n.nodes = nodes
 	if err := n.beat(ctx, false); err != nil {
 		// A bucket just placed in a forming cluster may take a moment: the loop writes
 		// again in HeartbeatInterval.
@@ -28,7 +23,7 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 	n.heartbeat, n.beatDone = cancel, make(chan struct{})
 	go func() {
 		defer close(n.beatDone)
-		t := time.NewTicker(bus.HeartbeatInterval)
+		t := time.NewTicker(wire.HeartbeatInterval)
 		defer t.Stop()
 		for beats := 0; ; beats++ {
 			select {
@@ -81,8 +76,8 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 }
 
 // Info is this node's NodeInfo, without the live figures of its hosts.
-func (n *Node) Info() *bus.NodeInfo {
-	info := &bus.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.started, Heartbeat: time.Now(), Hosts: []bus.HostInfo{}, Supervisors: []string{}}
+func (n *Node) Info() *wire.NodeInfo {
+	info := &wire.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.started, Heartbeat: time.Now(), Hosts: []wire.HostInfo{}, Supervisors: []string{}}
 	for _, s := range n.roles.supervisors {
 		info.Supervisors = append(info.Supervisors, s.Name)
 	}

@@ -12,8 +12,9 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const humanSupervisors = `
@@ -28,11 +29,11 @@ supervisor = "gate"
 `
 
 // waitPending waits for the request of session to wait for a person, and returns it.
-func waitPending(t *testing.T, store *bus.PendingStore, session string) *bus.PendingRequest {
+func waitPending(t *testing.T, pending *store.PendingStore, session string) *wire.PendingRequest {
 	t.Helper()
-	var found *bus.PendingRequest
+	var found *wire.PendingRequest
 	waitFor(t, 10*time.Second, func() error {
-		list, err := store.List(context.Background())
+		list, err := pending.List(context.Background())
 		if err != nil {
 			return err
 		}
@@ -47,31 +48,31 @@ func waitPending(t *testing.T, store *bus.PendingStore, session string) *bus.Pen
 	return found
 }
 
-func pendingStore(t *testing.T, f *fixture) *bus.PendingStore {
+func pendingStore(t *testing.T, f *fixture) *store.PendingStore {
 	t.Helper()
-	store, err := bus.OpenPending(context.Background(), f.n.Bus.JS, f.n.Bus.Conn)
+	pending, err := store.OpenPending(context.Background(), f.n.Bus.JS, f.n.Bus.Conn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store
+	return pending
 }
 
 func TestEscalationToAPersonAndFirstAnswerWins(t *testing.T) {
 	f := start(t, simHost("w", "question_timeout = \"1m\"")+humanSupervisors)
-	store := pendingStore(t, f)
+	pending := pendingStore(t, f)
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(
 		send(`{"type":"approval","id":"a1","description":"deploy to staging"}`), await("a1"),
 		send(`{"type":"approval","id":"a2","description":"deploy to prod"}`), await("a2"), result), results)
 
-	p := waitPending(t, store, session)
+	p := waitPending(t, pending, session)
 	if p.Request != "a2" || p.Supervisor != "oncall" || !strings.Contains(p.Escalation, `matches "(?i)prod"`) {
 		t.Fatalf("pending %+v", p)
 	}
-	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"no"`)}); err != nil {
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"no"`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Respond(context.Background(), p.ID, "bob", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); !errors.Is(err, bus.ErrAlreadyAnswered) || !strings.Contains(err.Error(), "by alice") {
+	if _, err := pending.Respond(context.Background(), p.ID, "bob", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); !errors.Is(err, store.ErrAlreadyAnswered) || !strings.Contains(err.Error(), "by alice") {
 		t.Fatalf("second answer: %v; want already answered by alice", err)
 	}
 	res := <-results
@@ -89,10 +90,10 @@ func TestEscalationToAPersonAndFirstAnswerWins(t *testing.T) {
 
 func TestHumanDeadlineGivesTheDefault(t *testing.T) {
 	f := start(t, simHost("w", "question_timeout = \"500ms\"")+humanSupervisors)
-	store := pendingStore(t, f)
+	pending := pendingStore(t, f)
 	// The announcement, not the list: the request may be past its deadline, and gone
 	// from the list, before a poll on a busy machine sees it.
-	announced, err := f.n.Bus.Conn.SubscribeSync(bus.HumanSubject("*", ">"))
+	announced, err := f.n.Bus.Conn.SubscribeSync(wire.HumanSubject("*", ">"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestHumanDeadlineGivesTheDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no request of %s was announced for a person: %v", session, err)
 	}
-	var p bus.PendingRequest
+	var p wire.PendingRequest
 	if err := json.Unmarshal(msg.Data, &p); err != nil || p.Session != session {
 		t.Fatalf("announced %s (%v); want a request of %s", msg.Data, err, session)
 	}
@@ -112,8 +113,8 @@ func TestHumanDeadlineGivesTheDefault(t *testing.T) {
 	}
 	// Refused as past its deadline, or, once the agent's node has withdrawn it, as
 	// cancelled with why.
-	_, err = store.Respond(context.Background(), p.ID, "late", bus.RespondRequest{Value: json.RawMessage(`"yes"`)})
-	if !errors.Is(err, bus.ErrPastDeadline) && !(errors.Is(err, bus.ErrCancelled) && strings.Contains(err.Error(), "timed_out: no answer within")) {
+	_, err = pending.Respond(context.Background(), p.ID, "late", wire.RespondRequest{Value: json.RawMessage(`"yes"`)})
+	if !errors.Is(err, store.ErrPastDeadline) && !(errors.Is(err, store.ErrCancelled) && strings.Contains(err.Error(), "timed_out: no answer within")) {
 		t.Fatalf("answer after the deadline: %v", err)
 	}
 }
@@ -124,17 +125,17 @@ func TestHumanAnswerSurvivesASupervisorRestart(t *testing.T) {
 	a := start(t, simHost("w", "question_timeout = \"1m\"")+humanSupervisors+peerUser, func(o *Options) { o.NoSupervisors = true })
 	supervisors := peerOf(a) + simHost("w", "") + humanSupervisors
 	b := start(t, supervisors, func(o *Options) { o.NoTasks = true; o.Name = "b" })
-	store := pendingStore(t, a)
+	pending := pendingStore(t, a)
 	results := make(chan *agent.Result, 1)
 	session := a.n.Submit("w", "", script(send(`{"type":"approval","id":"a1","description":"deploy to prod"}`), await("a1"), result), results)
-	p := waitPending(t, store, session)
+	p := waitPending(t, pending, session)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := b.n.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
 		t.Fatal(err)
 	}
 	start(t, supervisors, func(o *Options) { o.NoTasks = true; o.Name = "c" }) // delivers what b could not
@@ -162,16 +163,16 @@ strategy = "human"
 [[routes]]
 supervisor = "policy"
 `)
-	store := pendingStore(t, f)
+	pending := pendingStore(t, f)
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(
 		send(`{"type":"approval","id":"a1","description":"npm test","tool":"Bash","input":{"command":"npm test"}}`), await("a1"),
 		send(`{"type":"approval","id":"a2","description":"git push","tool":"Bash","input":{"command":"git push origin main"}}`), await("a2"), result), results)
-	p := waitPending(t, store, session)
+	p := waitPending(t, pending, session)
 	if p.Request != "a2" || !strings.Contains(p.Escalation, "ask: Bash(git push:*)") {
 		t.Fatalf("pending %+v; want a2, escalated by the ask rule", p)
 	}
-	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
 		t.Fatal(err)
 	}
 	res := <-results
@@ -190,7 +191,7 @@ supervisor = "policy"
 // cap, and the session goes on when they answer.
 func TestASessionCannotBuryPeople(t *testing.T) {
 	f := start(t, simHost("w", `question_timeout = "1m"`)+"[supervisors.people]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"people\"\n")
-	store := pendingStore(t, f)
+	pending := pendingStore(t, f)
 	var steps []string
 	for i := range decide.MaxWaitingPerSession + 2 {
 		steps = append(steps, send(fmt.Sprintf(`{"type":"approval","id":"a%d","description":"deploy %d"}`, i, i)))
@@ -199,9 +200,9 @@ func TestASessionCannotBuryPeople(t *testing.T) {
 	steps = append(steps, send(`{"type":"approval","id":"long","description":`+string(long)+`}`), await("*"), result)
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(steps...), results)
-	var waiting []*bus.PendingRequest
+	var waiting []*wire.PendingRequest
 	waitFor(t, 20*time.Second, func() error {
-		list, err := store.List(context.Background())
+		list, err := pending.List(context.Background())
 		if err != nil {
 			return err
 		}
@@ -217,7 +218,7 @@ func TestASessionCannotBuryPeople(t *testing.T) {
 		return nil
 	})
 	for _, p := range waiting {
-		if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+		if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,10 +227,10 @@ func TestASessionCannotBuryPeople(t *testing.T) {
 		t.Fatalf("session: %+v", res)
 	}
 	reasons := map[string]string{}
-	var records []*bus.AuditRecord
+	var records []*wire.AuditRecord
 	waitFor(t, 10*time.Second, func() error {
 		var err error
-		if records, err = bus.ReadAudit(context.Background(), f.n.Bus.JS, session); err == nil && len(records) < decide.MaxWaitingPerSession+5 {
+		if records, err = store.ReadAudit(context.Background(), f.n.Bus.JS, session); err == nil && len(records) < decide.MaxWaitingPerSession+5 {
 			err = fmt.Errorf("%d audit records", len(records))
 		}
 		return err

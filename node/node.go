@@ -20,6 +20,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/router"
 	"github.com/agentmux/agentmux/actors/supervisor"
+	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
@@ -28,6 +29,8 @@ import (
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/notify"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const (
@@ -88,8 +91,8 @@ type Node struct {
 	audit   *auditor
 	msrv    *metrics.Server
 	ctlSubs []*nats.Subscription
-	pending atomic.Pointer[bus.PendingStore] // people's requests, once open
-	procs   *shim.Registry                   // the process groups started, in the store
+	pending atomic.Pointer[store.PendingStore] // people's requests, once open
+	procs   *shim.Registry                     // the process groups started, in the store
 	// sandboxes confine the programs the node starts, by manifest table.
 	sandboxes sandbox.Set
 	stopped   chan struct{}
@@ -97,16 +100,22 @@ type Node struct {
 	// routines owns the goroutines the actors start off themselves (decisions,
 	// keep-alives, task acks, pullers, store I/O) and the node's own; stop stops it
 	// once the actors have stopped.
-	routines  *routines.Group
-	roles     roles
-	started   time.Time
-	nodes     *bus.Nodes
-	heartbeat context.CancelFunc // stops the heartbeat loop
-	beatDone  chan struct{}      // closed when the heartbeat loop has ended
-	notifiers []*notify.Notifier
-	draining  atomic.Bool // as of the last heartbeat: /readyz says so
-	stopOnce  sync.Once
-	stopErr   error
+	routines *routines.Group
+	roles    roles
+	started  time.Time
+	nodes    *store.Nodes
+	// asker sends the node's asks to supervisors, and directory lists each one's live
+	// members for its re-asks (from the nodes bucket, until stopDirectory).
+	asker         *ask.Asker
+	directory     *ask.Directory
+	stopDirectory func()
+	replicas      int                // of each stream and bucket
+	heartbeat     context.CancelFunc // stops the heartbeat loop
+	beatDone      chan struct{}      // closed when the heartbeat loop has ended
+	notifiers     []*notify.Notifier
+	draining      atomic.Bool // as of the last heartbeat: /readyz says so
+	stopOnce      sync.Once
+	stopErr       error
 }
 
 // Start builds and starts a node: metrics server, bus, actor system, supervisors,
@@ -189,70 +198,6 @@ func (n *Node) startMetrics(opts Options) error {
 	return nil
 }
 
-func (n *Node) openBus(ctx context.Context, opts Options) error {
-	m, nc, getenv := opts.Manifest, opts.Manifest.NATS, getenv(opts)
-	var (
-		users []bus.User
-		id    bus.Identity
-		err   error
-	)
-	if nc.URL == "" {
-		users, err = Users(m, getenv)
-	} else {
-		// An external server's users are its own (`runtime nats-auth` writes them).
-		id, err = Identity(m, getenv)
-	}
-	if err != nil {
-		return err
-	}
-	bcfg := bus.Config{URL: nc.URL, Identity: id, TLS: TLS(m), Users: users, Listen: nc.Listen, StoreDir: nc.StoreDir, Name: "agentmux-" + n.Name,
-		ServerName: nc.ServerName, Replicas: nc.Replicas, SyncAlways: nc.SyncAlways, SyncInterval: nc.SyncEvery.D(),
-		OnDisconnect: func(error) { n.Metrics.NATSDisconnects.Inc() },
-		OnReconnect:  func() { n.Metrics.NATSReconnects.Inc() },
-		OnAsyncError: func(err error) {
-			n.Metrics.NATSAsyncErrors.Inc()
-			if errors.Is(err, nats.ErrSlowConsumer) {
-				n.Metrics.SlowConsumers.Inc()
-			}
-		},
-		Ask: bus.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters(), OnWithdrawn: n.withdraw}}
-	if c := nc.Cluster; c != nil {
-		bcfg.Cluster = &bus.ClusterConfig{Name: c.Name, Listen: c.Listen, Routes: c.Routes, User: c.User}
-		if c.PasswordEnv != "" {
-			if bcfg.Cluster.Password = getenv(c.PasswordEnv); bcfg.Cluster.Password == "" {
-				return errors.New("node: " + unsetRoutePassword(c.PasswordEnv))
-			}
-		}
-	}
-	switch {
-	case opts.Ephemeral && nc.URL == "":
-		bcfg.Listen, bcfg.StoreDir, bcfg.Cluster = "127.0.0.1:0", "", nil
-	case nc.URL == "" && len(users) == 0:
-		// No [[nats.users]]: the CLI on this machine connects as the local operator.
-		bcfg.StateDir = opts.StateDir
-	}
-	b, err := bus.Open(ctx, bcfg, n.log)
-	if err != nil {
-		return err
-	}
-	n.Bus = b
-	if n.audit, err = newAuditor(b.Conn, n.Metrics, n.log, auditHold); err != nil {
-		b.Close()
-		return err
-	}
-	if srv := b.Server(); srv != nil {
-		n.Metrics.WatchServer(func() metrics.ServerStats {
-			v, err := srv.Varz(nil)
-			if err != nil {
-				return metrics.ServerStats{}
-			}
-			return metrics.ServerStats{Connections: v.Connections, Subscriptions: int(v.Subscriptions), InMsgs: v.InMsgs, OutMsgs: v.OutMsgs,
-				InBytes: v.InBytes, OutBytes: v.OutBytes, SlowConsumers: v.SlowConsumers, Memory: v.Mem}
-		})
-	}
-	return nil
-}
-
 func (n *Node) startActorSystem() {
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(levelHandler{min: slog.LevelError, Handler: n.log.Handler()}).With("lib", "protoactor")
@@ -273,11 +218,11 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 		return nil
 	}
 	b := n.Bus
-	pending, err := bus.OpenPending(ctx, b.JS, b.Conn)
+	pending, err := store.OpenPending(ctx, b.JS, b.Conn)
 	if err != nil {
 		return err
 	}
-	memory, err := bus.OpenMemory(ctx, b.JS)
+	memory, err := store.OpenMemory(ctx, b.JS)
 	if err != nil {
 		return err
 	}
@@ -326,11 +271,11 @@ func (n *Node) stopNotifiers() {
 
 // serveRespond takes people's answers (runtime respond) on this node too.
 func (n *Node) serveRespond(ctx context.Context) error {
-	pending, err := bus.OpenPending(ctx, n.Bus.JS, n.Bus.Conn)
+	pending, err := store.OpenPending(ctx, n.Bus.JS, n.Bus.Conn)
 	if err != nil {
 		return err
 	}
-	sub, err := bus.ServeRespond(n.Bus.Conn, pending, n.log)
+	sub, err := store.ServeRespond(n.Bus.Conn, pending, n.log)
 	if err != nil {
 		return err
 	}
@@ -341,14 +286,14 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
-		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.Bus.Asker,
+		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.asker,
 		Procs: n.procs, Sandboxes: n.sandboxes}
 	if len(opts.Manifest.Pipelines) > 0 {
-		store, err := bus.OpenPipelines(ctx, n.Bus.JS)
+		runs, err := store.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {
 			return err
 		}
-		rcfg.Pipelines = store
+		rcfg.Pipelines = runs
 	}
 	if !opts.NoTasks {
 		intake, err := router.NewIntake(ctx, n.Bus.JS, rcfg)
@@ -363,17 +308,18 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 
 // RunPipeline runs a pipeline on this node, which must run each of its stages' hosts;
 // the channel receives the run once it ends. An empty id is a fresh one.
-func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <-chan *bus.PipelineRun) {
+func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <-chan *wire.PipelineRun) {
 	if id == "" {
 		id = "p-" + nuid.Next()
 	}
-	reply := make(chan *bus.PipelineRun, 1)
+	reply := make(chan *wire.PipelineRun, 1)
 	n.system.Root.Send(n.router, &router.RunPipeline{Pipeline: name, ID: id, Params: params, Reply: reply})
 	return id, reply
 }
 
 // abort undoes a partial start.
 func (n *Node) abort() {
+	n.closeAsker()
 	n.sandboxes.Close()
 	n.procs.Close()
 	n.audit.close(auditFlushTimeout)
@@ -408,7 +354,7 @@ func (n *Node) MetricsAddr() string {
 // An empty session id gets a fresh one, returned.
 func (n *Node) Submit(host, session, prompt string, reply chan<- *agent.Result) string {
 	if session == "" {
-		session = bus.NewSessionID()
+		session = wire.NewSessionID()
 	}
 	n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt, Reply: reply, Started: time.Now()}})
 	return session
@@ -418,7 +364,7 @@ func (n *Node) Submit(host, session, prompt string, reply chan<- *agent.Result) 
 // its Result.
 func (n *Node) SubmitSession(host string, start *agent.StartSession) {
 	if start.Session == "" {
-		start.Session = bus.NewSessionID()
+		start.Session = wire.NewSessionID()
 	}
 	if start.Started.IsZero() {
 		start.Started = time.Now()
@@ -492,7 +438,7 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	n.stopRoutines(ctx)
 	n.stopNotifiers()
-	n.Bus.Asker.Close()
+	n.closeAsker()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()
 	n.sandboxes.Close()
@@ -547,9 +493,9 @@ func (h levelHandler) WithGroup(name string) slog.Handler {
 // request is the decide.ToolCall, the reply the tool's result as JSON.
 func servedTool(nc *nats.Conn) func(ctx context.Context, tool string, call json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, tool string, call json.RawMessage) (json.RawMessage, error) {
-		m, err := nc.RequestWithContext(ctx, bus.ToolSubject(tool), call)
+		m, err := nc.RequestWithContext(ctx, wire.ToolSubject(tool), call)
 		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("tool %q: nothing serves %s; start its server or give the tool a command", tool, bus.ToolSubject(tool))
+			return nil, fmt.Errorf("tool %q: nothing serves %s; start its server or give the tool a command", tool, wire.ToolSubject(tool))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("tool %q: %w", tool, err)

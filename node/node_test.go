@@ -18,10 +18,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/invariants"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // fixture is one node on its own embedded NATS, with a marker in every agent's
@@ -99,11 +100,11 @@ func (f *fixture) run(host, prompt string) *agent.Result {
 // (internal/invariants), once the session's end is recorded.
 func (f *fixture) checkAudit(session string) {
 	f.t.Helper()
-	var records []bus.AuditRecord
+	var records []wire.AuditRecord
 	waitFor(f.t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		rs, err := bus.ReadAudit(ctx, f.n.Bus.JS, session)
+		rs, err := store.ReadAudit(ctx, f.n.Bus.JS, session)
 		if err != nil {
 			return err
 		}
@@ -226,10 +227,10 @@ supervisor = "default"
 }
 
 // answerer is a supervisor written against the public subject API, as any language would.
-func answerer(t *testing.T, nc *nats.Conn, name string, handle func(*bus.Ask, *nats.Msg)) {
+func answerer(t *testing.T, nc *nats.Conn, name string, handle func(*wire.Ask, *nats.Msg)) {
 	t.Helper()
-	sub, err := nc.QueueSubscribe(bus.AskSubject(name), name, func(m *nats.Msg) {
-		var ask bus.Ask
+	sub, err := nc.QueueSubscribe(wire.AskSubject(name), name, func(m *nats.Msg) {
+		var ask wire.Ask
 		if err := json.Unmarshal(m.Data, &ask); err != nil {
 			t.Errorf("ask: %v", err)
 			return
@@ -246,7 +247,7 @@ func answerer(t *testing.T, nc *nats.Conn, name string, handle func(*bus.Ask, *n
 }
 
 func reply(t *testing.T, m *nats.Msg, value string) {
-	data, _ := json.Marshal(&bus.Reply{Value: json.RawMessage(value), Decider: "test"})
+	data, _ := json.Marshal(&wire.Reply{Value: json.RawMessage(value), Decider: "test"})
 	if err := m.Respond(data); err != nil {
 		t.Errorf("respond: %v", err)
 	}
@@ -256,7 +257,7 @@ func TestConcurrentQuestionsAnsweredOutOfOrder(t *testing.T) {
 	f := start(t, simHost("w", "")+"[supervisors.ext]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"ext\"\n")
 	var mu sync.Mutex
 	held := map[string]*nats.Msg{}
-	answerer(t, f.n.Bus.Conn, "ext", func(ask *bus.Ask, m *nats.Msg) {
+	answerer(t, f.n.Bus.Conn, "ext", func(ask *wire.Ask, m *nats.Msg) {
 		mu.Lock()
 		defer mu.Unlock()
 		held[ask.ID] = m
@@ -282,7 +283,7 @@ func TestConcurrentQuestionsAnsweredOutOfOrder(t *testing.T) {
 func TestQuestionTimeoutWritesDefault(t *testing.T) {
 	f := start(t, simHost("w", "question_timeout = \"300ms\"\nquestion_default = \"skip\"")+"[supervisors.slow]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"slow\"\n")
 	late := make(chan *nats.Msg, 1)
-	answerer(t, f.n.Bus.Conn, "slow", func(_ *bus.Ask, m *nats.Msg) { late <- m })
+	answerer(t, f.n.Bus.Conn, "slow", func(_ *wire.Ask, m *nats.Msg) { late <- m })
 	res := f.run("w", script(send(`{"type":"question","id":"q1","question":"anyone?"}`), await("q1"),
 		send(`{"type":"question","id":"q2","question":"quick","timeout_ms":100}`), await("q2"), result))
 	got := answers(t, res)
@@ -498,11 +499,11 @@ func TestSecondReplyCountedAndAudited(t *testing.T) {
 	nc := f.n.Bus.Conn
 	first := make(chan struct{})
 	for i, who := range []string{"alpha", "beta"} {
-		sub, err := nc.Subscribe(bus.AskSubject("dup"), func(m *nats.Msg) {
+		sub, err := nc.Subscribe(wire.AskSubject("dup"), func(m *nats.Msg) {
 			if i == 1 {
 				<-first // beta answers once alpha has
 			}
-			data, _ := json.Marshal(&bus.Reply{Value: json.RawMessage(`"from ` + who + `"`), Decider: "rule:" + who})
+			data, _ := json.Marshal(&wire.Reply{Value: json.RawMessage(`"from ` + who + `"`), Decider: "rule:" + who})
 			if err := m.Respond(data); err != nil {
 				t.Errorf("respond: %v", err)
 			}
@@ -525,7 +526,7 @@ func TestSecondReplyCountedAndAudited(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		records, err := bus.ReadAudit(ctx, f.n.Bus.JS, res.Session)
+		records, err := store.ReadAudit(ctx, f.n.Bus.JS, res.Session)
 		if err != nil {
 			return err
 		}

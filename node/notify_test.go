@@ -19,7 +19,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // webhookSecret is a Standard Webhooks secret: "whsec_" and base64 key bytes.
@@ -108,17 +108,17 @@ allow_private = true
 			return ""
 		}
 	})
-	store := pendingStore(t, f)
+	requests := pendingStore(t, f)
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(send(`{"type":"approval","id":"a1","description":"deploy to staging"}`), await("a1"), result), results)
-	p := waitPending(t, store, session)
+	p := waitPending(t, requests, session)
 	waitFor(t, 20*time.Second, func() error {
 		if n := len(hook.deliveries()); n < 3 {
 			return fmt.Errorf("%d deliveries of human.pending; want 3 (two failures, then taken)", n)
 		}
 		return nil
 	})
-	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+	if _, err := requests.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
 		t.Fatal(err)
 	}
 	<-results

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/shim"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // pendingTimeout bounds one withdrawal or sweep of the pending bucket.
@@ -22,30 +22,30 @@ const sweepEvery = 5
 // leaves `runtime pending`, and `runtime respond` refuses it saying why. It is the
 // Asker's OnWithdrawn and runs on an agent's goroutine, so it only starts the work.
 func (n *Node) withdraw(key, why string) {
-	store := n.pending.Load()
-	if store == nil {
+	pending := n.pending.Load()
+	if pending == nil {
 		return
 	}
 	n.routines.Go(func(context.Context) {
 		ctx, cancel := context.WithTimeout(context.Background(), pendingTimeout)
 		defer cancel()
-		if _, err := store.Cancel(ctx, "h-"+key, why); err != nil {
+		if _, err := pending.Cancel(ctx, "h-"+key, why); err != nil {
 			n.log.Warn("withdraw a request from a person", "request", "h-"+key, "err", err)
 		}
 	})
 }
 
 // sweepOrphans cancels, and audits as cancelled, the requests waiting for a person whose
-// asking node is gone (no heartbeat for bus.NodeDeadAfter) or is this node before it
+// asking node is gone (no heartbeat for wire.NodeDeadAfter) or is this node before it
 // restarted: their sessions are over, so no answer could reach them.
 func (n *Node) sweepOrphans(ctx context.Context) {
-	store := n.pending.Load()
-	if store == nil || len(n.roles.supervisors) == 0 {
+	pending := n.pending.Load()
+	if pending == nil || len(n.roles.supervisors) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, pendingTimeout)
 	defer cancel()
-	list, err := store.List(ctx)
+	list, err := pending.List(ctx)
 	if err != nil {
 		n.log.Warn("sweep requests waiting for a person", "err", err)
 		return
@@ -57,13 +57,13 @@ func (n *Node) sweepOrphans(ctx context.Context) {
 		case p.Node == "":
 		case p.Node == n.Name && p.Created.Before(n.started):
 			why = fmt.Sprintf("orphaned: node %s restarted, and its session with it", p.Node)
-		case p.Node != n.Name && n.Bus.Directory.Gone(p.Node, p.Created, now):
-			why = fmt.Sprintf("orphaned: node %s is gone (no heartbeat for %v), and its session with it", p.Node, bus.NodeDeadAfter)
+		case p.Node != n.Name && n.directory.Gone(p.Node, p.Created, now):
+			why = fmt.Sprintf("orphaned: node %s is gone (no heartbeat for %v), and its session with it", p.Node, wire.NodeDeadAfter)
 		}
 		if why == "" {
 			continue
 		}
-		cancelled, err := store.Cancel(ctx, p.ID, why)
+		cancelled, err := pending.Cancel(ctx, p.ID, why)
 		if err != nil {
 			n.log.Warn("cancel an orphaned request", "request", p.ID, "err", err)
 			continue
@@ -72,7 +72,7 @@ func (n *Node) sweepOrphans(ctx context.Context) {
 			continue // answered meanwhile, or another node cancelled it
 		}
 		n.log.Info("request waiting for a person cancelled", "request", p.ID, "session", p.Session, "why", why)
-		n.audit.record(bus.AuditID(p.Session, p.Attempt, p.ID+".orphaned"), &bus.AuditRecord{Kind: "answer", Time: now.UnixMilli(),
+		n.audit.record(wire.AuditID(p.Session, p.Attempt, p.ID+".orphaned"), &wire.AuditRecord{Kind: "answer", Time: now.UnixMilli(),
 			Node: n.Name, Host: p.Host, Session: p.Session, Attempt: p.Attempt, Request: p.Request, Type: p.Type,
 			Outcome: "cancelled", Decider: "runtime", Reason: why})
 	}

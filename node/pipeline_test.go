@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/agentmux/agentmux/bus"
 )
 
 // runPipeline runs a pipeline on the fixture's node and waits for it to end.
-func (f *fixture) runPipeline(name string, params map[string]string) *bus.PipelineRun {
+func (f *fixture) runPipeline(name string, params map[string]string) *wire.PipelineRun {
 	f.t.Helper()
 	_, reply := f.n.RunPipeline(name, "", params)
 	select {
@@ -94,7 +94,7 @@ result_schema = { type = "object", required = ["passed"], properties = { passed 
 		{impl.Session, "implement", "static:architect"},
 		{test.Session, "test", "static:qa"},
 	} {
-		records, err := bus.ReadAudit(context.Background(), f.n.Bus.JS, c.session)
+		records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, c.session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ strategy = "external"
 supervisor = "people"
 `)
 	var asked atomic.Int32
-	answerer(t, f.n.Bus.Conn, "people", func(ask *bus.Ask, m *nats.Msg) {
+	answerer(t, f.n.Bus.Conn, "people", func(ask *wire.Ask, m *nats.Msg) {
 		asked.Add(1)
 		reply(t, m, `"blue"`)
 	})
@@ -279,7 +279,7 @@ supervisor = "people"
 supervisor = "builder"
 `)
 	var asked atomic.Int32
-	answerer(t, f.n.Bus.Conn, "people", func(ask *bus.Ask, m *nats.Msg) {
+	answerer(t, f.n.Bus.Conn, "people", func(ask *wire.Ask, m *nats.Msg) {
 		asked.Add(1)
 		reply(t, m, `"yes for session"`)
 	})

@@ -12,8 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // chatServer is a Chat Completions endpoint whose model answers by keyword.
@@ -92,7 +92,7 @@ answers = { question = "unused" }
 supervisor = "s"
 `)
 	// A tool server in any language: a NATS responder on agentmux.tool.sql.
-	sub, err := f.n.Bus.Conn.Subscribe(bus.ToolSubject("sql"), func(m *nats.Msg) {
+	sub, err := f.n.Bus.Conn.Subscribe(wire.ToolSubject("sql"), func(m *nats.Msg) {
 		var call decide.ToolCall
 		if err := json.Unmarshal(m.Data, &call); err != nil {
 			t.Errorf("tool call %s: %v", m.Data, err)

@@ -13,8 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/sim"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // A task published on the work queue runs, its session.ended event carries the result,
@@ -22,10 +23,10 @@ import (
 func TestTaskFromWorkQueue(t *testing.T) {
 	f := start(t, simHost("w", "pool = 2")+"[supervisors.s]\nstrategy = \"static\"\nanswers = { question = \"fine\" }\n[[routes]]\nsupervisor = \"s\"\n")
 	nc := f.n.Bus.Conn
-	ended := make(chan *bus.SessionEnded, 1)
-	sub, err := nc.Subscribe(bus.SessionEvents("w", "task-1"), func(m *nats.Msg) {
-		if m.Subject == bus.EventSubject("w", "task-1", "session.ended") {
-			var e bus.SessionEnded
+	ended := make(chan *wire.SessionEnded, 1)
+	sub, err := nc.Subscribe(wire.SessionEvents("w", "task-1"), func(m *nats.Msg) {
+		if m.Subject == wire.EventSubject("w", "task-1", "session.ended") {
+			var e wire.SessionEnded
 			if err := json.Unmarshal(m.Data, &e); err != nil {
 				t.Errorf("session.ended: %v", err)
 			}
@@ -36,10 +37,10 @@ func TestTaskFromWorkQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	data, _ := json.Marshal(&bus.Task{ID: "task-1", Host: "w", Prompt: script(send(`{"type":"question","id":"q1","question":"ok?"}`), await("q1"), result)})
+	data, _ := json.Marshal(&wire.Task{ID: "task-1", Host: "w", Prompt: script(send(`{"type":"question","id":"q1","question":"ok?"}`), await("q1"), result)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := f.n.Bus.JS.Publish(ctx, bus.TaskSubject("w"), data, jetstream.WithMsgID("task-1")); err != nil {
+	if _, err := f.n.Bus.JS.Publish(ctx, wire.TaskSubject("w"), data, jetstream.WithMsgID("task-1")); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -54,7 +55,7 @@ func TestTaskFromWorkQueue(t *testing.T) {
 		t.Fatal("the task's session did not end")
 	}
 	waitFor(t, 5*time.Second, func() error {
-		info, err := f.n.Bus.JS.Stream(ctx, bus.TaskStream)
+		info, err := f.n.Bus.JS.Stream(ctx, wire.TaskStream)
 		if err != nil {
 			return err
 		}
@@ -78,13 +79,13 @@ func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
 	f := start(t, simHost("w", "pool = 1\nquestion_timeout = \"60s\"")+"[supervisors.gate]\nstrategy = \"external\"\n[[routes]]\nsupervisor = \"gate\"\n")
 	js := f.n.Bus.JS
 	gate := make(chan *nats.Msg, 1)
-	answerer(t, f.n.Bus.Conn, "gate", func(_ *bus.Ask, m *nats.Msg) { gate <- m })
+	answerer(t, f.n.Bus.Conn, "gate", func(_ *wire.Ask, m *nats.Msg) { gate <- m })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	publish := func(id, prompt string) {
 		t.Helper()
-		data, _ := json.Marshal(&bus.Task{ID: id, Host: "w", Prompt: prompt})
-		if _, err := js.Publish(ctx, bus.TaskSubject("w"), data, jetstream.WithMsgID(id)); err != nil {
+		data, _ := json.Marshal(&wire.Task{ID: id, Host: "w", Prompt: prompt})
+		if _, err := js.Publish(ctx, wire.TaskSubject("w"), data, jetstream.WithMsgID(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +98,7 @@ func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
 		t.Fatal("the busy task never asked")
 	}
 	publish("t-done", script(result))
-	cons, err := js.Consumer(ctx, bus.TaskStream, "host_w")
+	cons, err := js.Consumer(ctx, wire.TaskStream, "host_w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +113,8 @@ func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
 	if first == nil {
 		t.Fatalf("the test did not get t-done's first delivery: %v", batch.Error())
 	}
-	ended, _ := json.Marshal(&bus.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Node: "lost", Host: "w", Session: "t-done", Outcome: "ok"})
-	if _, err := js.Publish(ctx, bus.AuditSubject("w", "t-done"), ended); err != nil {
+	ended, _ := json.Marshal(&wire.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Node: "lost", Host: "w", Session: "t-done", Outcome: "ok"})
+	if _, err := js.Publish(ctx, wire.AuditSubject("w", "t-done"), ended); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Nak(); err != nil {
@@ -121,7 +122,7 @@ func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
 	}
 	reply(t, held, `"yes"`)
 	waitFor(t, 20*time.Second, func() error {
-		info, err := js.Stream(ctx, bus.TaskStream)
+		info, err := js.Stream(ctx, wire.TaskStream)
 		if err != nil {
 			return err
 		}
@@ -130,7 +131,7 @@ func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
 		}
 		return nil
 	})
-	records, err := bus.ReadAudit(ctx, js, "t-done")
+	records, err := store.ReadAudit(ctx, js, "t-done")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +154,8 @@ func TestOverAThousandTasksRunAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := range tasks {
-		data, _ := json.Marshal(&bus.Task{ID: fmt.Sprintf("t-%d", i), Host: "w", Prompt: hold})
-		if _, err := f.n.Bus.JS.PublishAsync(bus.TaskSubject("w"), data, jetstream.WithMsgID(fmt.Sprintf("t-%d", i))); err != nil {
+		data, _ := json.Marshal(&wire.Task{ID: fmt.Sprintf("t-%d", i), Host: "w", Prompt: hold})
+		if _, err := f.n.Bus.JS.PublishAsync(wire.TaskSubject("w"), data, jetstream.WithMsgID(fmt.Sprintf("t-%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}

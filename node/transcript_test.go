@@ -16,7 +16,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of testdata/transcripts")
@@ -65,7 +65,7 @@ func replay(t *testing.T, file string) {
 	manifest := fmt.Sprintf("[hosts.w]\ncommand = %q\nenv = { %s }\nstop_grace = \"1s\"\nsandbox_write = [%q]\n%s", os.Args[0], env, dir, section("host.toml"))
 	f := start(t, manifest)
 	events := make(chan *nats.Msg, 1024)
-	sub, err := f.n.Bus.Conn.ChanSubscribe(bus.EventSubject("w", "*", ">"), events)
+	sub, err := f.n.Bus.Conn.ChanSubscribe(wire.EventSubject("w", "*", ">"), events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // receiverScript is a webhook receiver of its own process: it listens on a free
@@ -127,12 +127,12 @@ allow_private = true
 `, redirecting.url, refusing.url, guarded.url, chat.url), func(o *Options) {
 		o.Log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	store := pendingStore(t, f)
+	pending := pendingStore(t, f)
 	results := make(chan *agent.Result, 1)
 	text := `deploy <!channel> <!everyone> <@U024BE7LH> see <https://evil.example/login|the console> & more`
 	session := f.n.Submit("w", "", script(send(`{"type":"approval","id":"a1","description":`+jsonString(text)+`}`), await("a1"), result), results)
-	p := waitPending(t, store, session)
-	if _, err := store.Respond(context.Background(), p.ID, "alice", bus.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+	p := waitPending(t, pending, session)
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
 		t.Fatal(err)
 	}
 	<-results

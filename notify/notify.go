@@ -20,6 +20,7 @@ import (
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/retry"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Bounds of a Notifier.
@@ -88,9 +89,9 @@ func Start(cfg Config) (*Notifier, error) {
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	group := "agentmux-notify-" + n.Name
 	for _, typ := range n.Events {
-		subject := bus.EventsOfType(typ)
+		subject := wire.EventsOfType(typ)
 		if typ == "human.pending" {
-			subject = bus.HumanSubjects
+			subject = wire.HumanSubjects
 		}
 		sub, err := cfg.Conn.QueueSubscribe(subject, group, func(m *nats.Msg) {
 			if err := bus.CheckEvent(m, subject); err != nil {
@@ -154,7 +155,7 @@ func (x *Notifier) event(typ string, data []byte) (*event, error) {
 	var text, link string // text holds what agents wrote; link is the console's
 	switch typ {
 	case "human.pending":
-		var p bus.PendingRequest
+		var p wire.PendingRequest
 		if err := json.Unmarshal(data, &p); err != nil {
 			return nil, err
 		}
@@ -165,7 +166,7 @@ func (x *Notifier) event(typ string, data []byte) (*event, error) {
 			link = fmt.Sprintf(" — <%s|answer it in the console>", u)
 		}
 	case "pipeline.ended":
-		var r bus.PipelineRun
+		var r wire.PipelineRun
 		if err := json.Unmarshal(data, &r); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
@@ -24,6 +25,7 @@ import (
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Defaults for Config fields left zero.
@@ -52,13 +54,13 @@ type Config struct {
 	Host    *config.Host
 	Node    string
 	Conn    *nats.Conn
-	Asker   *bus.Asker // sends requests to supervisors; one per node
+	Asker   *ask.Asker // sends requests to supervisors; one per node
 	Metrics *metrics.Set
 	Log     *slog.Logger
 	// Routes send requests to supervisors.
 	Routes config.Routes
 	// Audit records an audit entry under a deduplication id; it must not block.
-	Audit func(id string, rec *bus.AuditRecord)
+	Audit func(id string, rec *wire.AuditRecord)
 	// WriteTimeout bounds each write to the agent's stdin.
 	WriteTimeout time.Duration
 	// InProc, when set, runs the agent in this process instead of the host's command.
@@ -82,7 +84,7 @@ func Props(cfg Config) *actor.Props {
 		cfg.DrainDelay = DefaultDrainDelay
 	}
 	if cfg.Audit == nil {
-		cfg.Audit = func(string, *bus.AuditRecord) {}
+		cfg.Audit = func(string, *wire.AuditRecord) {}
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Log.With("host", cfg.Host.Name), stream: &stream{}}

@@ -3,7 +3,6 @@ package agent
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,8 +18,9 @@ import (
 	"github.com/nats-io/nuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/bustest"
 	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/metrics"
 )
@@ -157,18 +157,14 @@ func spawnAgent(t *testing.T, manifest string, run InProc) *lifecycle {
 	}
 	errs := &errorLog{}
 	log := slog.New(slog.NewTextHandler(errs, &slog.HandlerOptions{Level: slog.LevelError}))
-	b, err := bus.Open(context.Background(), bus.Config{Listen: "127.0.0.1:0", Name: "agent-test"}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := bustest.Open(t, "agent-test", log)
 	quiet := slog.New(slog.DiscardHandler)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	t.Cleanup(system.Shutdown)
 	l := &lifecycle{t: t, host: "w", m: metrics.New(), system: system, errors: errs,
 		ended: make(chan *SessionEnded, 16), exited: make(chan *AgentExited, 1), stopped: make(chan struct{})}
 	agents := make(chan *actor.PID, 1)
-	props := Props(Config{Host: m.Hosts["w"], Node: "n1", Conn: b.Conn, Asker: b.Asker, Metrics: l.m,
+	props := Props(Config{Host: m.Hosts["w"], Node: "n1", Conn: b.Conn, Asker: bustest.Asker(t, b, ask.AskerConfig{}), Metrics: l.m,
 		Log: log, InProc: run, DrainDelay: 200 * time.Millisecond})
 	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &parent{props: props, agent: agents, ended: l.ended, exited: l.exited, stopped: l.stopped}

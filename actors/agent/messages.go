@@ -6,9 +6,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // StartSession asks the agent to run one session. The agent answers its parent with
@@ -173,7 +173,7 @@ type (
 		session string
 		attempt int
 		id      string
-		reply   *bus.Reply
+		reply   *wire.Reply
 	}
 	timerFired struct {
 		kind timerKind

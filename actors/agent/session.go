@@ -16,6 +16,7 @@ import (
 	"github.com/agentmux/agentmux/internal/due"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // session is the state of the session a process is serving.
@@ -61,8 +62,8 @@ func (s *session) standingFor(m *protocol.Message) (standing, bool) {
 }
 
 // record starts an audit record of this session.
-func (a *Agent) record(s *session, kind string) *bus.AuditRecord {
-	return &bus.AuditRecord{Kind: kind, Time: time.Now().UnixMilli(), Node: a.cfg.Node, Host: a.host.Name, Session: s.id,
+func (a *Agent) record(s *session, kind string) *wire.AuditRecord {
+	return &wire.AuditRecord{Kind: kind, Time: time.Now().UnixMilli(), Node: a.cfg.Node, Host: a.host.Name, Session: s.id,
 		Attempt: s.start.Attempt, Pipeline: s.start.Pipeline, Stage: s.start.Stage}
 }
 
@@ -208,7 +209,7 @@ func (s *session) subject(host, t string) string {
 	if s.subjects == nil {
 		s.subjects = map[string]string{}
 	}
-	sub := bus.EventSubject(host, s.id, t)
+	sub := wire.EventSubject(host, s.id, t)
 	s.subjects[t] = sub
 	return sub
 }
@@ -246,10 +247,10 @@ func (a *Agent) newPending(s *session, msg *protocol.Message) *pending {
 	}
 	s.requests++
 	return &pending{msg: msg, id: id, readAt: time.Now(), def: a.defaultFor(msg),
-		audit: bus.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
+		audit: wire.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
 }
 
-func (a *Agent) requestRecord(s *session, p *pending) *bus.AuditRecord {
+func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
 	r := a.record(s, "request")
 	r.Request, r.Type, r.Text = p.id, string(p.msg.Type), p.msg.RequestText()
 	return r
@@ -303,7 +304,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	}
 	p.deadline = now.Add(timeout)
 	s.pending[id] = p
-	ask := bus.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
+	ask := wire.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
 		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
 		Node: a.cfg.Node, Attempt: s.start.Attempt}
 	// No headers: the body says it all, and headers cost more to write and read than
@@ -317,7 +318,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	}
 	a.dueAt(s, p.deadline, id)
 	gen, session, attempt := s.gen, s.id, s.start.Attempt
-	p.settle = a.cfg.Asker.Ask(req, p.deadline, route.Failover, func(r *bus.Reply) {
+	p.settle = a.cfg.Asker.Ask(req, p.deadline, route.Failover, func(r *wire.Reply) {
 		if route.External {
 			r = externalReply(route.Supervisor, r)
 		}
@@ -332,7 +333,7 @@ func (a *Agent) askSubject(supervisor string) string {
 		if a.asks == nil {
 			a.asks = map[string]string{}
 		}
-		sub = bus.AskSubject(supervisor)
+		sub = wire.AskSubject(supervisor)
 		a.asks[supervisor] = sub
 	}
 	return sub
@@ -341,7 +342,7 @@ func (a *Agent) askSubject(supervisor string) string {
 // externalReply records what an external supervisor answered as its own, and the
 // decider it named as its claim: no process outside the nodes can speak for a rule, a
 // model or a person.
-func externalReply(supervisor string, r *bus.Reply) *bus.Reply {
+func externalReply(supervisor string, r *wire.Reply) *wire.Reply {
 	c := *r
 	c.Decider, c.Claimed = "external:"+supervisor, r.Decider
 	return &c
@@ -381,14 +382,14 @@ func (a *Agent) onAnswer(m *answerArrived) {
 	default:
 		value, scope := normalize(p.msg, r.Value), r.Scope
 		if p.msg.Type == protocol.TypeApproval && string(bytes.TrimSpace(r.Value)) == `"yes for session"` {
-			value, scope = json.RawMessage(`"yes"`), bus.ScopeSession
+			value, scope = json.RawMessage(`"yes"`), wire.ScopeSession
 		}
 		if err := protocol.ValidateAnswer(p.msg, value); err != nil {
 			a.answer(s, p, p.def, protocol.OutcomeInvalid, r.Decider, err.Error())
 			return
 		}
 		reason := r.Reason
-		if scope == bus.ScopeSession {
+		if scope == wire.ScopeSession {
 			if s.standing == nil {
 				s.standing = map[string]standing{}
 			}
@@ -405,7 +406,7 @@ func (a *Agent) refuseAnswer(m *answerArrived) {
 	a.cfg.Metrics.LateAnswers.WithLabelValues(a.host.Name).Inc()
 	r := m.reply
 	a.log.Info("answer refused: the request was already settled", "session", m.session, "request", m.id, "decider", r.Decider, "member", r.Member)
-	a.cfg.Audit(bus.AuditID(m.session, m.attempt, m.id+".refused."+nuid.Next()), &bus.AuditRecord{Kind: "answer.refused",
+	a.cfg.Audit(wire.AuditID(m.session, m.attempt, m.id+".refused."+nuid.Next()), &wire.AuditRecord{Kind: "answer.refused",
 		Time: time.Now().UnixMilli(), Node: a.cfg.Node, Host: a.host.Name, Session: m.session, Attempt: m.attempt, Request: m.id,
 		Value: r.Value, Decider: r.Decider, Claimed: r.Claimed, Member: r.Member, Reason: "the request was already answered, timed out or ended; first answer wins"})
 }
@@ -457,7 +458,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	a.counted.request(a.cfg.Metrics, a.host.Name, p.msg.Type, outcome, metrics.DeciderKind(decider), wait)
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
-	ev := bus.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}
+	ev := wire.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}
 	a.scratch = ev.AppendJSON(a.scratch[:0]) // the publish copies it
 	a.publishOn(s, EventRequestAnswered, a.scratch)
 	rec := a.record(s, "answer")

@@ -12,10 +12,11 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // storeTimeout bounds each read or write of the run's record.
@@ -28,14 +29,14 @@ type Config struct {
 	ID       string                  // the run's id
 	Params   map[string]string
 	Node     string
-	Store    *bus.PipelineStore
+	Store    *store.PipelineStore
 	// ReadAudit reads a session's audit records: a stage started again is told of its
 	// earlier attempts. nil: it is not.
-	ReadAudit func(ctx context.Context, session string) ([]*bus.AuditRecord, error)
+	ReadAudit func(ctx context.Context, session string) ([]*wire.AuditRecord, error)
 	Conn      *nats.Conn
 	Metrics   *metrics.Set
 	Log       *slog.Logger
-	Audit     func(id string, rec *bus.AuditRecord)
+	Audit     func(id string, rec *wire.AuditRecord)
 	// Routines owns the run's store reads and writes; the node waits for them.
 	Routines *routines.Group
 }
@@ -53,7 +54,7 @@ type RunStage struct {
 // goes back to the queue for another node to go on with.
 type Ended struct {
 	PID     *actor.PID
-	Run     *bus.PipelineRun
+	Run     *wire.PipelineRun
 	Lost    bool
 	Yielded bool
 	Err     error
@@ -64,7 +65,7 @@ type Yield struct{}
 
 type (
 	loaded struct {
-		run *bus.PipelineRun
+		run *wire.PipelineRun
 		rev uint64
 		err error
 	}
@@ -76,7 +77,7 @@ type (
 	// earlier is what a stage started again had done before, read from the audit.
 	earlier struct {
 		stage   *RunStage
-		records []*bus.AuditRecord
+		records []*wire.AuditRecord
 		err     error
 	}
 )
@@ -96,7 +97,7 @@ type Run struct {
 	self   *actor.PID
 	parent *actor.PID
 
-	run     *bus.PipelineRun
+	run     *wire.PipelineRun
 	rev     uint64
 	current int // index of the stage running
 	begun   time.Time
@@ -123,7 +124,7 @@ func (r *Run) Receive(c actor.Context) {
 		if m.err != nil {
 			r.log.Warn("a stage started again could not read its earlier attempts from the audit; it starts without them", "err", m.err)
 		}
-		m.stage.Start.Previous = bus.PreviousFromAudit(m.records, m.stage.Start.Attempt)
+		m.stage.Start.Previous = wire.PreviousFromAudit(m.records, m.stage.Start.Attempt)
 		r.system.Root.Send(r.parent, m.stage)
 	}
 }
@@ -154,9 +155,9 @@ func (r *Run) save(then func()) {
 }
 
 // snapshot copies the run for the writing goroutine.
-func (r *Run) snapshot() *bus.PipelineRun {
+func (r *Run) snapshot() *wire.PipelineRun {
 	c := *r.run
-	c.Stages = make([]*bus.StageRun, len(r.run.Stages))
+	c.Stages = make([]*wire.StageRun, len(r.run.Stages))
 	for i, s := range r.run.Stages {
 		sc := *s
 		c.Stages[i] = &sc
@@ -184,17 +185,17 @@ func (r *Run) onLoaded(m *loaded) {
 	r.save(r.next)
 }
 
-func (r *Run) fresh() *bus.PipelineRun {
-	run := &bus.PipelineRun{ID: r.cfg.ID, Pipeline: r.cfg.Pipeline.Name, Params: r.cfg.Params, Node: r.cfg.Node, Started: time.Now().UnixMilli()}
+func (r *Run) fresh() *wire.PipelineRun {
+	run := &wire.PipelineRun{ID: r.cfg.ID, Pipeline: r.cfg.Pipeline.Name, Params: r.cfg.Params, Node: r.cfg.Node, Started: time.Now().UnixMilli()}
 	for _, s := range r.cfg.Pipeline.Stages {
-		run.Stages = append(run.Stages, &bus.StageRun{Name: s.Name, Host: s.Host, Outcome: bus.StagePending})
+		run.Stages = append(run.Stages, &wire.StageRun{Name: s.Name, Host: s.Host, Outcome: wire.StagePending})
 	}
 	return run
 }
 
 func (r *Run) onSaved(m *saved) {
 	switch {
-	case errors.Is(m.err, bus.ErrRunTaken):
+	case errors.Is(m.err, store.ErrRunTaken):
 		r.log.Warn("pipeline run taken over by another node; stopping here")
 		r.end(&Ended{Run: r.run, Lost: true})
 	case m.err != nil:
@@ -210,13 +211,13 @@ func (r *Run) onSaved(m *saved) {
 // next starts the first stage not yet done, or ends the run.
 func (r *Run) next() {
 	for i, st := range r.run.Stages {
-		if st.Outcome == bus.StageOK {
+		if st.Outcome == wire.StageOK {
 			continue
 		}
 		r.startStage(i)
 		return
 	}
-	r.finish(bus.StageOK, "")
+	r.finish(wire.StageOK, "")
 }
 
 func (r *Run) startStage(i int) {
@@ -226,18 +227,18 @@ func (r *Run) startStage(i int) {
 	}
 	r.current = i
 	spec, st := r.cfg.Pipeline.Stages[i], r.run.Stages[i]
-	if st.Outcome == bus.StageRunning {
+	if st.Outcome == wire.StageRunning {
 		// It was running on a node that is gone: it starts again, as a new attempt.
 		r.cfg.Metrics.PipelineStages.WithLabelValues(r.run.Pipeline, st.Name, "resumed").Inc()
 	}
 	prompt, err := spec.Template.Render(r.run.Params, r.outputs())
 	if err != nil {
-		st.Outcome, st.Error = bus.StageError, fmt.Sprintf("stage %q: the prompt cannot be built: %v", st.Name, err)
+		st.Outcome, st.Error = wire.StageError, fmt.Sprintf("stage %q: the prompt cannot be built: %v", st.Name, err)
 		r.stageEnded(st, 0)
-		r.finish(bus.StageError, st.Error)
+		r.finish(wire.StageError, st.Error)
 		return
 	}
-	st.Outcome, st.Attempts, st.Node, st.Error = bus.StageRunning, st.Attempts+1, r.cfg.Node, ""
+	st.Outcome, st.Attempts, st.Node, st.Error = wire.StageRunning, st.Attempts+1, r.cfg.Node, ""
 	st.Session = r.run.ID + "-" + st.Name
 	r.save(func() {
 		if r.yield { // it starts on the next node, as a resumed stage
@@ -245,7 +246,7 @@ func (r *Run) startStage(i int) {
 			return
 		}
 		r.begun = time.Now()
-		r.publish(bus.EventStageStarted, r.stageEvent(st))
+		r.publish(wire.EventStageStarted, r.stageEvent(st))
 		retries := 0
 		if h := r.cfg.Hosts[spec.Host]; h != nil {
 			retries = h.Retries
@@ -268,7 +269,7 @@ func (r *Run) startStage(i int) {
 func (r *Run) outputs() map[string]config.StageOutput {
 	out := map[string]config.StageOutput{}
 	for _, st := range r.run.Stages {
-		if st.Outcome == bus.StageOK {
+		if st.Outcome == wire.StageOK {
 			out[st.Name] = config.StageOutput{Text: st.Text, Data: st.Data}
 		}
 	}
@@ -280,32 +281,32 @@ func (r *Run) onStageEnded(res *agent.Result) {
 		return
 	}
 	st := r.run.Stages[r.current]
-	if res.Session != st.Session || st.Outcome != bus.StageRunning {
+	if res.Session != st.Session || st.Outcome != wire.StageRunning {
 		return
 	}
 	if res.OK {
-		st.Outcome, st.Text, st.Data = bus.StageOK, res.Text, res.Data
+		st.Outcome, st.Text, st.Data = wire.StageOK, res.Text, res.Data
 	} else {
-		st.Outcome, st.Error = bus.StageError, res.Error
+		st.Outcome, st.Error = wire.StageError, res.Error
 	}
 	st.Duration = float64(time.Since(r.begun).Microseconds()) / 1000
 	r.stageEnded(st, res.Attempt)
 	if !res.OK {
-		r.finish(bus.StageError, fmt.Sprintf("stage %q failed: %s", st.Name, res.Error))
+		r.finish(wire.StageError, fmt.Sprintf("stage %q failed: %s", st.Name, res.Error))
 		return
 	}
 	r.save(r.next)
 }
 
-func (r *Run) stageEnded(st *bus.StageRun, attempt int) {
+func (r *Run) stageEnded(st *wire.StageRun, attempt int) {
 	r.cfg.Metrics.PipelineStages.WithLabelValues(r.run.Pipeline, st.Name, st.Outcome).Inc()
 	ev := r.stageEvent(st)
 	ev.Outcome, ev.Error, ev.Data, ev.Duration = st.Outcome, st.Error, st.Data, st.Duration
-	r.publish(bus.EventStageEnded, ev)
+	r.publish(wire.EventStageEnded, ev)
 }
 
-func (r *Run) stageEvent(st *bus.StageRun) *bus.StageEvent {
-	return &bus.StageEvent{Run: r.run.ID, Pipeline: r.run.Pipeline, Stage: st.Name, Host: st.Host, Session: st.Session,
+func (r *Run) stageEvent(st *wire.StageRun) *wire.StageEvent {
+	return &wire.StageEvent{Run: r.run.ID, Pipeline: r.run.Pipeline, Stage: st.Name, Host: st.Host, Session: st.Session,
 		Attempt: st.Attempts, Node: r.cfg.Node}
 }
 
@@ -314,7 +315,7 @@ func (r *Run) finish(outcome, why string) {
 	r.run.Outcome, r.run.Error, r.run.Ended, r.run.Node = outcome, why, time.Now().UnixMilli(), r.cfg.Node
 	r.save(func() {
 		r.cfg.Metrics.Pipelines.WithLabelValues(r.run.Pipeline, outcome).Inc()
-		r.cfg.Audit(bus.AuditID(r.run.ID, 0, "pipeline.ended"), &bus.AuditRecord{Kind: bus.EventPipelineEnded, Time: r.run.Ended,
+		r.cfg.Audit(wire.AuditID(r.run.ID, 0, "pipeline.ended"), &wire.AuditRecord{Kind: wire.EventPipelineEnded, Time: r.run.Ended,
 			Node: r.cfg.Node, Host: r.run.Pipeline, Session: r.run.ID, Pipeline: r.run.Pipeline, Outcome: outcome, Error: why,
 			Duration: float64(r.run.Ended - r.run.Started)})
 		r.end(&Ended{Run: r.run})
@@ -328,14 +329,14 @@ func (r *Run) end(e *Ended) {
 	r.over = true
 	e.PID = r.self
 	if e.Run != nil && e.Run.Outcome != "" && !e.Lost && e.Err == nil {
-		r.publish(bus.EventPipelineEnded, e.Run)
+		r.publish(wire.EventPipelineEnded, e.Run)
 	}
 	r.system.Root.Send(r.parent, e)
 }
 
 func (r *Run) publish(typ string, v any) {
 	data, _ := json.Marshal(v)
-	if err := r.cfg.Conn.PublishRequest(bus.EventSubject(r.cfg.Pipeline.Name, r.cfg.ID, typ), bus.EventMark, data); err != nil {
+	if err := r.cfg.Conn.PublishRequest(wire.EventSubject(r.cfg.Pipeline.Name, r.cfg.ID, typ), wire.EventMark, data); err != nil {
 		r.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
 	}
 }

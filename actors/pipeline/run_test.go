@@ -11,10 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/bustest"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const manifest = `
@@ -57,7 +59,7 @@ func (p *parent) Receive(c actor.Context) {
 type fixture struct {
 	t      *testing.T
 	system *actor.ActorSystem
-	store  *bus.PipelineStore
+	runs   *store.PipelineStore
 	m      *metrics.Set
 	p      *parent
 	group  *routines.Group
@@ -66,12 +68,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
-	b, err := bus.Open(context.Background(), bus.Config{Listen: "127.0.0.1:0", Name: "pipeline-test"}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	store, err := bus.OpenPipelines(context.Background(), b.JS)
+	b := bustest.Open(t, "pipeline-test", log)
+	runs, err := store.OpenPipelines(context.Background(), b.JS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +78,10 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
-	f := &fixture{t: t, system: system, store: store, m: metrics.New(), group: routines.New()}
+	f := &fixture{t: t, system: system, runs: runs, m: metrics.New(), group: routines.New()}
 	f.p = &parent{stages: make(chan *RunStage, 4), ended: make(chan *Ended, 1), cfg: Config{Pipeline: m.Pipelines["bt"], Hosts: m.Hosts,
-		ID: "p-1", Params: map[string]string{"spec": "login"}, Node: "n1", Store: store, Conn: b.Conn, Metrics: f.m, Log: log,
-		Audit: func(string, *bus.AuditRecord) {}, Routines: f.group}}
+		ID: "p-1", Params: map[string]string{"spec": "login"}, Node: "n1", Store: runs, Conn: b.Conn, Metrics: f.m, Log: log,
+		Audit: func(string, *wire.AuditRecord) {}, Routines: f.group}}
 	t.Cleanup(func() {
 		system.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -125,19 +123,19 @@ func (f *fixture) ended() *Ended {
 	return nil
 }
 
-func (f *fixture) stored() *bus.PipelineRun {
+func (f *fixture) stored() *wire.PipelineRun {
 	f.t.Helper()
-	run, _, err := f.store.Get(context.Background(), "p-1")
+	run, _, err := f.runs.Get(context.Background(), "p-1")
 	if err != nil || run == nil {
 		f.t.Fatalf("stored run: %v %v", run, err)
 	}
 	return run
 }
 
-func (f *fixture) put(run *bus.PipelineRun) {
+func (f *fixture) put(run *wire.PipelineRun) {
 	f.t.Helper()
-	_, rev, _ := f.store.Get(context.Background(), run.ID)
-	if _, err := f.store.Put(context.Background(), run, rev); err != nil {
+	_, rev, _ := f.runs.Get(context.Background(), run.ID)
+	if _, err := f.runs.Put(context.Background(), run, rev); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -150,7 +148,7 @@ func TestStagesRunInTurnAndAreRecorded(t *testing.T) {
 		s.Start.Pipeline != "bt" || s.Start.Stage != "implement" || s.Start.Notify == nil {
 		t.Fatalf("first stage %+v %+v", s, s.Start)
 	}
-	if st := f.stored().Stages[0]; st.Outcome != bus.StageRunning || st.Attempts != 1 || st.Node != "n1" {
+	if st := f.stored().Stages[0]; st.Outcome != wire.StageRunning || st.Attempts != 1 || st.Node != "n1" {
 		t.Fatalf("stored before the stage ran: %+v; want it running, once", st)
 	}
 	f.system.Root.Send(s.Start.Notify, &agent.Result{Session: s.Start.Session, OK: true, Text: "built login.go"})
@@ -174,7 +172,7 @@ func TestAFailedStageEndsTheRun(t *testing.T) {
 	s := f.stage()
 	f.system.Root.Send(s.Start.Notify, &agent.Result{Session: s.Start.Session, Error: "agent exited without result (exit status 3)"})
 	e := f.ended()
-	if e.Run.Outcome != "error" || e.Run.Error != `stage "implement" failed: agent exited without result (exit status 3)` || e.Run.Stages[1].Outcome != bus.StagePending {
+	if e.Run.Outcome != "error" || e.Run.Error != `stage "implement" failed: agent exited without result (exit status 3)` || e.Run.Stages[1].Outcome != wire.StagePending {
 		t.Fatalf("ended %+v", e.Run)
 	}
 }
@@ -183,9 +181,9 @@ func TestAFailedStageEndsTheRun(t *testing.T) {
 // the host's retries, with the earlier stages' results.
 func TestResumesAtTheRunningStage(t *testing.T) {
 	f := newFixture(t)
-	f.put(&bus.PipelineRun{ID: "p-1", Pipeline: "bt", Params: map[string]string{"spec": "login"}, Node: "gone", Stages: []*bus.StageRun{
-		{Name: "implement", Host: "coder", Outcome: bus.StageRunning, Attempts: 1, Node: "gone"},
-		{Name: "test", Host: "tester", Outcome: bus.StagePending},
+	f.put(&wire.PipelineRun{ID: "p-1", Pipeline: "bt", Params: map[string]string{"spec": "login"}, Node: "gone", Stages: []*wire.StageRun{
+		{Name: "implement", Host: "coder", Outcome: wire.StageRunning, Attempts: 1, Node: "gone"},
+		{Name: "test", Host: "tester", Outcome: wire.StagePending},
 	}})
 	f.start()
 	s := f.stage()
@@ -202,8 +200,8 @@ func TestResumesAtTheRunningStage(t *testing.T) {
 
 func TestAnEndedRunIsNotRunAgain(t *testing.T) {
 	f := newFixture(t)
-	f.put(&bus.PipelineRun{ID: "p-1", Pipeline: "bt", Outcome: "ok", Node: "n0", Stages: []*bus.StageRun{
-		{Name: "implement", Host: "coder", Outcome: bus.StageOK, Attempts: 1}, {Name: "test", Host: "tester", Outcome: bus.StageOK, Attempts: 1},
+	f.put(&wire.PipelineRun{ID: "p-1", Pipeline: "bt", Outcome: "ok", Node: "n0", Stages: []*wire.StageRun{
+		{Name: "implement", Host: "coder", Outcome: wire.StageOK, Attempts: 1}, {Name: "test", Host: "tester", Outcome: wire.StageOK, Attempts: 1},
 	}})
 	f.start()
 	if e := f.ended(); e.Run.Outcome != "ok" || e.Run.Node != "n0" {
@@ -222,7 +220,7 @@ func TestARunChangedByAnotherNodeStopsHere(t *testing.T) {
 	if e := f.ended(); !e.Lost {
 		t.Fatalf("ended %+v; want lost to the other node", e)
 	}
-	if run := f.stored(); run.Node != "n2" || run.Stages[0].Outcome != bus.StageRunning {
+	if run := f.stored(); run.Node != "n2" || run.Stages[0].Outcome != wire.StageRunning {
 		t.Fatalf("the other node's record was overwritten: %+v", run)
 	}
 }
@@ -236,7 +234,7 @@ func TestYieldHandsTheRunOnAtTheStagesEnd(t *testing.T) {
 	if e := f.ended(); !e.Yielded {
 		t.Fatalf("ended %+v; want yielded", e)
 	}
-	if run := f.stored(); run.Outcome != "" || run.Stages[0].Outcome != bus.StageOK || run.Stages[1].Outcome != bus.StagePending {
+	if run := f.stored(); run.Outcome != "" || run.Stages[0].Outcome != wire.StageOK || run.Stages[1].Outcome != wire.StagePending {
 		t.Fatalf("stored %+v %+v %+v; want the first stage done and the second for the next node", run, run.Stages[0], run.Stages[1])
 	}
 }
@@ -244,18 +242,18 @@ func TestYieldHandsTheRunOnAtTheStagesEnd(t *testing.T) {
 // A stage started again is told of its earlier attempt, read from the audit.
 func TestAResumedStageIsToldOfItsEarlierAttempt(t *testing.T) {
 	f := newFixture(t)
-	f.p.cfg.ReadAudit = func(_ context.Context, session string) ([]*bus.AuditRecord, error) {
+	f.p.cfg.ReadAudit = func(_ context.Context, session string) ([]*wire.AuditRecord, error) {
 		if session != "p-1-implement" {
 			t.Errorf("read the audit of %s", session)
 		}
-		return []*bus.AuditRecord{
+		return []*wire.AuditRecord{
 			{Kind: "request", Session: session, Request: "q", Type: "question", Text: "Which db?"},
 			{Kind: "answer", Session: session, Request: "q", Value: json.RawMessage(`"sqlite"`), Outcome: "answered", Decider: "static:architect"},
 		}, nil
 	}
-	f.put(&bus.PipelineRun{ID: "p-1", Pipeline: "bt", Params: map[string]string{"spec": "login"}, Stages: []*bus.StageRun{
-		{Name: "implement", Host: "coder", Outcome: bus.StageRunning, Attempts: 1, Session: "p-1-implement"},
-		{Name: "test", Host: "tester", Outcome: bus.StagePending},
+	f.put(&wire.PipelineRun{ID: "p-1", Pipeline: "bt", Params: map[string]string{"spec": "login"}, Stages: []*wire.StageRun{
+		{Name: "implement", Host: "coder", Outcome: wire.StageRunning, Attempts: 1, Session: "p-1-implement"},
+		{Name: "test", Host: "tester", Outcome: wire.StagePending},
 	}})
 	f.start()
 	prev := f.stage().Start.Previous

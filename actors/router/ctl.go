@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const ctlTimeout = 2 * time.Second
@@ -45,16 +46,16 @@ type StatsRequest struct{}
 
 // Stats are the router's figures for a heartbeat.
 type Stats struct {
-	Hosts    []bus.HostInfo // sorted by host
+	Hosts    []wire.HostInfo // sorted by host
 	Draining bool
 }
 
 func (r *Router) stats() *Stats {
-	out := &Stats{Hosts: make([]bus.HostInfo, 0, len(r.pools)), Draining: r.draining || r.stopping}
+	out := &Stats{Hosts: make([]wire.HostInfo, 0, len(r.pools)), Draining: r.draining || r.stopping}
 	for _, p := range r.pools {
-		out.Hosts = append(out.Hosts, bus.HostInfo{Name: p.host.Name, Pool: p.host.Pool, Busy: len(p.busy), Idle: len(p.idle), Queued: len(p.queue)})
+		out.Hosts = append(out.Hosts, wire.HostInfo{Name: p.host.Name, Pool: p.host.Pool, Busy: len(p.busy), Idle: len(p.idle), Queued: len(p.queue)})
 	}
-	slices.SortFunc(out.Hosts, func(a, b bus.HostInfo) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.Hosts, func(a, b wire.HostInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -103,7 +104,7 @@ func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, node string, log *slog.Logger) ([]*nats.Subscription, error) {
 	var subs []*nats.Subscription
 	handle := func(verb string, fn func(m *nats.Msg) any) error {
-		subject := bus.CtlSubject(node, verb)
+		subject := wire.CtlSubject(node, verb)
 		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 			if err := bus.CheckRequest(m, subject); err != nil {
 				log.Warn("control request refused", "err", err)

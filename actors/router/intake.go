@@ -6,8 +6,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Intake is the JetStream consumers a router pulls queued work from: one per host it
@@ -24,8 +25,8 @@ type Intake struct {
 func NewIntake(ctx context.Context, js jetstream.JetStream, cfg Config) (*Intake, error) {
 	in := &Intake{Hosts: map[string]jetstream.Consumer{}, Pipelines: map[string]jetstream.Consumer{}}
 	consumer := func(c jetstream.ConsumerConfig) (cons jetstream.Consumer, err error) {
-		err = bus.Settled(ctx, func() error {
-			cons, err = js.CreateOrUpdateConsumer(ctx, bus.TaskStream, c)
+		err = store.Settled(ctx, func() error {
+			cons, err = js.CreateOrUpdateConsumer(ctx, wire.TaskStream, c)
 			return err
 		})
 		return cons, err

@@ -9,8 +9,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/actors/pipeline"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/retry"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // RunPipeline runs a pipeline on this node. Reply receives the run once it ends.
@@ -18,7 +19,7 @@ type RunPipeline struct {
 	Pipeline string
 	ID       string
 	Params   map[string]string
-	Reply    chan<- *bus.PipelineRun // buffered by the sender
+	Reply    chan<- *wire.PipelineRun // buffered by the sender
 }
 
 // run is a pipeline run the router is responsible for until it ends here.
@@ -27,12 +28,12 @@ type run struct {
 	id       string
 	pipeline string
 	task     jetstream.Msg // nil for a local run
-	reply    chan<- *bus.PipelineRun
+	reply    chan<- *wire.PipelineRun
 }
 
 // failedRun is the result of a run that ended here without its stages saying so.
-func failedRun(id, pipeline, why string) *bus.PipelineRun {
-	return &bus.PipelineRun{ID: id, Pipeline: pipeline, Outcome: bus.StageError, Error: why}
+func failedRun(id, pipeline, why string) *wire.PipelineRun {
+	return &wire.PipelineRun{ID: id, Pipeline: pipeline, Outcome: wire.StageError, Error: why}
 }
 
 // startPipelines pulls queued runs of the pipelines this node can run, as many at once
@@ -52,7 +53,7 @@ func (r *Router) startPipelines(pullCtx context.Context, c actor.Context) {
 
 func (r *Router) onPipelineTask(m *taskArrived) {
 	release := func() { freeSlot(r.runSlots[m.host]) }
-	var task bus.PipelineTask
+	var task wire.PipelineTask
 	if err := json.Unmarshal(m.msg.Data(), &task); err != nil || !validID(task.ID) {
 		r.cfg.Log.Error("pipeline task is not a JSON {id, pipeline, params} with an id of letters, digits, '_' and '-'; dropped", "subject", m.msg.Subject(), "err", err)
 		r.cfg.Metrics.Tasks.WithLabelValues(m.host, "invalid").Inc()
@@ -102,13 +103,13 @@ func (r *Router) spawnRun(ru *run, params map[string]string) {
 // readAudit reads a session's audit records, trying again until ctx ends: right after
 // a node or server dies, JetStream's API may answer "no responders" for a moment. Nil
 // without JetStream intake. It runs on a goroutine, never in Receive.
-func (r *Router) readAudit(ctx context.Context, session string) ([]*bus.AuditRecord, error) {
+func (r *Router) readAudit(ctx context.Context, session string) ([]*wire.AuditRecord, error) {
 	if r.cfg.JS == nil {
 		return nil, nil
 	}
 	pace := retry.Backoff{Min: auditRetryWait, Max: retryWaitMax}
 	for {
-		records, err := bus.ReadAudit(ctx, r.cfg.JS, session)
+		records, err := store.ReadAudit(ctx, r.cfg.JS, session)
 		if err == nil || ctx.Err() != nil {
 			return records, err
 		}
@@ -129,7 +130,7 @@ func (r *Router) onRunEnded(m *pipeline.Ended) {
 	r.c.Stop(m.PID)
 	res := m.Run
 	if res == nil {
-		res = &bus.PipelineRun{ID: ru.id, Pipeline: ru.pipeline}
+		res = &wire.PipelineRun{ID: ru.id, Pipeline: ru.pipeline}
 	}
 	switch {
 	case m.Err != nil:

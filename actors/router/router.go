@@ -14,12 +14,14 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/pipeline"
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // ErrShuttingDown ends sessions submitted or queued while the node stops.
@@ -57,10 +59,10 @@ type Config struct {
 	Intake  *Intake
 	Metrics *metrics.Set
 	Log     *slog.Logger
-	Audit   func(id string, rec *bus.AuditRecord)
+	Audit   func(id string, rec *wire.AuditRecord)
 	// WriteTimeout bounds each write to an agent's stdin; 0 is agent.DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	Asker        *bus.Asker // the node's requests to supervisors
+	Asker        *ask.Asker // the node's requests to supervisors
 	// InProc runs the agents of the named hosts inside this process (load generation).
 	InProc map[string]agent.InProc
 	// Procs records the agents' process groups (agent.Config.Procs).
@@ -73,7 +75,7 @@ type Config struct {
 	// reads, its pipeline runs' I/O); the node stops it after the router.
 	Routines *routines.Group
 	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
-	Pipelines *bus.PipelineStore
+	Pipelines *store.PipelineStore
 }
 
 // Submit runs a session on a host. Start.Reply receives the final Result.
@@ -92,7 +94,7 @@ type (
 	}
 	taskResumed struct {
 		s       *session
-		records []*bus.AuditRecord
+		records []*wire.AuditRecord
 		err     error
 	}
 	progressTick struct{}
@@ -101,7 +103,7 @@ type (
 // Props returns the props of a Router.
 func Props(cfg Config) *actor.Props {
 	if cfg.Audit == nil {
-		cfg.Audit = func(string, *bus.AuditRecord) {}
+		cfg.Audit = func(string, *wire.AuditRecord) {}
 	}
 	if cfg.Routines == nil {
 		cfg.Routines = routines.New()
@@ -238,7 +240,7 @@ func taskConsumer(durable, name string) jetstream.ConsumerConfig {
 	// No cap on tasks taken and not yet acked: every node pulls only what it has free
 	// slots for, and the server's default (1,000 for the whole fleet) would cap every
 	// host at a thousand sessions at once however many nodes run it.
-	return jetstream.ConsumerConfig{Durable: durable, FilterSubject: bus.TaskSubject(name),
+	return jetstream.ConsumerConfig{Durable: durable, FilterSubject: wire.TaskSubject(name),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: taskAckWait, MaxDeliver: -1, MaxAckPending: -1}
 }
 
@@ -289,7 +291,7 @@ func tick(ctx context.Context, system *actor.ActorSystem, self *actor.PID) {
 
 func (r *Router) onTask(m *taskArrived) {
 	p := r.pools[m.host]
-	var task bus.Task
+	var task wire.Task
 	if err := json.Unmarshal(m.msg.Data(), &task); err != nil || task.Prompt == "" {
 		r.cfg.Log.Error("task is not a JSON {id, host, prompt}; dropped", "subject", m.msg.Subject(), "err", err)
 		r.cfg.Metrics.Tasks.WithLabelValues(m.host, "invalid").Inc()
@@ -306,7 +308,7 @@ func (r *Router) onTask(m *taskArrived) {
 	}
 	id := task.ID
 	if !validID(id) {
-		id = bus.NewSessionID()
+		id = wire.NewSessionID()
 	}
 	if p.running[id] { // redelivered while it still runs here
 		if err := m.msg.InProgress(); err != nil {
@@ -355,7 +357,7 @@ func (r *Router) onTaskResumed(m *taskResumed) {
 		r.alreadyEnded(p, m.s.task, m.s.start.Session, "in the audit")
 		return
 	}
-	m.s.start.Previous = bus.PreviousFromAudit(m.records, m.s.start.Attempt)
+	m.s.start.Previous = wire.PreviousFromAudit(m.records, m.s.start.Attempt)
 	r.enqueue(p, m.s)
 }
 
@@ -369,7 +371,7 @@ func (r *Router) alreadyEnded(p *pool, msg jetstream.Msg, id, where string) {
 }
 
 // endedOK reports whether an attempt of the session the records are of ended ok.
-func endedOK(records []*bus.AuditRecord) bool {
+func endedOK(records []*wire.AuditRecord) bool {
 	for _, rec := range records {
 		if rec.Kind == "session.ended" && rec.Outcome == "ok" {
 			return true
@@ -429,7 +431,7 @@ func (r *Router) submit(m *Submit) {
 		m.Start.Started = time.Now()
 	}
 	if m.Start.Session == "" {
-		m.Start.Session = bus.NewSessionID()
+		m.Start.Session = wire.NewSessionID()
 	}
 	if p == nil || r.stopping {
 		text := "host '" + m.Host + "' does not run on this node"

@@ -11,10 +11,11 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/retry"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // validID reports whether id can be a session id: it is a NATS subject token.
-func validID(id string) bool { return bus.CheckTaskID(id) == nil }
+func validID(id string) bool { return wire.CheckTaskID(id) == nil }
 
 func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	p := r.pools[m.Result.Host]
@@ -64,7 +65,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.cfg.Metrics.Sessions.WithLabelValues(p.host.Name, outcome).Inc()
 	r.cfg.Metrics.SessionDuration.WithLabelValues(p.host.Name).Observe(res.Duration.Seconds())
 	ms := float64(res.Duration.Microseconds()) / 1000
-	ended := &bus.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
+	ended := &wire.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
 		Pipeline: s.start.Pipeline, Stage: s.start.Stage, Outcome: outcome, Error: res.Error, Duration: ms, Data: res.Data}
 	if res.OK {
 		ended.Result = res.Payload
@@ -72,7 +73,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.publish(p.host.Name, res.Session, agent.EventSessionEnded, ended)
 	rec := r.record(s, "session.ended")
 	rec.Outcome, rec.Error, rec.Duration, rec.Value = outcome, res.Error, ms, ended.Result
-	r.cfg.Audit(bus.AuditID(res.Session, s.start.Attempt, "ended"), rec)
+	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	if s.task != nil {
 		if r.stopping && !res.OK {
 			r.nak(s.task) // another node runs it
@@ -125,17 +126,17 @@ func (r *Router) deliver(start *agent.StartSession, res *agent.Result) {
 }
 
 func (r *Router) lifecycleStarted(s *session) {
-	r.publish(s.host, s.start.Session, agent.EventSessionStarted, &bus.SessionStarted{
+	r.publish(s.host, s.start.Session, agent.EventSessionStarted, &wire.SessionStarted{
 		Session: s.start.Session, Host: s.host, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
 		Pipeline: s.start.Pipeline, Stage: s.start.Stage})
 	rec := r.record(s, "session.started")
 	rec.Text = s.start.Prompt
-	r.cfg.Audit(bus.AuditID(s.start.Session, s.start.Attempt, "started"), rec)
+	r.cfg.Audit(wire.AuditID(s.start.Session, s.start.Attempt, "started"), rec)
 }
 
 // record starts an audit record of session s.
-func (r *Router) record(s *session, kind string) *bus.AuditRecord {
-	return &bus.AuditRecord{Kind: kind, Time: time.Now().UnixMilli(), Node: r.cfg.Node, Host: s.host, Session: s.start.Session,
+func (r *Router) record(s *session, kind string) *wire.AuditRecord {
+	return &wire.AuditRecord{Kind: kind, Time: time.Now().UnixMilli(), Node: r.cfg.Node, Host: s.host, Session: s.start.Session,
 		Attempt: s.start.Attempt, Pipeline: s.start.Pipeline, Stage: s.start.Stage}
 }
 
@@ -147,7 +148,7 @@ func previousAttempt(start *agent.StartSession, res *agent.Result) *protocol.Pre
 		prev.Requests = append(prev.Requests, start.Previous.Requests...)
 	}
 	for _, q := range res.Requests {
-		if !bus.Replayable(string(q.Outcome), q.Decider) {
+		if !wire.Replayable(string(q.Outcome), q.Decider) {
 			continue
 		}
 		prev.Requests = append(prev.Requests, protocol.PriorAnswer{Attempt: start.Attempt, Type: string(q.Type), Text: q.Text, Value: q.Value, Decider: q.Decider})

@@ -9,11 +9,14 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 
+	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Config is what a Supervisor needs.
@@ -26,7 +29,7 @@ type Config struct {
 	Member string
 	// Pending holds requests waiting for a person; a human supervisor delivers the
 	// answers given to them. Nil: no human decisions here.
-	Pending *bus.PendingStore
+	Pending *store.PendingStore
 	// Routines owns the goroutines the actor starts (decisions, keep-alives, the human
 	// answers' delivery); the node stops it after stopping the actor. Nil: a group of
 	// the actor's own, which nobody waits for.
@@ -89,7 +92,7 @@ func (s *Supervisor) Receive(c actor.Context) {
 		s.next(c)
 	case *keepAlive:
 		for reply := range s.held {
-			s.status(reply, bus.StatusAlive)
+			s.status(reply, wire.StatusAlive)
 		}
 	case *actor.Stopping:
 		s.stopping()
@@ -100,7 +103,7 @@ func (s *Supervisor) start(c actor.Context) {
 	s.ctx, s.stop = context.WithCancel(context.Background())
 	system, self := c.ActorSystem(), c.Self()
 	handle := func(msg *nats.Msg) {
-		s.status(msg.Reply, bus.StatusAck) // at once: the asker watches for it
+		s.status(msg.Reply, wire.StatusAck) // at once: the asker watches for it
 		system.Root.Send(self, &askArrived{msg: msg})
 	}
 	if im, ok := s.cfg.Decider.(decide.Immediate); ok && im.Immediate() {
@@ -113,7 +116,7 @@ func (s *Supervisor) start(c actor.Context) {
 			}
 		}
 	}
-	sub, err := s.cfg.Conn.QueueSubscribe(bus.AskSubject(s.name), s.name, s.published(bus.AskSubject(s.name), handle))
+	sub, err := s.cfg.Conn.QueueSubscribe(wire.AskSubject(s.name), s.name, s.published(wire.AskSubject(s.name), handle))
 	if err != nil {
 		s.log.Error("subscribe; this supervisor answers nothing", "err", err)
 		return
@@ -123,8 +126,8 @@ func (s *Supervisor) start(c actor.Context) {
 	}
 	s.sub = sub
 	if s.cfg.Member != "" {
-		// Re-asks after another member fell silent come here by name (bus.Directory).
-		direct := bus.AskMemberSubject(s.name, s.cfg.Member)
+		// Re-asks after another member fell silent come here by name (ask.Directory).
+		direct := wire.AskMemberSubject(s.name, s.cfg.Member)
 		if s.direct, err = s.cfg.Conn.Subscribe(direct, s.published(direct, handle)); err != nil {
 			s.log.Warn("subscribe to asks by name; re-asks reach this member through the queue group only", "err", err)
 		} else if err := s.direct.SetPendingLimits(-1, -1); err != nil {
@@ -132,7 +135,7 @@ func (s *Supervisor) start(c actor.Context) {
 		}
 	}
 	s.cfg.Routines.Go(func(context.Context) {
-		t := time.NewTicker(bus.KeepAliveInterval)
+		t := time.NewTicker(wire.KeepAliveInterval)
 		defer t.Stop()
 		for {
 			select {
@@ -168,7 +171,7 @@ func (s *Supervisor) stopping() {
 		s.stop()
 	}
 	for reply := range s.held {
-		s.status(reply, bus.StatusRelease)
+		s.status(reply, wire.StatusRelease)
 	}
 	if len(s.held) > 0 {
 		s.log.Info("stopping: asks handed back to the other members", "asks", len(s.held))
@@ -212,11 +215,11 @@ func (s *Supervisor) published(subject string, handle nats.MsgHandler) nats.MsgH
 	}
 }
 
-func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
-	ask, err := bus.DecodeAsk(msg.Data)
+func (s *Supervisor) parse(msg *nats.Msg) (*wire.Ask, bool) {
+	ask, err := wire.DecodeAsk(msg.Data)
 	if err != nil {
 		s.log.Warn("request is not an Ask; declined", "err", err)
-		s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
+		s.respond(msg, &wire.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
 		return nil, false
 	}
 	if ask.Deadline > 0 && time.Now().After(time.UnixMilli(ask.Deadline)) {
@@ -228,7 +231,7 @@ func (s *Supervisor) parse(msg *nats.Msg) (*bus.Ask, bool) {
 
 // decide decides one ask and answers it, unless the member stopped meanwhile (it let
 // go of the ask; another member answers).
-func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask) {
+func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *wire.Ask) {
 	ctx, req := parent, decide.RequestOf(ask, msg.Reply)
 	if !s.immediate && !req.Deadline.IsZero() { // one from memory needs no deadline (nor its timer)
 		var cancel context.CancelFunc
@@ -245,7 +248,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 	if err != nil {
 		s.counts.errored.Inc()
 		s.log.Warn("decision failed; declining", "session", ask.Session, "request", ask.ID, "err", err)
-		s.respond(msg, &bus.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: err.Error()})
+		s.respond(msg, &wire.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: err.Error()})
 		return
 	}
 	outcome := s.counts.decided
@@ -253,7 +256,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 	case dec.Deferred:
 		s.counts.deferred.Inc()
 		s.counts.humanPending.Inc()
-		s.status(msg.Reply, bus.StatusDeferred) // a person answers; the delivery goes to msg.Reply
+		s.status(msg.Reply, wire.StatusDeferred) // a person answers; the delivery goes to msg.Reply
 		return
 	case dec.UseDefault:
 		outcome = s.counts.useDefault
@@ -264,7 +267,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *bus.Ask)
 	s.respond(msg, dec.Reply())
 }
 
-func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {
+func (s *Supervisor) respond(msg *nats.Msg, r *wire.Reply) {
 	r.Member = s.cfg.Member
 	buf, _ := s.replies.Get().(*[]byte)
 	if buf == nil {
@@ -278,7 +281,7 @@ func (s *Supervisor) respond(msg *nats.Msg, r *bus.Reply) {
 }
 
 func (s *Supervisor) status(reply, status string) {
-	if err := bus.SendStatus(s.cfg.Conn, reply, status, s.cfg.Member); err != nil {
+	if err := ask.SendStatus(s.cfg.Conn, reply, status, s.cfg.Member); err != nil {
 		s.log.Warn("ask status not sent", "status", status, "err", err)
 	}
 }

@@ -14,11 +14,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/bustest"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // gate is a Decider that holds every decision until released, counting how many it
@@ -48,7 +51,7 @@ func (g *gate) Decide(ctx context.Context, r *decide.Request) (decide.Decision, 
 
 type fixture struct {
 	nc    *nats.Conn
-	asker *bus.Asker
+	asker *ask.Asker
 	m     *metrics.Set
 }
 
@@ -64,14 +67,10 @@ func open(t *testing.T) (*fixture, *actor.ActorSystem) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	m := metrics.New()
-	b, err := bus.Open(context.Background(), bus.Config{Listen: "127.0.0.1:0", Name: "supervisor-test", Ask: bus.AskerConfig{Counters: m.AskCounters()}}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := bustest.Open(t, "supervisor-test", log)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	t.Cleanup(system.Shutdown)
-	return &fixture{nc: b.Conn, asker: b.Asker, m: m}, system
+	return &fixture{nc: b.Conn, asker: bustest.Asker(t, b, ask.AskerConfig{Counters: m.AskCounters()}), m: m}, system
 }
 
 // member starts one member of supervisor "s" and waits until it is subscribed.
@@ -90,37 +89,23 @@ func (f *fixture) member(t *testing.T, system *actor.ActorSystem, name string, c
 		}
 	})
 	// The subscription is made in Started; wait until the server has it.
-	eventually(t, "the supervisor subscribed", func() bool {
-		_, err := f.nc.Request(bus.AskSubject("s"), []byte("not json"), time.Second)
+	proctest.Eventually(t, "the supervisor subscribed", func() bool {
+		_, err := f.nc.Request(wire.AskSubject("s"), []byte("not json"), time.Second)
 		return err == nil
 	})
 	return pid
 }
 
 // eventually polls cond until it holds, failing the test after five seconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(5 * time.Second)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
-}
-
 // ask asks through the node's Asker, as an agent does, and waits for the first answer.
-func (f *fixture) ask(id string, deadline time.Time) (*bus.Reply, error) {
-	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: id, Text: "q", Deadline: deadline.UnixMilli()})
+func (f *fixture) ask(id string, deadline time.Time) (*wire.Reply, error) {
+	data, _ := json.Marshal(&wire.Ask{Session: "s1", Host: "w", Type: "question", ID: id, Text: "q", Deadline: deadline.UnixMilli()})
 	return f.askRaw(data, deadline, 5*time.Second)
 }
 
-func (f *fixture) askRaw(data []byte, deadline time.Time, wait time.Duration) (*bus.Reply, error) {
-	answers := make(chan *bus.Reply, 8)
-	f.asker.Ask(&nats.Msg{Subject: bus.AskSubject("s"), Data: data}, deadline, true, func(r *bus.Reply) { answers <- r })
+func (f *fixture) askRaw(data []byte, deadline time.Time, wait time.Duration) (*wire.Reply, error) {
+	answers := make(chan *wire.Reply, 8)
+	f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: data}, deadline, true, func(r *wire.Reply) { answers <- r })
 	select {
 	case r := <-answers:
 		return r, nil
@@ -147,7 +132,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 			errs <- err
 		}()
 	}
-	eventually(t, "two decisions are in flight", func() bool { return g.now.Load() == 2 })
+	proctest.Eventually(t, "two decisions are in flight", func() bool { return g.now.Load() == 2 })
 	for range asks {
 		g.release <- struct{}{}
 	}
@@ -168,7 +153,7 @@ func TestConcurrencyIsBounded(t *testing.T) {
 
 func TestExpiredAskIsDropped(t *testing.T) {
 	f := start(t, 1, &gate{release: make(chan struct{})})
-	data, _ := json.Marshal(&bus.Ask{ID: "late", Type: "question", Deadline: time.Now().Add(-time.Second).UnixMilli()})
+	data, _ := json.Marshal(&wire.Ask{ID: "late", Type: "question", Deadline: time.Now().Add(-time.Second).UnixMilli()})
 	if _, err := f.askRaw(data, time.Now().Add(-time.Second), 300*time.Millisecond); err != nats.ErrTimeout {
 		t.Fatalf("an expired ask got %v; want no reply at all", err)
 	}
@@ -206,7 +191,7 @@ func TestHeldAskIsKeptAlive(t *testing.T) {
 	f := start(t, 1, g)
 	alive := make(chan struct{}, 64)
 	sub, err := f.nc.Subscribe("_INBOX.>", func(m *nats.Msg) {
-		if m.Header.Get(bus.HeaderStatus) == bus.StatusAlive {
+		if m.Header.Get(wire.HeaderStatus) == wire.StatusAlive {
 			alive <- struct{}{}
 		}
 	})
@@ -214,11 +199,11 @@ func TestHeldAskIsKeptAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	answers := make(chan *bus.Reply, 4)
-	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: "slow", Text: "q", Deadline: time.Now().Add(time.Minute).UnixMilli()})
-	f.asker.Ask(&nats.Msg{Subject: bus.AskSubject("s"), Data: data}, time.Now().Add(time.Minute), true, func(r *bus.Reply) { answers <- r })
-	// Four keep-alives span more than the asker's silence window (bus.DefaultSilence).
-	for range int(bus.DefaultSilence/bus.KeepAliveInterval) + 1 {
+	answers := make(chan *wire.Reply, 4)
+	data, _ := json.Marshal(&wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "slow", Text: "q", Deadline: time.Now().Add(time.Minute).UnixMilli()})
+	f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: data}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r })
+	// Four keep-alives span more than the asker's silence window (ask.DefaultSilence).
+	for range int(ask.DefaultSilence/wire.KeepAliveInterval) + 1 {
 		select {
 		case <-alive:
 		case <-time.After(5 * time.Second):
@@ -247,12 +232,12 @@ func TestStoppingMemberHandsItsAskOver(t *testing.T) {
 	for name, g := range gates {
 		pids[name] = f.member(t, system, name, 4, g)
 	}
-	answers := make(chan *bus.Reply, 4)
+	answers := make(chan *wire.Reply, 4)
 	deadline := time.Now().Add(time.Minute)
-	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q", Deadline: deadline.UnixMilli()})
-	f.asker.Ask(&nats.Msg{Subject: bus.AskSubject("s"), Data: data}, deadline, true, func(r *bus.Reply) { answers <- r })
+	data, _ := json.Marshal(&wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q", Deadline: deadline.UnixMilli()})
+	f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: data}, deadline, true, func(r *wire.Reply) { answers <- r })
 	var holder, other string
-	eventually(t, "a member is deciding", func() bool {
+	proctest.Eventually(t, "a member is deciding", func() bool {
 		for name, g := range gates {
 			if g.now.Load() == 1 {
 				holder = name
@@ -264,7 +249,7 @@ func TestStoppingMemberHandsItsAskOver(t *testing.T) {
 	if err := system.Root.StopFuture(pids[holder]).Wait(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the other member took the ask over", func() bool { return gates[other].now.Load() == 1 })
+	proctest.Eventually(t, "the other member took the ask over", func() bool { return gates[other].now.Load() == 1 })
 	gates[other].release <- struct{}{}
 	r := <-answers
 	if r.Member != other || string(r.Value) != `"ok q1"` {
@@ -272,7 +257,7 @@ func TestStoppingMemberHandsItsAskOver(t *testing.T) {
 	}
 	// The stopped member's decision counts itself released when it returns, on its own
 	// goroutine: maybe after the other member has answered.
-	eventually(t, "the stopped member's one ask counted released", func() bool {
+	proctest.Eventually(t, "the stopped member's one ask counted released", func() bool {
 		return testutil.ToFloat64(f.m.Decisions.WithLabelValues("s", "released")) == 1
 	})
 	if v := testutil.ToFloat64(f.m.AskRequests.WithLabelValues("reasked")); v != 1 {
@@ -292,16 +277,16 @@ func TestReaskToTheSameMemberIsDecidedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	data, _ := json.Marshal(&bus.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q", Deadline: time.Now().Add(time.Minute).UnixMilli()})
+	data, _ := json.Marshal(&wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q", Deadline: time.Now().Add(time.Minute).UnixMilli()})
 	for range 2 {
-		if err := f.nc.PublishRequest(bus.AskSubject("s"), inbox, data); err != nil {
+		if err := f.nc.PublishRequest(wire.AskSubject("s"), inbox, data); err != nil {
 			t.Fatal(err)
 		}
 	}
 	acks := 0
 	for acks < 2 {
 		m := <-got
-		if m.Header.Get(bus.HeaderStatus) == bus.StatusAck {
+		if m.Header.Get(wire.HeaderStatus) == wire.StatusAck {
 			acks++
 		}
 	}
@@ -311,7 +296,7 @@ func TestReaskToTheSameMemberIsDecidedOnce(t *testing.T) {
 	g.release <- struct{}{}
 	answered := 0
 	for answered == 0 {
-		if m := <-got; m.Header.Get(bus.HeaderStatus) == "" {
+		if m := <-got; m.Header.Get(wire.HeaderStatus) == "" {
 			answered++
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // aimTargets are the subjects a node acts on that a reader of the bus would like to
@@ -21,10 +22,10 @@ import (
 func aimTargets(id string) []string {
 	var out []string
 	for _, verb := range bus.CtlVerbs() {
-		out = append(out, bus.CtlSubject(secureNodeName, verb))
+		out = append(out, wire.CtlSubject(secureNodeName, verb))
 	}
-	return append(out, bus.RespondSubject("ops", id), bus.RespondSubject("view", id), bus.AskSubject("qa"),
-		bus.EventSubject("w", "t-aim", "session.ended"))
+	return append(out, wire.RespondSubject("ops", id), wire.RespondSubject("view", id), wire.AskSubject("qa"),
+		wire.EventSubject("w", "t-aim", "session.ended"))
 }
 
 // TestSecureReadersCannotAimTheBus plays a reader of the bus (viewer, operator, console)
@@ -42,7 +43,7 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 	session := startProc(t, follow)
 	id := waitPending(t, s, "t-aim")
 	targets := aimTargets(id)
-	streams := []string{bus.AuditStream, "KV_" + bus.PendingBucket, "KV_" + bus.NodesBucket}
+	streams := []string{wire.AuditStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket}
 
 	// No reader makes a consumer, push or pull, in any form of the request.
 	for _, user := range []string{"view", "ops", "desk"} {
@@ -105,9 +106,9 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 		nc, _, _ := s.conn(t, user)
 		for _, target := range targets {
 			for _, req := range []struct{ subject, body string }{
-				{"$JS.API.DIRECT.GET.KV_" + bus.NodesBucket, `{"last_by_subj":"$KV.` + bus.NodesBucket + "." + secureNodeName + `"}`},
-				{"$JS.API.DIRECT.GET.KV_" + bus.PendingBucket, `{"last_by_subj":"$KV.` + bus.PendingBucket + "." + id + `"}`},
-				{"$JS.API.STREAM.INFO." + bus.AuditStream, ``},
+				{"$JS.API.DIRECT.GET.KV_" + wire.NodesBucket, `{"last_by_subj":"$KV.` + wire.NodesBucket + "." + secureNodeName + `"}`},
+				{"$JS.API.DIRECT.GET.KV_" + wire.PendingBucket, `{"last_by_subj":"$KV.` + wire.PendingBucket + "." + id + `"}`},
+				{"$JS.API.STREAM.INFO." + wire.AuditStream, ``},
 				{"$JS.API.INFO", ``},
 			} {
 				if err := nc.PublishRequest(req.subject, target, []byte(req.body)); err != nil {
@@ -138,13 +139,13 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 
 	// Each handler met the forgeries and refused them.
 	for _, want := range []struct{ log, subject string }{
-		{"control request refused", bus.CtlSubject(secureNodeName, "drain")},
-		{"control request refused", bus.CtlSubject(secureNodeName, "interrupt")},
-		{"control request refused", bus.CtlSubject(secureNodeName, "message")},
-		{"control request refused", bus.CtlSubject(secureNodeName, "list")},
-		{"answer refused", bus.RespondSubject("ops", id)},
-		{"answer refused", bus.RespondSubject("view", id)},
-		{"refused", bus.AskSubject("qa")},
+		{"control request refused", wire.CtlSubject(secureNodeName, "drain")},
+		{"control request refused", wire.CtlSubject(secureNodeName, "interrupt")},
+		{"control request refused", wire.CtlSubject(secureNodeName, "message")},
+		{"control request refused", wire.CtlSubject(secureNodeName, "list")},
+		{"answer refused", wire.RespondSubject("ops", id)},
+		{"answer refused", wire.RespondSubject("view", id)},
+		{"refused", wire.AskSubject("qa")},
 	} {
 		poll(t, 20*time.Second, want.log+" on "+want.subject, func() bool {
 			for _, line := range strings.Split(s.up.stderr.String(), "\n") {

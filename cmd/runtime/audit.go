@@ -6,7 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 func audit(args []string, stdout, stderr io.Writer) int {
@@ -28,7 +29,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	records, err := bus.ReadAudit(ctx, c.js, pos[0])
+	records, err := store.ReadAudit(ctx, c.js, pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime audit:", c.explain(err))
 		return exitError
@@ -44,7 +45,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func printAudit(w io.Writer, records []*bus.AuditRecord) {
+func printAudit(w io.Writer, records []*wire.AuditRecord) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tATTEMPT\tEVENT\tREQUEST\tDETAIL")
 	for _, r := range records {
@@ -80,7 +81,7 @@ func printAudit(w io.Writer, records []*bus.AuditRecord) {
 }
 
 // decider is who answered, with what an external supervisor claimed kept apart.
-func decider(r *bus.AuditRecord) string {
+func decider(r *wire.AuditRecord) string {
 	if r.Claimed != "" {
 		return fmt.Sprintf("%s (claims %s)", r.Decider, r.Claimed)
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/nats-io/nuid"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/invariants"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // TestMain doubles as the runtime binary: with AGENTMUX_RUNTIME_MAIN set, the test binary
@@ -229,10 +229,10 @@ func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 	if code := audit.wait(t, 10*time.Second); code != exitOK {
 		t.Fatalf("audit after the restart: exit %d, %s", code, audit.stderr)
 	}
-	var records []bus.AuditRecord
+	var records []wire.AuditRecord
 	kinds := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(audit.stdout.String()), "\n") {
-		var r bus.AuditRecord
+		var r wire.AuditRecord
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/node"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const clientTimeout = 10 * time.Second
@@ -74,7 +75,7 @@ func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError)
 			}
 			// A request subscribes to the inbox before it publishes: a refused publish
 			// says more than the refused inbox of an identity that may not ask at all.
-			if !r.Publish && strings.HasPrefix(r.Subject, bus.InboxPrefix(user)+".") {
+			if !r.Publish && strings.HasPrefix(r.Subject, wire.InboxPrefix(user)+".") {
 				return
 			}
 			c.cancel(r)

@@ -21,8 +21,9 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // consoleManifest is a node whose every request goes to the person on call.
@@ -290,7 +291,7 @@ func TestConsoleInChromium(t *testing.T) {
 }
 
 // readAudit reads a session's audit through the node's NATS.
-func readAudit(t *testing.T, manifest, session string) ([]*bus.AuditRecord, error) {
+func readAudit(t *testing.T, manifest, session string) ([]*wire.AuditRecord, error) {
 	t.Helper()
 	c, code := client("test", manifest, os.Stderr)
 	if c == nil {
@@ -299,7 +300,7 @@ func readAudit(t *testing.T, manifest, session string) ([]*bus.AuditRecord, erro
 	defer c.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return bus.ReadAudit(ctx, c.js, session)
+	return store.ReadAudit(ctx, c.js, session)
 }
 
 // TestConsoleSignIn: bound beyond loopback the console refuses to start without a

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/actors/router"
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const drainPoll = 500 * time.Millisecond
@@ -35,7 +36,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 	req, _ := json.Marshal(map[string]int64{"grace_ms": grace.Milliseconds()})
 	reqCtx, cancelReq := c.timeout(clientTimeout)
 	defer cancelReq()
-	msg, err := c.nc.RequestWithContext(reqCtx, bus.CtlSubject(node, "drain"), req)
+	msg, err := c.nc.RequestWithContext(reqCtx, wire.CtlSubject(node, "drain"), req)
 	if err != nil {
 		if refused := c.explain(nil); refused != nil {
 			fmt.Fprintln(stderr, "runtime drain:", refused)
@@ -55,7 +56,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := c.timeout(*grace + upStopTimeout)
 	defer cancel()
-	nodes, err := bus.OpenNodes(ctx, c.js)
+	nodes, err := store.OpenNodes(ctx, c.js)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime drain:", err)
 		return exitError

@@ -17,8 +17,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // fleet is three NATS servers in a JetStream cluster (`runtime up --no-hosts
@@ -136,8 +138,8 @@ func submitTasks(t *testing.T, js jetstream.JetStream, host, prompt string, ids 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, id := range ids {
-		data, _ := json.Marshal(&bus.Task{ID: id, Host: host, Prompt: prompt})
-		if _, err := js.Publish(ctx, bus.TaskSubject(host), data, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(20)); err != nil {
+		data, _ := json.Marshal(&wire.Task{ID: id, Host: host, Prompt: prompt})
+		if _, err := js.Publish(ctx, wire.TaskSubject(host), data, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(20)); err != nil {
 			t.Fatalf("queue task %s: %v", id, err)
 		}
 	}
@@ -178,9 +180,9 @@ func kill(t *testing.T, p *proc) {
 // auditRecords reads every audit record of the fleet, by sequence; it fails the test
 // when the stream cannot be read within 45 s (a server just killed may have led it, and
 // on a loaded machine the election takes its time).
-func auditRecords(t *testing.T, js jetstream.JetStream) []bus.AuditRecord {
+func auditRecords(t *testing.T, js jetstream.JetStream) []wire.AuditRecord {
 	t.Helper()
-	var out []bus.AuditRecord
+	var out []wire.AuditRecord
 	var err error
 	poll(t, 45*time.Second, "the audit stream is readable", func() bool {
 		out, err = readFleetAudit(js)
@@ -189,10 +191,10 @@ func auditRecords(t *testing.T, js jetstream.JetStream) []bus.AuditRecord {
 	return out
 }
 
-func readFleetAudit(js jetstream.JetStream) ([]bus.AuditRecord, error) {
+func readFleetAudit(js jetstream.JetStream) ([]wire.AuditRecord, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, bus.AuditStream)
+	s, err := js.Stream(ctx, wire.AuditStream)
 	if err != nil {
 		return nil, err
 	}
@@ -200,13 +202,13 @@ func readFleetAudit(js jetstream.JetStream) ([]bus.AuditRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []bus.AuditRecord
+	var out []wire.AuditRecord
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := s.GetMsg(ctx, seq)
 		if err != nil {
 			return nil, fmt.Errorf("audit record %d: %w", seq, err)
 		}
-		var r bus.AuditRecord
+		var r wire.AuditRecord
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			return nil, fmt.Errorf("audit record %d: %w", seq, err)
 		}
@@ -339,7 +341,7 @@ func supervisorFailover(t *testing.T, silence func(*proc), after func(f *fleet, 
 		t.Fatalf("deciders %d then %d; want the other supervisor node second", first, second)
 	}
 	t.Logf("answered by the other member %v after %s was silenced (think time 4s, silence window %v)",
-		took.Round(time.Millisecond), names[first], bus.DefaultSilence)
+		took.Round(time.Millisecond), names[first], ask.DefaultSilence)
 	if after != nil {
 		after(f, js, victim, names[first])
 	}
@@ -395,7 +397,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 	nc, js := f.conn(t)
 	f.node(t, "sup", "--no-hosts")
 	victim := f.node(t, "agents1", "--no-supervisors")
-	started := events[bus.SessionStarted](t, nc, "agentmux.evt.w.*.session.started")
+	started := events[wire.SessionStarted](t, nc, "agentmux.evt.w.*.session.started")
 	script := `{"steps":[{"send":{"type":"question","id":"q1","question":"carry on?"}},{"await":"q1"},{"sleep":"6s"},{"result":"done"}]}`
 	tasks := []string{"t-1", "t-2", "t-3", "t-4"}
 	submitTasks(t, js, "w", script, tasks...)
@@ -504,12 +506,12 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 		tasks = append(tasks, fmt.Sprintf("t-%d", i))
 	}
 	submitTasks(t, js, "w", script, tasks...)
-	answered := events[bus.RequestAnswered](t, nc, "agentmux.evt.w.*.request.answered")
+	answered := events[wire.RequestAnswered](t, nc, "agentmux.evt.w.*.request.answered")
 	<-answered // sessions are asking
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := js.Stream(ctx, bus.TaskStream)
+	s, err := js.Stream(ctx, wire.TaskStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,9 +526,9 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 	// Records whose publish met the election are published again until acknowledged, so
 	// a session's end can be in the audit a moment before its last answers: wait for
 	// every session's end and all its answers, each once.
-	ended := map[string][]bus.AuditRecord{}
+	ended := map[string][]wire.AuditRecord{}
 	answers := map[string]int{}
-	var records []bus.AuditRecord
+	var records []wire.AuditRecord
 	complete := func() bool {
 		clear(ended)
 		clear(answers)
@@ -576,7 +578,7 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 
 	// Restarted on its store, the server rejoins and catches up: the stream has three
 	// current copies again.
-	// Its node waits out JetStream while the server catches up (bus.Settled).
+	// Its node waits out JetStream while the server catches up (store.Settled).
 	f.servers[leader] = f.server(t, leader)
 	untilWithin(t, f.names[leader]+" back", f.servers[leader].stderr, "node up", 90*time.Second)
 	poll(t, 30*time.Second, f.names[leader]+" is a current replica of the task stream again", func() bool {
@@ -607,7 +609,7 @@ func TestFleetDrainLosesNothing(t *testing.T) {
 	// The gate is this test: the first sessions wait on it until the drain has begun.
 	gate := make(chan *nats.Msg, 8)
 	var open atomic.Bool
-	sub, err := nc.QueueSubscribe(bus.AskSubject("gate"), "gate", func(m *nats.Msg) {
+	sub, err := nc.QueueSubscribe(wire.AskSubject("gate"), "gate", func(m *nats.Msg) {
 		if open.Load() {
 			_ = m.Respond([]byte(`{"value":"open","decider":"gate"}`))
 			return

@@ -10,24 +10,25 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // pendingClient opens the pending-request store of the node the manifest names.
-func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *bus.PendingStore, int) {
+func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *store.PendingStore, int) {
 	c, code := client(cmd, path, stderr)
 	if c == nil {
 		return nil, nil, code
 	}
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	store, err := bus.OpenPending(ctx, c.js, c.nc)
+	pending, err := store.OpenPending(ctx, c.js, c.nc)
 	if err != nil {
 		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, c.explain(err))
 		c.close()
 		return nil, nil, exitError
 	}
-	return c, store, exitOK
+	return c, pending, exitOK
 }
 
 func pending(args []string, stdout, stderr io.Writer) int {
@@ -37,14 +38,14 @@ func pending(args []string, stdout, stderr io.Writer) int {
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	c, store, code := pendingClient("pending", *path, stderr)
+	c, pending, code := pendingClient("pending", *path, stderr)
 	if c == nil {
 		return code
 	}
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	list, err := store.List(ctx)
+	list, err := pending.List(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime pending:", c.explain(err))
 		return exitError
@@ -114,16 +115,16 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	scope := ""
 	if *session {
-		scope = bus.ScopeSession
+		scope = wire.ScopeSession
 	}
-	reply, err := bus.Answer(ctx, c.nc, who, pos[0], bus.RespondRequest{Value: value, Reason: *reason, Scope: scope})
+	reply, err := store.Answer(ctx, c.nc, who, pos[0], wire.RespondRequest{Value: value, Reason: *reason, Scope: scope})
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime respond:", c.explain(err))
 		return exitError
 	}
 	if !reply.OK {
 		fmt.Fprintln(stderr, "runtime respond:", reply.Error)
-		if reply.Code == bus.RespondNoSuch || reply.Code == bus.RespondInvalid {
+		if reply.Code == wire.RespondNoSuch || reply.Code == wire.RespondInvalid {
 			return exitUsage
 		}
 		return exitError
@@ -137,7 +138,7 @@ func respond(args []string, stdout, stderr io.Writer) int {
 // without users the name given (or $USER).
 func responder(c *busClient, as string) (string, error) {
 	if c.secured {
-		if !bus.IsName(c.user) {
+		if !wire.IsName(c.user) {
 			return "", fmt.Errorf("the bus knows you as %q, which cannot be part of a subject: name the user with letters, digits, '_' and '-'", c.user)
 		}
 		if as != "" && as != c.user {
@@ -147,7 +148,7 @@ func responder(c *busClient, as string) (string, error) {
 	}
 	for _, name := range []string{as, os.Getenv("USER"), "operator"} {
 		if name != "" {
-			if !bus.IsName(name) {
+			if !wire.IsName(name) {
 				return "", fmt.Errorf("--as %q: use letters, digits, '_' and '-'", name)
 			}
 			return name, nil

@@ -8,7 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // nodes lists the fleet's nodes from their heartbeats.
@@ -26,12 +27,12 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	store, err := bus.OpenNodes(ctx, c.js)
+	nodes, err := store.OpenNodes(ctx, c.js)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
 		return exitError
 	}
-	list, err := store.List(ctx)
+	list, err := nodes.List(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
 		return exitError
@@ -39,7 +40,7 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 	now := time.Now()
 	if *asJSON {
 		type row struct {
-			*bus.NodeInfo
+			*wire.NodeInfo
 			State string `json:"state"`
 		}
 		rows := make([]row, 0, len(list))
@@ -71,7 +72,7 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func nodeState(n *bus.NodeInfo, now time.Time) string {
+func nodeState(n *wire.NodeInfo, now time.Time) string {
 	switch {
 	case n.Stopped:
 		return "stopped"

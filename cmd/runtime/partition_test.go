@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
 )
 
 // netns is a network namespace joined to this one by a veth pair: the test's own
@@ -100,8 +100,8 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 		return false
 	})
 	// The cut lasts until the rest of the fleet counts the node gone (its heartbeat older
-	// than bus.NodeDeadAfter) and ten seconds have passed.
-	nodes, err := bus.OpenNodes(context.Background(), js)
+	// than wire.NodeDeadAfter) and ten seconds have passed.
+	nodes, err := store.OpenNodes(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/nats-io/nuid"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/node"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // pipelineArgs reads `<pipeline> name=value…` when pos names one of the manifest's
@@ -85,17 +85,17 @@ func runPipeline(m *config.Manifest, p *config.Pipeline, params map[string]strin
 
 // pipelineSubjects match a run's events and its stages' sessions' events.
 func pipelineSubjects(p *config.Pipeline, id string) []string {
-	out := []string{bus.SessionEvents(p.Name, id)}
+	out := []string{wire.SessionEvents(p.Name, id)}
 	for _, st := range p.Stages {
-		out = append(out, bus.SessionEvents(st.Host, id+"-"+st.Name))
+		out = append(out, wire.SessionEvents(st.Host, id+"-"+st.Name))
 	}
 	return out
 }
 
-func printRun(res *bus.PipelineRun, stdout, stderr io.Writer) int {
+func printRun(res *wire.PipelineRun, stdout, stderr io.Writer) int {
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(out))
-	if res.Outcome != bus.StageOK {
+	if res.Outcome != wire.StageOK {
 		fmt.Fprintf(stderr, "runtime: pipeline %s run %s failed: %s\n", res.Pipeline, res.ID, res.Error)
 		return exitError
 	}
@@ -107,7 +107,7 @@ func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]st
 	if id == "" {
 		id = "p-" + nuid.Next()
 	}
-	if err := bus.CheckTaskID(id); err != nil {
+	if err := wire.CheckTaskID(id); err != nil {
 		return usageError(stderr, fmt.Errorf("--id: %w", err))
 	}
 	c, err := dial("submit", m)
@@ -123,8 +123,8 @@ func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]st
 			return exitError
 		}
 	}
-	data, _ := json.Marshal(&bus.PipelineTask{ID: id, Pipeline: p.Name, Params: params})
-	if code := c.queue("submit", bus.TaskSubject(p.Name), id, data, stderr); code != exitOK {
+	data, _ := json.Marshal(&wire.PipelineTask{ID: id, Pipeline: p.Name, Params: params})
+	if code := c.queue("submit", wire.TaskSubject(p.Name), id, data, stderr); code != exitOK {
 		return code
 	}
 	if !follow {

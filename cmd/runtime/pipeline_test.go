@@ -16,6 +16,8 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // pipelineManifest is a node on its own store with pipelineBody.
@@ -80,7 +82,7 @@ func TestRunPipelineCLI(t *testing.T) {
 	if code := p.wait(t, 60*time.Second); code != exitOK {
 		t.Fatalf("run: exit %d\n%s", code, p.stderr)
 	}
-	var run bus.PipelineRun
+	var run wire.PipelineRun
 	if err := json.Unmarshal([]byte(p.stdout.String()), &run); err != nil {
 		t.Fatalf("stdout is not a pipeline run: %v\n%s", err, p.stdout)
 	}
@@ -182,15 +184,15 @@ func TestPipelineResumesAfterNodeKilled(t *testing.T) {
 	})
 	again := runtimeProc(t, "up", "-c", manifest, "--log", "info")
 	until(t, "runtime up again", again.stderr, "node up")
-	store, err := bus.OpenPipelines(context.Background(), js)
+	runs, err := store.OpenPipelines(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var run *bus.PipelineRun
+	var run *wire.PipelineRun
 	poll(t, 60*time.Second, "the run ended on the restarted node", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		run, _, err = store.Get(ctx, "p-resume")
+		run, _, err = runs.Get(ctx, "p-resume")
 		return err == nil && run != nil && run.Outcome != ""
 	})
 	impl, test := run.Stages[0], run.Stages[1]
@@ -211,15 +213,15 @@ func TestFleetPipelineResumesOnAnotherNode(t *testing.T) {
 	f := startFleet(t, body)
 	nodes := map[string]*proc{"a1": f.node(t, "a1"), "a2": f.node(t, "a2")}
 	_, js := f.conn(t)
-	store, err := bus.OpenPipelines(context.Background(), js)
+	runs, err := store.OpenPipelines(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	follow := runtimeProc(t, "submit", "-c", f.manifest, "--id", "p-fleet", "--follow", "build_and_test", "spec=checkout")
-	get := func() *bus.PipelineRun {
+	get := func() *wire.PipelineRun {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		run, _, err := store.Get(ctx, "p-fleet")
+		run, _, err := runs.Get(ctx, "p-fleet")
 		if err != nil {
 			return nil
 		}
@@ -227,7 +229,7 @@ func TestFleetPipelineResumesOnAnotherNode(t *testing.T) {
 	}
 	stageAsked(t, js)
 	run := get()
-	if run == nil || run.Stages[1].Outcome != bus.StageRunning {
+	if run == nil || run.Stages[1].Outcome != wire.StageRunning {
 		t.Fatalf("run %+v; want its second stage running", run)
 	}
 	victim := run.Stages[1].Node
@@ -241,7 +243,7 @@ func TestFleetPipelineResumesOnAnotherNode(t *testing.T) {
 	if code := follow.wait(t, 30*time.Second); code != exitOK {
 		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stderr)
 	}
-	var followed bus.PipelineRun
+	var followed wire.PipelineRun
 	if err := json.Unmarshal([]byte(follow.stdout.String()), &followed); err != nil || followed.Outcome != "ok" || followed.ID != "p-fleet" {
 		t.Fatalf("submit --follow printed %s (%v); want the ended run", follow.stdout, err)
 	}

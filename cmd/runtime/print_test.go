@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // TestOneLineCutsWholeCharacters: a request's text in a table is cut on a character,
@@ -33,7 +33,7 @@ func TestOneLineCutsWholeCharacters(t *testing.T) {
 // shows what was asked before the answer; one after its request record shows the answer.
 func TestPrintAuditShowsWhatAnAnswerStandsFor(t *testing.T) {
 	var b strings.Builder
-	printAudit(&b, []*bus.AuditRecord{
+	printAudit(&b, []*wire.AuditRecord{
 		{Kind: "answer", Time: 1764000000000, Request: "q1", Type: "question", Text: "Which db?", Asked: 1764000000000,
 			Value: json.RawMessage(`"postgres"`), Outcome: "answered", Decider: "rule:db", Latency: 1},
 		{Kind: "request", Time: 1764000000000, Request: "a1", Type: "approval", Text: "rm -rf build"},

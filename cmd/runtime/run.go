@@ -18,6 +18,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/node"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const endedEventWait = 2 * time.Second
@@ -53,10 +54,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer func() { _ = n.Stop(context.Background()) }()
 
-	session := bus.NewSessionID()
+	session := wire.NewSessionID()
 	var printer *eventPrinter
 	if *events {
-		printer, err = followEvents(n.Bus.Conn, []string{bus.SessionEvents(host, session)}, stderr)
+		printer, err = followEvents(n.Bus.Conn, []string{wire.SessionEvents(host, session)}, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "runtime run:", err)
 			return exitError
@@ -97,8 +98,8 @@ type eventPrinter struct {
 	once     sync.Once
 	mu       sync.Mutex // protects w, last and run
 	w        io.Writer
-	last     *bus.SessionEnded
-	run      *bus.PipelineRun
+	last     *wire.SessionEnded
+	run      *wire.PipelineRun
 }
 
 func followEvents(nc *nats.Conn, subjects []string, w io.Writer) (*eventPrinter, error) {
@@ -132,8 +133,8 @@ func (p *eventPrinter) handle(m *nats.Msg) {
 	fmt.Fprintln(p.w, string(line))
 	p.mu.Unlock()
 	switch {
-	case p.pipeline && strings.HasSuffix(m.Subject, "."+bus.EventPipelineEnded):
-		var run bus.PipelineRun
+	case p.pipeline && strings.HasSuffix(m.Subject, "."+wire.EventPipelineEnded):
+		var run wire.PipelineRun
 		if json.Unmarshal(m.Data, &run) == nil {
 			p.mu.Lock()
 			p.run = &run
@@ -141,7 +142,7 @@ func (p *eventPrinter) handle(m *nats.Msg) {
 			p.once.Do(func() { close(p.ended) })
 		}
 	case !p.pipeline && strings.HasSuffix(m.Subject, "."+agent.EventSessionEnded):
-		var e bus.SessionEnded
+		var e wire.SessionEnded
 		if json.Unmarshal(m.Data, &e) == nil {
 			p.mu.Lock()
 			p.last = &e
@@ -190,7 +191,7 @@ func (p *eventPrinter) close() {
 }
 
 func session(subject string) string {
-	_, s, _, _ := bus.ParseEventSubject(subject)
+	_, s, _, _ := wire.ParseEventSubject(subject)
 	return s
 }
 

@@ -20,6 +20,8 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // secureNode is a `runtime up` whose embedded server has users of every role.
@@ -216,7 +218,7 @@ func subscribeOnce(nc *nats.Conn, subject, queue string) error {
 // is refused the rest, with an error naming the subject.
 func TestSecureRoles(t *testing.T) {
 	s := startSecureNode(t)
-	task, _ := json.Marshal(&bus.Task{ID: "t-roles", Host: "w", Prompt: okScript})
+	task, _ := json.Marshal(&wire.Task{ID: "t-roles", Host: "w", Prompt: okScript})
 	ops := []struct {
 		name    string
 		allowed []string // users whose role allows it
@@ -224,14 +226,14 @@ func TestSecureRoles(t *testing.T) {
 		do      func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error
 	}{
 		{"submit a task", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			_, err := js.Publish(ctx, bus.TaskSubject("w"), task, jetstream.WithMsgID("t-roles"))
+			_, err := js.Publish(ctx, wire.TaskSubject("w"), task, jetstream.WithMsgID("t-roles"))
 			return err
 		}},
 		{"take oncall's asks", []string{"machine", "pager"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			return subscribeOnce(nc, bus.AskSubject("oncall"), "oncall")
+			return subscribeOnce(nc, wire.AskSubject("oncall"), "oncall")
 		}},
 		{"take another supervisor's asks", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			return subscribeOnce(nc, bus.AskSubject("other"), "other")
+			return subscribeOnce(nc, wire.AskSubject("other"), "other")
 		}},
 		{"reply on a node's inbox unasked", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			if err := nc.Publish("_INBOX."+nuid.Next()+".k1", []byte(`{"value":"yes","decider":"rule:forged"}`)); err != nil {
@@ -240,56 +242,56 @@ func TestSecureRoles(t *testing.T) {
 			return nc.Flush()
 		}},
 		{"watch events", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			return subscribeOnce(nc, bus.AllEvents, "")
+			return subscribeOnce(nc, wire.AllEvents, "")
 		}},
 		{"publish an event", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			if err := nc.Publish(bus.EventSubject("w", "forged", "progress"), []byte(`{}`)); err != nil {
+			if err := nc.Publish(wire.EventSubject("w", "forged", "progress"), []byte(`{}`)); err != nil {
 				return err
 			}
 			return nc.Flush()
 		}},
 		{"read the audit", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			_, err := bus.ReadAudit(ctx, js, "t-none")
+			_, err := store.ReadAudit(ctx, js, "t-none")
 			return err
 		}},
 		{"read pending requests", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			store, err := bus.OpenPending(ctx, js, nc)
+			pending, err := store.OpenPending(ctx, js, nc)
 			if err != nil {
 				return err
 			}
-			_, err = store.List(ctx)
+			_, err = pending.List(ctx)
 			return err
 		}},
 		{"purge the audit", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			// A purge of a subject no record has: allowed or not, it removes nothing.
-			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.PURGE."+bus.AuditStream, []byte(`{"filter":"agentmux.audit.none.none"}`))
+			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.PURGE."+wire.AuditStream, []byte(`{"filter":"agentmux.audit.none.none"}`))
 			return err
 		}},
 		{"delete the task stream", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			return js.DeleteStream(ctx, bus.TaskStream)
+			return js.DeleteStream(ctx, wire.TaskStream)
 		}},
 		{"write a pending request", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			_, err := js.Publish(ctx, "$KV."+bus.PendingBucket+".h-forged", []byte(`{}`))
+			_, err := js.Publish(ctx, "$KV."+wire.PendingBucket+".h-forged", []byte(`{}`))
 			return err
 		}},
 		{"answer a person's request", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			user := strings.TrimPrefix(nc.Opts.Name, "test-")
-			msg, err := nc.RequestWithContext(ctx, bus.RespondSubject(user, "h-none"), []byte(`{"value":"yes"}`))
+			msg, err := nc.RequestWithContext(ctx, wire.RespondSubject(user, "h-none"), []byte(`{"value":"yes"}`))
 			if err != nil {
 				return err
 			}
-			var reply bus.RespondReply
-			if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Code != bus.RespondNoSuch {
+			var reply wire.RespondReply
+			if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Code != wire.RespondNoSuch {
 				return fmt.Errorf("reply %s", msg.Data)
 			}
 			return nil
 		}},
 		{"ctl list", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			_, err := nc.RequestWithContext(ctx, bus.CtlSubject(secureNodeName, "list"), nil)
+			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "list"), nil)
 			return err
 		}},
 		{"ctl interrupt", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			_, err := nc.RequestWithContext(ctx, bus.CtlSubject(secureNodeName, "interrupt"), []byte(`{"session":"t-none"}`))
+			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "interrupt"), []byte(`{"session":"t-none"}`))
 			return err
 		}},
 	}
@@ -414,7 +416,7 @@ func auditDecider(t *testing.T, s *secureNode, session string) string {
 	poll(t, 20*time.Second, "the answer's audit record", func() bool {
 		_, out, _ := s.cli(t, "view", "audit", "-c", s.manifest, session, "--json")
 		for _, line := range strings.Split(out, "\n") {
-			var rec bus.AuditRecord
+			var rec wire.AuditRecord
 			if json.Unmarshal([]byte(line), &rec) == nil && rec.Kind == "answer" {
 				decider = rec.Decider
 				if rec.Claimed != "" {
@@ -433,7 +435,7 @@ func auditDecider(t *testing.T, s *secureNode, session string) string {
 func TestSecureForgedDecider(t *testing.T) {
 	s := startSecureNode(t)
 	pager, _, refused := s.conn(t, "pager")
-	asks, err := pager.QueueSubscribeSync(bus.AskSubject("oncall"), "oncall")
+	asks, err := pager.QueueSubscribeSync(wire.AskSubject("oncall"), "oncall")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
-
-	"github.com/agentmux/agentmux/bus"
 )
 
 const (
@@ -44,7 +43,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if *id == "" {
 		*id = "t-" + nuid.Next()
 	}
-	if err := bus.CheckTaskID(*id); err != nil {
+	if err := wire.CheckTaskID(*id); err != nil {
 		return usageError(stderr, fmt.Errorf("--id: %w", err))
 	}
 	c, err := dial("submit", m)
@@ -55,13 +54,13 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	var printer *eventPrinter
 	if *follow {
-		if printer, err = c.follow([]string{bus.SessionEvents(host, *id)}, stderr); err != nil {
+		if printer, err = c.follow([]string{wire.SessionEvents(host, *id)}, stderr); err != nil {
 			fmt.Fprintln(stderr, "runtime submit:", err)
 			return exitError
 		}
 	}
-	data, _ := json.Marshal(&bus.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume})
-	if code := c.queue("submit", bus.TaskSubject(host), *id, data, stderr); code != exitOK {
+	data, _ := json.Marshal(&wire.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume})
+	if code := c.queue("submit", wire.TaskSubject(host), *id, data, stderr); code != exitOK {
 		return code
 	}
 	if !*follow {
@@ -102,7 +101,7 @@ func (c *busClient) queue(cmd, subject, id string, data []byte, stderr io.Writer
 func watch(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("watch", stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	subject := fs.String("subject", bus.AllEvents, "event `subject` filter")
+	subject := fs.String("subject", wire.AllEvents, "event `subject` filter")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}

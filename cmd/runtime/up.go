@@ -67,7 +67,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	info := n.Info()
-	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "replicas", n.Bus.Replicas, "metrics", n.MetricsAddr(),
+	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "replicas", n.Replicas(), "metrics", n.MetricsAddr(),
 		"hosts", strings.Join(n.Hosts(), ","), "supervisors", strings.Join(info.Supervisors, ","))
 	if local := n.Bus.LocalOperator(); local != "" {
 		log.Info("the CLI on this machine connects as the local operator; no anonymous client gets in", "credential", local)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Violations lists how records break the invariants:
@@ -20,7 +20,7 @@ import (
 //
 // An attempt cut short by a killed node may lack its last records: its node died with
 // them, and the task ran again as a new attempt.
-func Violations(records []bus.AuditRecord, ended []string) []string {
+func Violations(records []wire.AuditRecord, ended []string) []string {
 	type attempt struct {
 		started, ended int
 		asked, answers map[string]int // by request id

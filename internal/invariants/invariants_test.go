@@ -5,19 +5,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // TestViolations: the checker finds each kind of broken history, and passes a whole one.
 func TestViolations(t *testing.T) {
-	rec := func(kind, session string, attempt int, request, outcome string) bus.AuditRecord {
-		return bus.AuditRecord{Kind: kind, Session: session, Attempt: attempt, Request: request, Outcome: outcome}
+	rec := func(kind, session string, attempt int, request, outcome string) wire.AuditRecord {
+		return wire.AuditRecord{Kind: kind, Session: session, Attempt: attempt, Request: request, Outcome: outcome}
 	}
-	asked := func(r bus.AuditRecord) bus.AuditRecord {
+	asked := func(r wire.AuditRecord) wire.AuditRecord {
 		r.Asked = 1764000000000
 		return r
 	}
-	whole := []bus.AuditRecord{
+	whole := []wire.AuditRecord{
 		rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), // killed: no end
 		rec("session.started", "s", 1, "", ""), rec("request", "s", 1, "q1", ""), rec("answer", "s", 1, "q1", "answered"),
 		rec("request", "s", 1, "q1", ""), rec("answer", "s", 1, "q1", "invalid"), // a duplicate id, answered invalid
@@ -29,23 +29,23 @@ func TestViolations(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		records []bus.AuditRecord
+		records []wire.AuditRecord
 		want    string
 	}{
-		{"unanswered", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
+		{"unanswered", []wire.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
 			"s#0: request q1 asked 1 times, answered 0 times"},
-		{"an answer carrying its request, answered again", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), asked(rec("answer", "s", 0, "q1", "")), rec("answer", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
+		{"an answer carrying its request, answered again", []wire.AuditRecord{rec("session.started", "s", 0, "", ""), asked(rec("answer", "s", 0, "q1", "")), rec("answer", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
 			"s#0: request q1 asked 1 times, answered 2 times"},
-		{"answered twice", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
+		{"answered twice", []wire.AuditRecord{rec("session.started", "s", 0, "", ""), rec("request", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("answer", "s", 0, "q1", ""), rec("session.ended", "s", 0, "", "ok")},
 			"answered 2 times"},
-		{"never asked", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("answer", "s", 0, "q9", ""), rec("session.ended", "s", 0, "", "ok")},
+		{"never asked", []wire.AuditRecord{rec("session.started", "s", 0, "", ""), rec("answer", "s", 0, "q9", ""), rec("session.ended", "s", 0, "", "ok")},
 			"1 answers to request q9, which it never asked"},
-		{"ended twice", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("session.ended", "s", 0, "", "ok"), rec("session.ended", "s", 0, "", "ok")},
+		{"ended twice", []wire.AuditRecord{rec("session.started", "s", 0, "", ""), rec("session.ended", "s", 0, "", "ok"), rec("session.ended", "s", 0, "", "ok")},
 			"s#0: started 1 times, ended 2 times"},
-		{"ended unstarted", []bus.AuditRecord{rec("session.ended", "s", 0, "", "ok")}, "ended only if started"},
-		{"ok in two attempts", []bus.AuditRecord{rec("session.started", "s", 0, "", ""), rec("session.ended", "s", 0, "", "ok"), rec("session.started", "s", 1, "", ""), rec("session.ended", "s", 1, "", "ok")},
+		{"ended unstarted", []wire.AuditRecord{rec("session.ended", "s", 0, "", "ok")}, "ended only if started"},
+		{"ok in two attempts", []wire.AuditRecord{rec("session.started", "s", 0, "", ""), rec("session.ended", "s", 0, "", "ok"), rec("session.started", "s", 1, "", ""), rec("session.ended", "s", 1, "", "ok")},
 			"task s ended ok 2 times"},
-		{"never ended", []bus.AuditRecord{rec("session.started", "s", 0, "", "")}, "task s ended ok 0 times"},
+		{"never ended", []wire.AuditRecord{rec("session.started", "s", 0, "", "")}, "task s ended ok 0 times"},
 	} {
 		v := Violations(c.records, []string{"s"})
 		if !slices.ContainsFunc(v, func(s string) bool { return strings.Contains(s, c.want) }) {

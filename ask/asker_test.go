@@ -1,0 +1,342 @@
+package ask
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+type count struct{ n atomic.Int64 }
+
+func (c *count) Inc() { c.n.Add(1) }
+
+// askFixture is a bus and an Asker with short windows that counts into plain counters.
+type askFixture struct {
+	nc                                    *nats.Conn
+	asker                                 *Asker
+	answered, reasked, duplicate, timeout *count
+	withdrawn                             chan string // key and why of each OnWithdrawn
+}
+
+func newAskFixture(t *testing.T) *askFixture {
+	f := &askFixture{answered: &count{}, reasked: &count{}, duplicate: &count{}, timeout: &count{}, withdrawn: make(chan string, 8)}
+	f.nc = openBus(t).Conn
+	f.asker = newAsker(t, f.nc, AskerConfig{AckTimeout: 200 * time.Millisecond, Silence: 300 * time.Millisecond,
+		LateGrace: time.Second, Counters: AskCounters{Answered: f.answered, Reasked: f.reasked, Duplicate: f.duplicate, Timeout: f.timeout},
+		OnWithdrawn: func(key, why string) { f.withdrawn <- key + " " + why }})
+	return f
+}
+
+// openBus starts an embedded server and connects to it.
+func openBus(t *testing.T) *bus.Bus {
+	t.Helper()
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// newAsker is an Asker on nc, closed when the test ends.
+func newAsker(t *testing.T, nc *nats.Conn, cfg AskerConfig) *Asker {
+	t.Helper()
+	a, err := NewAsker(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	return a
+}
+
+// TestDeferredAskWithdrawn: an ask a person decides, given up on, is reported withdrawn
+// with its key; one answered, or not deferred, is not.
+func TestDeferredAskWithdrawn(t *testing.T) {
+	f := newAskFixture(t)
+	replies := make(chan string, 8)
+	f.member(t, func(m *nats.Msg) {
+		replies <- m.Reply
+		if string(m.Data) == `"person"` {
+			_ = SendStatus(f.nc, m.Reply, wire.StatusDeferred, "m1")
+		}
+	})
+	ask := func(body string) (func(string), string) {
+		settle := f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(body)}, time.Now().Add(time.Minute), true, func(*wire.Reply) {})
+		reply := <-replies
+		return settle, reply[strings.LastIndexByte(reply, '.')+1:]
+	}
+	person, key := ask(`"person"`)
+	proctest.Eventually(t, "the ask is deferred", func() bool {
+		f.asker.mu.Lock()
+		defer f.asker.mu.Unlock()
+		return f.asker.calls[key].state == stateDeferred
+	})
+	person("cancelled: session ended")
+	if got := <-f.withdrawn; got != key+" cancelled: session ended" {
+		t.Fatalf("withdrawn %q", got)
+	}
+	answered, _ := ask(`"person"`)
+	machine, _ := ask(`"rule"`)
+	answered("")
+	machine("timed_out: no answer")
+	select {
+	case got := <-f.withdrawn:
+		t.Fatalf("withdrawn %q: answered or never deferred", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// member subscribes to the ask subject and hands every copy of an ask to handle.
+func (f *askFixture) member(t *testing.T, handle func(*nats.Msg)) {
+	t.Helper()
+	sub, err := f.nc.Subscribe(wire.AskSubject("s"), handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := f.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *askFixture) ask(deadline time.Time) (chan *wire.Reply, func()) {
+	answers := make(chan *wire.Reply, 8)
+	settle := f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(`{}`)}, deadline, true, func(r *wire.Reply) { answers <- r })
+	return answers, func() { settle("") }
+}
+
+func answer(t *testing.T, nc *nats.Conn, reply, value, member string) {
+	t.Helper()
+	data, _ := json.Marshal(&wire.Reply{Value: json.RawMessage(value), Decider: "test", Member: member})
+	if err := nc.Publish(reply, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAskNotAcknowledgedIsAskedAgain(t *testing.T) {
+	f := newAskFixture(t)
+	var copies atomic.Int32
+	f.member(t, func(m *nats.Msg) {
+		if copies.Add(1) == 3 { // the first two copies vanish, as into a dead member
+			answer(t, f.nc, m.Reply, `"third"`, "m3")
+		}
+	})
+	answers, settle := f.ask(time.Now().Add(time.Minute))
+	r := <-answers
+	settle()
+	if string(r.Value) != `"third"` || r.Member != "m3" || f.reasked.n.Load() != 2 || f.answered.n.Load() != 1 {
+		t.Fatalf("answer %+v after %d re-asks (answered %d); want the third copy's, after 2", r, f.reasked.n.Load(), f.answered.n.Load())
+	}
+}
+
+func TestSilentMemberIsReplacedAndItsLateAnswerReported(t *testing.T) {
+	f := newAskFixture(t)
+	replies := make(chan string, 8)
+	f.member(t, func(m *nats.Msg) {
+		if err := SendStatus(f.nc, m.Reply, wire.StatusAck, "m1"); err != nil {
+			t.Error(err)
+		}
+		replies <- m.Reply // acknowledged, then silent: no keep-alives
+	})
+	answers, settle := f.ask(time.Now().Add(time.Minute))
+	first := <-replies
+	second := <-replies // asked again after the silence window
+	if first != second {
+		t.Fatalf("a re-ask must keep the reply subject (%s, %s): members deduplicate by it", first, second)
+	}
+	answer(t, f.nc, second, `"from m2"`, "m2")
+	r := <-answers
+	settle()
+	answer(t, f.nc, first, `"from m1, late"`, "m1")
+	late := <-answers
+	if string(r.Value) != `"from m2"` || late.Member != "m1" {
+		t.Fatalf("first %+v, then %+v", r, late)
+	}
+	proctest.Eventually(t, "the late answer is counted", func() bool { return f.duplicate.n.Load() == 1 })
+}
+
+func TestKeptAliveAndDeferredAsksAreNotAskedAgain(t *testing.T) {
+	f := newAskFixture(t)
+	var copies atomic.Int32
+	held := make(chan string, 8)
+	f.member(t, func(m *nats.Msg) {
+		copies.Add(1)
+		held <- m.Reply
+	})
+	answers, settle := f.ask(time.Now().Add(time.Minute))
+	defer settle()
+	reply := <-held
+	// notAgain fails the test if the ask reaches the member again within d.
+	notAgain := func(d time.Duration, what string) {
+		t.Helper()
+		select {
+		case <-held:
+			t.Fatalf("asked again while %s", what)
+		case <-time.After(d):
+		}
+	}
+	// Keep it alive for two silence windows (keep-alives every 100 ms), then hand it to a
+	// person and wait two more: a watched ask would be asked again in each.
+	keepAlive := time.NewTicker(100 * time.Millisecond)
+	defer keepAlive.Stop()
+	for range 6 {
+		if err := SendStatus(f.nc, reply, wire.StatusAlive, "m1"); err != nil {
+			t.Fatal(err)
+		}
+		<-keepAlive.C
+	}
+	if err := SendStatus(f.nc, reply, wire.StatusDeferred, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	notAgain(600*time.Millisecond, "a person has it")
+	answer(t, f.nc, reply, `"a person's"`, "m1")
+	if r := <-answers; string(r.Value) != `"a person's"` {
+		t.Fatalf("answer %+v", r)
+	}
+	if n := copies.Load(); n != 1 || f.reasked.n.Load() != 0 {
+		t.Fatalf("the ask reached the member %d times, re-asked %d; want once, never", n, f.reasked.n.Load())
+	}
+}
+
+func TestAskPastItsDeadlineCountsATimeout(t *testing.T) {
+	f := newAskFixture(t)
+	f.member(t, func(*nats.Msg) {})
+	f.ask(time.Now().Add(100 * time.Millisecond))
+	_, withdraw := f.ask(time.Now().Add(100 * time.Millisecond))
+	withdraw() // settled before its deadline (the agent withdrew it): not a timeout
+	proctest.Eventually(t, "both asks stop listening", func() bool {
+		f.asker.mu.Lock()
+		defer f.asker.mu.Unlock()
+		return len(f.asker.calls) == 0
+	})
+	if f.timeout.n.Load() != 1 || f.answered.n.Load() != 0 {
+		t.Fatalf("timeouts %d, answered %d; want the one unanswered ask counted", f.timeout.n.Load(), f.answered.n.Load())
+	}
+}
+
+// TestOpenAsksAreAskedAgainAfterAReconnect: the server restarts while a member decides;
+// its answer, sent while the asker was cut off, is lost, so the asker asks again once
+// it is back, and the member's answer to the second copy arrives.
+func TestOpenAsksAreAskedAgainAfterAReconnect(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, NoLog: true, NoSigs: true}
+	srv := proctest.Server(t, opts)
+	url := srv.ClientURL()
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	reasked := &count{}
+	connect := func(name string) *nats.Conn {
+		nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	nc := connect("asker")
+	asker := newAsker(t, nc, AskerConfig{Counters: AskCounters{Reasked: reasked}})
+	nc.SetReconnectHandler(func(*nats.Conn) { asker.Reconnected() })
+	member := connect("member")
+	copies := make(chan *nats.Msg, 4)
+	if _, err := member.Subscribe(wire.AskSubject("s"), func(m *nats.Msg) { copies <- m }); err != nil {
+		t.Fatal(err)
+	}
+	if err := member.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	answers := make(chan *wire.Reply, 4)
+	asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(`{}`)}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r })
+	first := <-copies
+	if err := SendStatus(member, first.Reply, wire.StatusAck, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	srv = proctest.Server(t, opts)
+	second := <-copies // asked again after the reconnect
+	answer(t, member, second.Reply, `"after the restart"`, "m1")
+	if r := <-answers; string(r.Value) != `"after the restart"` || reasked.n.Load() < 1 {
+		t.Fatalf("answer %+v after %d re-asks", r, reasked.n.Load())
+	}
+}
+
+// TestSilentMemberIsPassedOverByName: the queue group keeps handing the ask to the same
+// member (as NATS does for a member on the asker's own server) and that member hangs;
+// the re-ask goes by name to a live member from the directory, which answers.
+func TestSilentMemberIsPassedOverByName(t *testing.T) {
+	reasked := &count{}
+	b := openBus(t)
+	asker := newAsker(t, b.Conn, AskerConfig{AckTimeout: 200 * time.Millisecond, Silence: 300 * time.Millisecond,
+		Members: func(string) []string { return []string{"hung", "live"} }, Counters: AskCounters{Reasked: reasked}})
+	hung := make(chan string, 8)
+	for _, subject := range []string{wire.AskSubject("s"), wire.AskMemberSubject("s", "hung")} {
+		if _, err := b.Conn.Subscribe(subject, func(m *nats.Msg) {
+			_ = SendStatus(b.Conn, m.Reply, wire.StatusAck, "hung")
+			hung <- m.Subject // and never a word more
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Conn.Subscribe(wire.AskMemberSubject("s", "live"), func(m *nats.Msg) { answer(t, b.Conn, m.Reply, `"live"`, "live") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	answers := make(chan *wire.Reply, 4)
+	asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(`{}`)}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r })
+	if got := <-hung; got != wire.AskSubject("s") {
+		t.Fatalf("first copy on %s; want the queue subject", got)
+	}
+	r := <-answers
+	if r.Member != "live" || reasked.n.Load() != 1 {
+		t.Fatalf("answer %+v after %d re-asks; want the live member's, after one", r, reasked.n.Load())
+	}
+}
+
+func TestDirectoryListsLiveMembers(t *testing.T) {
+	b := openBus(t)
+	ctx := context.Background()
+	if _, err := store.Declare(ctx, b.JS, 0, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := store.OpenNodes(ctx, b.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := NewDirectory()
+	watching, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	if err := nodes.Watch(watching, dir.Update, func() { close(stopped) }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop(); <-stopped }()
+	now := time.Now()
+	for _, n := range []*wire.NodeInfo{
+		{Name: "a", Heartbeat: now, Supervisors: []string{"s", "x"}},
+		{Name: "b", Heartbeat: now, Supervisors: []string{"s"}},
+		{Name: "draining", Heartbeat: now, Supervisors: []string{"s"}, Draining: true},
+		{Name: "stopped", Heartbeat: now, Supervisors: []string{"s"}, Stopped: true},
+		{Name: "gone", Heartbeat: now.Add(-wire.NodeDeadAfter - time.Second), Supervisors: []string{"s"}},
+		{Name: "agents", Heartbeat: now},
+	} {
+		if err := nodes.Put(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proctest.Eventually(t, "the directory has the nodes", func() bool { return len(dir.Members("x")) == 1 })
+	proctest.Eventually(t, "the directory has every node", func() bool { return len(dir.Members("s")) == 2 })
+	if got := dir.Members("s"); got[0] != "a" || got[1] != "b" {
+		t.Fatalf("members of s: %v; want a and b", got)
+	}
+}

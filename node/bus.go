@@ -1,0 +1,126 @@
+package node
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/ask"
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/store"
+)
+
+// openBus starts or connects to NATS, declares the streams and buckets, and starts the
+// node's Asker.
+func (n *Node) openBus(ctx context.Context, opts Options) error {
+	m, nc, getenv := opts.Manifest, opts.Manifest.NATS, getenv(opts)
+	var (
+		users []bus.User
+		id    bus.Identity
+		err   error
+	)
+	if nc.URL == "" {
+		users, err = Users(m, getenv)
+	} else {
+		// An external server's users are its own (`runtime nats-auth` writes them).
+		id, err = Identity(m, getenv)
+	}
+	if err != nil {
+		return err
+	}
+	bcfg := bus.Config{URL: nc.URL, Identity: id, TLS: TLS(m), Users: users, Listen: nc.Listen, StoreDir: nc.StoreDir, Name: "agentmux-" + n.Name,
+		ServerName: nc.ServerName, SyncAlways: nc.SyncAlways, SyncInterval: nc.SyncEvery.D(),
+		OnDisconnect: func(error) { n.Metrics.NATSDisconnects.Inc() },
+		OnReconnect:  func() { n.Metrics.NATSReconnects.Inc() },
+		OnAsyncError: func(err error) {
+			n.Metrics.NATSAsyncErrors.Inc()
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				n.Metrics.SlowConsumers.Inc()
+			}
+		}}
+	if c := nc.Cluster; c != nil {
+		bcfg.Cluster = &bus.ClusterConfig{Name: c.Name, Listen: c.Listen, Routes: c.Routes, User: c.User}
+		if c.PasswordEnv != "" {
+			if bcfg.Cluster.Password = getenv(c.PasswordEnv); bcfg.Cluster.Password == "" {
+				return errors.New("node: " + unsetRoutePassword(c.PasswordEnv))
+			}
+		}
+	}
+	switch {
+	case opts.Ephemeral && nc.URL == "":
+		bcfg.Listen, bcfg.StoreDir, bcfg.Cluster = "127.0.0.1:0", "", nil
+	case nc.URL == "" && len(users) == 0:
+		// No [[nats.users]]: the CLI on this machine connects as the local operator.
+		bcfg.StateDir = opts.StateDir
+	}
+	b, err := bus.Open(bcfg, n.log)
+	if err != nil {
+		return err
+	}
+	n.Bus = b
+	if n.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, n.log); err != nil {
+		b.Close()
+		return err
+	}
+	if err := n.startAsker(ctx); err != nil {
+		b.Close()
+		return err
+	}
+	if n.audit, err = newAuditor(b.Conn, n.Metrics, n.log, auditHold); err != nil {
+		n.closeAsker()
+		b.Close()
+		return err
+	}
+	if srv := b.Server(); srv != nil {
+		n.Metrics.WatchServer(func() metrics.ServerStats {
+			v, err := srv.Varz(nil)
+			if err != nil {
+				return metrics.ServerStats{}
+			}
+			return metrics.ServerStats{Connections: v.Connections, Subscriptions: int(v.Subscriptions), InMsgs: v.InMsgs, OutMsgs: v.OutMsgs,
+				InBytes: v.InBytes, OutBytes: v.OutBytes, SlowConsumers: v.SlowConsumers, Memory: v.Mem}
+		})
+	}
+	return nil
+}
+
+// startAsker starts the node's Asker, which asks again after a reconnect, and the
+// directory of live supervisor members its re-asks go to, watching the nodes bucket.
+func (n *Node) startAsker(ctx context.Context) error {
+	nodes, err := store.OpenNodes(ctx, n.Bus.JS)
+	if err != nil {
+		return err
+	}
+	n.nodes, n.directory = nodes, ask.NewDirectory()
+	watching, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	if err := nodes.Watch(watching, n.directory.Update, func() { close(done) }); err != nil {
+		stop()
+		return err
+	}
+	n.stopDirectory = func() { stop(); <-done }
+	n.asker, err = ask.NewAsker(n.Bus.Conn, ask.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters(), OnWithdrawn: n.withdraw,
+		Members: n.directory.Members})
+	if err != nil {
+		n.closeAsker()
+		return err
+	}
+	n.Bus.AfterReconnect(n.asker.Reconnected)
+	return nil
+}
+
+// closeAsker stops the Asker and the directory's watch; once is enough, more do no harm.
+func (n *Node) closeAsker() {
+	if n.asker != nil {
+		n.asker.Close()
+	}
+	if n.stopDirectory != nil {
+		n.stopDirectory()
+		n.stopDirectory = nil
+	}
+}
+
+// Replicas is how many copies each stream and bucket has.
+func (n *Node) Replicas() int { return n.replicas }

@@ -1,0 +1,29 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentmux/agentmux/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ReadAudit reads every audit record of one session, in the order they were stored,
+// with message gets (scan): what a reader of the bus may do.
+func ReadAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*wire.AuditRecord, error) {
+	var out []*wire.AuditRecord
+	err := scan(ctx, js.Conn(), wire.AuditStream, wire.AuditSubject("*", session), func(m *nats.Msg) error {
+		var r wire.AuditRecord
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			return fmt.Errorf("audit record %s is not JSON: %w", m.Subject, err)
+		}
+		out = append(out, &r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the audit stream: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/internal/retry"
+	"github.com/agentmux/agentmux/wire"
+)
+
+const (
+	// clusterReplicas is the default number of copies in a cluster: one server may
+	// fail and a majority still holds every stream.
+	clusterReplicas = 3
+	// declareTimeout bounds the wait for a forming cluster's JetStream to take the
+	// declarations.
+	declareTimeout = 60 * time.Second
+	declareRetry   = 250 * time.Millisecond // the first wait between tries, doubling
+	declareMax     = 2 * time.Second        // up to this
+	// declareAttempt bounds one round of declarations: a forming cluster leaves API
+	// requests unanswered until its meta leader is elected.
+	declareAttempt = 2 * time.Second
+	// peerWait is how long a cluster may lack the servers for three replicas before the
+	// declarations settle for one: while a cluster forms, its JetStream servers join the
+	// meta group one by one, and on a loaded machine the meta leader has been seen to
+	// take over 20 s to count three. Settling for one copy too soon leaves a whole
+	// fleet's streams on one server until a node starts again; a cluster that really has
+	// fewer servers waits this long once.
+	peerWait = 45 * time.Second
+	// dupWindow is how long the task and audit streams remember a message's id: a
+	// record published again within it (its acknowledgement was lost) is stored once.
+	dupWindow = 2 * time.Minute
+)
+
+// Declare creates or updates every stream and bucket agentmux uses, with replicas
+// copies (0: chosen from the cluster), retrying while a cluster is still forming, and
+// returns how many copies each has. A node declares them as it starts; every other
+// user of the bus only opens them.
+func Declare(ctx context.Context, js jetstream.JetStream, replicas int, log *slog.Logger) (int, error) {
+	d := declarer{js: js, log: log}
+	ctx, cancel := context.WithTimeout(ctx, declareTimeout)
+	defer cancel()
+	auto := replicas == 0
+	switch {
+	case !auto:
+	case js.Conn().ConnectedClusterName() == "":
+		replicas = 1
+	default:
+		replicas = clusterReplicas
+	}
+	settleBy := time.Now().Add(peerWait)
+	pace := retry.Backoff{Min: declareRetry, Max: declareMax}
+	for waited := false; ; {
+		attempt, cancelAttempt := context.WithTimeout(ctx, declareAttempt)
+		err := d.all(attempt, replicas)
+		cancelAttempt()
+		few := err != nil && tooFewServers(err)
+		if err != nil && ctx.Err() == nil && (transient(err) || few) && !waited {
+			waited = true
+			log.Info("waiting for JetStream to take the streams (a forming cluster elects its leader and gathers its servers)", "err", err)
+		}
+		switch {
+		case err == nil:
+			return replicas, nil
+		case few && auto && replicas > 1 && time.Now().After(settleBy):
+			log.Warn("the cluster has fewer than 3 JetStream servers; streams and buckets keep 1 copy: a server lost loses what it holds",
+				"cluster", js.Conn().ConnectedClusterName(), "err", err)
+			replicas = 1
+			continue
+		case !transient(err) && !few:
+			var apiErr *jetstream.APIError
+			if errors.As(err, &apiErr) && apiErr.ErrorCode == errReplicasNotSupported {
+				return 0, fmt.Errorf("%w; this server is not in a cluster: set [nats] replicas = 1, or leave it out", err)
+			}
+			return 0, err
+		}
+		if !retry.Sleep(ctx, pace.Next(0)) {
+			return 0, fmt.Errorf("%w (JetStream did not take the declarations within %v; is the cluster formed, with a majority of its servers up?)", err, declareTimeout)
+		}
+	}
+}
+
+// declarer declares streams and buckets on js.
+type declarer struct {
+	js  jetstream.JetStream
+	log *slog.Logger
+}
+
+func (d declarer) all(ctx context.Context, replicas int) error {
+	for _, cfg := range []jetstream.StreamConfig{{
+		Name:        wire.TaskStream,
+		Description: "agentmux tasks, one subject per host, pulled by capacity",
+		Subjects:    []string{wire.TaskSubjects},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  dupWindow,
+	}, {
+		Name:        wire.AuditStream,
+		Description: "agentmux audit trail: sessions, requests and who answered them",
+		Subjects:    []string{wire.AuditSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  dupWindow,
+	}} {
+		cfg.Replicas = replicas
+		if err := d.stream(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	for _, cfg := range []jetstream.KeyValueConfig{{
+		Bucket:      wire.PendingBucket,
+		Description: "agentmux requests waiting for a person (runtime pending / respond)",
+		TTL:         pendingTTL,
+		Storage:     jetstream.FileStorage,
+	}, {
+		Bucket:      wire.MemoryBucket,
+		Description: "agentmux llm supervisors' exchanges with sessions (memory = \"session\"), for every member",
+		TTL:         memoryTTL,
+		MaxBytes:    memoryMaxBytes,
+		Storage:     jetstream.FileStorage,
+	}, {
+		Bucket:      wire.PipelineBucket,
+		Description: "agentmux pipeline runs: params and each stage's outcome, for resuming a run on another node",
+		TTL:         pipelineTTL,
+		Storage:     jetstream.FileStorage,
+	}, {
+		Bucket:      wire.NodesBucket,
+		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (runtime nodes)",
+		TTL:         nodesTTL,
+		Storage:     jetstream.FileStorage,
+	}} {
+		cfg.Replicas = replicas
+		if err := d.bucket(ctx, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stream creates the stream, or updates it when it differs from cfg, saying so
+// when its replicas change. A stream already as declared (every node but the first
+// declares it) is left alone: no update races the consumers nodes create meanwhile
+// (nats-server 2.15 updates a file store's config unguarded against them).
+func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error {
+	if s, err := d.js.Stream(ctx, cfg.Name); err == nil {
+		have := s.CachedInfo().Config
+		if have.Description == cfg.Description && slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention &&
+			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas {
+			return nil
+		}
+		if have.Replicas != cfg.Replicas {
+			d.log.Info("changing the replicas of a stream", "stream", cfg.Name, "from", have.Replicas, "to", cfg.Replicas)
+		}
+	}
+	if _, err := d.js.CreateOrUpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("bus: declare stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
+	}
+	return nil
+}
+
+// bucket creates the bucket, or updates it when it differs from cfg, as
+// stream does.
+func (d declarer) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) error {
+	if kv, err := d.js.KeyValue(ctx, cfg.Bucket); err == nil {
+		if st, err := kv.Status(ctx); err == nil {
+			have := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config
+			if have.Description == cfg.Description && have.MaxAge == cfg.TTL && have.Storage == cfg.Storage &&
+				have.Replicas == cfg.Replicas && (cfg.MaxBytes == 0 || have.MaxBytes == cfg.MaxBytes) {
+				return nil
+			}
+			if have.Replicas != cfg.Replicas {
+				d.log.Info("changing the replicas of a bucket", "bucket", cfg.Bucket, "from", have.Replicas, "to", cfg.Replicas)
+			}
+		}
+	}
+	if _, err := d.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		return fmt.Errorf("bus: declare bucket %s with %d replicas: %w", cfg.Bucket, cfg.Replicas, err)
+	}
+	return nil
+}
+
+// JetStream API error codes (nats-server's jetstream_errors_generated.go).
+const (
+	errNoPeers               jetstream.ErrorCode = 10005 // no suitable peers for placement
+	errClusterNotAvailable   jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
+	errInsufficientResources jetstream.ErrorCode = 10023
+	errReplicasNotSupported  jetstream.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+)
+
+// tooFewServers reports a refusal to place more replicas than there are servers.
+func tooFewServers(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case errInsufficientResources, errNoPeers:
+		return true
+	}
+	return false
+}
+
+// transient reports an error a forming cluster gives before its meta leader is elected.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code == 503 || apiErr.ErrorCode == errClusterNotAvailable
+	}
+	var legacyErr *nats.APIError // a bucket's watch starts its consumer through nats.go's older API
+	if errors.As(err, &legacyErr) {
+		return legacyErr.Code == 503 || legacyErr.ErrorCode == nats.ErrorCode(errClusterNotAvailable)
+	}
+	return errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount)
+}

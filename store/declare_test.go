@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// open starts an embedded server and declares the streams and buckets on it, as a
+// node does.
+func open(t testing.TB) *bus.Bus {
+	t.Helper()
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if _, err := Declare(context.Background(), b.JS, 0, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDeclareMakesTheTaskQueue(t *testing.T) {
+	b := open(t)
+	tasks, err := b.JS.Stream(context.Background(), wire.TaskStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := tasks.CachedInfo().Config; c.Retention != jetstream.WorkQueuePolicy || c.Subjects[0] != "agentmux.task.>" {
+		t.Fatalf("task stream %+v", c)
+	}
+}
+
+func TestAuditIsDeduplicatedByMessageID(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	for range 3 {
+		if _, err := b.JS.Publish(ctx, wire.AuditSubject("w", "s1"), []byte(`{"kind":"answer"}`), jetstream.WithMsgID("s1.q1.answer")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := proctest.StreamMsgs(t, b.JS, wire.AuditStream); n != 1 {
+		t.Fatalf("audit stream holds %d records; the same message id must be stored once", n)
+	}
+}
+
+func TestReplicasOnALoneServer(t *testing.T) {
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if n, err := Declare(context.Background(), b.JS, 0, slog.New(slog.DiscardHandler)); err != nil || n != 1 {
+		t.Fatalf("a lone server's streams have %d replicas (%v); want 1", n, err)
+	}
+	_, err = Declare(context.Background(), b.JS, 3, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "this server is not in a cluster: set [nats] replicas = 1") {
+		t.Fatalf("replicas = 3 on a lone server: %v", err)
+	}
+}
+
+// ReadAudit returns every record a session has when the read begins, on each of many
+// reads right after the records were stored, and only that session's.
+func TestReadAuditReturnsEverySessionRecord(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	for i := range 40 {
+		session := fmt.Sprintf("s%d", i)
+		for _, what := range []string{"started", "r1.request", "r1.answer", "ended"} {
+			if _, err := b.JS.Publish(ctx, wire.AuditSubject("w", session), []byte(`{"kind":"`+what+`","session":"`+session+`"}`), jetstream.WithMsgID(session+"."+what)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		records, err := ReadAudit(ctx, b.JS, session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(records) != 4 || records[0].Kind != "started" || records[3].Kind != "ended" || records[3].Session != session {
+			t.Fatalf("read %d records of %s: %+v", len(records), session, records)
+		}
+	}
+	if records, err := ReadAudit(ctx, b.JS, "nobody"); err != nil || len(records) != 0 {
+		t.Fatalf("a session without records: %v %v", records, err)
+	}
+}

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmux/agentmux/wire"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// nodesTTL is how long a gone node's entry stays listed.
+const nodesTTL = 10 * time.Minute
+
+// Nodes reads and writes node heartbeats.
+type Nodes struct {
+	kv jetstream.KeyValue
+	nc *nats.Conn
+}
+
+// OpenNodes opens the heartbeat bucket a node declared.
+func OpenNodes(ctx context.Context, js jetstream.JetStream) (*Nodes, error) {
+	kv, err := openBucket(ctx, js, wire.NodesBucket, "node")
+	if err != nil {
+		return nil, err
+	}
+	return &Nodes{kv: kv, nc: js.Conn()}, nil
+}
+
+// Put writes one heartbeat.
+func (n *Nodes) Put(ctx context.Context, info *wire.NodeInfo) error {
+	data, _ := json.Marshal(info)
+	if _, err := n.kv.Put(ctx, info.Name, data); err != nil {
+		return fmt.Errorf("bus: heartbeat of %s: %w", info.Name, err)
+	}
+	return nil
+}
+
+// List returns every node heard of lately, by name.
+func (n *Nodes) List(ctx context.Context) ([]*wire.NodeInfo, error) {
+	var out []*wire.NodeInfo
+	err := scanBucket(ctx, n.nc, wire.NodesBucket, func(key string, value []byte) error {
+		var info wire.NodeInfo
+		if err := json.Unmarshal(value, &info); err != nil {
+			return fmt.Errorf("bus: node heartbeat %s is corrupt: %w", key, err)
+		}
+		out = append(out, &info)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: list nodes: %w", err)
+	}
+	slices.SortFunc(out, func(a, b *wire.NodeInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Watch calls each with every node's latest heartbeat, as the bucket holds them now
+// and as they change (nil: the node's entry is gone), on a goroutine that ends with ctx
+// and then calls done (when set). An entry that is not a heartbeat is left out.
+func (n *Nodes) Watch(ctx context.Context, each func(node string, info *wire.NodeInfo), done func()) error {
+	err := watchBucket(ctx, n.kv, func(e jetstream.KeyValueEntry) {
+		if e.Operation() != jetstream.KeyValuePut {
+			each(e.Key(), nil)
+			return
+		}
+		var info wire.NodeInfo
+		if json.Unmarshal(e.Value(), &info) == nil {
+			each(e.Key(), &info)
+		}
+	}, done)
+	if err != nil {
+		return fmt.Errorf("bus: watch nodes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/agentmux/agentmux/internal/rawjson"
+)
+
+// The request path writes these records several times per request; each is appended
+// without reflection, as encoding/json would write it by the struct's tags
+// (wire_test.go holds them to that).
+
+// AppendJSON appends the ask as JSON.
+func (a *Ask) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 160+len(a.Session)+len(a.Host)+len(a.ID)+len(a.Text)+len(a.Default)+len(a.Request)+len(a.Node)))
+	o.String("session", a.Session)
+	o.String("host", a.Host)
+	o.String("type", a.Type)
+	o.String("id", a.ID)
+	o.String("text", a.Text)
+	o.Int("deadline", a.Deadline)
+	o.Raw("default", a.Default)
+	o.Raw("request", a.Request)
+	o.BoolOmit("post_process", a.PostProcess)
+	o.StringOmit("node", a.Node)
+	o.IntOmit("attempt", int64(a.Attempt))
+	return o.End()
+}
+
+// AppendJSON appends the reply as JSON.
+func (r *Reply) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 100+len(r.Value)+len(r.Decider)+len(r.Reason)+len(r.Member)+len(r.Claimed)))
+	o.RawOmit("value", r.Value)
+	o.BoolOmit("use_default", r.UseDefault)
+	o.BoolOmit("cancelled", r.Cancelled)
+	o.StringOmit("decider", r.Decider)
+	o.StringOmit("reason", r.Reason)
+	o.StringOmit("member", r.Member)
+	o.StringOmit("claimed", r.Claimed)
+	o.StringOmit("scope", r.Scope)
+	return o.End()
+}
+
+// AppendJSON appends the audit record as JSON.
+func (r *AuditRecord) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 200+len(r.Node)+len(r.Host)+len(r.Session)+len(r.Pipeline)+len(r.Stage)+len(r.Request)+
+		len(r.Text)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)+len(r.Error)))
+	o.String("kind", r.Kind)
+	o.Int("time", r.Time)
+	o.String("node", r.Node)
+	o.String("host", r.Host)
+	o.String("session", r.Session)
+	o.Int("attempt", int64(r.Attempt))
+	o.StringOmit("pipeline", r.Pipeline)
+	o.StringOmit("stage", r.Stage)
+	o.StringOmit("request", r.Request)
+	o.StringOmit("type", r.Type)
+	o.StringOmit("text", r.Text)
+	o.IntOmit("asked", r.Asked)
+	o.RawOmit("value", r.Value)
+	o.StringOmit("outcome", r.Outcome)
+	o.StringOmit("decider", r.Decider)
+	o.StringOmit("claimed", r.Claimed)
+	o.StringOmit("member", r.Member)
+	o.StringOmit("reason", r.Reason)
+	o.FloatOmit("latency_ms", r.Latency)
+	o.FloatOmit("duration_ms", r.Duration)
+	o.StringOmit("error", r.Error)
+	o.IntOmit("truncated", int64(r.Truncated))
+	return o.End()
+}
+
+// AppendJSON appends the request.answered event as JSON.
+func (r *RequestAnswered) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 120+len(r.ID)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)))
+	o.String("id", r.ID)
+	o.String("type", r.Type)
+	o.Raw("value", r.Value)
+	o.String("outcome", r.Outcome)
+	o.String("decider", r.Decider)
+	o.StringOmit("claimed", r.Claimed)
+	o.StringOmit("reason", r.Reason)
+	o.Float("latency_ms", r.Latency)
+	return o.End()
+}
+
+// DecodeAsk reads an ask as json.Unmarshal would, without reflection in the plain case.
+func DecodeAsk(data []byte) (*Ask, error) {
+	a, c := new(Ask), rawjson.NewCopy(data)
+	if rawjson.Fields(data, func(key, value []byte) bool { return a.field(&c, key, value) }) {
+		return a, nil
+	}
+	*a = Ask{}
+	return a, json.Unmarshal(data, a)
+}
+
+// field sets one field of the ask from c's copy; false leaves the ask to encoding/json.
+func (a *Ask) field(c *rawjson.Copy, key, value []byte) bool {
+	switch string(key) {
+	case "session":
+		return c.String(value, &a.Session)
+	case "host":
+		return c.String(value, &a.Host)
+	case "type":
+		return c.String(value, &a.Type)
+	case "id":
+		return c.String(value, &a.ID)
+	case "text":
+		return c.String(value, &a.Text)
+	case "node":
+		return c.String(value, &a.Node)
+	case "deadline":
+		return integer(value, &a.Deadline)
+	case "attempt":
+		var n int64
+		if !integer(value, &n) || n != int64(int(n)) {
+			return false
+		}
+		a.Attempt = int(n)
+		return true
+	case "post_process":
+		return boolean(value, &a.PostProcess)
+	case "default":
+		a.Default = c.Raw(value)
+		return true
+	case "request":
+		a.Request = c.Raw(value)
+		return true
+	}
+	return !foldsTo(key, askKeys)
+}
+
+// DecodeReply reads a reply as json.Unmarshal would, without reflection in the plain
+// case.
+func DecodeReply(data []byte) (*Reply, error) {
+	r, c := new(Reply), rawjson.NewCopy(data)
+	if rawjson.Fields(data, func(key, value []byte) bool { return r.field(&c, key, value) }) {
+		return r, nil
+	}
+	*r = Reply{}
+	return r, json.Unmarshal(data, r)
+}
+
+// field sets one field of the reply from c's copy; false leaves the reply to
+// encoding/json.
+func (r *Reply) field(c *rawjson.Copy, key, value []byte) bool {
+	switch string(key) {
+	case "value":
+		r.Value = c.Raw(value)
+		return true
+	case "use_default":
+		return boolean(value, &r.UseDefault)
+	case "cancelled":
+		return boolean(value, &r.Cancelled)
+	case "decider":
+		return c.String(value, &r.Decider)
+	case "reason":
+		return c.String(value, &r.Reason)
+	case "member":
+		return c.String(value, &r.Member)
+	case "claimed":
+		return c.String(value, &r.Claimed)
+	case "scope":
+		return c.String(value, &r.Scope)
+	}
+	return !foldsTo(key, replyKeys)
+}
+
+var (
+	askKeys   = []string{"session", "host", "type", "id", "text", "deadline", "default", "request", "post_process", "node", "attempt"}
+	replyKeys = []string{"value", "use_default", "cancelled", "decider", "reason", "member", "claimed", "scope"}
+)
+
+// foldsTo reports whether key names one of keys in other letter case, which
+// encoding/json matches too.
+func foldsTo(key []byte, keys []string) bool {
+	for _, k := range keys {
+		if bytes.EqualFold(key, []byte(k)) {
+			return true
+		}
+	}
+	return false
+}
+
+// integer reads an integer field; null leaves it as it is.
+func integer(value []byte, dst *int64) bool {
+	if string(value) == "null" {
+		return true
+	}
+	n, err := strconv.ParseInt(string(value), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = n
+	return true
+}
+
+// boolean reads a true or false field; null leaves it as it is.
+func boolean(value []byte, dst *bool) bool {
+	switch string(value) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	case "null":
+	default:
+		return false
+	}
+	return true
+}
+
+// AppendJSON appends the session.started event as JSON.
+func (e *SessionStarted) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 120+len(e.Session)+len(e.Host)+len(e.Task)+len(e.Node)+len(e.Pipeline)+len(e.Stage)))
+	o.String("session", e.Session)
+	o.String("host", e.Host)
+	o.StringOmit("task", e.Task)
+	o.String("node", e.Node)
+	o.Int("attempt", int64(e.Attempt))
+	o.StringOmit("pipeline", e.Pipeline)
+	o.StringOmit("stage", e.Stage)
+	return o.End()
+}
+
+// AppendJSON appends the session.ended event as JSON.
+func (e *SessionEnded) AppendJSON(dst []byte) []byte {
+	o := rawjson.Begin(slices.Grow(dst, 160+len(e.Session)+len(e.Host)+len(e.Task)+len(e.Node)+len(e.Pipeline)+len(e.Stage)+
+		len(e.Result)+len(e.Data)+len(e.Error)))
+	o.String("session", e.Session)
+	o.String("host", e.Host)
+	o.StringOmit("task", e.Task)
+	o.StringOmit("node", e.Node)
+	o.Int("attempt", int64(e.Attempt))
+	o.StringOmit("pipeline", e.Pipeline)
+	o.StringOmit("stage", e.Stage)
+	o.String("outcome", e.Outcome)
+	o.RawOmit("result", e.Result)
+	o.RawOmit("data", e.Data)
+	o.StringOmit("error", e.Error)
+	o.Float("duration_ms", e.Duration)
+	return o.End()
+}

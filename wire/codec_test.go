@@ -1,0 +1,121 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// appender is a record the request path appends without reflection.
+type appender interface{ AppendJSON([]byte) []byte }
+
+// sameAsEncodingJSON fails unless rec's AppendJSON decodes to what json.Marshal's
+// output decodes to: the same fields, left out under the same conditions, with the same
+// values.
+func sameAsEncodingJSON(t *testing.T, rec appender) {
+	t.Helper()
+	want, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rec.AppendJSON([]byte("prefix"))
+	if string(got[:6]) != "prefix" {
+		t.Fatalf("AppendJSON overwrote what it appended to: %s", got)
+	}
+	got = got[6:]
+	// Numbers compare as their text: a raw value may hold one no float64 holds.
+	decode := func(b []byte) (map[string]any, error) {
+		var m map[string]any
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		return m, d.Decode(&m)
+	}
+	g, err := decode(got)
+	if err != nil {
+		t.Fatalf("%T.AppendJSON wrote %s: %v", rec, got, err)
+	}
+	w, err := decode(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("%T.AppendJSON\n got  %s\n want %s", rec, got, want)
+	}
+}
+
+func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
+	full := []appender{
+		&Ask{Session: "s-1", Host: "w", Type: "approval", ID: "a<1>", Text: "rm -rf \"build\"\n", Deadline: 1764000000123,
+			Default: json.RawMessage(`"no"`), Request: json.RawMessage(`{"type":"approval","id":"a<1>", "description":"rm"}`),
+			PostProcess: true, Node: "n1", Attempt: 3},
+		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), UseDefault: true, Cancelled: true, Decider: "rule:x",
+			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session"},
+		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
+			Request: "q1", Type: "question", Text: "Which?", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
+			Claimed: "c", Member: "m", Reason: "r", Latency: 0.123, Duration: 1e-7, Error: "e\x00"},
+		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
+			Claimed: "c", Reason: "no answer within 500ms", Latency: 12.5},
+	}
+	full = append(full,
+		&SessionStarted{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 1, Pipeline: "p", Stage: "st"},
+		&SessionEnded{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 2, Pipeline: "p", Stage: "st", Outcome: "ok",
+			Result: json.RawMessage(`{"type":"result","text":"done <ok>","load":{"questions_us":[1,2]}}`), Data: json.RawMessage(`{"passed": true}`),
+			Error: "e", Duration: 1234.5})
+	empty := []appender{&Ask{}, &Reply{}, &AuditRecord{}, &RequestAnswered{}, &SessionStarted{}, &SessionEnded{}}
+	for _, rec := range append(full, empty...) {
+		sameAsEncodingJSON(t, rec)
+	}
+}
+
+// FuzzRecordsAppendAsTheirTagsSay: any strings and JSON values in any field.
+func FuzzRecordsAppendAsTheirTagsSay(f *testing.F) {
+	f.Add("s", "question", "Which <one>?", `"yes"`, 1.5, int64(3))
+	f.Add("", "", "\xff\u2028", `{"a": 1}`, 0.0, int64(0))
+	f.Fuzz(func(t *testing.T, s, typ, text, value string, latency float64, n int64) {
+		raw := json.RawMessage(value)
+		if !json.Valid(raw) {
+			raw = nil // json.Marshal refuses a RawMessage that is not JSON
+		}
+		if latency != latency || latency > 1e300 || latency < -1e300 {
+			latency = 0 // nor a NaN or an infinity
+		}
+		for _, rec := range []appender{
+			&Ask{Session: s, Host: typ, Type: typ, ID: s, Text: text, Deadline: n, Default: raw, Request: raw, Node: text, Attempt: int(n % 1000)},
+			&Reply{Value: raw, Decider: typ, Reason: text, Member: s, Claimed: text, Scope: typ},
+			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Asked: n, Value: raw, Reason: text, Latency: latency, Duration: latency},
+			&RequestAnswered{ID: s, Type: typ, Value: raw, Decider: text, Reason: text, Latency: latency},
+			&SessionStarted{Session: s, Host: typ, Task: text, Node: text, Attempt: int(n % 1000), Stage: typ},
+			&SessionEnded{Session: s, Host: typ, Outcome: typ, Result: raw, Data: raw, Error: text, Duration: latency},
+		} {
+			sameAsEncodingJSON(t, rec)
+		}
+	})
+}
+
+// FuzzDecodeAsAsEncodingJSON: DecodeAsk and DecodeReply read anything as json.Unmarshal
+// does: the same fields, or an error where it errs.
+func FuzzDecodeAsAsEncodingJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"session":"s","host":"w","type":"question","id":"q","text":"Which?","deadline":1764000000123,"default":"skip","request":{"type":"question"},"post_process":true,"node":"n","attempt":2}`,
+		`{"value":"yes","use_default":false,"cancelled":null,"decider":"rule:x","reason":"r\u00e9","member":"n2","claimed":"c","scope":"session"}`,
+		`{"Session":"folded","VALUE":1}`, `{"deadline":1.5}`, `{"attempt":"2"}`, `{"t\u0065xt":"escaped key"}`,
+		`{"text":null,"deadline":null,"value":null}`, `[1]`, `"str"`, `{"a":1,"a":2}`, `{"type":"x","type":"y"}`, ` {"id" : "spaced" } `, `{`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var wantAsk Ask
+		wantErr := json.Unmarshal(data, &wantAsk)
+		gotAsk, err := DecodeAsk(data)
+		if (err != nil) != (wantErr != nil) || err == nil && !reflect.DeepEqual(*gotAsk, wantAsk) {
+			t.Fatalf("DecodeAsk(%s) = %+v, %v; json.Unmarshal: %+v, %v", data, gotAsk, err, wantAsk, wantErr)
+		}
+		var wantReply Reply
+		wantErr = json.Unmarshal(data, &wantReply)
+		gotReply, err := DecodeReply(data)
+		if (err != nil) != (wantErr != nil) || err == nil && !reflect.DeepEqual(*gotReply, wantReply) {
+			t.Fatalf("DecodeReply(%s) = %+v, %v; json.Unmarshal: %+v, %v", data, gotReply, err, wantReply, wantErr)
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package wire
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Task asks a node to run one session on a host.
+type Task struct {
+	ID     string `json:"id"`
+	Host   string `json:"host"`
+	Prompt string `json:"prompt"`
+	// Resume continues an agent's earlier conversation (Claude Code): a session id from
+	// an earlier result's payload, or "last".
+	Resume string         `json:"resume,omitempty"`
+	Meta   map[string]any `json:"meta,omitempty"`
+}
+
+// Ask is what a supervisor receives on agentmux.ask.<supervisor>.
+type Ask struct {
+	Session  string          `json:"session"`
+	Host     string          `json:"host"`
+	Type     string          `json:"type"` // question, approval or tool_call
+	ID       string          `json:"id"`
+	Text     string          `json:"text"`     // what routes matched: question, description or tool
+	Deadline int64           `json:"deadline"` // unix milliseconds
+	Default  json.RawMessage `json:"default"`  // what the runtime writes if no answer fits in time
+	Request  json.RawMessage `json:"request"`  // the canonical request as the agent sent it, id included
+	// PostProcess: the route asks an llm supervisor to rework the tool's result.
+	PostProcess bool `json:"post_process,omitempty"`
+	// Node is the asking node, Attempt the session's attempt.
+	Node    string `json:"node,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+}
+
+// Reply is a supervisor's answer. Exactly one of Value, UseDefault and Cancelled says
+// what to write; Decider names who decided ("rule:security", "static:default").
+type Reply struct {
+	Value      json.RawMessage `json:"value,omitempty"`
+	UseDefault bool            `json:"use_default,omitempty"` // answer with the host default, outcome answered
+	Cancelled  bool            `json:"cancelled,omitempty"`   // decline to answer: the default is written
+	Decider    string          `json:"decider,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	Member     string          `json:"member,omitempty"` // the node whose member answered
+	// Claimed is the decider an external supervisor named: the runtime records it
+	// apart, as words of that supervisor, and the decider as external:<supervisor>.
+	Claimed string `json:"claimed,omitempty"`
+	// Scope ScopeSession: the same request later in the same session gets this answer
+	// at once, decided by session:<decider> (approve for the session).
+	Scope string `json:"scope,omitempty"`
+}
+
+// ScopeSession is the scope of an answer that stands for the rest of its session.
+const ScopeSession = "session"
+
+// AuditRecord is one entry of the audit stream.
+type AuditRecord struct {
+	Kind     string `json:"kind"` // session.started, request, answer, session.ended
+	Time     int64  `json:"time"` // unix milliseconds
+	Node     string `json:"node"`
+	Host     string `json:"host"`
+	Session  string `json:"session"`
+	Attempt  int    `json:"attempt"`            // of the session: retries and redeliveries count up
+	Pipeline string `json:"pipeline,omitempty"` // a stage's session: its pipeline run's pipeline
+	Stage    string `json:"stage,omitempty"`
+	Request  string `json:"request,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Text     string `json:"text,omitempty"`
+	// Asked, on an answer, is when its request was read (unix milliseconds): the
+	// answer came soon enough to be written as the request's one record, in place of a
+	// request record and an answer record.
+	Asked    int64           `json:"asked,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Outcome  string          `json:"outcome,omitempty"`
+	Decider  string          `json:"decider,omitempty"`
+	Claimed  string          `json:"claimed,omitempty"` // the decider an external supervisor named
+	Member   string          `json:"member,omitempty"`  // the node that sent a refused answer
+	Reason   string          `json:"reason,omitempty"`
+	Latency  float64         `json:"latency_ms,omitempty"`
+	Duration float64         `json:"duration_ms,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	// Truncated is how many bytes the record had before its text, value, reason and
+	// error were cut to fit the server's payload limit (Fit); 0 when it was whole.
+	Truncated int `json:"truncated,omitempty"`
+}
+
+// Fit cuts the record's text, reason and error to keep bytes each, and drops its value
+// when that is longer (a value cut in two would not be JSON), noting in Truncated how
+// long the record was: a record over the server's payload limit is stored so, never
+// retried for ever.
+func (r *AuditRecord) Fit(was, keep int) {
+	cut := func(s string) string {
+		if len(s) <= keep {
+			return s
+		}
+		return strings.ToValidUTF8(s[:keep], "") + "…"
+	}
+	r.Text, r.Reason, r.Error = cut(r.Text), cut(r.Reason), cut(r.Error)
+	if len(r.Value) > keep {
+		r.Value = nil
+	}
+	r.Truncated = was
+}
+
+// AuditID is the deduplication id of an audit record of one attempt of a session:
+// every attempt keeps its own records, and a retried or redelivered one loses none.
+func AuditID(session string, attempt int, what string) string {
+	return session + "." + strconv.Itoa(attempt) + "." + what
+}
+
+// SessionEnded is the payload of a session.ended event.
+type SessionEnded struct {
+	Session  string          `json:"session"`
+	Host     string          `json:"host"`
+	Task     string          `json:"task,omitempty"`
+	Node     string          `json:"node,omitempty"`
+	Attempt  int             `json:"attempt"`
+	Pipeline string          `json:"pipeline,omitempty"` // a stage's session
+	Stage    string          `json:"stage,omitempty"`
+	Outcome  string          `json:"outcome"` // ok or error
+	Result   json.RawMessage `json:"result,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"` // a typed result: the JSON that fit its schema
+	Error    string          `json:"error,omitempty"`
+	Duration float64         `json:"duration_ms"`
+}
+
+// SessionStarted is the payload of a session.started event.
+type SessionStarted struct {
+	Session  string `json:"session"`
+	Host     string `json:"host"`
+	Task     string `json:"task,omitempty"`
+	Node     string `json:"node"`
+	Attempt  int    `json:"attempt"`
+	Pipeline string `json:"pipeline,omitempty"` // a stage's session
+	Stage    string `json:"stage,omitempty"`
+}
+
+// RequestAnswered is the payload of a request.answered event.
+type RequestAnswered struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Value   json.RawMessage `json:"value"`
+	Outcome string          `json:"outcome"`
+	Decider string          `json:"decider"`
+	Claimed string          `json:"claimed,omitempty"` // the decider an external supervisor named
+	Reason  string          `json:"reason,omitempty"`
+	Latency float64         `json:"latency_ms"`
+}

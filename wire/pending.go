@@ -1,0 +1,81 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// PendingBucket is the JetStream KV bucket of requests waiting for a person.
+const PendingBucket = "agentmux_pending"
+
+// Pending request states.
+const (
+	StatePending   = "pending"
+	StateAnswered  = "answered"  // a person answered; not yet delivered
+	StateDelivered = "delivered" // the answer went to the agent
+	StateCancelled = "cancelled" // the request ended first: no answer can reach it
+)
+
+// PendingRequest is one request waiting for a person.
+type PendingRequest struct {
+	ID         string          `json:"id"` // what `runtime respond` takes
+	Supervisor string          `json:"supervisor"`
+	Host       string          `json:"host"`
+	Session    string          `json:"session"`
+	Request    string          `json:"request"` // the agent's request id
+	Type       string          `json:"type"`
+	Text       string          `json:"text"`
+	Body       json.RawMessage `json:"body,omitempty"` // the request as the agent sent it
+	Options    []string        `json:"options,omitempty"`
+	Default    json.RawMessage `json:"default,omitempty"`
+	Created    time.Time       `json:"created"`
+	Deadline   time.Time       `json:"deadline"`
+	ReplyTo    string          `json:"reply_to"`
+	Suggestion json.RawMessage `json:"suggestion,omitempty"` // what an escalating supervisor would have answered
+	Escalation string          `json:"escalation,omitempty"` // why it was escalated, and by whom
+
+	State      string          `json:"state"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	Responder  string          `json:"responder,omitempty"`
+	Reason     string          `json:"reason,omitempty"` // why, in the person's words (a deny's reason)
+	Scope      string          `json:"scope,omitempty"`  // "session": the answer stands for the rest of the session
+	AnsweredAt time.Time       `json:"answered_at,omitzero"`
+	// Node and Attempt are the asking node and the session's attempt: a request whose
+	// node is gone is cancelled, and audited on that attempt.
+	Node    string `json:"node,omitempty"`
+	Attempt int    `json:"attempt,omitempty"`
+	// Cancelled says why a cancelled request ended before a person answered.
+	Cancelled string `json:"cancelled,omitempty"`
+}
+
+// Message is the request as the agent sent it.
+func (p *PendingRequest) Message() *protocol.Message {
+	return protocol.RequestOf(p.Body, p.Type, p.Text)
+}
+
+// RespondRequest is what `runtime respond` sends on agentmux.respond.<user>.<id>.
+type RespondRequest struct {
+	Value  json.RawMessage `json:"value"`
+	Reason string          `json:"reason,omitempty"` // why, for the agent and the audit (a deny's reason)
+	Scope  string          `json:"scope,omitempty"`  // "session": it stands for the same request later in the session
+}
+
+// Codes of a refused RespondReply.
+const (
+	RespondNoSuch       = "no_such_request"
+	RespondInvalid      = "invalid_answer"
+	RespondAnswered     = "already_answered"
+	RespondPastDeadline = "past_deadline"
+	RespondCancelled    = "cancelled"
+	RespondFailed       = "failed"
+)
+
+// RespondReply says whether the answer was taken; Code and Error say why not.
+type RespondReply struct {
+	OK      bool            `json:"ok"`
+	Pending *PendingRequest `json:"pending,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}

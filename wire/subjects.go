@@ -1,0 +1,146 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/nats-io/nuid"
+)
+
+// Subject prefixes and stream names of the public subject API.
+const (
+	TaskStream  = "AGENTMUX_TASKS"
+	AuditStream = "AGENTMUX_AUDIT"
+
+	taskPrefix    = "agentmux.task."
+	evtPrefix     = "agentmux.evt."
+	askPrefix     = "agentmux.ask."
+	auditPrefix   = "agentmux.audit."
+	ctlPrefix     = "agentmux.ctl."
+	toolPrefix    = "agentmux.tool."
+	humanPrefix   = "agentmux.human."
+	respondPrefix = "agentmux.respond."
+)
+
+// TaskSubject is where tasks for host are queued.
+func TaskSubject(host string) string { return taskPrefix + host }
+
+// TaskSubjects matches every task subject.
+const TaskSubjects = taskPrefix + ">"
+
+// EventSubject is where one event of a session is published.
+func EventSubject(host, session, typ string) string {
+	return evtPrefix + host + "." + session + "." + typ
+}
+
+// ParseEventSubject splits an event subject into host, session and type.
+func ParseEventSubject(subject string) (host, session, typ string, ok bool) {
+	rest, found := strings.CutPrefix(subject, evtPrefix)
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.SplitN(rest, ".", 3)
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], true
+}
+
+// EventsOfType matches the events of type typ of every session.
+func EventsOfType(typ string) string { return evtPrefix + "*.*." + typ }
+
+// SessionEvents matches every event of one session.
+func SessionEvents(host, session string) string { return evtPrefix + host + "." + session + ".>" }
+
+// AllEvents matches every event of every session.
+const AllEvents = evtPrefix + ">"
+
+// AskSubject is where requests for supervisor are sent; members share queue group supervisor.
+func AskSubject(supervisor string) string { return askPrefix + supervisor }
+
+// ParseAskSubject returns the supervisor an ask's subject (AskSubject or
+// AskMemberSubject) names.
+func ParseAskSubject(subject string) (supervisor string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, askPrefix)
+	supervisor, _, _ = strings.Cut(rest, ".")
+	return supervisor, ok && supervisor != ""
+}
+
+// AskMemberSubject is where one member (node) of supervisor takes asks addressed to it
+// alone: an ask is sent there when the member the queue group picked fell silent.
+func AskMemberSubject(supervisor, member string) string { return askPrefix + supervisor + "." + member }
+
+// AuditSubject is where a session's audit records go.
+func AuditSubject(host, session string) string { return auditPrefix + host + "." + session }
+
+// AuditSubjects matches every audit subject.
+const AuditSubjects = auditPrefix + ">"
+
+// CtlSubject is where node answers verb.
+func CtlSubject(node, verb string) string { return ctlPrefix + node + "." + verb }
+
+// ToolSubject is where a tool served by another process answers calls.
+func ToolSubject(tool string) string { return toolPrefix + tool }
+
+// HumanSubject announces a request waiting for a person.
+func HumanSubject(supervisor, id string) string { return humanPrefix + supervisor + "." + id }
+
+// HumanSubjects matches every announcement.
+const HumanSubjects = humanPrefix + ">"
+
+// InboxPrefix is where the replies to requests of the user name arrive. Its own inbox
+// keeps one user's replies from every other user.
+func InboxPrefix(name string) string { return "_INBOX_" + name }
+
+// RespondSubject is where the user name answers the request waiting for a person id;
+// only that user may publish there, so a node records who answered from the subject.
+func RespondSubject(name, id string) string { return respondPrefix + name + "." + id }
+
+// RespondSubjects matches every answer of every user.
+const RespondSubjects = respondPrefix + "*.>"
+
+// ParseRespondSubject splits an answer's subject into the user and the request id.
+func ParseRespondSubject(subject string) (user, id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, respondPrefix)
+	if !found {
+		return "", "", false
+	}
+	user, id, ok = strings.Cut(rest, ".")
+	return user, id, ok && user != "" && id != ""
+}
+
+// PendingSubjects are the writes of the pending bucket, which tell the console what to
+// read again (store.PendingStore.Watch).
+const PendingSubjects = PendingKeys + ">"
+
+// PendingKeys is the pending bucket's subject prefix: PendingKeys + a request's id.
+const PendingKeys = "$KV." + PendingBucket + "."
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// IsName reports whether s may name a host, supervisor, node or user: it is one token
+// of the subjects.
+func IsName(s string) bool { return namePattern.MatchString(s) }
+
+// maxTaskID bounds a task's id, which names its session in every subject of it.
+const maxTaskID = 128
+
+// CheckTaskID says what is wrong with id as a task's id, or nil. The id becomes the
+// session's, one token of every subject of the session: a dot would split it, and a
+// wildcard would match other sessions.
+func CheckTaskID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("a task id is empty")
+	case len(id) > maxTaskID:
+		return fmt.Errorf("task id %.20q… is %d characters long; at most %d", id, len(id), maxTaskID)
+	case !IsName(id):
+		return fmt.Errorf("task id %q is one token of NATS subjects: use letters, digits, '_' and '-' (no '.', '*', '>' or spaces)", id)
+	}
+	return nil
+}
+
+// NewSessionID names a new session: unique across the fleet, and a single subject token.
+func NewSessionID() string { return "s-" + nuid.Next() }
