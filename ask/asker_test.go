@@ -1,7 +1,6 @@
 package ask
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/proctest"
-	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -301,42 +299,5 @@ func TestSilentMemberIsPassedOverByName(t *testing.T) {
 	r := <-answers
 	if r.Member != "live" || reasked.n.Load() != 1 {
 		t.Fatalf("answer %+v after %d re-asks; want the live member's, after one", r, reasked.n.Load())
-	}
-}
-
-func TestDirectoryListsLiveMembers(t *testing.T) {
-	b := openBus(t)
-	ctx := context.Background()
-	if _, err := store.Declare(ctx, b.JS, 0, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := store.OpenNodes(ctx, b.JS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := NewDirectory()
-	watching, stop := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	if err := nodes.Watch(watching, dir.Update, func() { close(stopped) }); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stop(); <-stopped }()
-	now := time.Now()
-	for _, n := range []*wire.NodeInfo{
-		{Name: "a", Heartbeat: now, Supervisors: []string{"s", "x"}},
-		{Name: "b", Heartbeat: now, Supervisors: []string{"s"}},
-		{Name: "draining", Heartbeat: now, Supervisors: []string{"s"}, Draining: true},
-		{Name: "stopped", Heartbeat: now, Supervisors: []string{"s"}, Stopped: true},
-		{Name: "gone", Heartbeat: now.Add(-wire.NodeDeadAfter - time.Second), Supervisors: []string{"s"}},
-		{Name: "agents", Heartbeat: now},
-	} {
-		if err := nodes.Put(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	proctest.Eventually(t, "the directory has the nodes", func() bool { return len(dir.Members("x")) == 1 })
-	proctest.Eventually(t, "the directory has every node", func() bool { return len(dir.Members("s")) == 2 })
-	if got := dir.Members("s"); got[0] != "a" || got[1] != "b" {
-		t.Fatalf("members of s: %v; want a and b", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
@@ -14,7 +15,7 @@ import (
 // with message gets (scan): what a reader of the bus may do.
 func ReadAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*wire.AuditRecord, error) {
 	var out []*wire.AuditRecord
-	err := scan(ctx, js.Conn(), wire.AuditStream, wire.AuditSubject("*", session), func(m *nats.Msg) error {
+	err := scan(ctx, js.Conn(), wire.AuditStream, wire.AuditSubject("*", session), func(m *nats.Msg, _ time.Time) error {
 		var r wire.AuditRecord
 		if err := json.Unmarshal(m.Data, &r); err != nil {
 			return fmt.Errorf("audit record %s is not JSON: %w", m.Subject, err)

@@ -72,11 +72,12 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key, what string, v any
 	return e.Revision(), true, nil
 }
 
-// scanBucket calls each with every key of bucket and its value, with message gets (scan):
-// what a reader of the bus may do. Deleted and purged keys are left out.
-func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key string, value []byte) error) error {
+// scanBucket calls each with every key of bucket, its value, and when the server stored
+// it, with message gets (scan): what a reader of the bus may do. Deleted and purged keys
+// are left out.
+func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key string, value []byte, stored time.Time) error) error {
 	prefix := "$KV." + bucket + "."
-	return scan(ctx, nc, "KV_"+bucket, prefix+">", func(m *nats.Msg) error {
+	return scan(ctx, nc, "KV_"+bucket, prefix+">", func(m *nats.Msg, stored time.Time) error {
 		if op := m.Header.Get("KV-Operation"); op != "" {
 			return nil // DEL or PURGE
 		}
@@ -84,7 +85,7 @@ func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key
 		if !ok {
 			return fmt.Errorf("bucket %s answered with a message of %q", bucket, m.Subject)
 		}
-		return each(key, m.Data)
+		return each(key, m.Data, stored)
 	})
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,22 +41,40 @@ func (n *Nodes) Put(ctx context.Context, info *wire.NodeInfo) error {
 	return nil
 }
 
-// List returns every node heard of lately, by name.
-func (n *Nodes) List(ctx context.Context) ([]*wire.NodeInfo, error) {
-	var out []*wire.NodeInfo
-	err := scanBucket(ctx, n.nc, wire.NodesBucket, func(key string, value []byte) error {
+// List returns every node heard of lately, by name, each with the server's time of
+// storing its heartbeat (Stored), and the server's time now: what NodeInfo.Alive
+// compares.
+func (n *Nodes) List(ctx context.Context) (nodes []*wire.NodeInfo, serverNow time.Time, err error) {
+	err = scanBucket(ctx, n.nc, wire.NodesBucket, func(key string, value []byte, stored time.Time) error {
 		var info wire.NodeInfo
 		if err := json.Unmarshal(value, &info); err != nil {
 			return fmt.Errorf("bus: node heartbeat %s is corrupt: %w", key, err)
 		}
-		out = append(out, &info)
+		info.Stored = stored
+		nodes = append(nodes, &info)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: list nodes: %w", err)
+		return nil, time.Time{}, fmt.Errorf("bus: list nodes: %w", err)
 	}
-	slices.SortFunc(out, func(a, b *wire.NodeInfo) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	if serverNow, err = n.serverNow(ctx); err != nil {
+		return nil, time.Time{}, fmt.Errorf("bus: list nodes: %w", err)
+	}
+	slices.SortFunc(nodes, func(a, b *wire.NodeInfo) int { return strings.Compare(a.Name, b.Name) })
+	return nodes, serverNow, nil
+}
+
+// serverNow is the NATS server's time, as it stamps the bucket's stream information.
+func (n *Nodes) serverNow(ctx context.Context) (time.Time, error) {
+	st, err := n.kv.Status(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := st.(*jetstream.KeyValueBucketStatus).StreamInfo().TimeStamp
+	if now.IsZero() {
+		return time.Time{}, errors.New("the NATS server does not say its time (stream info without \"ts\"): use nats-server 2.10 or later")
+	}
+	return now, nil
 }
 
 // Watch calls each with every node's latest heartbeat, as the bucket holds them now
@@ -69,6 +88,7 @@ func (n *Nodes) Watch(ctx context.Context, each func(node string, info *wire.Nod
 		}
 		var info wire.NodeInfo
 		if json.Unmarshal(e.Value(), &info) == nil {
+			info.Stored = e.Created()
 			each(e.Key(), &info)
 		}
 	}, done)

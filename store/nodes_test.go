@@ -138,3 +138,41 @@ func openCluster(t *testing.T, cfg bus.Config) *bus.Bus {
 	}
 	return b
 }
+
+// TestHeartbeatsCarryTheServersTime: what a node's heartbeat says of its own clock (two
+// minutes ahead here) does not decide its liveness; List and Watch give the server's
+// time of storing it, and List the server's time now.
+func TestHeartbeatsCarryTheServersTime(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	nodes, err := OpenNodes(ctx, b.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if err := nodes.Put(ctx, &wire.NodeInfo{Name: "ahead", Heartbeat: before.Add(2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	list, serverNow, err := nodes.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	// The embedded server runs on this machine's clock: its stamps fall within the test's.
+	if len(list) != 1 || list[0].Stored.Before(before.Add(-time.Second)) || list[0].Stored.After(after) {
+		t.Fatalf("listed %+v; want one heartbeat stored between %v and %v", list, before, after)
+	}
+	if serverNow.Before(list[0].Stored) || serverNow.After(after.Add(time.Second)) || !list[0].Alive(serverNow) {
+		t.Fatalf("the server's time %v for a heartbeat stored at %v: want it alive", serverNow, list[0].Stored)
+	}
+	watched := make(chan *wire.NodeInfo, 1)
+	watching, stop := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	if err := nodes.Watch(watching, func(_ string, info *wire.NodeInfo) { watched <- info }, func() { close(ended) }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stop(); <-ended }()
+	if info := <-watched; !info.Stored.Equal(list[0].Stored) {
+		t.Fatalf("the watch stamps %v; the list %v", info.Stored, list[0].Stored)
+	}
+}

@@ -92,7 +92,7 @@ func (s *PendingStore) Get(ctx context.Context, id string) (*wire.PendingRequest
 func (s *PendingStore) List(ctx context.Context) ([]*wire.PendingRequest, error) {
 	var out []*wire.PendingRequest
 	now := time.Now()
-	err := scanBucket(ctx, s.nc, wire.PendingBucket, func(id string, value []byte) error {
+	err := scanBucket(ctx, s.nc, wire.PendingBucket, func(id string, value []byte, _ time.Time) error {
 		var p wire.PendingRequest
 		if err := json.Unmarshal(value, &p); err != nil {
 			return fmt.Errorf("bus: pending request %s is corrupt: %w", id, err)

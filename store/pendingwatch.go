@@ -92,7 +92,7 @@ func (w *pendingWatch) read(ctx context.Context, id string) {
 }
 
 func (w *pendingWatch) rescan(ctx context.Context) error {
-	return scanBucket(ctx, w.store.nc, wire.PendingBucket, func(id string, value []byte) error {
+	return scanBucket(ctx, w.store.nc, wire.PendingBucket, func(id string, value []byte, _ time.Time) error {
 		var p wire.PendingRequest
 		if json.Unmarshal(value, &p) == nil {
 			w.each(&p)

@@ -48,8 +48,9 @@ var errNoMessage = errors.New("no message found")
 
 // scan calls each with every message of stream whose subject filter matches, oldest
 // first, including those stored while it reads; each's error ends the scan. The
-// messages each gets have the stream's subject, headers and data.
-func scan(ctx context.Context, nc *nats.Conn, stream, filter string, each func(*nats.Msg) error) error {
+// messages each gets have the stream's subject, headers and data, and the server's
+// time of storing them.
+func scan(ctx context.Context, nc *nats.Conn, stream, filter string, each func(m *nats.Msg, stored time.Time) error) error {
 	for seq := uint64(0); ; seq++ {
 		m, err := msgGet(ctx, nc, stream, msgGetRequest{Seq: seq, NextFor: filter})
 		if errors.Is(err, errNoMessage) {
@@ -58,17 +59,18 @@ func scan(ctx context.Context, nc *nats.Conn, stream, filter string, each func(*
 		if err != nil {
 			return fmt.Errorf("read %s: %w", stream, err)
 		}
-		if err := each(m.msg); err != nil {
+		if err := each(m.msg, m.time); err != nil {
 			return err
 		}
 		seq = m.seq
 	}
 }
 
-// storedMsg is one message of a stream and its sequence.
+// storedMsg is one message of a stream, its sequence, and when the server stored it.
 type storedMsg struct {
-	msg *nats.Msg
-	seq uint64
+	msg  *nats.Msg
+	seq  uint64
+	time time.Time
 }
 
 func msgGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequest) (*storedMsg, error) {
@@ -103,5 +105,5 @@ func msgGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequest
 			return nil, fmt.Errorf("message %d of %s: %w", resp.Message.Seq, stream, err)
 		}
 	}
-	return &storedMsg{msg: m, seq: resp.Message.Seq}, nil
+	return &storedMsg{msg: m, seq: resp.Message.Seq, time: resp.Message.Time}, nil
 }

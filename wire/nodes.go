@@ -17,12 +17,16 @@ type NodeInfo struct {
 	Name        string     `json:"name"`
 	Version     string     `json:"version"`
 	Started     time.Time  `json:"started"`
-	Heartbeat   time.Time  `json:"heartbeat"`
+	Heartbeat   time.Time  `json:"heartbeat"` // by the node's clock: when it wrote this
 	Hosts       []HostInfo `json:"hosts"`
 	Supervisors []string   `json:"supervisors"`
 	Sessions    int        `json:"sessions"` // running and queued
 	Draining    bool       `json:"draining,omitempty"`
 	Stopped     bool       `json:"stopped,omitempty"` // said goodbye
+	// Stored is when the NATS server stored this heartbeat, by the server's clock. The
+	// node does not write it: a reader of the bucket fills it in from the entry
+	// (store.Nodes), so that a node's liveness never compares two machines' clocks.
+	Stored time.Time `json:"stored,omitzero"`
 }
 
 // HostInfo is one host's processes on a node.
@@ -34,7 +38,8 @@ type HostInfo struct {
 	Queued int    `json:"queued"` // sessions waiting for a process
 }
 
-// Alive reports whether the node heartbeat is recent at now and it has not stopped.
-func (n *NodeInfo) Alive(now time.Time) bool {
-	return !n.Stopped && now.Sub(n.Heartbeat) < NodeDeadAfter
+// Alive reports whether the node has not stopped and its heartbeat was stored less than
+// NodeDeadAfter before serverNow, the NATS server's time (store.Nodes.List gives it).
+func (n *NodeInfo) Alive(serverNow time.Time) bool {
+	return !n.Stopped && serverNow.Sub(n.Stored) < NodeDeadAfter
 }

@@ -62,14 +62,14 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	for {
-		list, err := nodes.List(ctx)
+		list, serverNow, err := nodes.List(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "runtime drain:", err)
 			return exitError
 		}
 		done := true
 		for _, n := range list {
-			if n.Name == node && n.Alive(time.Now()) && n.Sessions > 0 {
+			if n.Name == node && n.Alive(serverNow) && n.Sessions > 0 {
 				done = false
 			}
 		}

@@ -32,12 +32,11 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
 		return exitError
 	}
-	list, err := nodes.List(ctx)
+	list, now, err := nodes.List(ctx) // now is the server's: a heartbeat's age is on its clock
 	if err != nil {
 		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
 		return exitError
 	}
-	now := time.Now()
 	if *asJSON {
 		type row struct {
 			*wire.NodeInfo
@@ -64,7 +63,7 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s ago\n", n.Name, nodeState(n, now), n.Version,
 			n.Heartbeat.Sub(n.Started).Round(time.Second), dash(strings.Join(hosts, ", ")), dash(strings.Join(n.Supervisors, ",")),
-			n.Sessions, now.Sub(n.Heartbeat).Round(100*time.Millisecond))
+			n.Sessions, now.Sub(n.Stored).Round(100*time.Millisecond))
 	}
 	if err := w.Flush(); err != nil {
 		return exitError

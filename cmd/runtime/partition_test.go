@@ -113,12 +113,12 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		list, err := nodes.List(ctx)
+		list, now, err := nodes.List(ctx)
 		if err != nil {
 			return false
 		}
 		for _, n := range list {
-			if n.Name == "agents" && !n.Alive(time.Now()) {
+			if n.Name == "agents" && !n.Alive(now) {
 				return true
 			}
 		}
