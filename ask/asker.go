@@ -63,6 +63,10 @@ type AskerConfig struct {
 	OnWithdrawn func(key, why string)
 	Counters    AskCounters
 	Log         *slog.Logger
+	// ClockOffset moves the Deadline the asks carry, as the node's wall clock would if
+	// it were off by as much (node.Options.ClockOffset); only tests set it. Nothing the
+	// Asker or a supervisor decides depends on it: they go by Timeout.
+	ClockOffset time.Duration
 }
 
 // Asker sends a node's requests to supervisors over one reply subscription for the
@@ -111,7 +115,9 @@ const (
 )
 
 type call struct {
-	msg      *nats.Msg // nil once settled
+	ask      *wire.Ask // nil once settled
+	subject  string    // the supervisor's queue group
+	reply    string    // the same for every copy: members deduplicate by it
 	deadline time.Time
 	watch    bool // the member is expected to acknowledge and keep alive
 	state    callState
@@ -169,29 +175,55 @@ func (a *Asker) Close() {
 	a.calls, a.due = map[string]*call{}, due.Heap{}
 }
 
-// Ask sends msg to the queue group of its subject and calls deliver with every answer,
-// from the subscription's goroutine, until LateGrace after deadline. With failover the
+// TooLargeError is Ask's error for an ask the NATS server would refuse: no supervisor
+// can be asked it.
+type TooLargeError struct{ Size, Limit int }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the request is %d bytes as an ask, over the %d the NATS server takes", e.Size, e.Limit)
+}
+
+// Ask sends q to the queue group on subject and calls deliver with every answer, from
+// the subscription's goroutine, until LateGrace after deadline. With failover the
 // members are held to the ask protocol (acknowledge, keep alive); without it (a
 // supervisor outside agentmux) the ask waits for an answer until the deadline, unless
 // the member acknowledges of its own accord.
 //
+// The Asker owns q from then on: each copy it sends carries the time left then
+// (Timeout), so a supervisor's deadline does not depend on its clock agreeing with
+// this one; Deadline is set to deadline. An ask too large for the server is not sent:
+// the error is a *TooLargeError.
+//
 // settle, called when the caller has its answer (why empty) or gave up on one (why says
 // why: it wrote a default, the session ended), stops asking again; late answers are
 // still delivered to be reported.
-func (a *Asker) Ask(msg *nats.Msg, deadline time.Time, failover bool, deliver func(*wire.Reply)) (settle func(why string)) {
+func (a *Asker) Ask(subject string, q *wire.Ask, deadline time.Time, failover bool, deliver func(*wire.Reply)) (settle func(why string), err error) {
 	key := nuid.Next()
-	msg.Reply = a.prefix + key
-	c := &call{key: key, msg: msg, deadline: deadline, watch: failover, backoff: minAskBackoff, deliver: deliver}
+	c := &call{key: key, ask: q, subject: subject, reply: a.prefix + key, deadline: deadline, watch: failover,
+		backoff: minAskBackoff, deliver: deliver}
+	q.Deadline = deadline.Add(a.cfg.ClockOffset).UnixMilli()
+	now := time.Now()
+	msg := a.copyOf(c, subject, now)
+	if limit := bus.BodyLimit(a.nc); len(msg.Data) > limit {
+		return nil, &TooLargeError{Size: len(msg.Data), Limit: limit}
+	}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
-		return func(string) {}
+		return func(string) {}, nil
 	}
 	a.calls[key] = c
-	a.arm(c, a.nextWait(c, time.Now()))
+	a.arm(c, a.nextWait(c, now))
 	a.mu.Unlock()
 	a.publish(msg)
-	return func(why string) { a.settle(key, why) }
+	return func(why string) { a.settle(key, why) }, nil
+}
+
+// copyOf is c's ask to send now on subject, with the time left till its deadline.
+// Callers hold mu, or have not shared c yet.
+func (a *Asker) copyOf(c *call, subject string, now time.Time) *nats.Msg {
+	c.ask.Timeout = max(c.deadline.Sub(now).Milliseconds(), 1)
+	return &nats.Msg{Subject: subject, Reply: c.reply, Data: c.ask.AppendJSON(nil)}
 }
 
 // Reconnected asks again every open ask: replies sent while the connection was down
@@ -206,7 +238,7 @@ func (a *Asker) Reconnected() {
 		}
 		c.state = stateAsking
 		a.arm(c, a.nextWait(c, now))
-		again = append(again, c.msg)
+		again = append(again, a.copyOf(c, c.subject, now))
 	}
 	a.mu.Unlock()
 	for _, m := range again {
@@ -288,7 +320,7 @@ func (a *Asker) settle(key, why string) {
 // settleLocked stops asking: c listens for late answers until LateGrace after its
 // deadline. Callers hold mu.
 func (a *Asker) settleLocked(c *call, now time.Time) {
-	c.state, c.msg = stateSettled, nil
+	c.state, c.ask = stateSettled, nil
 	a.arm(c, a.nextWait(c, now))
 }
 
@@ -326,17 +358,16 @@ func (a *Asker) onTimer(key string) {
 	member, retry := c.member, c.retry
 	c.state, c.member, c.retry = stateAsking, "", false
 	a.arm(c, a.nextWait(c, now))
-	msg := c.msg
-	if !retry {
-		msg = a.another(c, member)
+	var msg *nats.Msg
+	if retry {
+		msg = a.copyOf(c, c.subject, now)
+	} else {
+		msg = a.another(c, member, now)
 	}
+	session, request := c.ask.Session, c.ask.ID
 	a.mu.Unlock()
 	if !retry {
 		inc(a.cfg.Counters.Reasked)
-		var session, request string
-		if ask, err := wire.DecodeAsk(msg.Data); err == nil {
-			session, request = ask.Session, ask.ID
-		}
 		a.cfg.Log.Info("supervisor member silent; asking again", "subject", msg.Subject, "request", request, "session", session, "silent", member)
 	}
 	a.publish(msg)
@@ -429,21 +460,21 @@ func (a *Asker) onStatus(c *call, status, member string, now time.Time) *nats.Ms
 		}
 		c.state, c.member = stateAsking, ""
 		a.arm(c, a.nextWait(c, now))
-		return a.another(c, member)
+		return a.another(c, member, now)
 	}
 	return nil
 }
 
 // another is the ask to send again after member fell silent or let go: addressed to a
 // live member not tried yet, else (none known) to the queue group. Callers hold mu.
-func (a *Asker) another(c *call, member string) *nats.Msg {
+func (a *Asker) another(c *call, member string, now time.Time) *nats.Msg {
 	if a.cfg.Members == nil {
-		return c.msg
+		return a.copyOf(c, c.subject, now)
 	}
 	if member != "" && !slices.Contains(c.tried, member) {
 		c.tried = append(c.tried, member)
 	}
-	supervisor, _ := wire.ParseAskSubject(c.msg.Subject)
+	supervisor, _ := wire.ParseAskSubject(c.subject)
 	var fresh []string
 	for _, m := range a.cfg.Members(supervisor) {
 		if !slices.Contains(c.tried, m) {
@@ -452,11 +483,11 @@ func (a *Asker) another(c *call, member string) *nats.Msg {
 	}
 	if len(fresh) == 0 {
 		c.tried = c.tried[:0] // every one tried: start over, through the queue group
-		return c.msg
+		return a.copyOf(c, c.subject, now)
 	}
 	pick := fresh[rand.IntN(len(fresh))]
 	c.tried = append(c.tried, pick)
-	return &nats.Msg{Subject: wire.AskMemberSubject(supervisor, pick), Reply: c.msg.Reply, Header: c.msg.Header, Data: c.msg.Data}
+	return a.copyOf(c, wire.AskMemberSubject(supervisor, pick), now)
 }
 
 func inc(c Counter) {

@@ -2,6 +2,7 @@ package ask
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -66,16 +67,16 @@ func TestDeferredAskWithdrawn(t *testing.T) {
 	replies := make(chan string, 8)
 	f.member(t, func(m *nats.Msg) {
 		replies <- m.Reply
-		if string(m.Data) == `"person"` {
+		if q, err := wire.DecodeAsk(m.Data); err == nil && q.Text == "person" {
 			_ = SendStatus(f.nc, m.Reply, wire.StatusDeferred, "m1")
 		}
 	})
-	ask := func(body string) (func(string), string) {
-		settle := f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(body)}, time.Now().Add(time.Minute), true, func(*wire.Reply) {})
+	ask := func(text string) (func(string), string) {
+		settle := f.send(t, &wire.Ask{Text: text}, time.Now().Add(time.Minute), func(*wire.Reply) {})
 		reply := <-replies
 		return settle, reply[strings.LastIndexByte(reply, '.')+1:]
 	}
-	person, key := ask(`"person"`)
+	person, key := ask("person")
 	proctest.Eventually(t, "the ask is deferred", func() bool {
 		f.asker.mu.Lock()
 		defer f.asker.mu.Unlock()
@@ -85,8 +86,8 @@ func TestDeferredAskWithdrawn(t *testing.T) {
 	if got := <-f.withdrawn; got != key+" cancelled: session ended" {
 		t.Fatalf("withdrawn %q", got)
 	}
-	answered, _ := ask(`"person"`)
-	machine, _ := ask(`"rule"`)
+	answered, _ := ask("person")
+	machine, _ := ask("rule")
 	answered("")
 	machine("timed_out: no answer")
 	select {
@@ -109,9 +110,20 @@ func (f *askFixture) member(t *testing.T, handle func(*nats.Msg)) {
 	}
 }
 
-func (f *askFixture) ask(deadline time.Time) (chan *wire.Reply, func()) {
+// send asks q of supervisor s through the fixture's Asker.
+func (f *askFixture) send(t *testing.T, q *wire.Ask, deadline time.Time, deliver func(*wire.Reply)) (settle func(string)) {
+	t.Helper()
+	settle, err := f.asker.Ask(wire.AskSubject("s"), q, deadline, true, deliver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return settle
+}
+
+// ask asks an empty question and returns where its answers arrive and its settle.
+func (f *askFixture) ask(t *testing.T, deadline time.Time) (chan *wire.Reply, func()) {
 	answers := make(chan *wire.Reply, 8)
-	settle := f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(`{}`)}, deadline, true, func(r *wire.Reply) { answers <- r })
+	settle := f.send(t, &wire.Ask{}, deadline, func(r *wire.Reply) { answers <- r })
 	return answers, func() { settle("") }
 }
 
@@ -131,11 +143,64 @@ func TestAskNotAcknowledgedIsAskedAgain(t *testing.T) {
 			answer(t, f.nc, m.Reply, `"third"`, "m3")
 		}
 	})
-	answers, settle := f.ask(time.Now().Add(time.Minute))
+	answers, settle := f.ask(t, time.Now().Add(time.Minute))
 	r := <-answers
 	settle()
 	if string(r.Value) != `"third"` || r.Member != "m3" || f.reasked.n.Load() != 2 || f.answered.n.Load() != 1 {
 		t.Fatalf("answer %+v after %d re-asks (answered %d); want the third copy's, after 2", r, f.reasked.n.Load(), f.answered.n.Load())
+	}
+}
+
+// TestEveryCopyCarriesTheTimeLeft: an ask says how long it has left when each copy is
+// sent (timeout_ms), so a supervisor's deadline is its arrival plus that, on its own
+// clock; a copy sent again says what is left then. The deadline by the asker's clock
+// goes along for people and older supervisors.
+func TestEveryCopyCarriesTheTimeLeft(t *testing.T) {
+	f := newAskFixture(t)
+	copies := make(chan *wire.Ask, 4)
+	f.member(t, func(m *nats.Msg) {
+		q, err := wire.DecodeAsk(m.Data)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		copies <- q
+		if len(copies) == 2 {
+			answer(t, f.nc, m.Reply, `"second"`, "m2")
+		}
+	})
+	deadline := time.Now().Add(time.Minute)
+	answers, settle := f.ask(t, deadline)
+	defer settle()
+	<-answers
+	first, second := <-copies, <-copies
+	if first.Timeout > time.Minute.Milliseconds() || first.Timeout < (time.Minute-5*time.Second).Milliseconds() {
+		t.Errorf("the first copy has %d ms left; want about a minute", first.Timeout)
+	}
+	// The second copy went out once the first was not acknowledged in AckTimeout.
+	if gap := first.Timeout - second.Timeout; gap < 200 || gap > 5000 {
+		t.Errorf("copies with %d and %d ms left; want the second sent the 200 ms ack timeout later", first.Timeout, second.Timeout)
+	}
+	if first.Deadline != deadline.UnixMilli() || second.Deadline != first.Deadline {
+		t.Errorf("deadlines %d and %d; want %d on both", first.Deadline, second.Deadline, deadline.UnixMilli())
+	}
+}
+
+// TestAskTooLargeIsNotSent: an ask the server would refuse is an error, and nothing is
+// sent or kept.
+func TestAskTooLargeIsNotSent(t *testing.T) {
+	f := newAskFixture(t)
+	f.member(t, func(*nats.Msg) { t.Error("a copy of an ask too large was sent") })
+	text := strings.Repeat("x", int(f.nc.MaxPayload()))
+	_, err := f.asker.Ask(wire.AskSubject("s"), &wire.Ask{Text: text}, time.Now().Add(time.Minute), true, func(*wire.Reply) {})
+	var tooLarge *TooLargeError
+	if !errors.As(err, &tooLarge) || tooLarge.Size <= tooLarge.Limit || !strings.Contains(err.Error(), "the NATS server takes") {
+		t.Fatalf("an ask of %d bytes: %v; want a TooLargeError", len(text), err)
+	}
+	f.asker.mu.Lock()
+	defer f.asker.mu.Unlock()
+	if len(f.asker.calls) != 0 {
+		t.Fatalf("%d calls kept", len(f.asker.calls))
 	}
 }
 
@@ -148,7 +213,7 @@ func TestSilentMemberIsReplacedAndItsLateAnswerReported(t *testing.T) {
 		}
 		replies <- m.Reply // acknowledged, then silent: no keep-alives
 	})
-	answers, settle := f.ask(time.Now().Add(time.Minute))
+	answers, settle := f.ask(t, time.Now().Add(time.Minute))
 	first := <-replies
 	second := <-replies // asked again after the silence window
 	if first != second {
@@ -173,7 +238,7 @@ func TestKeptAliveAndDeferredAsksAreNotAskedAgain(t *testing.T) {
 		copies.Add(1)
 		held <- m.Reply
 	})
-	answers, settle := f.ask(time.Now().Add(time.Minute))
+	answers, settle := f.ask(t, time.Now().Add(time.Minute))
 	defer settle()
 	reply := <-held
 	// notAgain fails the test if the ask reaches the member again within d.
@@ -211,8 +276,8 @@ func TestKeptAliveAndDeferredAsksAreNotAskedAgain(t *testing.T) {
 func TestAskPastItsDeadlineCountsATimeout(t *testing.T) {
 	f := newAskFixture(t)
 	f.member(t, func(*nats.Msg) {})
-	f.ask(time.Now().Add(100 * time.Millisecond))
-	_, withdraw := f.ask(time.Now().Add(100 * time.Millisecond))
+	f.ask(t, time.Now().Add(100*time.Millisecond))
+	_, withdraw := f.ask(t, time.Now().Add(100*time.Millisecond))
 	withdraw() // settled before its deadline (the agent withdrew it): not a timeout
 	proctest.Eventually(t, "both asks stop listening", func() bool {
 		f.asker.mu.Lock()
@@ -253,7 +318,9 @@ func TestOpenAsksAreAskedAgainAfterAReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	answers := make(chan *wire.Reply, 4)
-	asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(`{}`)}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r })
+	if _, err := asker.Ask(wire.AskSubject("s"), &wire.Ask{}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
+		t.Fatal(err)
+	}
 	first := <-copies
 	if err := SendStatus(member, first.Reply, wire.StatusAck, "m1"); err != nil {
 		t.Fatal(err)
@@ -292,7 +359,9 @@ func TestSilentMemberIsPassedOverByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	answers := make(chan *wire.Reply, 4)
-	asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: []byte(`{}`)}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r })
+	if _, err := asker.Ask(wire.AskSubject("s"), &wire.Ask{}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
+		t.Fatal(err)
+	}
 	if got := <-hung; got != wire.AskSubject("s") {
 		t.Fatalf("first copy on %s; want the queue subject", got)
 	}

@@ -7,15 +7,12 @@ import (
 )
 
 // RequestOf is the request an ask carries, answered on replyTo: the one conversion from
-// the wire to the strategies.
-func RequestOf(ask *wire.Ask, replyTo string) *Request {
-	r := &Request{Host: ask.Host, Session: ask.Session, Type: ask.Type, ID: ask.ID, Text: ask.Text,
+// the wire to the strategies. Its deadline is on this machine's clock: the ask's time
+// left from when it arrived (Ask.DeadlineFrom).
+func RequestOf(ask *wire.Ask, replyTo string, arrived time.Time) *Request {
+	return &Request{Host: ask.Host, Session: ask.Session, Type: ask.Type, ID: ask.ID, Text: ask.Text,
 		Request: ask.Request, Default: ask.Default, ReplyTo: replyTo, PostProcess: ask.PostProcess,
-		Node: ask.Node, Attempt: ask.Attempt}
-	if ask.Deadline > 0 {
-		r.Deadline = time.UnixMilli(ask.Deadline)
-	}
-	return r
+		Node: ask.Node, Attempt: ask.Attempt, Deadline: ask.DeadlineFrom(arrived)}
 }
 
 // Reply is the decision as the asker reads it: the one conversion from the strategies

@@ -21,6 +21,7 @@ func (a *Ask) AppendJSON(dst []byte) []byte {
 	o.String("type", a.Type)
 	o.String("id", a.ID)
 	o.String("text", a.Text)
+	o.IntOmit("timeout_ms", a.Timeout)
 	o.Int("deadline", a.Deadline)
 	o.Raw("default", a.Default)
 	o.Raw("request", a.Request)
@@ -114,6 +115,8 @@ func (a *Ask) field(c *rawjson.Copy, key, value []byte) bool {
 		return c.String(value, &a.Node)
 	case "deadline":
 		return integer(value, &a.Deadline)
+	case "timeout_ms":
+		return integer(value, &a.Timeout)
 	case "attempt":
 		var n int64
 		if !integer(value, &n) || n != int64(int(n)) {
@@ -170,7 +173,7 @@ func (r *Reply) field(c *rawjson.Copy, key, value []byte) bool {
 }
 
 var (
-	askKeys   = []string{"session", "host", "type", "id", "text", "deadline", "default", "request", "post_process", "node", "attempt"}
+	askKeys   = []string{"session", "host", "type", "id", "text", "timeout_ms", "deadline", "default", "request", "post_process", "node", "attempt"}
 	replyKeys = []string{"value", "use_default", "cancelled", "decider", "reason", "member", "claimed", "scope"}
 )
 

@@ -46,7 +46,7 @@ func sameAsEncodingJSON(t *testing.T, rec appender) {
 
 func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 	full := []appender{
-		&Ask{Session: "s-1", Host: "w", Type: "approval", ID: "a<1>", Text: "rm -rf \"build\"\n", Deadline: 1764000000123,
+		&Ask{Session: "s-1", Host: "w", Type: "approval", ID: "a<1>", Text: "rm -rf \"build\"\n", Timeout: 29_500, Deadline: 1764000000123,
 			Default: json.RawMessage(`"no"`), Request: json.RawMessage(`{"type":"approval","id":"a<1>", "description":"rm"}`),
 			PostProcess: true, Node: "n1", Attempt: 3},
 		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), UseDefault: true, Cancelled: true, Decider: "rule:x",
@@ -81,7 +81,7 @@ func FuzzRecordsAppendAsTheirTagsSay(f *testing.F) {
 			latency = 0 // nor a NaN or an infinity
 		}
 		for _, rec := range []appender{
-			&Ask{Session: s, Host: typ, Type: typ, ID: s, Text: text, Deadline: n, Default: raw, Request: raw, Node: text, Attempt: int(n % 1000)},
+			&Ask{Session: s, Host: typ, Type: typ, ID: s, Text: text, Timeout: n / 3, Deadline: n, Default: raw, Request: raw, Node: text, Attempt: int(n % 1000)},
 			&Reply{Value: raw, Decider: typ, Reason: text, Member: s, Claimed: text, Scope: typ},
 			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Asked: n, Value: raw, Reason: text, Latency: latency, Duration: latency},
 			&RequestAnswered{ID: s, Type: typ, Value: raw, Decider: text, Reason: text, Latency: latency},
@@ -97,7 +97,7 @@ func FuzzRecordsAppendAsTheirTagsSay(f *testing.F) {
 // does: the same fields, or an error where it errs.
 func FuzzDecodeAsAsEncodingJSON(f *testing.F) {
 	for _, seed := range []string{
-		`{"session":"s","host":"w","type":"question","id":"q","text":"Which?","deadline":1764000000123,"default":"skip","request":{"type":"question"},"post_process":true,"node":"n","attempt":2}`,
+		`{"session":"s","host":"w","type":"question","id":"q","text":"Which?","timeout_ms":29500,"deadline":1764000000123,"default":"skip","request":{"type":"question"},"post_process":true,"node":"n","attempt":2}`,
 		`{"value":"yes","use_default":false,"cancelled":null,"decider":"rule:x","reason":"r\u00e9","member":"n2","claimed":"c","scope":"session"}`,
 		`{"Session":"folded","VALUE":1}`, `{"deadline":1.5}`, `{"attempt":"2"}`, `{"t\u0065xt":"escaped key"}`,
 		`{"text":null,"deadline":null,"value":null}`, `[1]`, `"str"`, `{"a":1,"a":2}`, `{"type":"x","type":"y"}`, ` {"id" : "spaced" } `, `{`,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Task asks a node to run one session on a host.
@@ -19,19 +20,39 @@ type Task struct {
 
 // Ask is what a supervisor receives on agentmux.ask.<supervisor>.
 type Ask struct {
-	Session  string          `json:"session"`
-	Host     string          `json:"host"`
-	Type     string          `json:"type"` // question, approval or tool_call
-	ID       string          `json:"id"`
-	Text     string          `json:"text"`     // what routes matched: question, description or tool
-	Deadline int64           `json:"deadline"` // unix milliseconds
-	Default  json.RawMessage `json:"default"`  // what the runtime writes if no answer fits in time
-	Request  json.RawMessage `json:"request"`  // the canonical request as the agent sent it, id included
+	Session string `json:"session"`
+	Host    string `json:"host"`
+	Type    string `json:"type"` // question, approval or tool_call
+	ID      string `json:"id"`
+	Text    string `json:"text"` // what routes matched: question, description or tool
+	// Timeout is how long the asker waits for the answer from when it sent this copy of
+	// the ask, in milliseconds: a supervisor's deadline is the ask's arrival plus
+	// Timeout, on its own clock. Each copy sent again says what is left then.
+	Timeout int64 `json:"timeout_ms,omitempty"`
+	// Deadline is the same moment by the asking node's clock (unix milliseconds): shown
+	// to people, and read by supervisors of nodes older than timeout_ms. A deadline
+	// compared with another machine's clock is off by the two clocks' difference.
+	Deadline int64           `json:"deadline"`
+	Default  json.RawMessage `json:"default"` // what the runtime writes if no answer fits in time
+	Request  json.RawMessage `json:"request"` // the canonical request as the agent sent it, id included
 	// PostProcess: the route asks an llm supervisor to rework the tool's result.
 	PostProcess bool `json:"post_process,omitempty"`
 	// Node is the asking node, Attempt the session's attempt.
 	Node    string `json:"node,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
+}
+
+// DeadlineFrom is the ask's deadline for a supervisor that received it at arrived, by
+// the supervisor's clock: arrived plus Timeout; for an ask without one (an older node),
+// Deadline as it stands; zero for an ask with neither.
+func (a *Ask) DeadlineFrom(arrived time.Time) time.Time {
+	switch {
+	case a.Timeout > 0:
+		return arrived.Add(time.Duration(a.Timeout) * time.Millisecond)
+	case a.Deadline > 0:
+		return time.UnixMilli(a.Deadline)
+	}
+	return time.Time{}
 }
 
 // Reply is a supervisor's answer. Exactly one of Value, UseDefault and Cancelled says

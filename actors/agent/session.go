@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/bus"
@@ -304,26 +303,25 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	}
 	p.deadline = now.Add(timeout)
 	s.pending[id] = p
-	ask := wire.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
-		Text: msg.RequestText(), Deadline: p.deadline.UnixMilli(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
-		Node: a.cfg.Node, Attempt: s.start.Attempt}
 	// No headers: the body says it all, and headers cost more to write and read than
 	// the rest of the message.
-	req := &nats.Msg{Subject: a.askSubject(route.Supervisor), Data: ask.AppendJSON(nil)}
-	if limit := bus.BodyLimit(a.cfg.Conn); len(req.Data) > limit {
-		// No supervisor could be sent it: its default now, not after its deadline.
-		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default",
-			fmt.Sprintf("the request is %d bytes as an ask, over the %d the NATS server takes: no supervisor can be asked; its default", len(req.Data), limit))
-		return
-	}
-	a.dueAt(s, p.deadline, id)
+	ask := &wire.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
+		Text: msg.RequestText(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
+		Node: a.cfg.Node, Attempt: s.start.Attempt}
 	gen, session, attempt := s.gen, s.id, s.start.Attempt
-	p.settle = a.cfg.Asker.Ask(req, p.deadline, route.Failover, func(r *wire.Reply) {
+	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Supervisor), ask, p.deadline, route.Failover, func(r *wire.Reply) {
 		if route.External {
 			r = externalReply(route.Supervisor, r)
 		}
 		a.send(&answerArrived{gen: gen, session: session, attempt: attempt, id: id, reply: r})
 	})
+	if err != nil {
+		// No supervisor could be sent it: its default now, not after its deadline.
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", err.Error()+": no supervisor can be asked; its default")
+		return
+	}
+	p.settle = settle
+	a.dueAt(s, p.deadline, id)
 }
 
 // askSubject is the subject of supervisor's asks, made once.

@@ -61,7 +61,7 @@ type Supervisor struct {
 	ctx      context.Context    // the decisions' parent; cancelled when the actor stops
 	stop     context.CancelFunc // cancels ctx: decisions, keep-alives, human deliveries
 	inflight int
-	queue    []*nats.Msg
+	queue    []*askArrived
 	held     map[string]*nats.Msg // asks acknowledged and not yet answered, by reply subject
 	replies  sync.Pool            // *[]byte: replies being encoded; publishing copies them
 	// immediate: the decider answers from memory, on the subscription's goroutine.
@@ -69,9 +69,12 @@ type Supervisor struct {
 }
 
 type (
-	askArrived struct{ msg *nats.Msg }
-	decided    struct{ reply string }
-	keepAlive  struct{}
+	askArrived struct {
+		msg *nats.Msg
+		at  time.Time // when it arrived: its deadline is the time it has left from then
+	}
+	decided   struct{ reply string }
+	keepAlive struct{}
 )
 
 // Receive implements actor.Actor. It never blocks.
@@ -84,7 +87,7 @@ func (s *Supervisor) Receive(c actor.Context) {
 			return // asked again while this member holds it: the acknowledgement was enough
 		}
 		s.held[m.msg.Reply] = m.msg
-		s.queue = append(s.queue, m.msg)
+		s.queue = append(s.queue, m)
 		s.next(c)
 	case *decided:
 		s.inflight--
@@ -104,15 +107,16 @@ func (s *Supervisor) start(c actor.Context) {
 	system, self := c.ActorSystem(), c.Self()
 	handle := func(msg *nats.Msg) {
 		s.status(msg.Reply, wire.StatusAck) // at once: the asker watches for it
-		system.Root.Send(self, &askArrived{msg: msg})
+		system.Root.Send(self, &askArrived{msg: msg, at: time.Now()})
 	}
 	if im, ok := s.cfg.Decider.(decide.Immediate); ok && im.Immediate() {
 		s.immediate = true
 		// Answers from memory take microseconds: decide on the subscription's own
 		// goroutine, without an acknowledgement, a hop through the mailbox or a goroutine.
 		handle = func(msg *nats.Msg) {
-			if ask, ok := s.parse(msg); ok {
-				s.decide(s.ctx, msg, ask)
+			arrived := time.Now()
+			if ask, ok := s.parse(msg, arrived); ok {
+				s.decide(s.ctx, msg, ask, arrived)
 			}
 		}
 	}
@@ -182,17 +186,18 @@ func (s *Supervisor) stopping() {
 // next starts queued decisions up to the concurrency limit.
 func (s *Supervisor) next(c actor.Context) {
 	for s.inflight < s.cfg.Supervisor.Concurrency && len(s.queue) > 0 {
-		msg := s.queue[0]
+		arrived := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
-		ask, ok := s.parse(msg)
+		msg := arrived.msg
+		ask, ok := s.parse(msg, arrived.at)
 		if !ok {
 			delete(s.held, msg.Reply)
 			continue
 		}
 		system, self, ctx := c.ActorSystem(), c.Self(), s.ctx
 		if !s.cfg.Routines.Go(func(context.Context) {
-			s.decide(ctx, msg, ask)
+			s.decide(ctx, msg, ask, arrived.at)
 			system.Root.Send(self, &decided{reply: msg.Reply})
 		}) {
 			return // the node is stopping: stopping() hands the held asks back
@@ -215,14 +220,16 @@ func (s *Supervisor) published(subject string, handle nats.MsgHandler) nats.MsgH
 	}
 }
 
-func (s *Supervisor) parse(msg *nats.Msg) (*wire.Ask, bool) {
+// parse reads the ask msg, which arrived at arrived; false for an ask that is not one
+// (declined) or whose time ran out.
+func (s *Supervisor) parse(msg *nats.Msg, arrived time.Time) (*wire.Ask, bool) {
 	ask, err := wire.DecodeAsk(msg.Data)
 	if err != nil {
 		s.log.Warn("request is not an Ask; declined", "err", err)
 		s.respond(msg, &wire.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
 		return nil, false
 	}
-	if ask.Deadline > 0 && time.Now().After(time.UnixMilli(ask.Deadline)) {
+	if deadline := ask.DeadlineFrom(arrived); !deadline.IsZero() && time.Now().After(deadline) {
 		s.counts.expired.Inc()
 		return nil, false
 	}
@@ -231,8 +238,8 @@ func (s *Supervisor) parse(msg *nats.Msg) (*wire.Ask, bool) {
 
 // decide decides one ask and answers it, unless the member stopped meanwhile (it let
 // go of the ask; another member answers).
-func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *wire.Ask) {
-	ctx, req := parent, decide.RequestOf(ask, msg.Reply)
+func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *wire.Ask, arrived time.Time) {
+	ctx, req := parent, decide.RequestOf(ask, msg.Reply, arrived)
 	if !s.immediate && !req.Deadline.IsZero() { // one from memory needs no deadline (nor its timer)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(parent, req.Deadline)

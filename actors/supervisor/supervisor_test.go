@@ -96,21 +96,42 @@ func (f *fixture) member(t *testing.T, system *actor.ActorSystem, name string, c
 	return pid
 }
 
-// eventually polls cond until it holds, failing the test after five seconds.
 // ask asks through the node's Asker, as an agent does, and waits for the first answer.
 func (f *fixture) ask(id string, deadline time.Time) (*wire.Reply, error) {
-	data, _ := json.Marshal(&wire.Ask{Session: "s1", Host: "w", Type: "question", ID: id, Text: "q", Deadline: deadline.UnixMilli()})
-	return f.askRaw(data, deadline, 5*time.Second)
-}
-
-func (f *fixture) askRaw(data []byte, deadline time.Time, wait time.Duration) (*wire.Reply, error) {
 	answers := make(chan *wire.Reply, 8)
-	f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: data}, deadline, true, func(r *wire.Reply) { answers <- r })
+	q := &wire.Ask{Session: "s1", Host: "w", Type: "question", ID: id, Text: "q"}
+	if _, err := f.asker.Ask(wire.AskSubject("s"), q, deadline, true, func(r *wire.Reply) { answers <- r }); err != nil {
+		return nil, err
+	}
 	select {
 	case r := <-answers:
 		return r, nil
-	case <-time.After(wait):
+	case <-time.After(5 * time.Second):
 		return nil, nats.ErrTimeout
+	}
+}
+
+// askRaw publishes data as an ask, not through the Asker, and waits for the first
+// answer (a message without a status header).
+func (f *fixture) askRaw(data []byte, wait time.Duration) (*wire.Reply, error) {
+	inbox := f.nc.NewInbox()
+	sub, err := f.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := f.nc.PublishRequest(wire.AskSubject("s"), inbox, data); err != nil {
+		return nil, err
+	}
+	for until := time.Now().Add(wait); ; {
+		m, err := sub.NextMsg(time.Until(until))
+		if err != nil {
+			return nil, nats.ErrTimeout
+		}
+		if m.Header.Get(wire.HeaderStatus) != "" {
+			continue
+		}
+		return wire.DecodeReply(m.Data)
 	}
 }
 
@@ -153,8 +174,9 @@ func TestConcurrencyIsBounded(t *testing.T) {
 
 func TestExpiredAskIsDropped(t *testing.T) {
 	f := start(t, 1, &gate{release: make(chan struct{})})
+	// An ask of a node older than timeout_ms, its deadline past.
 	data, _ := json.Marshal(&wire.Ask{ID: "late", Type: "question", Deadline: time.Now().Add(-time.Second).UnixMilli()})
-	if _, err := f.askRaw(data, time.Now().Add(-time.Second), 300*time.Millisecond); err != nats.ErrTimeout {
+	if _, err := f.askRaw(data, 300*time.Millisecond); err != nats.ErrTimeout {
 		t.Fatalf("an expired ask got %v; want no reply at all", err)
 	}
 	if v := testutil.ToFloat64(f.m.Decisions.WithLabelValues("s", "expired")); v != 1 {
@@ -164,7 +186,7 @@ func TestExpiredAskIsDropped(t *testing.T) {
 
 func TestMalformedAskIsDeclined(t *testing.T) {
 	f := start(t, 1, &gate{release: make(chan struct{})})
-	r, err := f.askRaw([]byte("{broken"), time.Now().Add(time.Minute), 5*time.Second)
+	r, err := f.askRaw([]byte("{broken"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,8 +222,10 @@ func TestHeldAskIsKeptAlive(t *testing.T) {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	answers := make(chan *wire.Reply, 4)
-	data, _ := json.Marshal(&wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "slow", Text: "q", Deadline: time.Now().Add(time.Minute).UnixMilli()})
-	f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: data}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r })
+	q := &wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "slow", Text: "q"}
+	if _, err := f.asker.Ask(wire.AskSubject("s"), q, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
+		t.Fatal(err)
+	}
 	// Four keep-alives span more than the asker's silence window (ask.DefaultSilence).
 	for range int(ask.DefaultSilence/wire.KeepAliveInterval) + 1 {
 		select {
@@ -234,8 +258,10 @@ func TestStoppingMemberHandsItsAskOver(t *testing.T) {
 	}
 	answers := make(chan *wire.Reply, 4)
 	deadline := time.Now().Add(time.Minute)
-	data, _ := json.Marshal(&wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q", Deadline: deadline.UnixMilli()})
-	f.asker.Ask(&nats.Msg{Subject: wire.AskSubject("s"), Data: data}, deadline, true, func(r *wire.Reply) { answers <- r })
+	q := &wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q"}
+	if _, err := f.asker.Ask(wire.AskSubject("s"), q, deadline, true, func(r *wire.Reply) { answers <- r }); err != nil {
+		t.Fatal(err)
+	}
 	var holder, other string
 	proctest.Eventually(t, "a member is deciding", func() bool {
 		for name, g := range gates {
