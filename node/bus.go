@@ -102,7 +102,7 @@ func (n *Node) startAsker(ctx context.Context) error {
 	}
 	n.stopDirectory = func() { stop(); <-done }
 	n.asker, err = ask.NewAsker(n.Bus.Conn, ask.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters(), OnWithdrawn: n.withdraw,
-		Members: n.directory.Members})
+		Members: n.directory.Members, ClockOffset: n.clockOffset})
 	if err != nil {
 		n.closeAsker()
 		return err

@@ -74,6 +74,11 @@ type Options struct {
 	// this machine, when its embedded server has no [[nats.users]] (see StateDir and
 	// LocalCredentials); empty: it writes none, and only the node gets in.
 	StateDir string
+	// ClockOffset moves the node's wall clock, as other machines see it: the times it
+	// writes in heartbeats and asks. Tests set it (`runtime up` reads
+	// AGENTMUX_TEST_CLOCK_OFFSET) to show that nodes whose clocks disagree still work
+	// together; nothing compares one node's clock with another's.
+	ClockOffset time.Duration
 	// Getenv reads the passwords the manifest names (default os.Getenv).
 	Getenv func(string) string
 }
@@ -110,6 +115,7 @@ type Node struct {
 	directory     *ask.Directory
 	stopDirectory func()
 	replicas      int                // of each stream and bucket
+	clockOffset   time.Duration      // Options.ClockOffset
 	heartbeat     context.CancelFunc // stops the heartbeat loop
 	beatDone      chan struct{}      // closed when the heartbeat loop has ended
 	notifiers     []*notify.Notifier
@@ -133,7 +139,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
-		routines: routines.New()}
+		routines: routines.New(), clockOffset: opts.ClockOffset}
 	if err := n.sweepLeftovers(opts); err != nil {
 		return nil, err
 	}

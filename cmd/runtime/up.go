@@ -47,6 +47,11 @@ func up(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "runtime up:", err)
 		return exitError
 	}
+	offset, err := clockOffset(os.Getenv, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "runtime up:", err)
+		return exitError
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -55,7 +60,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	// start; one just after it is read from sigs below.
 	starting, stopStarting := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	n, err := node.Start(starting, node.Options{Manifest: m, Name: *name, Log: log, StateDir: state,
-		NoSupervisors: *noSup, Supervisors: list(*sups), NoHosts: *noHosts, Hosts: list(*hosts)})
+		NoSupervisors: *noSup, Supervisors: list(*sups), NoHosts: *noHosts, Hosts: list(*hosts), ClockOffset: offset})
 	signalled := starting.Err() != nil
 	stopStarting()
 	if err != nil && signalled {
@@ -112,4 +117,21 @@ func guard(log *slog.Logger) {
 	if err := nodump.Apply(); err != nil {
 		log.Warn("other processes of this user can read this one's environment and memory", "err", err)
 	}
+}
+
+// clockOffsetEnv moves the node's wall clock, for tests of a fleet whose clocks disagree
+// (node.Options.ClockOffset). It is not a setting: a node says so when it is set.
+const clockOffsetEnv = "AGENTMUX_TEST_CLOCK_OFFSET"
+
+func clockOffset(getenv func(string) string, log *slog.Logger) (time.Duration, error) {
+	v := getenv(clockOffsetEnv)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: %w; it takes a duration such as 2m or -1m30s, for tests only", clockOffsetEnv, v, err)
+	}
+	log.Warn("this node's wall clock is moved, for a test", "offset", d, "variable", clockOffsetEnv)
+	return d, nil
 }
