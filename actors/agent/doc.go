@@ -21,7 +21,12 @@
 // a sink the actor opens at the session's start and closes at its end (stream.go).
 // Every goroutine ends when the process and its pipes are gone.
 //
-//	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Asker: b.Asker,
+// Files by concern: session.go a session's state, start and end; lines.go what the
+// agent sends; requests.go its requests, their asks and answers; result.go its result
+// (typed results, reprompts); control.go timers, interrupts and messages; proc.go and
+// stream.go the process and its output.
+//
+//	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Asker: asker,
 //		Routes: manifest.Routes, Metrics: m, Log: log})
 //	pid := c.Spawn(props)
 //	c.Send(pid, &agent.StartSession{Session: "s-1", Prompt: "fix the build", Reply: done})

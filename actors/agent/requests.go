@@ -1,0 +1,256 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/metrics"
+	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// pending is one request waiting for its answer.
+type pending struct {
+	msg      *protocol.Message
+	id       string
+	audit    string // the audit id prefix: session, attempt and the request's sequence
+	readAt   time.Time
+	deadline time.Time
+	def      json.RawMessage
+	settle   func(why string) // tells the asker the request is settled: stop asking
+	claimed  string           // the decider an external supervisor named in its answer
+}
+
+// newPending numbers a request read in session s; the runtime names one sent without an id.
+func (a *Agent) newPending(s *session, msg *protocol.Message) *pending {
+	id := msg.ID
+	if id == "" {
+		s.seq[msg.Type]++
+		id = string(msg.Type) + "-" + strconv.Itoa(s.seq[msg.Type])
+	}
+	s.requests++
+	return &pending{msg: msg, id: id, readAt: time.Now(), def: a.defaultFor(msg),
+		audit: wire.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
+}
+
+func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
+	r := a.record(s, "request")
+	r.Request, r.Type, r.Text = p.id, string(p.msg.Type), p.msg.RequestText()
+	return r
+}
+
+func (a *Agent) onRequest(s *session, msg *protocol.Message) {
+	p := a.newPending(s, msg)
+	id := p.id
+	_, dup := s.pending[id]
+	var raw []byte
+	if !dup {
+		raw = msg.WithID(id)
+		a.publishOn(s, string(msg.Type), raw)
+	}
+	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
+	if dup {
+		// The first request keeps waiting; this one is answered at once, invalid.
+		err := fmt.Errorf("request id %q is already waiting for an answer; ids must be unique among outstanding requests", id)
+		a.onFrameError(&frameError{reason: "duplicate_id", size: len(msg.Raw), err: err})
+		a.respond(s, p, p.def, protocol.OutcomeInvalid, "runtime", err.Error())
+		return
+	}
+	if prior := s.start.Previous.Find(string(msg.Type), msg.RequestText()); prior != nil && protocol.ValidateAnswer(msg, prior.Value) == nil {
+		// Asked and answered in an earlier attempt: the same answer again, at once.
+		s.pending[id] = p
+		a.answer(s, p, prior.Value, protocol.OutcomeAnswered, "replay:"+prior.Decider,
+			fmt.Sprintf("answered so in attempt %d by %s", prior.Attempt, prior.Decider))
+		return
+	}
+	if st, ok := s.standingFor(msg); ok {
+		s.pending[id] = p
+		a.answer(s, p, st.value, protocol.OutcomeAnswered, "session:"+st.decider, "approved for this session by "+st.decider)
+		return
+	}
+	now := p.readAt
+	route := s.start.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
+	if route == nil {
+		route = a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
+	}
+	if route == nil {
+		s.pending[id] = p
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", "no route matched")
+		return
+	}
+	timeout := a.host.QuestionTimeout.D()
+	if msg.Timeout > 0 {
+		timeout = time.Duration(msg.Timeout) * time.Millisecond
+	}
+	if !s.deadline.IsZero() {
+		timeout = min(timeout, max(time.Until(s.deadline), 0))
+	}
+	p.deadline = now.Add(timeout)
+	s.pending[id] = p
+	// No headers: the body says it all, and headers cost more to write and read than
+	// the rest of the message.
+	ask := &wire.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
+		Text: msg.RequestText(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
+		Node: a.cfg.Node, Attempt: s.start.Attempt}
+	gen, session, attempt := s.gen, s.id, s.start.Attempt
+	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Supervisor), ask, p.deadline, route.Failover, func(r *wire.Reply) {
+		if route.External {
+			r = externalReply(route.Supervisor, r)
+		}
+		a.send(&answerArrived{gen: gen, session: session, attempt: attempt, id: id, reply: r})
+	})
+	if err != nil {
+		// No supervisor could be sent it: its default now, not after its deadline.
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", err.Error()+": no supervisor can be asked; its default")
+		return
+	}
+	p.settle = settle
+	a.dueAt(s, p.deadline, id)
+}
+
+// askSubject is the subject of supervisor's asks, made once.
+func (a *Agent) askSubject(supervisor string) string {
+	sub, ok := a.asks[supervisor]
+	if !ok {
+		if a.asks == nil {
+			a.asks = map[string]string{}
+		}
+		sub = wire.AskSubject(supervisor)
+		a.asks[supervisor] = sub
+	}
+	return sub
+}
+
+// externalReply records what an external supervisor answered as its own, and the
+// decider it named as its claim: no process outside the nodes can speak for a rule, a
+// model or a person.
+func externalReply(supervisor string, r *wire.Reply) *wire.Reply {
+	c := *r
+	c.Decider, c.Claimed = "external:"+supervisor, r.Decider
+	return &c
+}
+
+func (a *Agent) defaultFor(msg *protocol.Message) json.RawMessage {
+	switch msg.Type {
+	case protocol.TypeQuestion:
+		if len(msg.Default) > 0 {
+			return msg.Default
+		}
+		return a.host.QuestionDefaultJSON
+	case protocol.TypeApproval:
+		return a.host.ApprovalDefaultJSON
+	}
+	v, _ := json.Marshal(map[string]string{"error": "no such tool: " + msg.Tool})
+	return v
+}
+
+func (a *Agent) onAnswer(m *answerArrived) {
+	s := a.sess
+	var p *pending
+	if s != nil && s.gen == m.gen {
+		p = s.pending[m.id]
+	}
+	if p == nil {
+		a.refuseAnswer(m)
+		return
+	}
+	r := m.reply
+	p.claimed = r.Claimed
+	switch {
+	case r.UseDefault:
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, r.Reason)
+	case r.Cancelled:
+		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, "supervisor declined: "+r.Reason)
+	default:
+		value, scope := normalize(p.msg, r.Value), r.Scope
+		if p.msg.Type == protocol.TypeApproval && string(bytes.TrimSpace(r.Value)) == `"yes for session"` {
+			value, scope = json.RawMessage(`"yes"`), wire.ScopeSession
+		}
+		if err := protocol.ValidateAnswer(p.msg, value); err != nil {
+			a.answer(s, p, p.def, protocol.OutcomeInvalid, r.Decider, err.Error())
+			return
+		}
+		reason := r.Reason
+		if scope == wire.ScopeSession {
+			if s.standing == nil {
+				s.standing = map[string]standing{}
+			}
+			s.standing[standingKey(p.msg)] = standing{value: value, decider: r.Decider}
+			reason = strings.TrimPrefix(reason+"; for the rest of the session", "; ")
+		}
+		a.answer(s, p, value, protocol.OutcomeAnswered, r.Decider, reason)
+	}
+}
+
+// refuseAnswer reports an answer that came after the request's first answer, its
+// default or its end: counted as late, and audited as refused with who sent it.
+func (a *Agent) refuseAnswer(m *answerArrived) {
+	a.cfg.Metrics.LateAnswers.WithLabelValues(a.host.Name).Inc()
+	r := m.reply
+	a.log.Info("answer refused: the request was already settled", "session", m.session, "request", m.id, "decider", r.Decider, "member", r.Member)
+	a.cfg.Audit(wire.AuditID(m.session, m.attempt, m.id+".refused."+nuid.Next()), &wire.AuditRecord{Kind: "answer.refused",
+		Time: time.Now().UnixMilli(), Node: a.cfg.Node, Host: a.host.Name, Session: m.session, Attempt: m.attempt, Request: m.id,
+		Value: r.Value, Decider: r.Decider, Claimed: r.Claimed, Member: r.Member, Reason: "the request was already answered, timed out or ended; first answer wins"})
+}
+
+// normalize accepts true and false for approvals without options.
+func normalize(m *protocol.Message, v json.RawMessage) json.RawMessage {
+	if m.Type == protocol.TypeApproval && len(m.Options) == 0 {
+		switch string(bytes.TrimSpace(v)) {
+		case "true":
+			return json.RawMessage(`"yes"`)
+		case "false":
+			return json.RawMessage(`"no"`)
+		}
+	}
+	return v
+}
+
+// answer ends request p: it writes exactly one response line while the process lives.
+func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
+	delete(s.pending, p.id)
+	s.dropAnswered()
+	if p.settle != nil {
+		// The asker listens on past the deadline, so late answers are reported; a
+		// request given up on is withdrawn from a person deciding it.
+		why := ""
+		if outcome != protocol.OutcomeAnswered && outcome != protocol.OutcomeInvalid {
+			why = fmt.Sprintf("%s: %s", outcome, reason)
+		}
+		p.settle(why)
+	}
+	a.respond(s, p, value, outcome, decider, reason)
+}
+
+// respond writes the response to p, when the process lives, and records it: metrics,
+// the request.answered event and the audit. An invalid response says why.
+func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
+	if a.phase.live() {
+		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}
+		if outcome == protocol.OutcomeInvalid {
+			resp.Reason = reason
+		}
+		if a.dialect == nil {
+			a.proc.stdin.write(protocol.AppendResponse(nil, resp))
+		} else if reply := a.dialect.Answer(p.msg, resp, reason); reply != nil {
+			a.proc.stdin.write(reply)
+		}
+	}
+	wait := time.Since(p.readAt)
+	a.counted.request(a.cfg.Metrics, a.host.Name, p.msg.Type, outcome, metrics.DeciderKind(decider), wait)
+	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})
+	ms := float64(wait.Microseconds()) / 1000
+	ev := wire.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}
+	a.scratch = ev.AppendJSON(a.scratch[:0]) // the publish copies it
+	a.publishOn(s, EventRequestAnswered, a.scratch)
+	rec := a.record(s, "answer")
+	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency =
+		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms
+	a.cfg.Audit(p.audit+".answer", rec)
+}
