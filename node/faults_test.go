@@ -126,14 +126,14 @@ supervisor = "watcher"
 }
 
 // ctl sends a control request to the node, as `runtime` clients do.
-func ctl(t *testing.T, f *fixture, verb, session, text string) agent.Delivery {
+func ctl(t *testing.T, f *fixture, verb, session, text string) wire.Delivery {
 	t.Helper()
 	data, _ := json.Marshal(map[string]string{"session": session, "text": text})
 	m, err := f.n.Bus.Conn.Request(wire.CtlSubject(f.n.Name, verb), data, 5*time.Second)
 	if err != nil {
 		t.Fatalf("ctl %s: %v", verb, err)
 	}
-	var d agent.Delivery
+	var d wire.Delivery
 	if err := json.Unmarshal(m.Data, &d); err != nil {
 		t.Fatalf("ctl %s reply %s: %v", verb, m.Data, err)
 	}

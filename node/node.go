@@ -399,7 +399,7 @@ func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("node: drain: the router did not answer: %w", err)
 	}
-	if r, ok := res.(*router.DrainReply); ok {
+	if r, ok := res.(*wire.DrainReply); ok {
 		n.log.Info("draining", "effect", r.Effect)
 	}
 	select {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 func (a *Agent) onSessionTimer(m *timerFired) {
@@ -41,35 +42,35 @@ func (a *Agent) timeOut(text string) {
 	a.endSession(&Result{Error: text}, false)
 }
 
-func (a *Agent) interrupt(reason string) *Delivery {
+func (a *Agent) interrupt(reason string) *wire.Delivery {
 	s := a.sess
 	if s == nil {
-		return &Delivery{Error: "the session has already ended"}
+		return &wire.Delivery{Error: "the session has already ended"}
 	}
 	if a.caps["interrupt"] && a.phase == phaseBusy {
 		a.proc.stdin.write(a.interruptLine(reason))
 		s.timers = append(s.timers, a.after(a.host.StopGrace.D(), timerInterrupt, s.gen))
-		return &Delivery{OK: true, Effect: fmt.Sprintf("interrupt written; the agent has %v to end the session", a.host.StopGrace.D())}
+		return &wire.Delivery{OK: true, Effect: fmt.Sprintf("interrupt written; the agent has %v to end the session", a.host.StopGrace.D())}
 	}
 	a.endSession(&Result{Error: "session interrupted: " + reason}, false)
-	return &Delivery{OK: true, Effect: "the agent did not declare interrupt: session ended and process stopped"}
+	return &wire.Delivery{OK: true, Effect: "the agent did not declare interrupt: session ended and process stopped"}
 }
 
-func (a *Agent) sendMessage(text string) *Delivery {
+func (a *Agent) sendMessage(text string) *wire.Delivery {
 	switch {
 	case a.sess == nil:
-		return &Delivery{Error: "the session has already ended"}
+		return &wire.Delivery{Error: "the session has already ended"}
 	case a.phase != phaseBusy:
-		return &Delivery{Error: "the agent process has exited; its session is ending"}
+		return &wire.Delivery{Error: "the agent process has exited; its session is ending"}
 	case !a.caps["message"]:
-		return &Delivery{Error: fmt.Sprintf("host '%s' did not declare the message capability in init_ack; its agent cannot take messages", a.host.Name)}
+		return &wire.Delivery{Error: fmt.Sprintf("host '%s' did not declare the message capability in init_ack; its agent cannot take messages", a.host.Name)}
 	}
 	if a.dialect != nil {
 		a.proc.stdin.write(a.dialect.Message(text))
 	} else {
 		a.proc.stdin.write(protocol.AppendMessageLine(nil, text))
 	}
-	return &Delivery{OK: true, Effect: "message written"}
+	return &wire.Delivery{OK: true, Effect: "message written"}
 }
 
 func (a *Agent) interruptLine(reason string) []byte {

@@ -46,16 +46,8 @@ type SendMessage struct {
 	Text string
 }
 
-// Delivery answers an Interrupt or SendMessage sent with a sender (a request): whether
-// it reached the agent, and what it did.
-type Delivery struct {
-	OK     bool   `json:"ok"`
-	Effect string `json:"effect,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
 // respond answers the sender of the current message, if there is one.
-func respond(c actor.Context, d *Delivery) {
+func respond(c actor.Context, d *wire.Delivery) {
 	if c.Sender() != nil {
 		c.Respond(d)
 	}

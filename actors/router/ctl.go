@@ -17,16 +17,6 @@ import (
 
 const ctlTimeout = 2 * time.Second
 
-// SessionInfo is one running or queued session, as `list` reports it.
-type SessionInfo struct {
-	Session string  `json:"session"`
-	Host    string  `json:"host"`
-	Task    string  `json:"task,omitempty"`
-	State   string  `json:"state"` // running or queued
-	Attempt int     `json:"attempt"`
-	AgeMS   float64 `json:"age_ms"`
-}
-
 type (
 	listRequest struct{}
 	ctlSession  struct {
@@ -59,16 +49,16 @@ func (r *Router) stats() *Stats {
 	return out
 }
 
-func (r *Router) list() []SessionInfo {
-	out := []SessionInfo{}
+func (r *Router) list() []wire.SessionInfo {
+	out := []wire.SessionInfo{}
 	now := time.Now()
 	for _, p := range r.pools {
 		for _, s := range p.busy {
-			out = append(out, SessionInfo{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task, State: "running",
+			out = append(out, wire.SessionInfo{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task, State: "running",
 				Attempt: s.start.Attempt, AgeMS: float64(now.Sub(s.start.Started).Milliseconds())})
 		}
 		for _, s := range p.queue {
-			out = append(out, SessionInfo{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task, State: "queued",
+			out = append(out, wire.SessionInfo{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task, State: "queued",
 				Attempt: s.start.Attempt, AgeMS: float64(now.Sub(s.start.Started).Milliseconds())})
 		}
 	}

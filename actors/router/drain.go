@@ -3,29 +3,23 @@ package router
 import (
 	"fmt"
 	"time"
+
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Drain stops the node taking tasks: tasks still queued here go back to the work queue
 // at once, running sessions may finish within Grace, and then the rest are stopped and
 // their tasks handed back (Stopped is closed when no process is left). No task is
-// lost, and none runs to completion twice. The answer is a *DrainReply.
+// lost, and none runs to completion twice. The answer is a *wire.DrainReply.
 type Drain struct {
 	Grace time.Duration
 }
 
-// DrainReply says what a Drain did.
-type DrainReply struct {
-	OK         bool   `json:"ok"`
-	Effect     string `json:"effect,omitempty"`
-	Running    int    `json:"running"`     // sessions left to finish within the grace
-	HandedBack int    `json:"handed_back"` // queued tasks returned to the work queue
-}
-
 type drainOver struct{ grace time.Duration }
 
-func (r *Router) drain(m *Drain) *DrainReply {
+func (r *Router) drain(m *Drain) *wire.DrainReply {
 	if r.stopping {
-		return &DrainReply{Effect: "the node is already stopping"}
+		return &wire.DrainReply{Effect: "the node is already stopping"}
 	}
 	first := !r.draining
 	r.draining = true
@@ -58,7 +52,7 @@ func (r *Router) drain(m *Drain) *DrainReply {
 		}
 	}
 	r.cfg.Log.Info("draining: no more tasks taken", "running", running, "handed_back", handed, "grace", m.Grace)
-	return &DrainReply{OK: true, Running: running, HandedBack: handed,
+	return &wire.DrainReply{OK: true, Running: running, HandedBack: handed,
 		Effect: fmt.Sprintf("draining: %d sessions may finish within %v, %d queued tasks handed back", running, m.Grace, handed)}
 }
 

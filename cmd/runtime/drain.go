@@ -6,7 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/agentmux/agentmux/actors/router"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -45,7 +44,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runtime drain: node %q did not answer: %v; `runtime nodes` lists the live ones\n", node, err)
 		return exitError
 	}
-	var reply router.DrainReply
+	var reply wire.DrainReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
 		fmt.Fprintf(stderr, "runtime drain: %s\n", msg.Data)
 		return exitError
