@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/sim"
@@ -88,7 +87,7 @@ func (c *Config) startNode(ctx context.Context, log *slog.Logger) (*node.Node, e
 func (c *Config) agentOptions(m *config.Manifest, log *slog.Logger) node.Options {
 	opts := node.Options{Manifest: m, Name: "loadgen", Log: log, Ephemeral: true, NoTasks: true, MetricsAddr: "-", NoSupervisors: c.RemoteSupervisors}
 	if c.Agent == AgentInProc {
-		opts.InProc = map[string]agent.InProc{loadHost: inprocAgent, warmupHost: inprocAgent}
+		opts.InProc = map[string]node.InProc{loadHost: inprocAgent, warmupHost: inprocAgent}
 	}
 	return opts
 }
@@ -124,7 +123,7 @@ func runOn(ctx context.Context, c *Config, name string, n *node.Node, stopAll fu
 	defer stop()
 	prompt := c.plan().Prompt()
 	col := newCollector(name)
-	results := make(chan *agent.Result, c.Sessions)
+	results := make(chan *node.Result, c.Sessions)
 	before := readUsage()
 	t0 := time.Now()
 	submitted := 0
@@ -159,7 +158,7 @@ func runOn(ctx context.Context, c *Config, name string, n *node.Node, stopAll fu
 	return sys, nil
 }
 
-func addResult(col *collector, r *agent.Result) {
+func addResult(col *collector, r *node.Result) {
 	if !r.OK {
 		col.fail(r.Error)
 		return

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/node"
 )
@@ -42,7 +41,7 @@ func RunNodeProcess(args []string, stdout, stderr io.Writer) int {
 	opts := node.Options{Manifest: m, Name: *name, Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), MetricsAddr: "-"}
 	switch *role {
 	case RoleAgents:
-		opts.NoSupervisors, opts.InProc = true, map[string]agent.InProc{}
+		opts.NoSupervisors, opts.InProc = true, map[string]node.InProc{}
 		for h := range m.Hosts {
 			opts.InProc[h] = inprocAgent
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/sim"
 )
 
@@ -41,7 +41,7 @@ func benchPath(b *testing.B, plan func(n int) *sim.Load) {
 		b.Fatal(err)
 	}
 	defer stopNodes(n)
-	results := make(chan *agent.Result, parallel)
+	results := make(chan *node.Result, parallel)
 	run := func(ops int) {
 		running := 0
 		for sent := 0; sent < ops || running > 0; {

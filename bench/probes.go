@@ -13,7 +13,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/sim"
@@ -71,7 +70,7 @@ func idleProbe(ctx context.Context, c *Config, log *slog.Logger, progress Progre
 	}
 	before := footprint(n)
 	plan := &sim.Load{Progress: 1, Hold: sim.Duration(time.Hour)}
-	results := make(chan *agent.Result, c.Sessions)
+	results := make(chan *node.Result, c.Sessions)
 	for range c.Sessions {
 		n.Submit(loadHost, "", plan.Prompt(), results)
 	}
@@ -164,7 +163,7 @@ func startProbe(ctx context.Context, c *Config, log *slog.Logger, progress Progr
 	if err != nil {
 		return err
 	}
-	results := make(chan *agent.Result, sc.Sessions)
+	results := make(chan *node.Result, sc.Sessions)
 	t0 := time.Now()
 	for range sc.Sessions {
 		n.Submit(loadHost, "", plan, results)

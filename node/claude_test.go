@@ -204,7 +204,7 @@ func TestClaudeCodeResumesAConversation(t *testing.T) {
 	}
 	f.replay([]block{{Text: "It is swordfish."}})
 	results := make(chan *agent.Result, 1)
-	n.n.SubmitSession("claude", &agent.StartSession{Prompt: "what is the password?", Resume: p.SessionID, Reply: results})
+	n.n.SubmitSession("claude", Session{Prompt: "what is the password?", Resume: p.SessionID}, results)
 	var res *agent.Result
 	select {
 	case res = <-results:

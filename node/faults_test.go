@@ -86,7 +86,7 @@ strategy = "external"
 supervisor = "watcher"
 `)
 	events := make(chan *nats.Msg, 2048)
-	sub, err := f.n.Bus.Conn.ChanSubscribe(wire.EventSubject("noisy", "*", agent.EventStderr), events)
+	sub, err := f.n.Bus.Conn.ChanSubscribe(wire.EventSubject("noisy", "*", wire.EventStderr), events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ type Options struct {
 	WriteTimeout time.Duration
 	// InProc runs the agents of the named hosts inside this process instead of their
 	// commands: the load generator's "inproc" agents.
-	InProc map[string]agent.InProc
+	InProc map[string]InProc
 	// StateDir is where the node writes the local operator's credential for the CLI on
 	// this machine, when its embedded server has no [[nats.users]] (see StateDir and
 	// LocalCredentials); empty: it writes none, and only the node gets in.
@@ -356,31 +356,45 @@ func (n *Node) MetricsAddr() string {
 	return n.msrv.Addr()
 }
 
-// Submit starts a session on host; reply (buffered, capacity ≥ 1) gets its Result.
-// An empty session id gets a fresh one, returned.
-func (n *Node) Submit(host, session, prompt string, reply chan<- *agent.Result) string {
-	if session == "" {
-		session = wire.NewSessionID()
-	}
-	n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt, Reply: reply, Started: time.Now()}})
-	return session
+// Result is what a session came to, as its agent reports it.
+type Result = agent.Result
+
+// RequestRecord is how one request of a session ended (Result.Requests).
+type RequestRecord = agent.RequestRecord
+
+// InProc is an agent run inside the node's process (Options.InProc): it reads the
+// runtime's lines from stdin and writes its own to stdout, as a process would.
+type InProc = agent.InProc
+
+// Session is a session to start on a host.
+type Session struct {
+	ID     string // empty: a fresh one
+	Prompt string
+	// Resume continues an earlier conversation of the agent (an id, or "last"), for
+	// dialects that can.
+	Resume string
 }
 
-// SubmitSession submits a session described in full (a resume, say); start.Reply gets
-// its Result.
-func (n *Node) SubmitSession(host string, start *agent.StartSession) {
-	if start.Session == "" {
-		start.Session = wire.NewSessionID()
+// Submit starts a session on host; reply (buffered, capacity ≥ 1) gets its Result.
+// An empty session id gets a fresh one, returned.
+func (n *Node) Submit(host, session, prompt string, reply chan<- *Result) string {
+	return n.SubmitSession(host, Session{ID: session, Prompt: prompt}, reply)
+}
+
+// SubmitSession starts session s on host; reply (buffered, capacity ≥ 1) gets its
+// Result. It returns the session's id.
+func (n *Node) SubmitSession(host string, s Session, reply chan<- *Result) string {
+	if s.ID == "" {
+		s.ID = wire.NewSessionID()
 	}
-	if start.Started.IsZero() {
-		start.Started = time.Now()
-	}
+	start := &agent.StartSession{Session: s.ID, Prompt: s.Prompt, Resume: s.Resume, Reply: reply, Started: time.Now()}
 	n.system.Root.Send(n.router, &router.Submit{Host: host, Start: start})
+	return s.ID
 }
 
 // Run runs one session and waits for its result.
-func (n *Node) Run(ctx context.Context, host, session, prompt string) (*agent.Result, error) {
-	reply := make(chan *agent.Result, 1)
+func (n *Node) Run(ctx context.Context, host, session, prompt string) (*Result, error) {
+	reply := make(chan *Result, 1)
 	n.Submit(host, session, prompt, reply)
 	select {
 	case r := <-reply:

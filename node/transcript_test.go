@@ -152,7 +152,7 @@ func eventsGolden(t *testing.T, events <-chan *nats.Msg, session string) string 
 				line = line[:300] + "..."
 			}
 			b.WriteString(line + "\n")
-			if typ == agent.EventSessionEnded {
+			if typ == wire.EventSessionEnded {
 				return b.String()
 			}
 		case <-deadline:

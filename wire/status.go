@@ -16,9 +16,3 @@ const (
 	// KeepAliveInterval is how often a member says it is still deciding an ask.
 	KeepAliveInterval = time.Second
 )
-
-// EventMark is the reply subject of every event and announcement a node publishes;
-// nothing answers there. The server never sends a message with such a reply, so the
-// answers a reader of the bus can have it send to an event subject (bus.CheckEvent) do
-// not pass for events.
-const EventMark = "agentmux.event"

@@ -483,14 +483,14 @@ func (a *Agent) onStderr(m *stderrLine) {
 		Dropped int    `json:"dropped,omitempty"`
 		PID     int    `json:"pid"`
 	}{m.line, m.dropped, a.pid()})
-	a.publish(a.sessionID(), EventStderr, data)
+	a.publish(a.sessionID(), wire.EventStderr, data)
 }
 
 func (a *Agent) onFrameError(m *frameError) {
 	a.cfg.Metrics.FrameErrors.WithLabelValues(a.host.Name, m.reason).Inc()
-	typ := EventFrameInvalid
+	typ := wire.EventFrameInvalid
 	if m.reason == "too_long" {
-		typ = EventFrameTooLong
+		typ = wire.EventFrameTooLong
 	}
 	data, _ := json.Marshal(struct {
 		Reason string `json:"reason"`

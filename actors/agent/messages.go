@@ -104,18 +104,6 @@ type RequestRecord struct {
 	Latency time.Duration
 }
 
-// Events published on agentmux.evt.<host>.<session>.<type> besides the agent's own types.
-const (
-	EventSessionStarted  = "session.started"
-	EventSessionEnded    = "session.ended"
-	EventRequestAnswered = "request.answered"
-	EventFrameTooLong    = "frame_too_long"
-	EventFrameInvalid    = "frame_invalid"
-	EventStderr          = "agent.stderr"
-	// EventResultInvalid: a result did not fit the session's schema; a new prompt says why.
-	EventResultInvalid = "result.invalid"
-)
-
 // Internal messages: events from the agent's goroutines and timers.
 type (
 	processStarted struct {

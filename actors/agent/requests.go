@@ -248,7 +248,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	ms := float64(wait.Microseconds()) / 1000
 	ev := wire.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}
 	a.scratch = ev.AppendJSON(a.scratch[:0]) // the publish copies it
-	a.publishOn(s, EventRequestAnswered, a.scratch)
+	a.publishOn(s, wire.EventRequestAnswered, a.scratch)
 	rec := a.record(s, "answer")
 	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency =
 		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms

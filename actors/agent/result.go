@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // withField returns the JSON object obj with key set to the string value.
@@ -72,7 +73,7 @@ func (a *Agent) onResult(s *session, msg *protocol.Message) {
 			Reprompt int    `json:"reprompt"`
 			Of       int    `json:"of"`
 		}{err.Error(), s.reprompts, s.result.Retries})
-		a.publishOn(s, EventResultInvalid, ev)
+		a.publishOn(s, wire.EventResultInvalid, ev)
 		s.partial.Reset() // the next turn's text is the next result's
 		a.reprompt(s, err)
 	default:

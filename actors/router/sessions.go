@@ -70,7 +70,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	if res.OK {
 		ended.Result = res.Payload
 	}
-	r.publish(p.host.Name, res.Session, agent.EventSessionEnded, ended)
+	r.publish(p.host.Name, res.Session, wire.EventSessionEnded, ended)
 	rec := r.record(s, "session.ended")
 	rec.Outcome, rec.Error, rec.Duration, rec.Value = outcome, res.Error, ms, ended.Result
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
@@ -126,7 +126,7 @@ func (r *Router) deliver(start *agent.StartSession, res *agent.Result) {
 }
 
 func (r *Router) lifecycleStarted(s *session) {
-	r.publish(s.host, s.start.Session, agent.EventSessionStarted, &wire.SessionStarted{
+	r.publish(s.host, s.start.Session, wire.EventSessionStarted, &wire.SessionStarted{
 		Session: s.start.Session, Host: s.host, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
 		Pipeline: s.start.Pipeline, Stage: s.start.Stage})
 	rec := r.record(s, "session.started")

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -64,11 +63,11 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "NATS %s · metrics http://%s/metrics\n\n", n.Bus.ClientURL(), n.MetricsAddr())
 
 	begun := time.Now()
-	results := make(chan *agent.Result, *sessions)
+	results := make(chan *node.Result, *sessions)
 	for i := range *sessions {
 		n.Submit("sim", "", demoScript(i), results)
 	}
-	var all []*agent.Result
+	var all []*node.Result
 	answered := 0
 	tick := time.NewTicker(demoTick)
 	defer tick.Stop()
@@ -256,7 +255,7 @@ func demoScript(i int) string {
 	return `{"steps":[` + strings.Join(steps, ",") + `]}`
 }
 
-func printSummary(w io.Writer, all []*agent.Result, took time.Duration) {
+func printSummary(w io.Writer, all []*node.Result, took time.Duration) {
 	ok, failed := 0, map[string]int{}
 	outcomes := map[protocol.Outcome]int{}
 	deciders := map[string]int{}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/wire"
@@ -64,9 +63,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer printer.close()
 	}
-	reply := make(chan *agent.Result, 1)
-	n.SubmitSession(host, &agent.StartSession{Session: session, Prompt: prompt, Resume: *resume, Reply: reply})
-	var res *agent.Result
+	reply := make(chan *node.Result, 1)
+	n.SubmitSession(host, node.Session{ID: session, Prompt: prompt, Resume: *resume}, reply)
+	var res *node.Result
 	select {
 	case res = <-reply:
 	case <-ctx.Done():
@@ -79,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return printResult(res, stdout, stderr)
 }
 
-func printResult(res *agent.Result, stdout, stderr io.Writer) int {
+func printResult(res *node.Result, stdout, stderr io.Writer) int {
 	if !res.OK {
 		fmt.Fprintf(stderr, "runtime: session %s failed: %s\n", res.Session, res.Error)
 		return exitError
@@ -141,7 +140,7 @@ func (p *eventPrinter) handle(m *nats.Msg) {
 			p.mu.Unlock()
 			p.once.Do(func() { close(p.ended) })
 		}
-	case !p.pipeline && strings.HasSuffix(m.Subject, "."+agent.EventSessionEnded):
+	case !p.pipeline && strings.HasSuffix(m.Subject, "."+wire.EventSessionEnded):
 		var e wire.SessionEnded
 		if json.Unmarshal(m.Data, &e) == nil {
 			p.mu.Lock()

@@ -38,8 +38,13 @@ var mayImport = map[string][]string{
 	"internal/bustest":    {"ask", "bus", "store"},
 }
 
-// anything are the packages that may import every other.
+// anything are the packages that may import every other, but for those of
+// throughNode: the commands and the load generator run a node through its façade
+// (node.Submit, node.Result), never its actors' messages.
 var anything = []string{"bench", "cmd/loadgen", "cmd/runtime", "deploy", "examples", "internal/layering"}
+
+// throughNode are the packages only node composes.
+var throughNode = []string{"actors/"}
 
 // neverReach are dependencies a package must not pull in, even indirectly: an agent's
 // actor has no business with the model providers' SDKs; the subject API (wire) is for
@@ -89,6 +94,12 @@ func TestLayers(t *testing.T) {
 		allowed, known := mayImport[name]
 		switch {
 		case slices.Contains(anything, name):
+			for _, imp := range p.Imports {
+				dep, _ := strings.CutPrefix(imp, module)
+				if name != "internal/layering" && slices.ContainsFunc(throughNode, func(inner string) bool { return strings.HasPrefix(dep, inner) }) {
+					t.Errorf("%s imports %s: use node's façade (node.Submit, node.Result, wire's payloads)", name, dep)
+				}
+			}
 			continue
 		case slices.Contains(leaves, name):
 			allowed, known = leaves, true

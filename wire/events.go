@@ -1,0 +1,20 @@
+package wire
+
+// EventMark is the reply subject of every event and announcement a node publishes;
+// nothing answers there. The server never sends a message with such a reply, so the
+// answers a reader of the bus can have it send to an event subject (bus.CheckEvent) do
+// not pass for events.
+const EventMark = "agentmux.event"
+
+// Events published on agentmux.evt.<host>.<session>.<type> besides the agent's own
+// types (progress, question, result, …) and the pipelines' (pipelines.go).
+const (
+	EventSessionStarted  = "session.started"
+	EventSessionEnded    = "session.ended"
+	EventRequestAnswered = "request.answered"
+	EventFrameTooLong    = "frame_too_long"
+	EventFrameInvalid    = "frame_invalid"
+	EventStderr          = "agent.stderr"
+	// EventResultInvalid: a result did not fit the session's schema; a new prompt says why.
+	EventResultInvalid = "result.invalid"
+)
