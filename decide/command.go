@@ -60,7 +60,7 @@ func (c *Command) Decide(ctx context.Context, r *Request) (Decision, error) {
 	out, err := c.prog.run(ctx, append(stdin, '\n'))
 	decider := "command:" + c.name
 	if err != nil {
-		return Decision{Cancelled: true, Decider: decider, Reason: err.Error()}, nil
+		return Decision{Verdict: Decline, Decider: decider, Reason: err.Error()}, nil
 	}
 	line := strings.TrimSpace(string(out))
 	if i := strings.IndexByte(line, '\n'); i >= 0 {
@@ -72,10 +72,10 @@ func (c *Command) Decide(ctx context.Context, r *Request) (Decision, error) {
 		Reason    string          `json:"reason"`
 	}
 	if err := json.Unmarshal([]byte(line), &reply); err != nil || (len(reply.Value) == 0 && !reply.Cancelled) {
-		return Decision{Cancelled: true, Decider: decider, Reason: fmt.Sprintf(`supervisor %q: want one line {"value": …} or {"cancelled": true} on stdout, got %q`, c.name, clip(line))}, nil
+		return Decision{Verdict: Decline, Decider: decider, Reason: fmt.Sprintf(`supervisor %q: want one line {"value": …} or {"cancelled": true} on stdout, got %q`, c.name, clip(line))}, nil
 	}
 	if reply.Cancelled {
-		return Decision{Cancelled: true, Decider: decider, Reason: "the command declined: " + reply.Reason}, nil
+		return Decision{Verdict: Decline, Decider: decider, Reason: "the command declined: " + reply.Reason}, nil
 	}
 	return Decision{Value: reply.Value, Decider: decider, Reason: reply.Reason}, nil
 }

@@ -51,7 +51,7 @@ func TestCommandFailsClosed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dec, _ := commandDecision(t, c.body, time.Minute)
-			if !dec.Cancelled || !strings.Contains(dec.Reason, c.reason) {
+			if dec.Verdict != Decline || !strings.Contains(dec.Reason, c.reason) {
 				t.Fatalf("decision %+v; want cancelled with %q", dec, c.reason)
 			}
 		})
@@ -61,7 +61,7 @@ func TestCommandFailsClosed(t *testing.T) {
 func TestCommandHangIsKilledAtTheDeadline(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	dec, took := commandDecision(t, `echo $$ > `+pidFile+`; sleep 3600 & wait`, 500*time.Millisecond)
-	if !dec.Cancelled || !strings.Contains(dec.Reason, "did not finish before the deadline") {
+	if dec.Verdict != Decline || !strings.Contains(dec.Reason, "did not finish before the deadline") {
 		t.Fatalf("decision %+v", dec)
 	}
 	if took > 5*time.Second {
@@ -130,7 +130,7 @@ func TestCommandToolErrorsReachTheAgent(t *testing.T) {
 	}
 	// A tool the manifest does not define goes to the strategy.
 	dec := decideOK(t, d, request(t, "s1", `{"type":"tool_call","id":"t","tool":"other","args":{}}`, time.Minute))
-	if !dec.UseDefault {
+	if dec.Verdict != UseDefault {
 		t.Errorf("undefined tool: %+v", dec)
 	}
 }

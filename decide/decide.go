@@ -46,23 +46,30 @@ func (r *Request) Message() *protocol.Message {
 	return protocol.RequestOf(r.Request, r.Type, r.Text)
 }
 
-// Decision is a supervisor's answer. With UseDefault the runtime writes the request's
-// default as an answer; with Cancelled it declines and the default is written as if no
-// answer came; with Deferred the answer is delivered later to Request.ReplyTo.
+// Verdict is what a decision does with its request.
+type Verdict uint8
+
+// The verdicts of a Decision.
+const (
+	Answer     Verdict = iota // Value is the answer
+	UseDefault                // the request's default is written as an answer
+	Decline                   // no answer: the default is written as if none came
+	Defer                     // a person answers later, to Request.ReplyTo
+	// Pass leaves the request to someone else: the supervisor's escalation (a person)
+	// or its fallback; with neither, the host's default.
+	Pass
+)
+
+// Decision is a supervisor's answer: its Verdict, and with Answer its Value.
 type Decision struct {
-	Value      json.RawMessage
-	UseDefault bool
-	Cancelled  bool
-	Deferred   bool
-	Decider    string // who decided: "rule:security", "llm:architect/gpt-4.1", "human:alice"
-	Reason     string
-	RiskLevel  string // an llm's rating of the request: low, medium, high, critical
+	Verdict   Verdict
+	Value     json.RawMessage
+	Decider   string // who decided: "rule:security", "llm:architect/gpt-4.1", "human:alice"
+	Reason    string
+	RiskLevel string // an llm's rating of the request: low, medium, high, critical
 	// Scope "session": the same request later in the same session gets this answer at
 	// once (approve for the session).
 	Scope string
-	// Ask: the strategy leaves the request to someone else: the supervisor's escalation
-	// (a person) or its fallback; with neither, the host's default.
-	Ask bool
 }
 
 // Decider decides requests.
@@ -164,7 +171,7 @@ type withFallback struct {
 
 func (w *withFallback) Decide(ctx context.Context, r *Request) (Decision, error) {
 	dec, err := w.inner.Decide(ctx, r)
-	if err == nil && !dec.Cancelled && !dec.Ask {
+	if err == nil && dec.Verdict != Decline && dec.Verdict != Pass {
 		return dec, nil
 	}
 	why := dec.Reason

@@ -37,7 +37,7 @@ func TestRuleFirstMatchPerType(t *testing.T) {
 		t.Fatalf("approval: %+v", dec)
 	}
 	// The approval rule must not answer a question, and nothing matching falls through.
-	if dec := decide(t, d, "question", "may I rm -rf?"); !dec.UseDefault || dec.Value != nil {
+	if dec := decide(t, d, "question", "may I rm -rf?"); dec.Verdict != UseDefault || dec.Value != nil {
 		t.Fatalf("fall-through: %+v", dec)
 	}
 }

@@ -61,7 +61,7 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 		return Decision{}, errors.New("the request has no reply subject; a person's answer could not be delivered")
 	}
 	if len(r.Text) > MaxPersonText {
-		return Decision{UseDefault: true, Decider: "human:" + h.name,
+		return Decision{Verdict: UseDefault, Decider: "human:" + h.name,
 			Reason: fmt.Sprintf("not handed to a person: its text is %d bytes, over the %d a person is shown; the default", len(r.Text), MaxPersonText)}, nil
 	}
 	m := r.Message()
@@ -72,7 +72,7 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 		p.Options = append(p.Options, o.Value)
 	}
 	if n, ok := h.pending.Admit(p, MaxWaitingPerSession); !ok {
-		return Decision{UseDefault: true, Decider: "human:" + h.name,
+		return Decision{Verdict: UseDefault, Decider: "human:" + h.name,
 			Reason: fmt.Sprintf("not handed to a person: session %s already has %d requests waiting for people, the most it may; the default", r.Session, n)}, nil
 	}
 	stored, err := h.pending.Create(ctx, p)
@@ -86,7 +86,7 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 			Reason: "answered by " + stored.Responder + " (runtime respond " + stored.ID + ")"}, nil
 	}
 	p = stored
-	return Decision{Deferred: true, Decider: "human:" + h.name, Reason: "waiting for a person: runtime respond " + p.ID + " <answer>"}, nil
+	return Decision{Verdict: Defer, Decider: "human:" + h.name, Reason: "waiting for a person: runtime respond " + p.ID + " <answer>"}, nil
 }
 
 // pendingID names the pending request of one ask by its reply subject's last token,
@@ -111,10 +111,10 @@ func (e *escalating) Decide(ctx context.Context, r *Request) (Decision, error) {
 		return e.to.hand(ctx, r, nil, fmt.Sprintf("the request matches %q", e.when))
 	}
 	dec, err := e.inner.Decide(ctx, r)
-	if err == nil && dec.Ask {
+	if err == nil && dec.Verdict == Pass {
 		return e.to.hand(ctx, r, nil, dec.Decider+": "+dec.Reason)
 	}
-	if err != nil || dec.Deferred || !slices.Contains(e.levels, dec.RiskLevel) {
+	if err != nil || dec.Verdict == Defer || !slices.Contains(e.levels, dec.RiskLevel) {
 		return dec, err
 	}
 	why := fmt.Sprintf("%s rated the risk %s: %s", dec.Decider, dec.RiskLevel, dec.Reason)

@@ -141,7 +141,7 @@ func (l *LLM) Decide(ctx context.Context, r *Request) (Decision, error) {
 func (l *LLM) approval(ctx context.Context, r *Request, m *protocol.Message, user, text string, reply *modelReply, perr error) Decision {
 	if perr != nil {
 		if len(m.Options) > 0 {
-			return Decision{Cancelled: true, Decider: l.decider, Reason: "unparseable decision, declined: " + perr.Error()}
+			return Decision{Verdict: Decline, Decider: l.decider, Reason: "unparseable decision, declined: " + perr.Error()}
 		}
 		return Decision{Value: json.RawMessage(`"no"`), Decider: l.decider, Reason: "unparseable decision, denied: " + perr.Error(), RiskLevel: "high"}
 	}
@@ -149,7 +149,7 @@ func (l *LLM) approval(ctx context.Context, r *Request, m *protocol.Message, use
 	if len(m.Options) > 0 {
 		v, _ := json.Marshal(reply.Decision)
 		if err := protocol.ValidateAnswer(m, v); err != nil {
-			return Decision{Cancelled: true, Decider: l.decider, Reason: "the model chose no offered option: " + err.Error()}
+			return Decision{Verdict: Decline, Decider: l.decider, Reason: "the model chose no offered option: " + err.Error()}
 		}
 		return Decision{Value: v, Decider: l.decider, Reason: reply.Reason, RiskLevel: reply.RiskLevel}
 	}

@@ -302,13 +302,13 @@ strategy = "human"`)
 	}
 	low := request(t, "s1", `{"type":"approval","id":"a1","description":"git status"}`, time.Minute)
 	low.ReplyTo = "_INBOX.1"
-	if dec := decideOK(t, d, low); string(dec.Value) != `"yes"` || dec.Deferred {
+	if dec := decideOK(t, d, low); string(dec.Value) != `"yes"` || dec.Verdict == Defer {
 		t.Fatalf("low risk: %+v", dec)
 	}
 	high := request(t, "s1", `{"type":"approval","id":"a2","description":"git push --force"}`, time.Minute)
 	high.ReplyTo = "_INBOX.2"
 	dec := decideOK(t, d, high)
-	if !dec.Deferred || dec.Decider != "human:oncall" {
+	if dec.Verdict != Defer || dec.Decider != "human:oncall" {
 		t.Fatalf("critical risk: %+v; want it deferred to oncall", dec)
 	}
 	store.mu.Lock()

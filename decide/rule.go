@@ -37,7 +37,7 @@ func (r *Rule) Decide(_ context.Context, req *Request) (Decision, error) {
 		case permission.Deny:
 			return Decision{Value: json.RawMessage(`"no"`), Decider: "rule:" + r.name, Reason: "denied by " + rule.Text}, nil
 		case permission.Ask:
-			return Decision{Ask: true, Decider: "rule:" + r.name, Reason: "ask: " + rule.Text}, nil
+			return Decision{Verdict: Pass, Decider: "rule:" + r.name, Reason: "ask: " + rule.Text}, nil
 		case permission.Allow:
 			return Decision{Value: json.RawMessage(`"yes"`), Decider: "rule:" + r.name, Reason: "allowed by " + rule.Text}, nil
 		}
@@ -60,9 +60,9 @@ func (r *Rule) Decide(_ context.Context, req *Request) (Decision, error) {
 		return dec, nil
 	}
 	if tool {
-		return Decision{Ask: true, Decider: "rule:" + r.name, Reason: "no permission rule covers " + call.String()}, nil
+		return Decision{Verdict: Pass, Decider: "rule:" + r.name, Reason: "no permission rule covers " + call.String()}, nil
 	}
-	return Decision{UseDefault: true, Decider: "rule:" + r.name, Reason: "no rule matched; host default"}, nil
+	return Decision{Verdict: UseDefault, Decider: "rule:" + r.name, Reason: "no rule matched; host default"}, nil
 }
 
 // manifestHosts is the manifest's hosts, or none.

@@ -16,7 +16,7 @@ func (s *Static) Decide(_ context.Context, req *Request) (Decision, error) {
 	if v, ok := s.answers[req.Type]; ok {
 		return Decision{Value: v, Decider: "static:" + s.name, Reason: "static answer for " + req.Type}, nil
 	}
-	return Decision{UseDefault: true, Decider: "static:" + s.name, Reason: "no static answer for " + req.Type + "; host default"}, nil
+	return Decision{Verdict: UseDefault, Decider: "static:" + s.name, Reason: "no static answer for " + req.Type + "; host default"}, nil
 }
 
 // Immediate implements Immediate.

@@ -16,9 +16,17 @@ func RequestOf(ask *wire.Ask, replyTo string, arrived time.Time) *Request {
 }
 
 // Reply is the decision as the asker reads it: the one conversion from the strategies
-// to the wire. A request nobody took (Ask, with no escalation or fallback) gets the
+// to the wire. A request nobody took (Pass, with no escalation or fallback) gets the
 // host's default. A deferred decision has no reply: a person's answer comes later.
 func (d Decision) Reply() *wire.Reply {
-	return &wire.Reply{Value: d.Value, UseDefault: d.UseDefault || d.Ask, Cancelled: d.Cancelled,
-		Decider: d.Decider, Reason: d.Reason, Scope: d.Scope}
+	r := &wire.Reply{Decider: d.Decider, Reason: d.Reason, Scope: d.Scope}
+	switch d.Verdict {
+	case Answer:
+		r.Value = d.Value
+	case UseDefault, Pass:
+		r.UseDefault = true
+	case Decline:
+		r.Cancelled = true
+	}
+	return r
 }

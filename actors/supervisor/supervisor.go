@@ -206,7 +206,6 @@ func (s *Supervisor) next(c actor.Context) {
 	}
 }
 
-// parse reads an Ask; a malformed one is declined and an expired one dropped.
 // published passes handle the asks a node published on subject, and drops what the
 // server delivered there instead (bus.CheckRequest): a reader of the bus cannot make a
 // stream's message or an API answer into an ask.
@@ -259,15 +258,15 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *wire.Ask
 		return
 	}
 	outcome := s.counts.decided
-	switch {
-	case dec.Deferred:
+	switch dec.Verdict {
+	case decide.Defer:
 		s.counts.deferred.Inc()
 		s.counts.humanPending.Inc()
 		s.status(msg.Reply, wire.StatusDeferred) // a person answers; the delivery goes to msg.Reply
 		return
-	case dec.UseDefault:
+	case decide.UseDefault:
 		outcome = s.counts.useDefault
-	case dec.Cancelled:
+	case decide.Decline:
 		outcome = s.counts.declined
 	}
 	outcome.Inc()
