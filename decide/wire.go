@@ -24,9 +24,9 @@ func (d Decision) Reply() *wire.Reply {
 	case Answer:
 		r.Value = d.Value
 	case UseDefault, Pass:
-		r.UseDefault = true
+		r.Kind = wire.ReplyDefault
 	case Decline:
-		r.Cancelled = true
+		r.Kind = wire.ReplyCancelled
 	}
 	return r
 }

@@ -34,8 +34,8 @@ func TestRequestOfAndReply(t *testing.T) {
 	}{
 		{Decision{Value: json.RawMessage(`"yes"`), Decider: "rule:qa", Reason: "matched", Scope: wire.ScopeSession},
 			wire.Reply{Value: json.RawMessage(`"yes"`), Decider: "rule:qa", Reason: "matched", Scope: wire.ScopeSession}},
-		{Decision{Verdict: Pass, Decider: "rule:qa"}, wire.Reply{UseDefault: true, Decider: "rule:qa"}}, // nobody took it: the default
-		{Decision{Verdict: Decline, Decider: "command:x", Reason: "declined"}, wire.Reply{Cancelled: true, Decider: "command:x", Reason: "declined"}},
+		{Decision{Verdict: Pass, Decider: "rule:qa"}, wire.Reply{Kind: wire.ReplyDefault, Decider: "rule:qa"}}, // nobody took it: the default
+		{Decision{Verdict: Decline, Decider: "command:x", Reason: "declined"}, wire.Reply{Kind: wire.ReplyCancelled, Decider: "command:x", Reason: "declined"}},
 	} {
 		got, _ := json.Marshal(c.dec.Reply())
 		want, _ := json.Marshal(c.want)

@@ -35,8 +35,8 @@ func (a *Ask) AppendJSON(dst []byte) []byte {
 func (r *Reply) AppendJSON(dst []byte) []byte {
 	o := rawjson.Begin(slices.Grow(dst, 100+len(r.Value)+len(r.Decider)+len(r.Reason)+len(r.Member)+len(r.Claimed)))
 	o.RawOmit("value", r.Value)
-	o.BoolOmit("use_default", r.UseDefault)
-	o.BoolOmit("cancelled", r.Cancelled)
+	o.BoolOmit("use_default", r.Kind == ReplyDefault)
+	o.BoolOmit("cancelled", r.Kind == ReplyCancelled)
 	o.StringOmit("decider", r.Decider)
 	o.StringOmit("reason", r.Reason)
 	o.StringOmit("member", r.Member)
@@ -136,28 +136,76 @@ func (a *Ask) field(c *rawjson.Copy, key, value []byte) bool {
 	return !foldsTo(key, askKeys)
 }
 
-// DecodeReply reads a reply as json.Unmarshal would, without reflection in the plain
-// case.
+// DecodeReply reads a reply as json.Unmarshal would read its wire form (replyJSON),
+// without reflection in the plain case.
 func DecodeReply(data []byte) (*Reply, error) {
 	r, c := new(Reply), rawjson.NewCopy(data)
-	if rawjson.Fields(data, func(key, value []byte) bool { return r.field(&c, key, value) }) {
+	var kind replyFlags
+	if rawjson.Fields(data, func(key, value []byte) bool { return r.field(&c, &kind, key, value) }) {
+		r.Kind = kind.kind()
 		return r, nil
 	}
-	*r = Reply{}
-	return r, json.Unmarshal(data, r)
+	var w replyJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return &Reply{}, err
+	}
+	return w.reply(), nil
+}
+
+// MarshalJSON writes the reply's wire form.
+func (r Reply) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// UnmarshalJSON reads the reply's wire form.
+func (r *Reply) UnmarshalJSON(data []byte) error {
+	d, err := DecodeReply(data)
+	if err != nil {
+		return err
+	}
+	*r = *d
+	return nil
+}
+
+// replyFlags are the wire's two flags of a reply's kind, as read.
+type replyFlags struct{ useDefault, cancelled bool }
+
+func (f replyFlags) kind() ReplyKind {
+	switch {
+	case f.useDefault:
+		return ReplyDefault
+	case f.cancelled:
+		return ReplyCancelled
+	}
+	return ReplyValue
+}
+
+// replyJSON is a Reply in its wire form, for encoding/json.
+type replyJSON struct {
+	Value      json.RawMessage `json:"value,omitempty"`
+	UseDefault bool            `json:"use_default,omitempty"`
+	Cancelled  bool            `json:"cancelled,omitempty"`
+	Decider    string          `json:"decider,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	Member     string          `json:"member,omitempty"`
+	Claimed    string          `json:"claimed,omitempty"`
+	Scope      string          `json:"scope,omitempty"`
+}
+
+func (w *replyJSON) reply() *Reply {
+	return &Reply{Kind: replyFlags{w.UseDefault, w.Cancelled}.kind(), Value: w.Value, Decider: w.Decider, Reason: w.Reason,
+		Member: w.Member, Claimed: w.Claimed, Scope: w.Scope}
 }
 
 // field sets one field of the reply from c's copy; false leaves the reply to
 // encoding/json.
-func (r *Reply) field(c *rawjson.Copy, key, value []byte) bool {
+func (r *Reply) field(c *rawjson.Copy, kind *replyFlags, key, value []byte) bool {
 	switch string(key) {
 	case "value":
 		r.Value = c.Raw(value)
 		return true
 	case "use_default":
-		return boolean(value, &r.UseDefault)
+		return boolean(value, &kind.useDefault)
 	case "cancelled":
-		return boolean(value, &r.Cancelled)
+		return boolean(value, &kind.cancelled)
 	case "decider":
 		return c.String(value, &r.Decider)
 	case "reason":

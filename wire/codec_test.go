@@ -15,7 +15,7 @@ type appender interface{ AppendJSON([]byte) []byte }
 // values.
 func sameAsEncodingJSON(t *testing.T, rec appender) {
 	t.Helper()
-	want, err := json.Marshal(rec)
+	want, err := json.Marshal(wireForm(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +44,22 @@ func sameAsEncodingJSON(t *testing.T, rec appender) {
 	}
 }
 
+// wireForm is what encoding/json marshals for rec: a Reply's wire form (replyJSON),
+// since its own MarshalJSON is AppendJSON; any other record itself.
+func wireForm(rec appender) any {
+	if r, ok := rec.(*Reply); ok {
+		return &replyJSON{Value: r.Value, UseDefault: r.Kind == ReplyDefault, Cancelled: r.Kind == ReplyCancelled, Decider: r.Decider,
+			Reason: r.Reason, Member: r.Member, Claimed: r.Claimed, Scope: r.Scope}
+	}
+	return rec
+}
+
 func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 	full := []appender{
 		&Ask{Session: "s-1", Host: "w", Type: "approval", ID: "a<1>", Text: "rm -rf \"build\"\n", Timeout: 29_500, Deadline: 1764000000123,
 			Default: json.RawMessage(`"no"`), Request: json.RawMessage(`{"type":"approval","id":"a<1>", "description":"rm"}`),
 			PostProcess: true, Node: "n1", Attempt: 3},
-		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), UseDefault: true, Cancelled: true, Decider: "rule:x",
+		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), Kind: ReplyDefault, Decider: "rule:x",
 			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session"},
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
 			Request: "q1", Type: "question", Text: "Which?", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
@@ -82,7 +92,7 @@ func FuzzRecordsAppendAsTheirTagsSay(f *testing.F) {
 		}
 		for _, rec := range []appender{
 			&Ask{Session: s, Host: typ, Type: typ, ID: s, Text: text, Timeout: n / 3, Deadline: n, Default: raw, Request: raw, Node: text, Attempt: int(n % 1000)},
-			&Reply{Value: raw, Decider: typ, Reason: text, Member: s, Claimed: text, Scope: typ},
+			&Reply{Kind: ReplyKind(uint64(n) % 3), Value: raw, Decider: typ, Reason: text, Member: s, Claimed: text, Scope: typ},
 			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Asked: n, Value: raw, Reason: text, Latency: latency, Duration: latency},
 			&RequestAnswered{ID: s, Type: typ, Value: raw, Decider: text, Reason: text, Latency: latency},
 			&SessionStarted{Session: s, Host: typ, Task: text, Node: text, Attempt: int(n % 1000), Stage: typ},
@@ -99,6 +109,7 @@ func FuzzDecodeAsAsEncodingJSON(f *testing.F) {
 	for _, seed := range []string{
 		`{"session":"s","host":"w","type":"question","id":"q","text":"Which?","timeout_ms":29500,"deadline":1764000000123,"default":"skip","request":{"type":"question"},"post_process":true,"node":"n","attempt":2}`,
 		`{"value":"yes","use_default":false,"cancelled":null,"decider":"rule:x","reason":"r\u00e9","member":"n2","claimed":"c","scope":"session"}`,
+		`{"use_default":true,"cancelled":true}`, `{"cancelled":true,"use_default":true,"use_default":false}`, `{"Cancelled":true}`,
 		`{"Session":"folded","VALUE":1}`, `{"deadline":1.5}`, `{"attempt":"2"}`, `{"t\u0065xt":"escaped key"}`,
 		`{"text":null,"deadline":null,"value":null}`, `[1]`, `"str"`, `{"a":1,"a":2}`, `{"type":"x","type":"y"}`, ` {"id" : "spaced" } `, `{`,
 	} {
@@ -111,11 +122,38 @@ func FuzzDecodeAsAsEncodingJSON(f *testing.F) {
 		if (err != nil) != (wantErr != nil) || err == nil && !reflect.DeepEqual(*gotAsk, wantAsk) {
 			t.Fatalf("DecodeAsk(%s) = %+v, %v; json.Unmarshal: %+v, %v", data, gotAsk, err, wantAsk, wantErr)
 		}
-		var wantReply Reply
-		wantErr = json.Unmarshal(data, &wantReply)
+		var wantWire replyJSON
+		wantErr = json.Unmarshal(data, &wantWire)
+		wantReply := wantWire.reply()
 		gotReply, err := DecodeReply(data)
-		if (err != nil) != (wantErr != nil) || err == nil && !reflect.DeepEqual(*gotReply, wantReply) {
+		if (err != nil) != (wantErr != nil) || err == nil && !reflect.DeepEqual(gotReply, wantReply) {
 			t.Fatalf("DecodeReply(%s) = %+v, %v; json.Unmarshal: %+v, %v", data, gotReply, err, wantReply, wantErr)
 		}
 	})
+}
+
+// TestReplyKindOnTheWire: a reply's kind travels as the wire has always had it, through
+// encoding/json as through the codec; a reply saying both flags uses the default.
+func TestReplyKindOnTheWire(t *testing.T) {
+	for kind, want := range map[ReplyKind]string{
+		ReplyValue:     `{"value":"yes","decider":"rule:x"}`,
+		ReplyDefault:   `{"use_default":true,"decider":"rule:x"}`,
+		ReplyCancelled: `{"cancelled":true,"decider":"rule:x"}`,
+	} {
+		r := Reply{Kind: kind, Decider: "rule:x"}
+		if kind == ReplyValue {
+			r.Value = json.RawMessage(`"yes"`)
+		}
+		got, err := json.Marshal(r)
+		if err != nil || string(got) != want {
+			t.Errorf("json.Marshal(kind %d) = %s, %v; want %s", kind, got, err, want)
+		}
+		var back Reply
+		if err := json.Unmarshal(got, &back); err != nil || back.Kind != kind {
+			t.Errorf("json.Unmarshal(%s) = kind %d, %v; want %d", got, back.Kind, err, kind)
+		}
+	}
+	if r, err := DecodeReply([]byte(`{"cancelled":true,"use_default":true}`)); err != nil || r.Kind != ReplyDefault {
+		t.Errorf("both flags: kind %d, %v; want the default", r.Kind, err)
+	}
 }

@@ -55,15 +55,25 @@ func (a *Ask) DeadlineFrom(arrived time.Time) time.Time {
 	return time.Time{}
 }
 
-// Reply is a supervisor's answer. Exactly one of Value, UseDefault and Cancelled says
-// what to write; Decider names who decided ("rule:security", "static:default").
+// ReplyKind is what a Reply has the asker write.
+type ReplyKind uint8
+
+// The kinds of Reply.
+const (
+	ReplyValue     ReplyKind = iota // Value, the supervisor's answer
+	ReplyDefault                    // the request's default, as an answer: "use_default": true
+	ReplyCancelled                  // no answer: the default is written as if none came: "cancelled": true
+)
+
+// Reply is a supervisor's answer: its Kind says what to write, Decider who decided
+// ("rule:security", "static:default"). On the wire the kind is "use_default" or
+// "cancelled" (true), or neither for a value; a reply saying both uses the default.
 type Reply struct {
-	Value      json.RawMessage `json:"value,omitempty"`
-	UseDefault bool            `json:"use_default,omitempty"` // answer with the host default, outcome answered
-	Cancelled  bool            `json:"cancelled,omitempty"`   // decline to answer: the default is written
-	Decider    string          `json:"decider,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	Member     string          `json:"member,omitempty"` // the node whose member answered
+	Kind    ReplyKind       `json:"-"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Decider string          `json:"decider,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	Member  string          `json:"member,omitempty"` // the node whose member answered
 	// Claimed is the decider an external supervisor named: the runtime records it
 	// apart, as words of that supervisor, and the decider as external:<supervisor>.
 	Claimed string `json:"claimed,omitempty"`

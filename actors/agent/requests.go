@@ -162,10 +162,10 @@ func (a *Agent) onAnswer(m *answerArrived) {
 	}
 	r := m.reply
 	p.claimed = r.Claimed
-	switch {
-	case r.UseDefault:
+	switch r.Kind {
+	case wire.ReplyDefault:
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, r.Reason)
-	case r.Cancelled:
+	case wire.ReplyCancelled:
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, "supervisor declined: "+r.Reason)
 	default:
 		value, scope := normalize(p.msg, r.Value), r.Scope

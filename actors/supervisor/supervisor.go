@@ -225,7 +225,7 @@ func (s *Supervisor) parse(msg *nats.Msg, arrived time.Time) (*wire.Ask, bool) {
 	ask, err := wire.DecodeAsk(msg.Data)
 	if err != nil {
 		s.log.Warn("request is not an Ask; declined", "err", err)
-		s.respond(msg, &wire.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
+		s.respond(msg, &wire.Reply{Kind: wire.ReplyCancelled, Decider: "supervisor:" + s.name, Reason: "request is not an Ask: " + err.Error()})
 		return nil, false
 	}
 	if deadline := ask.DeadlineFrom(arrived); !deadline.IsZero() && time.Now().After(deadline) {
@@ -254,7 +254,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *wire.Ask
 	if err != nil {
 		s.counts.errored.Inc()
 		s.log.Warn("decision failed; declining", "session", ask.Session, "request", ask.ID, "err", err)
-		s.respond(msg, &wire.Reply{Cancelled: true, Decider: "supervisor:" + s.name, Reason: err.Error()})
+		s.respond(msg, &wire.Reply{Kind: wire.ReplyCancelled, Decider: "supervisor:" + s.name, Reason: err.Error()})
 		return
 	}
 	outcome := s.counts.decided

@@ -190,7 +190,7 @@ func TestMalformedAskIsDeclined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Cancelled || r.Reason == "" || r.Member != "m1" {
+	if r.Kind != wire.ReplyCancelled || r.Reason == "" || r.Member != "m1" {
 		t.Fatalf("reply %+v: want a cancelled reply from m1 that says why", r)
 	}
 }
@@ -201,7 +201,7 @@ func TestDeciderPastTheDeadlineDeclines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Cancelled || r.Reason != context.DeadlineExceeded.Error() {
+	if r.Kind != wire.ReplyCancelled || r.Reason != context.DeadlineExceeded.Error() {
 		t.Fatalf("reply %+v: want cancelled with the deadline as the reason", r)
 	}
 }
