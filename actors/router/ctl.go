@@ -41,7 +41,7 @@ type Stats struct {
 }
 
 func (r *Router) stats() *Stats {
-	out := &Stats{Hosts: make([]wire.HostInfo, 0, len(r.pools)), Draining: r.draining || r.stopping}
+	out := &Stats{Hosts: make([]wire.HostInfo, 0, len(r.pools)), Draining: !r.taking()}
 	for _, p := range r.pools {
 		out.Hosts = append(out.Hosts, wire.HostInfo{Name: p.host.Name, Pool: p.host.Pool, Busy: len(p.busy), Idle: len(p.idle), Queued: len(p.queue)})
 	}

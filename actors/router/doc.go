@@ -10,7 +10,12 @@
 // that hold a slot before they fetch and send each task to the actor; slots are released
 // by the actor when the task's session ends. The JetStream consumers they pull from are
 // made before the actor exists (NewIntake). Control requests on agentmux.ctl.<node>.*
-// are answered from NATS callbacks through actor futures.
+// are answered from NATS callbacks through actor futures. A reply channel a caller
+// gave (Submit's, RunPipeline's) is sent to without waiting: its caller buffers one
+// reply, and a full one loses it, logged, rather than stall the router.
+//
+// Lifecycle: the router is taking work, draining, stopping or stopped (lifecycle.go);
+// the moves between them are one table, and a move it lacks is refused.
 //
 //	cfg := router.Config{Manifest: m, Node: "n1", Conn: nc, JS: js, ...}
 //	cfg.Intake, err = router.NewIntake(ctx, js, cfg)

@@ -18,11 +18,13 @@ type Drain struct {
 type drainOver struct{ grace time.Duration }
 
 func (r *Router) drain(m *Drain) *wire.DrainReply {
-	if r.stopping {
+	if r.stopping() {
 		return &wire.DrainReply{Effect: "the node is already stopping"}
 	}
-	first := !r.draining
-	r.draining = true
+	first := r.taking()
+	if first {
+		r.to(phaseDraining)
+	}
 	if r.stopPull != nil {
 		r.stopPull()
 	}
@@ -76,7 +78,7 @@ func (r *Router) intakeStopped() {
 
 // maybeDrained stops a draining router once its last session has ended.
 func (r *Router) maybeDrained() {
-	if !r.draining || r.stopping {
+	if r.phase != phaseDraining {
 		return
 	}
 	for _, p := range r.pools {

@@ -63,7 +63,7 @@ func (r *Router) onPipelineTask(m *taskArrived) {
 		release()
 		return
 	}
-	if r.stopping || r.draining {
+	if !r.taking() {
 		r.nak(m.msg)
 		release()
 		return
@@ -83,10 +83,10 @@ func (r *Router) onPipelineTask(m *taskArrived) {
 func (r *Router) runPipeline(m *RunPipeline) {
 	switch {
 	case r.cfg.Pipelines == nil || runnable(r.cfg.Manifest, hostsOf(r.cfg))[m.Pipeline] == nil:
-		m.Reply <- failedRun(m.ID, m.Pipeline, fmt.Sprintf("pipeline %q does not run on this node: each of its stages' hosts must", m.Pipeline))
+		hand(r.cfg.Log, m.Reply, failedRun(m.ID, m.Pipeline, fmt.Sprintf("pipeline %q does not run on this node: each of its stages' hosts must", m.Pipeline)))
 		return
-	case r.stopping:
-		m.Reply <- failedRun(m.ID, m.Pipeline, ErrShuttingDown.Error())
+	case r.stopping():
+		hand(r.cfg.Log, m.Reply, failedRun(m.ID, m.Pipeline, ErrShuttingDown.Error()))
 		return
 	}
 	r.spawnRun(&run{id: m.ID, pipeline: m.Pipeline, reply: m.Reply}, m.Params)
@@ -144,9 +144,7 @@ func (r *Router) onRunEnded(m *pipeline.Ended) {
 	default:
 		r.settleRun(ru, res.Outcome)
 	}
-	if ru.reply != nil {
-		ru.reply <- res
-	}
+	hand(r.cfg.Log, ru.reply, res)
 	r.maybeDrained()
 }
 
@@ -180,9 +178,7 @@ func (r *Router) onRunGone(pid *actor.PID) bool {
 	}
 	delete(r.runs, pid.Id)
 	r.settleRun(ru, "")
-	if ru.reply != nil {
-		ru.reply <- failedRun(ru.id, ru.pipeline, "pipeline run actor stopped unexpectedly")
-	}
+	hand(r.cfg.Log, ru.reply, failedRun(ru.id, ru.pipeline, "pipeline run actor stopped unexpectedly"))
 	return true
 }
 
@@ -193,9 +189,7 @@ func (r *Router) stopRuns() {
 		delete(r.runs, id)
 		r.c.Stop(ru.pid)
 		r.settleRun(ru, "")
-		if ru.reply != nil {
-			ru.reply <- failedRun(ru.id, ru.pipeline, ErrShuttingDown.Error())
-		}
+		hand(r.cfg.Log, ru.reply, failedRun(ru.id, ru.pipeline, ErrShuttingDown.Error()))
 	}
 }
 

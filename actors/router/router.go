@@ -117,16 +117,14 @@ func Props(cfg Config) *actor.Props {
 
 // Router is the node's session router.
 type Router struct {
-	cfg           Config
-	pools         map[string]*pool
-	c             actor.Context
-	cancel        context.CancelFunc // stops pullers and the progress ticker
-	stopPull      context.CancelFunc // stops the pullers only (drain)
-	draining      bool
-	stopping      bool
-	stoppedClosed bool                     // cfg.Stopped is closed (once)
-	runs          map[string]*run          // pipeline runs, by their actor's PID id
-	runSlots      map[string]chan struct{} // per pipeline: held by the puller per run in flight
+	cfg      Config
+	pools    map[string]*pool
+	c        actor.Context
+	cancel   context.CancelFunc       // stops pullers and the progress ticker
+	stopPull context.CancelFunc       // stops the pullers only (drain)
+	phase    phase                    // lifecycle.go
+	runs     map[string]*run          // pipeline runs, by their actor's PID id
+	runSlots map[string]chan struct{} // per pipeline: held by the puller per run in flight
 }
 
 // pool is one host's processes and waiting sessions.
@@ -199,7 +197,7 @@ func (r *Router) Receive(c actor.Context) {
 	case *Drain:
 		c.Respond(r.drain(m))
 	case *drainOver:
-		if !r.stopping {
+		if !r.stopping() {
 			r.shutdown(fmt.Sprintf("drained: the grace of %v is over; the rest go back to the queue", m.grace))
 		}
 	case *listRequest:
@@ -301,7 +299,7 @@ func (r *Router) onTask(m *taskArrived) {
 		r.release(p)
 		return
 	}
-	if r.stopping || r.draining {
+	if !r.taking() {
 		r.nak(m.msg)
 		r.release(p)
 		return
@@ -342,7 +340,7 @@ func (r *Router) onTask(m *taskArrived) {
 // onTaskResumed queues a task delivered again, told of its earlier attempts.
 func (r *Router) onTaskResumed(m *taskResumed) {
 	p := r.pools[m.s.host]
-	if r.stopping || r.draining {
+	if !r.taking() {
 		delete(p.running, m.s.start.Session)
 		r.nak(m.s.task)
 		r.release(p)
@@ -433,9 +431,9 @@ func (r *Router) submit(m *Submit) {
 	if m.Start.Session == "" {
 		m.Start.Session = wire.NewSessionID()
 	}
-	if p == nil || r.stopping {
+	if p == nil || r.stopping() {
 		text := "host '" + m.Host + "' does not run on this node"
-		if r.stopping {
+		if r.stopping() {
 			text = ErrShuttingDown.Error()
 		}
 		r.deliver(m.Start, &agent.Result{Session: m.Start.Session, Host: m.Host, Error: text})
@@ -453,7 +451,7 @@ func (r *Router) enqueue(p *pool, s *session) {
 
 // dispatch hands queued sessions to idle processes, spawning up to the pool size.
 func (r *Router) dispatch(p *pool) {
-	for len(p.queue) > 0 && !r.stopping {
+	for len(p.queue) > 0 && !r.stopping() {
 		var pid *actor.PID
 		switch {
 		case len(p.idle) > 0:

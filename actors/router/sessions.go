@@ -2,6 +2,8 @@ package router
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -24,7 +26,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	}
 	s := p.busy[m.PID.Id]
 	delete(p.busy, m.PID.Id)
-	if m.Reusable && !r.stopping {
+	if m.Reusable && !r.stopping() {
 		p.idle = append(p.idle, m.PID)
 	}
 	if s == nil {
@@ -32,7 +34,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	}
 	res := m.Result
 	switch {
-	case res.OK || r.stopping:
+	case res.OK || r.stopping():
 	case res.Retryable:
 		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
 		p.queue = append([]*session{s}, p.queue...)
@@ -75,7 +77,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	rec.Outcome, rec.Error, rec.Duration, rec.Value = outcome, res.Error, ms, ended.Result
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	if s.task != nil {
-		if r.stopping && !res.OK {
+		if r.stopping() && !res.OK {
 			r.nak(s.task) // another node runs it
 		} else {
 			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
@@ -116,12 +118,20 @@ func (r *Router) deliver(start *agent.StartSession, res *agent.Result) {
 	if start.Notify != nil {
 		r.c.Send(start.Notify, res)
 	}
-	if start.Reply == nil {
+	hand(r.cfg.Log, start.Reply, res)
+}
+
+// hand gives v to reply, a channel its sender buffered for it, without waiting: a
+// full one would stall the router, so v is dropped instead, and the drop logged. A nil
+// reply wants nothing.
+func hand[T any](log *slog.Logger, reply chan<- T, v T) {
+	if reply == nil {
 		return
 	}
 	select {
-	case start.Reply <- res:
-	default: // the caller gave a full channel; it must buffer one result per session
+	case reply <- v:
+	default:
+		log.Error("a reply channel is full; what it was sent is dropped: its sender must buffer one reply per request", "reply", fmt.Sprintf("%T", v))
 	}
 }
 
@@ -187,10 +197,10 @@ func (r *Router) onAgentGone(pid *actor.PID) {
 }
 
 func (r *Router) shutdown(reason string) {
-	if r.stopping {
+	if r.stopping() {
 		return
 	}
-	r.stopping = true
+	r.to(phaseStopping)
 	if r.cancel != nil {
 		r.cancel()
 	}
@@ -217,7 +227,7 @@ func (r *Router) shutdown(reason string) {
 
 // maybeStopped closes Stopped once a shutdown has no process left.
 func (r *Router) maybeStopped() {
-	if !r.stopping || r.stoppedClosed {
+	if r.phase != phaseStopping {
 		return
 	}
 	for _, p := range r.pools {
@@ -225,7 +235,7 @@ func (r *Router) maybeStopped() {
 			return
 		}
 	}
-	r.stoppedClosed = true
+	r.to(phaseStopped)
 	if r.cfg.Stopped != nil {
 		close(r.cfg.Stopped)
 	}
