@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/actorio"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
@@ -129,13 +130,9 @@ func (r *Run) Receive(c actor.Context) {
 	}
 }
 
-// io runs op on a goroutine within storeTimeout and sends its report to the actor.
+// io runs op off the actor within storeTimeout and sends its report to the actor.
 func (r *Run) io(op func(ctx context.Context) any) {
-	r.cfg.Routines.Go(func(context.Context) {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		defer cancel()
-		r.system.Root.Send(r.self, op(ctx))
-	})
+	actorio.Do(r.cfg.Routines, actorio.Mailbox{System: r.system, PID: r.self}, storeTimeout, op)
 }
 
 func (r *Run) load() {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmux/agentmux/actors/pipeline"
 	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/actorio"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
@@ -328,12 +329,9 @@ func (r *Router) onTask(m *taskArrived) {
 	// Delivered again: its node died or handed it back. Its earlier attempts' answers,
 	// from the audit, go with it, so nobody is asked the same thing twice.
 	p.running[id] = true
-	system, self := r.c.ActorSystem(), r.c.Self()
-	r.cfg.Routines.Go(func(context.Context) {
-		ctx, cancel := context.WithTimeout(context.Background(), auditReadTimeout)
-		defer cancel()
+	actorio.Do(r.cfg.Routines, actorio.Self(r.c), auditReadTimeout, func(ctx context.Context) any {
 		records, err := r.readAudit(ctx, id)
-		system.Root.Send(self, &taskResumed{s: s, records: records, err: err})
+		return &taskResumed{s: s, records: records, err: err}
 	})
 }
 

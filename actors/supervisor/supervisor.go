@@ -13,6 +13,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/actorio"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
@@ -195,10 +196,10 @@ func (s *Supervisor) next(c actor.Context) {
 			delete(s.held, msg.Reply)
 			continue
 		}
-		system, self, ctx := c.ActorSystem(), c.Self(), s.ctx
-		if !s.cfg.Routines.Go(func(context.Context) {
-			s.decide(ctx, msg, ask, arrived.at)
-			system.Root.Send(self, &decided{reply: msg.Reply})
+		ctx := s.ctx
+		if !actorio.Do(s.cfg.Routines, actorio.Self(c), 0, func(context.Context) any {
+			s.decide(ctx, msg, ask, arrived.at) // within the ask's deadline, or until the member stops
+			return &decided{reply: msg.Reply}
 		}) {
 			return // the node is stopping: stopping() hands the held asks back
 		}
