@@ -12,7 +12,7 @@ import (
 const module = "github.com/agentmux/agentmux/"
 
 // leaves import nothing of agentmux but one another (protocol: internal/rawjson).
-var leaves = []string{"internal/due", "internal/nodump", "internal/procenv", "internal/proctest", "internal/queue",
+var leaves = []string{"internal/actorio", "internal/due", "internal/nodump", "internal/procenv", "internal/proctest", "internal/queue",
 	"internal/rawjson", "internal/retry", "internal/routines", "internal/sandbox", "internal/shim", "permission", "protocol", "sim"}
 
 // mayImport is, for each package, the packages of agentmux it may import beyond the
@@ -59,6 +59,8 @@ var neverReach = map[string][]string{
 }
 
 type pkg struct {
+	Dir        string
+	GoFiles    []string
 	ImportPath string
 	Imports    []string
 	Deps       []string
@@ -120,6 +122,16 @@ func TestLayers(t *testing.T) {
 					break
 				}
 			}
+		}
+	}
+}
+
+// TestEveryPackageHasADocGo: docs/style.md's rule, held: a package's doc comment is in
+// its doc.go.
+func TestEveryPackageHasADocGo(t *testing.T) {
+	for _, p := range list(t) {
+		if len(p.GoFiles) > 0 && !slices.Contains(p.GoFiles, "doc.go") {
+			t.Errorf("%s has no doc.go: put its package comment there", strings.TrimPrefix(p.ImportPath, module))
 		}
 	}
 }
