@@ -18,6 +18,7 @@ const rpcMethodNotFound = -32601
 // acp translates one ACP agent process: initialize once, then for each runtime session
 // a session/new and a session/prompt whose response ends the session.
 type acp struct {
+	vendor
 	rpcClient
 	cwd         string // the sessions' working directory
 	initialized bool
@@ -57,8 +58,8 @@ func (a *acp) SessionArgs(string) []string { return nil }
 
 // Prompt starts a session: initialize (once per process), session/new, session/prompt;
 // each step is sent when the previous one's response arrives.
-func (a *acp) Prompt(text, _ string) []byte {
-	a.queued = text
+func (a *acp) Prompt(p protocol.Prompt) []byte {
+	a.queued = promptText(p)
 	if !a.initialized {
 		return a.call("initialize", map[string]any{"protocolVersion": 1,
 			"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}})
@@ -67,9 +68,10 @@ func (a *acp) Prompt(text, _ string) []byte {
 }
 
 // Continue prompts the last session again: session/prompt keeps its conversation.
-func (a *acp) Continue(text string) []byte {
+func (a *acp) Continue(p protocol.Prompt) []byte {
+	text := p.Text
 	if a.lastSession == "" {
-		return a.Prompt(text, "")
+		return a.Prompt(protocol.Prompt{Text: text})
 	}
 	a.sessionID = a.lastSession
 	return a.call("session/prompt", map[string]any{"sessionId": a.sessionID, "prompt": []any{map[string]any{"type": "text", "text": text}}})

@@ -18,8 +18,8 @@ func acpDecode(t *testing.T, d Dialect, line string) ([]*protocol.Message, strin
 }
 
 func TestACPHandshakeThenPromptThenResult(t *testing.T) {
-	d, _ := New(ACP, "/repo")
-	if init := string(d.Prompt("fix the bug", "s1")); !strings.Contains(init, `"method":"initialize"`) || !strings.Contains(init, `"id":1`) {
+	d, _ := New(ACP, Options{Dir: "/repo"})
+	if init := string(d.Prompt(protocol.Prompt{Text: "fix the bug", Session: "s1"})); !strings.Contains(init, `"method":"initialize"`) || !strings.Contains(init, `"id":1`) {
 		t.Fatalf("first line %s", init)
 	}
 	_, next := acpDecode(t, d, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`)
@@ -42,13 +42,13 @@ func TestACPHandshakeThenPromptThenResult(t *testing.T) {
 		t.Fatalf("end %+v", end[0])
 	}
 	// A second session on the same process skips initialize.
-	if again := string(d.Prompt("next", "s2")); !strings.Contains(again, `"method":"session/new"`) {
+	if again := string(d.Prompt(protocol.Prompt{Text: "next", Session: "s2"})); !strings.Contains(again, `"method":"session/new"`) {
 		t.Fatalf("second session starts with %s", again)
 	}
 }
 
 func TestACPPermissionsAndRefusals(t *testing.T) {
-	d, _ := New(ACP, "/repo")
+	d, _ := New(ACP, Options{Dir: "/repo"})
 	msgs, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"abc","toolCall":{"title":"rm build","kind":"execute","rawInput":{"command":"rm -rf build"}},
 		"options":[{"optionId":"yes-once","name":"Allow","kind":"allow_once"},{"optionId":"no-once","name":"Reject","kind":"reject_once"}]}}`)
 	req := msgs[0]
@@ -75,7 +75,7 @@ func TestACPPermissionsAndRefusals(t *testing.T) {
 }
 
 func TestACPElicitationIsAQuestionWithTheFormsSchema(t *testing.T) {
-	d, _ := New(ACP, "/repo")
+	d, _ := New(ACP, Options{Dir: "/repo"})
 	msgs, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":4,"method":"elicitation/create","params":{"message":"Deployment target?","requestedSchema":{"type":"object","properties":{"env":{"type":"string"}},"required":["env"]}}}`)
 	q := msgs[0]
 	if q.Type != protocol.TypeQuestion || q.ID != "elicit-4" || q.EffectiveKind() != protocol.KindCustom {

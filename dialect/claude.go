@@ -18,6 +18,7 @@ const askUserQuestion = "AskUserQuestion"
 
 // claude translates Claude Code's stream-json and control protocol.
 type claude struct {
+	vendor
 	approvals  map[string]json.RawMessage // request id → the tool's input, sent back on allow
 	questions  map[string]*questionRef    // canonical question id → its group
 	groups     map[string]*questionGroup  // request id → the AskUserQuestion it answers
@@ -62,10 +63,10 @@ func (c *claude) SessionArgs(resume string) []string {
 	return []string{"--resume", resume}
 }
 
-func (c *claude) Prompt(text, _ string) []byte { return c.Message(text) }
+func (c *claude) Prompt(p protocol.Prompt) []byte { return c.Message(promptText(p)) }
 
 // Continue is one more user message: Claude Code goes on with the same conversation.
-func (c *claude) Continue(text string) []byte { return c.Message(text) }
+func (c *claude) Continue(p protocol.Prompt) []byte { return c.Message(p.Text) }
 
 func (c *claude) Message(text string) []byte {
 	return line(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": text}})

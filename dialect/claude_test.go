@@ -18,7 +18,7 @@ func decode(t *testing.T, d Dialect, line string) []*protocol.Message {
 }
 
 func TestClaudeStreamToCanonical(t *testing.T) {
-	d, _ := New(ClaudeCode, "/tmp")
+	d, _ := New(ClaudeCode, Options{Dir: "/tmp"})
 	msgs := decode(t, d, `{"type":"assistant","message":{"content":[{"type":"text","text":"Hi"},{"type":"tool_use","name":"Read","input":{"file_path":"a.go"}}]},"session_id":"s"}`)
 	if len(msgs) != 2 || msgs[0].Type != protocol.TypePartial || msgs[0].Text != "Hi" || msgs[1].Type != protocol.TypeProgress {
 		t.Fatalf("assistant → %+v", msgs)
@@ -40,7 +40,7 @@ func TestClaudeStreamToCanonical(t *testing.T) {
 }
 
 func TestClaudeApprovalAllowDenyAndTimeout(t *testing.T) {
-	d, _ := New(ClaudeCode, "/tmp")
+	d, _ := New(ClaudeCode, Options{Dir: "/tmp"})
 	req := decode(t, d, `{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"rm -rf build","description":"clean"},"description":"clean"}}`)[0]
 	if req.Type != protocol.TypeApproval || req.ID != "r1" || req.Description != "Bash: rm -rf build (clean)" {
 		t.Fatalf("approval %+v", req)
@@ -57,7 +57,7 @@ func TestClaudeApprovalAllowDenyAndTimeout(t *testing.T) {
 }
 
 func TestClaudeAskUserQuestionGroupAndWithdrawal(t *testing.T) {
-	d, _ := New(ClaudeCode, "/tmp")
+	d, _ := New(ClaudeCode, Options{Dir: "/tmp"})
 	qs := decode(t, d, `{"type":"control_request","request_id":"q","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[
 		{"question":"Which algorithm?","header":"Auth","multiSelect":false,"options":[{"label":"RS256"},{"label":"HS256"}]},
 		{"question":"Which checks?","header":"CI","multiSelect":true,"options":[{"label":"lint"},{"label":"vet"}]}]}}}`)
@@ -83,17 +83,17 @@ func TestClaudeAskUserQuestionGroupAndWithdrawal(t *testing.T) {
 }
 
 func TestClaudeControlLines(t *testing.T) {
-	d, _ := New(ClaudeCode, "/tmp")
+	d, _ := New(ClaudeCode, Options{Dir: "/tmp"})
 	if got := string(d.Interrupt("stop")); !strings.Contains(got, `"request":{"subtype":"interrupt"}`) || !strings.HasSuffix(got, "\n") {
 		t.Fatalf("interrupt %s", got)
 	}
-	if got := string(d.Prompt("hello\nworld", "s1")); got != `{"message":{"content":"hello\nworld","role":"user"},"type":"user"}`+"\n" {
+	if got := string(d.Prompt(protocol.Prompt{Text: "hello\nworld", Session: "s1"})); got != `{"message":{"content":"hello\nworld","role":"user"},"type":"user"}`+"\n" {
 		t.Fatalf("prompt %s", got)
 	}
-	if _, err := New("gemini", "/tmp"); err == nil || !strings.Contains(err.Error(), `"gemini" is not available`) {
+	if _, err := New("gemini", Options{Dir: "/tmp"}); err == nil || !strings.Contains(err.Error(), `"gemini" is not available`) {
 		t.Fatalf("unknown dialect: %v", err)
 	}
-	if d, err := New("ndjson", "/tmp"); d != nil || err != nil {
-		t.Fatal("the native protocol has no dialect")
+	if d.Canonical() || d.Init() != nil {
+		t.Fatal("Claude Code's protocol is its own, with no init of agentmux's")
 	}
 }

@@ -15,6 +15,7 @@ const Codex = "codex"
 
 // codex translates one app-server process.
 type codex struct {
+	vendor
 	rpcClient
 	cwd         string
 	initialized bool
@@ -51,8 +52,8 @@ func (c *codex) Capabilities() []string      { return []string{"interrupt", "mes
 func (c *codex) Reusable() bool              { return true }
 func (c *codex) SessionArgs(string) []string { return nil }
 
-func (c *codex) Prompt(text, _ string) []byte {
-	c.queued, c.lastMessage = text, ""
+func (c *codex) Prompt(p protocol.Prompt) []byte {
+	c.queued, c.lastMessage = promptText(p), ""
 	if !c.initialized {
 		return c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "agentmux", "version": "1"}})
 	}
@@ -60,9 +61,10 @@ func (c *codex) Prompt(text, _ string) []byte {
 }
 
 // Continue starts another turn on the session's thread, which keeps its conversation.
-func (c *codex) Continue(text string) []byte {
+func (c *codex) Continue(p protocol.Prompt) []byte {
+	text := p.Text
 	if c.threadID == "" {
-		return c.Prompt(text, "")
+		return c.Prompt(protocol.Prompt{Text: text})
 	}
 	c.lastMessage = ""
 	return c.call("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": text}}})

@@ -9,8 +9,8 @@ import (
 )
 
 func TestCodexHandshakeThreadTurnAndResult(t *testing.T) {
-	d, _ := New(Codex, "/repo")
-	if got := string(d.Prompt("fix it", "s1")); !strings.Contains(got, `"method":"initialize"`) || strings.Contains(got, `"jsonrpc"`) {
+	d, _ := New(Codex, Options{Dir: "/repo"})
+	if got := string(d.Prompt(protocol.Prompt{Text: "fix it", Session: "s1"})); !strings.Contains(got, `"method":"initialize"`) || strings.Contains(got, `"jsonrpc"`) {
 		t.Fatalf("first line %s", got)
 	}
 	_, next := acpDecode(t, d, `{"id":1,"result":{"userAgent":"codex"}}`)
@@ -40,7 +40,7 @@ func TestCodexHandshakeThreadTurnAndResult(t *testing.T) {
 }
 
 func TestCodexApprovalsQuestionsAndResolved(t *testing.T) {
-	d, _ := New(Codex, "/repo")
+	d, _ := New(Codex, Options{Dir: "/repo"})
 	a, _ := acpDecode(t, d, `{"id":0,"method":"item/commandExecution/requestApproval","params":{"command":"/bin/bash -lc 'make test'","cwd":"/repo","reason":"run the tests"}}`)
 	if a[0].Type != protocol.TypeApproval || a[0].ID != "codex-0" || a[0].Description != "Run: /bin/bash -lc 'make test' (run the tests)" {
 		t.Fatalf("approval %+v", a[0])

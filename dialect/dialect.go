@@ -3,6 +3,7 @@ package dialect
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -10,8 +11,13 @@ import (
 // Native is the dialect name of the canonical protocol itself.
 const Native = "ndjson"
 
-// Dialect is one vendor's protocol for one process.
+// Dialect is one protocol for one process: a vendor's, or agentmux's own (Native).
 type Dialect interface {
+	// Canonical reports whether the process speaks agentmux's own protocol
+	// (protocol.md). Its lines are then framed and decoded as they are read, off the
+	// actor, and its progress, log and heartbeat lines published without the actor; any
+	// other dialect's lines go to the actor whole, for Decode, which keeps its state.
+	Canonical() bool
 	// Args come before the host's args when the process starts (a subcommand, flags).
 	Args() []string
 	// Capabilities are what the runtime may send in-band: "interrupt", "message".
@@ -22,11 +28,16 @@ type Dialect interface {
 	// SessionArgs are the args of a session's own process: resuming an earlier
 	// conversation (an id, or "last"), for dialects that can; nil otherwise.
 	SessionArgs(resume string) []string
-	// Prompt is what starts a session.
-	Prompt(text, session string) []byte
+	// Init is what is written once the process has started, before any session, or
+	// nil: the canonical protocol's init, when the host has params.
+	Init() []byte
+	// Prompt is what starts a session: its text, its id, and what its earlier attempts
+	// did (PreviousAttempt).
+	Prompt(p protocol.Prompt) []byte
 	// Continue is another turn of the session's conversation, after its result: the
-	// agent keeps what it knows (a typed result's new prompt).
-	Continue(text string) []byte
+	// agent keeps what it knows (a typed result's new prompt, with the schema the
+	// result missed in p.Schema and p.SchemaError).
+	Continue(p protocol.Prompt) []byte
 	// Decode turns one vendor line into zero or more canonical messages, and what the
 	// protocol itself answers at once (a handshake's next step, a refusal), or nil.
 	Decode(line []byte) ([]*protocol.Message, []byte, error)
@@ -39,18 +50,27 @@ type Dialect interface {
 	Message(text string) []byte
 }
 
-// New returns the dialect of a process working in dir (absolute); the native protocol
-// has none (nil).
-func New(name, dir string) (Dialect, error) {
+// Options are what a dialect takes from its host.
+type Options struct {
+	Dir string // where the process works (absolute)
+	// The canonical protocol's: the host's params (its init), whether the agent reads
+	// its prompts as plain text, and what its plain-text output lines are.
+	Params    json.RawMessage
+	TextInput bool
+	PlainText protocol.PlainText
+}
+
+// New returns the dialect name of a process with options o: "" is Native.
+func New(name string, o Options) (Dialect, error) {
 	switch name {
 	case "", Native:
-		return nil, nil
+		return &native{o: o}, nil
 	case ClaudeCode:
 		return newClaude(), nil
 	case ACP:
-		return newACP(dir), nil
+		return newACP(o.Dir), nil
 	case Codex:
-		return newCodex(dir), nil
+		return newCodex(o.Dir), nil
 	}
 	return nil, fmt.Errorf("dialect: %q is not available; use %q, %q, %q or %q", name, Native, ClaudeCode, ACP, Codex)
 }
@@ -71,3 +91,28 @@ func line(v any) []byte {
 	b, _ := json.Marshal(v)
 	return append(b, '\n')
 }
+
+// promptText is the text a vendor's agent is prompted with: the prompt, and what the
+// session's earlier attempts did, in words.
+func promptText(p protocol.Prompt) string {
+	prev := p.PreviousAttempt
+	if prev == nil {
+		return p.Text
+	}
+	var b strings.Builder
+	b.WriteString(p.Text)
+	fmt.Fprintf(&b, "\n\nAn earlier attempt of this task (attempt %d) failed: %s", prev.Attempt, prev.Error)
+	if len(prev.Requests) > 0 {
+		b.WriteString("\nIt had asked, and was answered:")
+		for _, r := range prev.Requests {
+			fmt.Fprintf(&b, "\n- %s %q: %s (by %s)", r.Type, r.Text, r.Value, r.Decider)
+		}
+	}
+	return b.String()
+}
+
+// vendor is what every vendor's dialect has in common: its own protocol, no init.
+type vendor struct{}
+
+func (vendor) Canonical() bool { return false }
+func (vendor) Init() []byte    { return nil }

@@ -11,7 +11,7 @@ import (
 // Claude Code asks to run a command; the dialect makes it a canonical approval, and the
 // supervisor's "no" becomes Claude Code's deny.
 func ExampleNew() {
-	d, err := dialect.New(dialect.ClaudeCode, "/work/repo")
+	d, err := dialect.New(dialect.ClaudeCode, dialect.Options{Dir: "/work/repo"})
 	if err != nil {
 		panic(err)
 	}

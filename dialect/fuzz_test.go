@@ -27,11 +27,11 @@ func FuzzDecode(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, name := range []string{"claude-code", "acp", "codex"} {
-			d, err := New(name, dir)
+			d, err := New(name, Options{Dir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
-			d.Prompt("go", "s1")
+			d.Prompt(protocol.Prompt{Text: "go", Session: "s1"})
 			msgs, _, err := d.Decode(line)
 			if err != nil {
 				continue

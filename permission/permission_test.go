@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentmux/agentmux/dialect"
+	"github.com/agentmux/agentmux/protocol"
 )
 
 func projectRules(t *testing.T) (*Set, string) {
@@ -21,12 +22,12 @@ func projectRules(t *testing.T) (*Set, string) {
 // approval decodes one line of a dialect into the canonical approval a supervisor gets.
 func approval(t *testing.T, name, line string) Call {
 	t.Helper()
-	d, err := dialect.New(name, "/repo")
+	d, err := dialect.New(name, dialect.Options{Dir: "/repo"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if name != dialect.ClaudeCode {
-		d.Prompt("go", "s1") // ACP and Codex answer requests within a session
+		d.Prompt(protocol.Prompt{Text: "go", Session: "s1"}) // ACP and Codex answer requests within a session
 	}
 	msgs, _, err := d.Decode([]byte(line))
 	if err != nil || len(msgs) != 1 || msgs[0].Type != "approval" {

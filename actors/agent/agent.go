@@ -151,18 +151,17 @@ func (a *Agent) Receive(c actor.Context) {
 		if dir == "" {
 			dir, _ = os.Getwd() // where the agent starts, too
 		}
-		d, err := dialect.New(a.host.Dialect, dir)
+		d, err := dialect.New(a.host.Dialect, dialect.Options{Dir: dir, Params: a.host.ParamsJSON,
+			TextInput: a.host.InputFormat == "text", PlainText: plainText(a.host)})
 		if err != nil {
 			a.onStarted(&processStarted{err: err})
 			return
 		}
-		if a.dialect = d; d != nil {
-			a.caps = map[string]bool{}
-			for _, c := range d.Capabilities() {
-				a.caps[c] = true
-			}
+		a.dialect, a.caps = d, map[string]bool{}
+		for _, c := range d.Capabilities() {
+			a.caps[c] = true
 		}
-		if d != nil && !d.Reusable() {
+		if !d.Reusable() {
 			a.to(phaseUnspawned) // one process per session: started with the session's own args
 			return
 		}
@@ -257,9 +256,9 @@ func (a *Agent) onStarted(m *processStarted) {
 		a.climbLadder()
 		return
 	}
-	if len(a.host.ParamsJSON) > 0 && a.dialect == nil {
+	if init := a.dialect.Init(); init != nil {
 		a.to(phaseInitializing)
-		a.proc.stdin.write(protocol.AppendInit(nil, a.host.ParamsJSON))
+		a.proc.stdin.write(init)
 		a.gen++
 		a.after(a.host.InitTimeout.D(), timerInit, a.gen)
 		return

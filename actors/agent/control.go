@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -65,17 +64,8 @@ func (a *Agent) sendMessage(text string) *wire.Delivery {
 	case !a.caps["message"]:
 		return &wire.Delivery{Error: fmt.Sprintf("host '%s' did not declare the message capability in init_ack; its agent cannot take messages", a.host.Name)}
 	}
-	if a.dialect != nil {
-		a.proc.stdin.write(a.dialect.Message(text))
-	} else {
-		a.proc.stdin.write(protocol.AppendMessageLine(nil, text))
-	}
+	a.proc.stdin.write(a.dialect.Message(text))
 	return &wire.Delivery{OK: true, Effect: "message written"}
 }
 
-func (a *Agent) interruptLine(reason string) []byte {
-	if a.dialect != nil {
-		return a.dialect.Interrupt(reason)
-	}
-	return protocol.AppendInterrupt(nil, reason)
-}
+func (a *Agent) interruptLine(reason string) []byte { return a.dialect.Interrupt(reason) }

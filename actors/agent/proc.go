@@ -51,10 +51,7 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 // procs records the process group while it runs (nil: not recorded); sb confines it
 // (nil: unsandboxed).
 func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim.Registry, sb *sandbox.Sandbox, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
-	args := h.Args
-	if d != nil {
-		args = append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
-	}
+	args := append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
 	cmd, err := procs.Command(context.Background(), h.Command, args...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: start %s: %w; check the host's command and PATH", h.Command, err)
@@ -108,7 +105,7 @@ func startProcess(h *config.Host, d dialect.Dialect, extra []string, procs *shim
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
 	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
 	p.serve = func() {
-		go readStdout(outR, h.MaxLineBytes, plainText(h), d != nil, counts.frameBytes, st, send)
+		go readStdout(outR, h.MaxLineBytes, plainText(h), !d.Canonical(), counts.frameBytes, st, send)
 		go readStderr(errR, send)
 		go func() {
 			err := cmd.Wait()

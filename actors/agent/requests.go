@@ -236,9 +236,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 		if outcome == protocol.OutcomeInvalid {
 			resp.Reason = reason
 		}
-		if a.dialect == nil {
-			a.proc.stdin.write(protocol.AppendResponse(nil, resp))
-		} else if reply := a.dialect.Answer(p.msg, resp, reason); reply != nil {
+		if reply := a.dialect.Answer(p.msg, resp, reason); reply != nil {
 			a.proc.stdin.write(reply)
 		}
 	}

@@ -25,22 +25,6 @@ func withField(obj json.RawMessage, key, value string) json.RawMessage {
 	return out
 }
 
-// previousText tells an agent that takes plain text what the earlier attempts did.
-func previousText(prev *protocol.PreviousAttempt) string {
-	if prev == nil {
-		return ""
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n\nAn earlier attempt of this task (attempt %d) failed: %s", prev.Attempt, prev.Error)
-	if len(prev.Requests) > 0 {
-		b.WriteString("\nIt had asked, and was answered:")
-		for _, r := range prev.Requests {
-			fmt.Fprintf(&b, "\n- %s %q: %s (by %s)", r.Type, r.Text, r.Value, r.Decider)
-		}
-	}
-	return b.String()
-}
-
 // onResult ends the session with its result. A typed session's result must fit its
 // schema: one that does not gets a new prompt on the same process, saying what was
 // wrong, until the session's result retries are spent; then the session ends in error.
@@ -89,14 +73,7 @@ func (a *Agent) onResult(s *session, msg *protocol.Message) {
 // reprompt asks the agent, in the same conversation, for a result that fits.
 func (a *Agent) reprompt(s *session, why error) {
 	text := fmt.Sprintf("Your result does not fit the required JSON Schema: %v. Reply with the result again as one JSON object that fits this schema, and nothing else: %s", why, s.result.Schema)
-	switch {
-	case a.dialect != nil:
-		a.proc.stdin.write(a.dialect.Continue(text))
-	case a.host.InputFormat == "text":
-		a.proc.stdin.write(protocol.AppendPromptText(nil, text))
-	default:
-		a.proc.stdin.write(protocol.AppendPromptWith(nil, protocol.Prompt{Text: text, Session: s.id, Schema: s.result.Schema, SchemaError: why.Error()}))
-	}
+	a.proc.stdin.write(a.dialect.Continue(protocol.Prompt{Text: text, Session: s.id, Schema: s.result.Schema, SchemaError: why.Error()}))
 }
 
 // typedResult is a result's JSON: the data field of its raw message, or its text parsed

@@ -101,16 +101,7 @@ func (a *Agent) startSession(m *StartSession) {
 	a.sess = s
 	a.to(phaseBusy)
 	a.openStream(s)
-	switch {
-	case a.dialect != nil:
-		a.proc.stdin.write(a.dialect.Prompt(m.Prompt+previousText(m.Previous), m.Session))
-	case a.host.InputFormat == "text":
-		a.proc.stdin.write(protocol.AppendPromptText(nil, m.Prompt+previousText(m.Previous)))
-	case m.Previous != nil:
-		a.proc.stdin.write(protocol.AppendPromptWith(nil, protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous}))
-	default:
-		a.proc.stdin.write(protocol.AppendPrompt(nil, m.Prompt, m.Session))
-	}
+	a.proc.stdin.write(a.dialect.Prompt(protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous}))
 }
 
 func (a *Agent) shutdown(reason string) {
@@ -145,7 +136,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
 	r.Duration = time.Since(s.start.Started)
 	r.Requests = s.records
-	oneShot := a.dialect != nil && !a.dialect.Reusable()
+	oneShot := !a.dialect.Reusable()
 	reusable = reusable && a.phase == phaseBusy && !oneShot
 	if reusable {
 		a.to(phaseIdle)

@@ -76,8 +76,8 @@ func (st *stream) publish(t protocol.Type, raw []byte) bool {
 
 // openStream opens the stream for session s.
 func (a *Agent) openStream(s *session) {
-	if a.dialect != nil {
-		return // a dialect's lines are the dialect's to decode, in the actor
+	if !a.dialect.Canonical() {
+		return // a vendor's lines are its dialect's to decode, in the actor
 	}
 	sink := &streamSink{conn: a.cfg.Conn, errors: a.cfg.Metrics.PublishErrors.WithLabelValues("event"), idle: a.host.IdleTimeout > 0}
 	for _, t := range []protocol.Type{protocol.TypeProgress, protocol.TypeLog, protocol.TypeHeartbeat} {
