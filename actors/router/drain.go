@@ -60,7 +60,7 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 
 // handBack returns a task that never started here to the work queue.
 func (r *Router) handBack(p *pool, s *session) {
-	delete(p.running, s.start.Session)
+	p.leave(s.start.Session)
 	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Dec()
 	r.nak(s.task)
 	r.release(p)

@@ -128,21 +128,6 @@ type Router struct {
 	runSlots map[string]chan struct{} // per pipeline: held by the puller per run in flight
 }
 
-// pool is one host's processes and waiting sessions.
-type pool struct {
-	host    *config.Host
-	procs   map[string]*actor.PID // every live agent actor, by PID id
-	idle    []*actor.PID
-	busy    map[string]*session // by PID id
-	queue   []*session
-	slots   chan struct{} // held by the task puller per task in flight
-	running map[string]bool
-	// ended holds the tasks that ended here, by id, with when: a delivery of one that
-	// crossed its acknowledgement (a cut longer than the ack wait) is acknowledged
-	// again, not run again. Kept for endedMemory.
-	ended map[string]time.Time
-}
-
 // session is a session the router is responsible for until its final Result.
 type session struct {
 	start   *agent.StartSession
@@ -154,8 +139,7 @@ type session struct {
 func newRouter(cfg Config) *Router {
 	r := &Router{cfg: cfg, pools: map[string]*pool{}, runs: map[string]*run{}, runSlots: map[string]chan struct{}{}}
 	for name, h := range hostsOf(cfg) {
-		r.pools[name] = &pool{host: h, procs: map[string]*actor.PID{}, busy: map[string]*session{},
-			slots: make(chan struct{}, h.Pool), running: map[string]bool{}, ended: map[string]time.Time{}}
+		r.pools[name] = newPool(h)
 	}
 	return r
 }
@@ -309,7 +293,7 @@ func (r *Router) onTask(m *taskArrived) {
 	if !validID(id) {
 		id = wire.NewSessionID()
 	}
-	if p.running[id] { // redelivered while it still runs here
+	if p.runsHere(id) { // delivered again while it still runs here
 		if err := m.msg.InProgress(); err != nil {
 			r.cfg.Log.Warn("task in progress", "err", err)
 		}
@@ -322,13 +306,13 @@ func (r *Router) onTask(m *taskArrived) {
 		r.enqueue(p, s)
 		return
 	}
-	if _, ok := p.ended[id]; ok {
+	if p.endedHere(id) {
 		r.alreadyEnded(p, m.msg, id, "here")
 		return
 	}
 	// Delivered again: its node died or handed it back. Its earlier attempts' answers,
 	// from the audit, go with it, so nobody is asked the same thing twice.
-	p.running[id] = true
+	p.hold(id)
 	actorio.Do(r.cfg.Routines, actorio.Self(r.c), auditReadTimeout, func(ctx context.Context) any {
 		records, err := r.readAudit(ctx, id)
 		return &taskResumed{s: s, records: records, err: err}
@@ -339,7 +323,7 @@ func (r *Router) onTask(m *taskArrived) {
 func (r *Router) onTaskResumed(m *taskResumed) {
 	p := r.pools[m.s.host]
 	if !r.taking() {
-		delete(p.running, m.s.start.Session)
+		p.leave(m.s.start.Session)
 		r.nak(m.s.task)
 		r.release(p)
 		return
@@ -349,7 +333,7 @@ func (r *Router) onTaskResumed(m *taskResumed) {
 			"session", m.s.start.Session, "err", m.err)
 	}
 	if endedOK(m.records) {
-		delete(p.running, m.s.start.Session)
+		p.leave(m.s.start.Session)
 		r.alreadyEnded(p, m.s.task, m.s.start.Session, "in the audit")
 		return
 	}
@@ -406,11 +390,7 @@ func (r *Router) onProgressTick() {
 	r.runsInProgress()
 	now := time.Now()
 	for _, p := range r.pools {
-		for id, at := range p.ended {
-			if now.Sub(at) > endedMemory {
-				delete(p.ended, id)
-			}
-		}
+		p.forgetEnded(now.Add(-endedMemory))
 		for _, s := range p.busy {
 			if s.task != nil {
 				if err := s.task.InProgress(); err != nil {
@@ -441,31 +421,23 @@ func (r *Router) submit(m *Submit) {
 }
 
 func (r *Router) enqueue(p *pool, s *session) {
-	p.running[s.start.Session] = true
 	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Inc()
-	p.queue = append(p.queue, s)
+	p.enqueue(s)
 	r.dispatch(p)
 }
 
 // dispatch hands queued sessions to idle processes, spawning up to the pool size.
 func (r *Router) dispatch(p *pool) {
-	for len(p.queue) > 0 && !r.stopping() {
-		var pid *actor.PID
-		switch {
-		case len(p.idle) > 0:
-			pid = p.idle[len(p.idle)-1]
-			p.idle = p.idle[:len(p.idle)-1]
-		case len(p.procs) < p.host.Pool:
-			pid = r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-				Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
-				Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name]}))
-			p.procs[pid.Id] = pid
-		default:
+	spawn := func() *actor.PID {
+		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
+			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
+			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name]}))
+	}
+	for !r.stopping() {
+		pid, s := p.next(spawn)
+		if s == nil {
 			return
 		}
-		s := p.queue[0]
-		p.queue = p.queue[1:]
-		p.busy[pid.Id] = s
 		if !s.started {
 			s.started = true
 			r.lifecycleStarted(s)

@@ -24,11 +24,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	if p == nil {
 		return
 	}
-	s := p.busy[m.PID.Id]
-	delete(p.busy, m.PID.Id)
-	if m.Reusable && !r.stopping() {
-		p.idle = append(p.idle, m.PID)
-	}
+	s := p.sessionEnded(m.PID, m.Reusable && !r.stopping())
 	if s == nil {
 		return
 	}
@@ -37,7 +33,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	case res.OK || r.stopping():
 	case res.Retryable:
 		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
-		p.queue = append([]*session{s}, p.queue...)
+		p.requeue(s, true)
 		r.dispatch(p)
 		return
 	case res.Payload == nil && s.start.Attempt < p.host.Retries:
@@ -48,7 +44,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 		next.Previous = previousAttempt(s.start, res)
 		s.start = &next
 		s.started = false // the new attempt starts anew: event and audit
-		p.queue = append(p.queue, s)
+		p.requeue(s, false)
 		r.dispatch(p)
 		return
 	}
@@ -58,7 +54,6 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 
 // finish delivers a session's final result.
 func (r *Router) finish(p *pool, s *session, res *agent.Result) {
-	delete(p.running, s.start.Session)
 	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Dec()
 	outcome := "ok"
 	if !res.OK {
@@ -76,13 +71,14 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	rec := r.record(s, "session.ended")
 	rec.Outcome, rec.Error, rec.Duration, rec.Value = outcome, res.Error, ms, ended.Result
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
+	p.leave(s.start.Session)
 	if s.task != nil {
-		if r.stopping() && !res.OK {
-			r.nak(s.task) // another node runs it
-		} else {
+		if res.OK || !r.stopping() {
 			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
 			r.ack(s.task, res.Session)
-			p.ended[res.Session] = time.Now()
+			p.endedAt(res.Session, time.Now())
+		} else {
+			r.nak(s.task) // another node runs it
 		}
 		r.release(p)
 	}
@@ -176,18 +172,11 @@ func (r *Router) publish(host, session, typ string, v interface{ AppendJSON([]by
 // ends with an error.
 func (r *Router) onAgentGone(pid *actor.PID) {
 	for _, p := range r.pools {
-		if _, ok := p.procs[pid.Id]; !ok {
+		s, ours := p.gone(pid)
+		if !ours {
 			continue
 		}
-		delete(p.procs, pid.Id)
-		for i, idle := range p.idle {
-			if idle.Id == pid.Id {
-				p.idle = append(p.idle[:i], p.idle[i+1:]...)
-				break
-			}
-		}
-		if s := p.busy[pid.Id]; s != nil {
-			delete(p.busy, pid.Id)
+		if s != nil {
 			r.finish(p, s, &agent.Result{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task,
 				Error: "agent actor stopped unexpectedly", Duration: time.Since(s.start.Started)})
 		}
