@@ -61,7 +61,7 @@ func TestStreamPublisherReportsEachMessagesFate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var f fates
-	p, err := NewStreamPublisher(b.Conn, f.config(300*time.Millisecond))
+	p, err := NewStreamPublisher(b.Conn, f.config(2*time.Second)) // long enough for 500 acks on a loaded machine
 	if err != nil {
 		t.Fatal(err)
 	}
