@@ -1,0 +1,26 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// SessionMetrics are the router's metric families: sessions, tasks from the work queue, pipeline runs.
+type SessionMetrics struct {
+	SessionsActive  *prometheus.GaugeVec   // host
+	Sessions        *prometheus.CounterVec // host, outcome (ok, error)
+	SessionDuration *prometheus.HistogramVec
+	Tasks           *prometheus.CounterVec // host, outcome (ok, error, invalid)
+	TaskIntake      *prometheus.GaugeVec   // host: 1 while this node takes the host's queued tasks
+	Pipelines       *prometheus.CounterVec // pipeline, outcome (ok, error)
+	PipelineStages  *prometheus.CounterVec // pipeline, stage, outcome (ok, error, resumed)
+}
+
+func newSessionMetrics(f *families) SessionMetrics {
+	return SessionMetrics{
+		SessionsActive:  f.gauge("sessions_active", "Sessions running now.", "host"),
+		Sessions:        f.counter("sessions_total", "Sessions ended, by outcome (ok, error).", "host", "outcome"),
+		SessionDuration: f.histogram("session_duration_seconds", "Wall time of ended sessions.", prometheus.ExponentialBuckets(0.01, 4, 10), "host"),
+		Tasks:           f.counter("tasks_total", "Tasks taken from the work queue, by outcome (ok, error, invalid).", "host", "outcome"),
+		TaskIntake:      f.gauge("task_intake", "1 while this node takes the host's tasks from the work queue; 0 once it drains or stops.", "host"),
+		Pipelines:       f.counter("pipelines_total", "Pipeline runs ended, by outcome (ok, error).", "pipeline", "outcome"),
+		PipelineStages:  f.counter("pipeline_stages_total", "Pipeline stages ended, by outcome (ok, error; resumed: taken up again after the node running it was gone).", "pipeline", "stage", "outcome"),
+	}
+}
