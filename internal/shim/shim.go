@@ -15,9 +15,17 @@ const shell = "/bin/sh"
 
 // script is the shim. Its first argument is the cgroup.procs file of the cgroup it
 // runs in, or "-"; its second how far below its own priority the command runs (nice
-// -n: the command, and all it starts, from its first instruction); the others are the
-// command: they are never interpolated. The
-// command's stdin is the shim's (an asynchronous list's would be /dev/null).
+// -n: the command, and all it starts, from its first instruction); its third whether
+// it watches its parent itself (1) or the kernel tells it of the parent's death (0);
+// the others are the command: they are never interpolated. The command's stdin is the
+// shim's (an asynchronous list's would be /dev/null).
+//
+// Where the system has no parent-death signal (macOS), the shim watches: a background
+// loop asks every second whether the parent still exists (kill -0) and, once it does
+// not, sends the shim the signal the kernel would have sent. The loop ignores the
+// signals the group may be sent, and the shim kills it when the command has ended. A
+// parent that died but was not yet reaped (a zombie) still answers kill -0: the group
+// dies once the node's own parent (a shell, launchd) has reaped it.
 //
 // When its parent dies, the shim kills every other process of its cgroup first: one
 // that left the group (setsid) is still there. A process may fork meanwhile, so it
@@ -43,7 +51,8 @@ const shell = "/bin/sh"
 // the command's own last line.
 const script = `procs=$1
 lower=$2
-shift 2
+watch=$3
+shift 3
 reap() {
 	[ "$procs" = - ] && return
 	n=0
@@ -59,6 +68,17 @@ reap() {
 }
 trap 'reap 2>/dev/null; kill -9 0' USR1
 [ "$PPID" = 1 ] && { reap 2>/dev/null; kill -9 0; }
+watcher=
+if [ "$watch" = 1 ]; then
+	shim=$$
+	parent=$PPID
+	{
+		trap '' TERM INT
+		while kill -0 "$parent" 2>/dev/null; do sleep 1; done
+		kill -USR1 "$shim"
+	} </dev/null >/dev/null 2>&1 &
+	watcher=$!
+fi
 trap 'sig=TERM' TERM
 trap 'sig=INT' INT
 exec 3<&0
@@ -82,14 +102,16 @@ while :; do
 	status=$s
 	[ -n "$sig" ] || break
 done
+[ -n "$watcher" ] && kill -9 "$watcher" 2>/dev/null
 if [ "$status" -gt 128 ]; then
 	trap - TERM INT
 	kill -$((status - 128)) $$
 fi
 exit "$status"`
 
-// parentDied is the signal the kernel sends the shim when its parent dies: one nothing
-// else sends to an agent's group (the stop ladder sends SIGTERM and SIGKILL).
+// parentDied is the signal the shim gets when its parent dies, from the kernel or from
+// its own watch: one nothing else sends to an agent's group (the stop ladder sends
+// SIGTERM and SIGKILL).
 const parentDied = syscall.SIGUSR1
 
 // Check reports whether the shim can run here: it needs a POSIX shell at /bin/sh.
@@ -109,12 +131,25 @@ func Command(ctx context.Context, name string, args ...string) (*exec.Cmd, error
 
 // command is Command in the cgroup whose cgroup.procs file is procs ("-": none).
 func command(ctx context.Context, procs, name string, args []string) (*exec.Cmd, error) {
+	return commandWatching(ctx, procs, !parentDeathSignal, name, args)
+}
+
+// commandWatching is command; with watch the shim watches its parent itself, as it
+// must where the kernel sends no signal at a parent's death.
+func commandWatching(ctx context.Context, procs string, watch bool, name string, args []string) (*exec.Cmd, error) {
 	path, err := exec.LookPath(name)
 	if err != nil && !errors.Is(err, exec.ErrDot) {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, shell, append([]string{"-c", script, "agentmux-shim", procs, "0", path}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: parentDied}
+	watching := "0"
+	if watch {
+		watching = "1"
+	}
+	cmd := exec.CommandContext(ctx, shell, append([]string{"-c", script, "agentmux-shim", procs, "0", watching, path}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !watch {
+		onParentDeath(cmd.SysProcAttr, parentDied)
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return cmd, nil
 }

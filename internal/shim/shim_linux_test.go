@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 			}
 		}
 		cmd, err := procs.Command(context.Background(), "sh", "-c", os.Getenv("SHIM_TEST_PARENT"))
+		if os.Getenv("SHIM_TEST_WATCH") != "" { // as on a system without a parent-death signal
+			cmd, err = commandWatching(context.Background(), "-", true, "sh", []string{"-c", os.Getenv("SHIM_TEST_PARENT")})
+		}
 		if err != nil {
 			os.Exit(3)
 		}
@@ -109,10 +112,10 @@ func TestMissingCommand(t *testing.T) {
 // killedParent starts a parent (this binary) that runs script through the shim, in a
 // cgroup of its own with cgroups; reads the pid the script prints first; then kills the
 // parent with SIGKILL, and returns the pid.
-func killedParent(t *testing.T, script string, cgroups bool, check func(pid int)) int {
+func killedParent(t *testing.T, script string, cgroups bool, check func(pid int), env ...string) int {
 	t.Helper()
 	parent := exec.Command(os.Args[0])
-	parent.Env = append(os.Environ(), "SHIM_TEST_PARENT="+script)
+	parent.Env = append(append(os.Environ(), "SHIM_TEST_PARENT="+script), env...)
 	if cgroups {
 		parent.Env = append(parent.Env, "SHIM_TEST_CGROUPS=1")
 	}
@@ -123,7 +126,12 @@ func killedParent(t *testing.T, script string, cgroups bool, check func(pid int)
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = parent.Process.Kill(); _ = parent.Wait() })
+	t.Cleanup(func() {
+		if parent.ProcessState == nil {
+			_ = parent.Process.Kill()
+			_ = parent.Wait()
+		}
+	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		_ = parent.Wait()
@@ -140,6 +148,9 @@ func killedParent(t *testing.T, script string, cgroups bool, check func(pid int)
 	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// Reaped at once, as a node's parent (a shell, systemd) does: a zombie still answers
+	// a watching shim's kill -0.
+	_ = parent.Wait()
 	return pid
 }
 
@@ -165,6 +176,37 @@ func TestGroupDiesWithParent(t *testing.T) {
 	grandchild := killedParent(t, "sleep 1001 & echo $!; sleep 1002", false, nil)
 	if !goneWithin(grandchild, 2*time.Second) {
 		t.Fatalf("the grandchild %d outlived its killed grandparent by 2 s", grandchild)
+	}
+}
+
+// TestWatchingShimDiesWithParent: where the kernel sends no signal at a parent's death
+// (macOS), the shim watches its parent itself: SIGKILL to the parent takes the
+// grandchild down within the watch's second and some.
+func TestWatchingShimDiesWithParent(t *testing.T) {
+	grandchild := killedParent(t, "sleep 1005 & echo $!; sleep 1006", false, nil, "SHIM_TEST_WATCH=1")
+	if !goneWithin(grandchild, 4*time.Second) {
+		t.Fatalf("the grandchild %d outlived its killed grandparent by 4 s, with the shim watching", grandchild)
+	}
+}
+
+// TestWatchEndsWithTheCommand: a watching shim whose command ends leaves nothing of its
+// own behind: its group is empty within the watch's second.
+func TestWatchEndsWithTheCommand(t *testing.T) {
+	cmd, err := commandWatching(context.Background(), "-", true, "sh", []string{"-c", "exit 7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exit *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &exit) || exit.ExitCode() != 7 {
+		t.Fatalf("a watched command's status: %v; want 7", err)
+	}
+	group := cmd.Process.Pid
+	deadline := time.Now().Add(3 * time.Second)
+	for syscall.Kill(-group, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the shim's group %d still has a process 3 s after its command ended", group)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
