@@ -113,10 +113,13 @@ func (s *PendingStore) List(ctx context.Context) ([]*wire.PendingRequest, error)
 // one after the deadline, one to a cancelled request or one that does not fit the
 // request's shape is refused with an error that says what happened.
 func (s *PendingStore) Respond(ctx context.Context, id, responder string, a wire.RespondRequest) (*wire.PendingRequest, error) {
-	value := a.Value
 	p, rev, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	value, scope := wire.ForSession(p.Type, a.Value)
+	if scope == "" {
+		scope = a.Scope
 	}
 	if err := protocol.ValidateAnswer(p.Message(), value); err != nil {
 		return p, fmt.Errorf("%s %w %s: %v", value, ErrInvalidAnswer, id, err)
@@ -129,7 +132,7 @@ func (s *PendingStore) Respond(ctx context.Context, id, responder string, a wire
 	case time.Now().After(p.Deadline):
 		return p, fmt.Errorf("%s is %w (%s): the agent got the default answer", id, ErrPastDeadline, p.Deadline.Format(time.RFC3339))
 	}
-	p.State, p.Value, p.Responder, p.Reason, p.Scope, p.AnsweredAt = wire.StateAnswered, value, responder, a.Reason, a.Scope, time.Now()
+	p.State, p.Value, p.Responder, p.Reason, p.Scope, p.AnsweredAt = wire.StateAnswered, value, responder, a.Reason, scope, time.Now()
 	data, _ := json.Marshal(p)
 	if _, err := s.kv.Update(ctx, id, data, rev); err != nil {
 		if casConflict(err) {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -84,6 +85,16 @@ type Reply struct {
 
 // ScopeSession is the scope of an answer that stands for the rest of its session.
 const ScopeSession = "session"
+
+// ForSession reads an approval's answer "yes for session" as what it means: "yes",
+// standing for the rest of the session (ScopeSession). Any other answer, or an answer
+// to anything but an approval, is returned as it is, with no scope.
+func ForSession(typ string, value json.RawMessage) (json.RawMessage, string) {
+	if typ == "approval" && string(bytes.TrimSpace(value)) == `"yes for session"` {
+		return json.RawMessage(`"yes"`), ScopeSession
+	}
+	return value, ""
+}
 
 // AuditRecord is one entry of the audit stream.
 type AuditRecord struct {

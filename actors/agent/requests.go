@@ -169,8 +169,8 @@ func (a *Agent) onAnswer(m *answerArrived) {
 		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, "supervisor declined: "+r.Reason)
 	default:
 		value, scope := normalize(p.msg, r.Value), r.Scope
-		if p.msg.Type == protocol.TypeApproval && string(bytes.TrimSpace(r.Value)) == `"yes for session"` {
-			value, scope = json.RawMessage(`"yes"`), wire.ScopeSession
+		if v, forSession := wire.ForSession(string(p.msg.Type), r.Value); forSession != "" {
+			value, scope = v, forSession
 		}
 		if err := protocol.ValidateAnswer(p.msg, value); err != nil {
 			a.answer(s, p, p.def, protocol.OutcomeInvalid, r.Decider, err.Error())
