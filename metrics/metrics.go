@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -56,22 +55,14 @@ func New() *Set {
 		BusMetrics:        newBusMetrics(f),
 		ActorMetrics:      newActorMetrics(f),
 	}
-	f.note("build_info", "gauge", "Build information; always 1.", []string{"version"})
+	f.note("build_info", "gauge", "Build information; always 1.", []string{"version", "revision", "goversion"})
 	s.families = f.list
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	version := Version()
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info", Help: "Build information; always 1."}, []string{"version"})
-	build.WithLabelValues(version).Set(1)
+	b := ReadBuild()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info", Help: "Build information; always 1."}, []string{"version", "revision", "goversion"})
+	build.WithLabelValues(b.Version, b.Revision, b.Go).Set(1)
 	r.MustRegister(build)
 	return s
-}
-
-// Version is this binary's module version, or "(devel)" for a build from a work tree.
-func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // AskCounters are the counters of the node's Asker.

@@ -146,3 +146,53 @@ func TestMetricsBearerToken(t *testing.T) {
 		t.Errorf("/readyz without the token = %d", code)
 	}
 }
+
+// TestBuildInfoSaysWhatRuns: agentmux_build_info carries the version, the revision and
+// the Go version, so a fleet in a rolling upgrade shows which node runs what.
+func TestBuildInfoSaysWhatRuns(t *testing.T) {
+	m := New()
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := ReadBuild()
+	for _, f := range fams {
+		if f.GetName() != "agentmux_build_info" {
+			continue
+		}
+		labels := map[string]string{}
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["version"] != b.Version || labels["revision"] != b.Revision || labels["goversion"] != b.Go || b.Go == "" {
+			t.Fatalf("build_info labels %v; want %+v", labels, b)
+		}
+		return
+	}
+	t.Fatal("no agentmux_build_info")
+}
+
+func TestVersionNamesTheRevision(t *testing.T) {
+	for _, c := range []struct {
+		b    Build
+		want string
+	}{
+		{Build{Version: "v1.2.3", Revision: "1a2b3c4d5e6f7a8b", Go: "go1.26.0"}, "v1.2.3 (revision 1a2b3c4d5e6f7a8b, go1.26.0)"},
+		{Build{Version: "(devel)", Revision: "1a2b3c4d5e6f7a8b", Modified: true, Time: "2026-11-26T12:00:00Z", Go: "go1.26.0"},
+			"(devel) (revision 1a2b3c4d5e6f7a8b, modified, 2026-11-26T12:00:00Z, go1.26.0)"},
+		{Build{Version: "(devel)"}, "(devel)"},
+	} {
+		if got := c.b.String(); got != c.want {
+			t.Errorf("%+v: %q; want %q", c.b, got, c.want)
+		}
+	}
+	for b, want := range map[Build]string{
+		{Version: "v1.2.3", Revision: "1a2b3c4d5e6f7a8b"}:                  "v1.2.3",
+		{Version: "(devel)", Revision: "1a2b3c4d5e6f7a8b", Modified: true}: "(devel)+1a2b3c4d5e6f-dirty",
+		{Version: "(devel)"}: "(devel)",
+	} {
+		if got := b.Short(); got != want {
+			t.Errorf("%+v.Short() = %q; want %q", b, got, want)
+		}
+	}
+}

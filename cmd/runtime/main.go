@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/agentmux/agentmux/metrics"
 )
 
 // Exit codes shared by run and submit.
@@ -39,6 +41,7 @@ func commands() []command {
 		{"nats-auth", "print an external NATS server's users for the manifest: nats-auth -c <manifest> [--helm]", natsAuth},
 		{"health", "exit 0 if the node on this machine is ready: health -c <manifest> [--addr host:port]", health},
 		{"sim", "be the scripted agent (used by demo, tests and loadgen)", simCommand},
+		{"version", "print this binary's version and the revision it was built from", version},
 	}
 }
 
@@ -47,6 +50,9 @@ func main() {
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		return version(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -107,4 +113,13 @@ func usageError(stderr io.Writer, err error) int {
 		fmt.Fprintln(stderr, "runtime:", err)
 	}
 	return exitUsage
+}
+
+// version prints the build: `runtime version` and `runtime --version`.
+func version(args []string, stdout, stderr io.Writer) int {
+	if _, err := parse(newFlags("version", stderr), args); err != nil {
+		return usageError(stderr, err)
+	}
+	fmt.Fprintln(stdout, "agentmux", metrics.ReadBuild())
+	return exitOK
 }
