@@ -69,7 +69,7 @@ func TestEscalationToAPersonAndFirstAnswerWins(t *testing.T) {
 	if p.Request != "a2" || p.Supervisor != "oncall" || !strings.Contains(p.Escalation, `matches "(?i)prod"`) {
 		t.Fatalf("pending %+v", p)
 	}
-	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"no"`)}); err != nil {
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"no"`), Reason: "prod freeze"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pending.Respond(context.Background(), p.ID, "bob", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); !errors.Is(err, store.ErrAlreadyAnswered) || !strings.Contains(err.Error(), "by alice") {
@@ -79,6 +79,9 @@ func TestEscalationToAPersonAndFirstAnswerWins(t *testing.T) {
 	got := answers(t, res)
 	if string(got["a1"].Value) != `"yes"` || string(got["a2"].Value) != `"no"` || got["a2"].Outcome != "answered" {
 		t.Fatalf("answers %+v", got)
+	}
+	if got["a2"].Reason != "alice: prod freeze" { // the person's reason reaches the agent in the response line
+		t.Errorf("a2's reason %q; want alice's, %q", got["a2"].Reason, "alice: prod freeze")
 	}
 	if r := record(res, "a1"); r.Decider != "rule:gate" {
 		t.Errorf("a1 decided by %q; the rule answers what is not escalated", r.Decider)

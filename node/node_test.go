@@ -145,6 +145,7 @@ func waitFor(t *testing.T, d time.Duration, check func() error) {
 func answers(t *testing.T, res *agent.Result) map[string]struct {
 	Value   json.RawMessage
 	Outcome string
+	Reason  string
 } {
 	t.Helper()
 	if !res.OK {
@@ -154,6 +155,7 @@ func answers(t *testing.T, res *agent.Result) map[string]struct {
 		Answers map[string]struct {
 			Value   json.RawMessage
 			Outcome string
+			Reason  string
 		}
 	}
 	if err := json.Unmarshal(res.Payload, &p); err != nil {

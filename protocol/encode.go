@@ -24,7 +24,7 @@ type Response struct {
 	ID        string
 	Value     json.RawMessage // nil is written as null
 	Outcome   Outcome
-	Reason    string // why, for an invalid one; omitted when empty
+	Reason    string // why, in the decider's words, or why the answer did not fit; omitted when empty
 }
 
 // AppendResponse appends r as one line, "\n" included. The value is compacted, so no

@@ -40,6 +40,7 @@ type incoming struct {
 	ID      string          `json:"id"`
 	Value   json.RawMessage `json:"value"`
 	Outcome string          `json:"outcome"`
+	Reason  string          `json:"reason"`
 	// A typed result's new prompt, and a retry's account of earlier attempts.
 	SchemaError     string          `json:"schema_error"`
 	PreviousAttempt json.RawMessage `json:"previous_attempt"`
@@ -52,6 +53,7 @@ type incoming struct {
 type answer struct {
 	Value   json.RawMessage `json:"value"`
 	Outcome string          `json:"outcome"`
+	Reason  string          `json:"reason,omitempty"`
 }
 
 type agent struct {
@@ -319,7 +321,7 @@ func (a *agent) pump(timeout <-chan time.Time, done func() bool) error {
 			}
 			switch m.Type {
 			case "response":
-				a.answers[m.ID] = answer{Value: m.Value, Outcome: m.Outcome}
+				a.answers[m.ID] = answer{Value: m.Value, Outcome: m.Outcome, Reason: m.Reason}
 			case "interrupt":
 				return errInterrupted
 			case "message":

@@ -232,10 +232,9 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 // the request.answered event and the audit. An invalid response says why.
 func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
 	if a.phase.live() {
-		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome}
-		if outcome == protocol.OutcomeInvalid {
-			resp.Reason = reason
-		}
+		// The reason goes with every answer that has one: a person's --reason, a rule's
+		// or a model's words, why a default was written or an answer did not fit.
+		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome, Reason: reason}
 		if reply := a.dialect.Answer(p.msg, resp, reason); reply != nil {
 			a.proc.stdin.write(reply)
 		}
