@@ -118,6 +118,7 @@ type Agent struct {
 	wake     time.Time                            // when requests fires; zero: not armed
 
 	stderrTail []string // the last stderr lines, for the error of a crash
+	diedInInit bool     // the process exited while initializing: a waiting session says so
 
 	waiting *StartSession // arrived before the process was ready
 	sess    *session
@@ -289,9 +290,7 @@ func (a *Agent) report(r *Result, start *StartSession, reusable bool) {
 }
 
 func (a *Agent) onExited(m *processExited) {
-	if a.phase == phaseInitializing {
-		a.failWaiting(fmt.Sprintf("host '%s' exited during initialization (%s)", a.host.Name, exitDescription(m.err)))
-	}
+	a.diedInInit = a.phase == phaseInitializing // the session waiting for it ends once its stderr is read
 	if !a.to(phaseExited) {
 		return
 	}
@@ -326,10 +325,14 @@ func (a *Agent) maybeGone() {
 	if a.phase != phaseExited || a.reading > 0 {
 		return
 	}
-	text := "agent exited without result (" + exitDescription(a.exitErr) + ")"
+	tail := ""
 	if len(a.stderrTail) > 0 {
-		text += "; last stderr: " + strings.Join(a.stderrTail, " | ")
+		tail = "; last stderr: " + strings.Join(a.stderrTail, " | ")
 	}
+	if a.diedInInit {
+		a.failWaiting(fmt.Sprintf("host '%s' exited during initialization (%s)%s", a.host.Name, exitDescription(a.exitErr), tail))
+	}
+	text := "agent exited without result (" + exitDescription(a.exitErr) + ")" + tail
 	if a.sess != nil {
 		a.log.Warn("agent exited in a session", "pid", a.pid(), "session", a.sess.id, "err", text)
 	}

@@ -329,6 +329,20 @@ func TestLifecycleProcessDiesInitializing(t *testing.T) {
 	l.gone()
 }
 
+// TestDiedInInitSaysWhatItPrinted: a real process that reads its init and exits,
+// saying why on stderr (a bad key, a missing model): the session waiting for it ends
+// with that, not only its exit status.
+func TestDiedInInitSaysWhatItPrinted(t *testing.T) {
+	l := spawnAgent(t, "[hosts.w]\ncommand = \"sh\"\nargs = [\"-c\", \"read line; echo 'init: the API key is not set' >&2; exit 3\"]\n"+
+		"params = { mode = \"test\" }\ninit_timeout = \"10s\"\n", nil)
+	l.start("s-1")
+	e := l.sessionEnded()
+	if want := "host 'w' exited during initialization (exit status 3); last stderr: init: the API key is not set"; e.Result.Error != want {
+		t.Fatalf("waiting session ended %q; want %q", e.Result.Error, want)
+	}
+	l.gone()
+}
+
 // TestLifecycleInitNeverAcknowledged: initializing → stopping on the init timeout.
 func TestLifecycleInitNeverAcknowledged(t *testing.T) {
 	p := newPuppet()
