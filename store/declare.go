@@ -34,10 +34,12 @@ const (
 	// fleet's streams on one server until a node starts again; a cluster that really has
 	// fewer servers waits this long once.
 	peerWait = 45 * time.Second
-	// dupWindow is how long the task and audit streams remember a message's id: a
-	// record published again within it (its acknowledgement was lost) is stored once.
-	dupWindow = 2 * time.Minute
 )
+
+// DuplicateWindow is how long the task and audit streams remember a message's id: a
+// record published again within it (its acknowledgement was lost) is stored once, and
+// a task submitted again under its id is not queued again.
+const DuplicateWindow = 2 * time.Minute
 
 // Declare creates or updates every stream and bucket agentmux uses, with replicas
 // copies (0: chosen from the cluster), retrying while a cluster is still forming, and
@@ -100,14 +102,14 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Subjects:    []string{wire.TaskSubjects},
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
-		Duplicates:  dupWindow,
+		Duplicates:  DuplicateWindow,
 	}, {
 		Name:        wire.AuditStream,
 		Description: "agentmux audit trail: sessions, requests and who answered them",
 		Subjects:    []string{wire.AuditSubjects},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
-		Duplicates:  dupWindow,
+		Duplicates:  DuplicateWindow,
 	}} {
 		cfg.Replicas = replicas
 		if err := d.stream(ctx, cfg); err != nil {

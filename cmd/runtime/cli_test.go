@@ -162,6 +162,22 @@ const (
 	pendingScript = `{"steps":[{"send":{"type":"question","id":"q1","question":"Is anyone there?"}},{"await":"q1"},{"result":"answered"}]}`
 )
 
+// TestSubmitToAHostNoNodeRuns: a task for a host no live node runs is queued with a
+// warning (exit 0), and --follow gives up at --timeout, saying so, with exit 1.
+func TestSubmitToAHostNoNodeRuns(t *testing.T) {
+	manifest := nodeManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest, "--no-hosts")
+	until(t, "runtime up", up.stderr, "node up")
+	queued := runtimeProc(t, "submit", "-c", manifest, "--id", "t-nobody", "w", okScript)
+	if code := queued.wait(t, 30*time.Second); code != exitOK || !strings.Contains(queued.stderr.String(), "no live node runs host 'w' now") {
+		t.Fatalf("submit to an unserved host: exit %d, stderr:\n%s", code, queued.stderr)
+	}
+	followed := runtimeProc(t, "submit", "-c", manifest, "--id", "t-nobody-2", "w", okScript, "--follow", "--timeout", "1s")
+	if code := followed.wait(t, 30*time.Second); code != exitError || !strings.Contains(followed.stderr.String(), "did not end within --timeout 1s") {
+		t.Fatalf("submit --follow --timeout to an unserved host: exit %d, stderr:\n%s", code, followed.stderr)
+	}
+}
+
 func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest, "--grace", "1s")
@@ -190,11 +206,18 @@ func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 
 	// Without --follow: the task id, exit 0; watch sees every session.
 	plain := runtimeProc(t, "submit", "-c", manifest, "--id", "t-plain", "w", okScript)
-	if code := plain.wait(t, 30*time.Second); code != exitOK || strings.TrimSpace(plain.stdout.String()) != "t-plain" {
-		t.Fatalf("submit: exit %d, stdout %q", code, plain.stdout)
+	if code := plain.wait(t, 30*time.Second); code != exitOK || strings.TrimSpace(plain.stdout.String()) != "t-plain" || plain.stderr.String() != "" {
+		t.Fatalf("submit: exit %d, stdout %q, stderr %q", code, plain.stdout, plain.stderr)
 	}
 	for _, id := range []string{"t-ok", "t-fail", "t-plain"} {
 		until(t, "watch", watch.stdout, `"subject":"agentmux.evt.w.`+id+`.session.ended"`)
+	}
+
+	// The same id again: not queued, exit 1, saying what became of the first.
+	dup := runtimeProc(t, "submit", "-c", manifest, "--id", "t-ok", "w", okScript)
+	if code := dup.wait(t, 30*time.Second); code != exitError || !strings.Contains(dup.stderr.String(), "task t-ok was submitted already") ||
+		!strings.Contains(dup.stderr.String(), "it ended ok at") || dup.stdout.String() != "" {
+		t.Fatalf("a task id submitted again: exit %d, stdout %q, stderr:\n%s", code, dup.stdout, dup.stderr)
 	}
 
 	// SIGTERM with a request pending: answered cancelled, session ended, exit 0.

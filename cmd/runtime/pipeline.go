@@ -131,7 +131,7 @@ func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]st
 		fmt.Fprintln(stdout, id)
 		return exitOK
 	}
-	if !printer.await("run", stderr) {
+	if !printer.await("run", 0, stderr) {
 		return exitError
 	}
 	printer.mu.Lock()

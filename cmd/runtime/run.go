@@ -170,17 +170,25 @@ func (p *eventPrinter) waitEnded(nc *nats.Conn, d time.Duration) {
 
 // await waits for the end the printer follows, or for a signal to stop following
 // (then it says that what it followed goes on, and returns false).
-func (p *eventPrinter) await(what string, stderr io.Writer) bool {
+func (p *eventPrinter) await(what string, timeout time.Duration, stderr io.Writer) bool {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case <-p.ended:
 		return true
 	case <-sigs:
 		fmt.Fprintf(stderr, "runtime submit: stopped following; the %s goes on\n", what)
-		return false
+	case <-expired:
+		fmt.Fprintf(stderr, "runtime submit: the %s did not end within --timeout %v; it goes on\n", what, timeout)
 	}
+	return false
 }
 
 func (p *eventPrinter) close() {

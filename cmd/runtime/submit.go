@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
+	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,6 +27,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("submit", stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
+	timeout := fs.Duration("timeout", 0, "with --follow, stop following after this `long` (exit 1; the task goes on); 0: no limit")
 	id := fs.String("id", "", "task `id` (default: a fresh one); also the session id")
 	resume := resumeFlag(fs)
 	pos, err := parse(fs, args)
@@ -63,11 +67,14 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if code := c.queue("submit", wire.TaskSubject(host), *id, data, stderr); code != exitOK {
 		return code
 	}
+	if !c.served(host) {
+		fmt.Fprintf(stderr, "runtime submit: no live node runs host '%s' now: the task waits in the queue until one does (`runtime nodes` lists them)\n", host)
+	}
 	if !*follow {
 		fmt.Fprintln(stdout, *id)
 		return exitOK
 	}
-	if !printer.await("task", stderr) {
+	if !printer.await("task", *timeout, stderr) {
 		return exitError
 	}
 	printer.mu.Lock()
@@ -82,12 +89,19 @@ func submit(args []string, stdout, stderr io.Writer) int {
 }
 
 // queue publishes a task to the work queue under its id, retrying while a cluster
-// elects the stream's leader.
+// elects the stream's leader. A task whose id the stream has seen within its duplicate
+// window is not queued again: that is an error, which says what became of the first.
 func (c *busClient) queue(cmd, subject, id string, data []byte, stderr io.Writer) int {
 	ctx, cancel := c.timeout(publishTimeout)
 	defer cancel()
 	retries := jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait))
-	if _, err := c.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), retries, jetstream.WithRetryWait(publishRetryWait)); err != nil {
+	ack, err := c.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), retries, jetstream.WithRetryWait(publishRetryWait))
+	if err == nil && ack.Duplicate {
+		fmt.Fprintf(stderr, "runtime %s: task %s was submitted already, within the last %v, and is not queued again%s; give the new one another --id\n",
+			cmd, id, store.DuplicateWindow, c.fate(ctx, id))
+		return exitError
+	}
+	if err != nil {
 		if refused := c.explain(nil); refused != nil {
 			fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, refused)
 			return exitError
@@ -96,6 +110,52 @@ func (c *busClient) queue(cmd, subject, id string, data []byte, stderr io.Writer
 		return exitError
 	}
 	return exitOK
+}
+
+// served reports whether a live node, not draining, runs host, from the heartbeats;
+// true when they cannot be read (nothing to warn of then).
+func (c *busClient) served(host string) bool {
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	nodes, err := store.OpenNodes(ctx, c.js)
+	if err != nil {
+		return true
+	}
+	list, now, err := nodes.List(ctx)
+	if err != nil {
+		return true
+	}
+	for _, n := range list {
+		if n.Alive(now) && !n.Draining && slices.ContainsFunc(n.Hosts, func(h wire.HostInfo) bool { return h.Name == host }) {
+			return true
+		}
+	}
+	return false
+}
+
+// fate says what became of task id, from its audit: ended, running, or not yet taken.
+func (c *busClient) fate(ctx context.Context, id string) string {
+	records, err := store.ReadAudit(ctx, c.js, id)
+	if err != nil {
+		return ""
+	}
+	var started, ended *wire.AuditRecord
+	for _, r := range records {
+		switch r.Kind {
+		case "session.started":
+			started = r
+		case "session.ended":
+			ended = r
+		}
+	}
+	at := func(r *wire.AuditRecord) string { return time.UnixMilli(r.Time).Format(time.RFC3339) }
+	switch {
+	case ended != nil:
+		return fmt.Sprintf(" (it ended %s at %s on %s: `runtime audit %s`)", ended.Outcome, at(ended), ended.Node, id)
+	case started != nil:
+		return fmt.Sprintf(" (it started at %s on %s and runs)", at(started), started.Node)
+	}
+	return " (it waits in the queue for a node that runs its host)"
 }
 
 func watch(args []string, stdout, stderr io.Writer) int {
