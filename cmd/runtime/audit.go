@@ -11,7 +11,7 @@ import (
 )
 
 func audit(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("audit", stderr)
+	fs := newFlags("audit", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	asJSON := fs.Bool("json", false, "print the records as JSON lines")
 	pos, err := parse(fs, args)

@@ -23,7 +23,7 @@ import (
 const consoleShutdown = 5 * time.Second
 
 func consoleCommand(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("console", stderr)
+	fs := newFlags("console", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	addr := fs.String("addr", console.DefaultAddr, "listen on `host:port`; beyond loopback it needs AGENTMUX_CONSOLE_TOKEN")
 	public := fs.String("public-host", "", "the `names` people reach it by beyond this machine (a,b): it answers only to these, loopback names and its address")

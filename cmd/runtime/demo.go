@@ -20,7 +20,7 @@ const (
 )
 
 func demo(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("demo", stderr)
+	fs := newFlags("demo", stdout, stderr)
 	sessions := fs.Int("sessions", 200, "concurrent scripted agent sessions")
 	logLevel := fs.String("log", "error", "log `level`")
 	if _, err := parse(fs, args); err != nil {

@@ -14,7 +14,7 @@ const drainPoll = 500 * time.Millisecond
 
 // drain asks one node to stop taking tasks and hand back what it cannot finish.
 func drain(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("drain", stderr)
+	fs := newFlags("drain", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	grace := fs.Duration("grace", defaultDrainGrace, "how long running sessions may finish before their tasks go back to the queue")
 	wait := fs.Bool("wait", false, "wait until no session is left on the node")

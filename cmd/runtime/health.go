@@ -16,7 +16,7 @@ const healthTimeout = 5 * time.Second
 // health asks a node on this machine whether it is ready (GET /readyz on its metrics
 // address), for container health checks in images that have no curl or shell.
 func health(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("health", stderr)
+	fs := newFlags("health", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`: its [metrics] addr is where the node listens")
 	addr := fs.String("addr", "", "the node's metrics `address` (host:port), instead of the manifest's")
 	if _, err := parse(fs, args); err != nil {

@@ -32,7 +32,7 @@ func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *store.Pendi
 }
 
 func pending(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("pending", stderr)
+	fs := newFlags("pending", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
 	if _, err := parse(fs, args); err != nil {
@@ -80,7 +80,7 @@ var requestID = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]+$`)
 // (already answered, past its deadline, cancelled) or the bus failed; 2 usage: a bad
 // id, no such request, an answer that does not fit.
 func respond(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("respond", stderr)
+	fs := newFlags("respond", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	session := fs.Bool("session", false, "the answer stands for the same request later in the same session (approve for the session)")
 	reason := fs.String("reason", "", "why, in your words: the agent and the audit get it (a deny's reason)")

@@ -21,27 +21,28 @@ const (
 
 type command struct {
 	name, summary string
+	synopsis      string // its arguments, after `runtime <name>`
 	run           func(args []string, stdout, stderr io.Writer) int
 }
 
 func commands() []command {
 	return []command{
-		{"demo", "run 200 scripted agents under supervision on an embedded node", demo},
-		{"run", "run one session or a pipeline on an embedded node: run -c <manifest> <host> <prompt> | <pipeline> name=value…", run},
-		{"up", "run a node until SIGINT/SIGTERM: up -c <manifest> [--no-hosts|--hosts a,b] [--no-supervisors|--supervisors x,y]", up},
-		{"nodes", "list the fleet's nodes: nodes -c <manifest> [--json]", nodes},
-		{"drain", "stop a node taking tasks, hand back the rest: drain -c <manifest> <node> [--grace 30s] [--wait]", drain},
-		{"submit", "queue a task or a pipeline run: submit -c <manifest> <host> <prompt> | <pipeline> name=value… [--follow]", submit},
-		{"watch", "print live events of all sessions: watch -c <manifest>", watch},
-		{"pending", "list requests waiting for a person: pending -c <manifest> [--json]", pending},
-		{"respond", "answer a waiting request: respond -c <manifest> <id> <answer> [--as name]", respond},
-		{"audit", "print a session's trail: audit -c <manifest> <session> [--json]", audit},
-		{"console", "serve the web console people answer from: console -c <manifest> [--addr 127.0.0.1:9470]", consoleCommand},
-		{"validate", "check a manifest: validate -c <manifest>", validate},
-		{"nats-auth", "print an external NATS server's users for the manifest: nats-auth -c <manifest> [--helm]", natsAuth},
-		{"health", "exit 0 if the node on this machine is ready: health -c <manifest> [--addr host:port]", health},
-		{"sim", "be the scripted agent (used by demo, tests and loadgen)", simCommand},
-		{"version", "print this binary's version and the revision it was built from", version},
+		{"demo", "run 200 scripted agents under supervision on an embedded node", "[--sessions 200]", demo},
+		{"run", "run one session or a pipeline on an embedded node", "-c <manifest> <host> <prompt> | <pipeline> name=value…", run},
+		{"up", "run a node until SIGINT/SIGTERM", "-c <manifest> [--no-hosts|--hosts a,b] [--no-supervisors|--supervisors x,y]", up},
+		{"nodes", "list the fleet's nodes", "-c <manifest> [--json]", nodes},
+		{"drain", "stop a node taking tasks, hand back the rest", "-c <manifest> <node> [--grace 30s] [--wait]", drain},
+		{"submit", "queue a task or a pipeline run", "-c <manifest> <host> <prompt> | <pipeline> name=value… [--id id] [--follow [--timeout 5m]]", submit},
+		{"watch", "print live events of all sessions", "-c <manifest> [--subject filter]", watch},
+		{"pending", "list requests waiting for a person", "-c <manifest> [--json]", pending},
+		{"respond", "answer a waiting request", "-c <manifest> <id> <answer> [--reason why] [--session] [--as name]", respond},
+		{"audit", "print a session's trail", "-c <manifest> <session> [--json]", audit},
+		{"console", "serve the web console people answer from", "-c <manifest> [--addr 127.0.0.1:9470]", consoleCommand},
+		{"validate", "check a manifest", "-c <manifest>", validate},
+		{"nats-auth", "print an external NATS server's users for the manifest", "-c <manifest> [--helm]", natsAuth},
+		{"health", "exit 0 if the node on this machine is ready", "-c <manifest> [--addr host:port]", health},
+		{"sim", "be the scripted agent (used by demo, tests and loadgen)", "", simCommand},
+		{"version", "print this binary's version and the revision it was built from", "", version},
 	}
 }
 
@@ -53,11 +54,15 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
 		return version(args[1:], stdout, stderr)
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return exitUsage
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 { // help <command>: as <command> --help
+			return dispatch([]string{args[1], "--help"}, stdout, stderr)
 		}
+		usage(stdout)
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -75,13 +80,51 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\n`runtime <command> --help` (or `runtime help <command>`) says more of each.")
 }
 
-// newFlags returns a FlagSet that reports errors instead of exiting.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a FlagSet that reports errors on stderr instead of exiting. Its
+// --help prints the command's synopsis and flags on stdout (usageError then exits 0);
+// after a bad flag, the flag package's message and the usage go to stderr.
+func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("runtime "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	errs := &noting{w: stderr}
+	fs.SetOutput(errs)
+	fs.Usage = func() {
+		out := stdout
+		if errs.wrote { // a bad flag, said just now
+			out = stderr
+		}
+		for _, c := range commands() {
+			if c.name == name {
+				fmt.Fprintf(out, "usage: %s\n\n%s.\n", strings.TrimSpace("runtime "+c.name+" "+c.synopsis), c.summary)
+			}
+		}
+		if hasFlags(fs) {
+			fmt.Fprintln(out, "\nflags:")
+			fs.SetOutput(out)
+			fs.PrintDefaults()
+			fs.SetOutput(errs)
+		}
+	}
 	return fs
+}
+
+// noting is a writer that notes whether anything was written to it.
+type noting struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (n *noting) Write(p []byte) (int, error) {
+	n.wrote = true
+	return n.w.Write(p)
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
 
 // parse parses flags wherever they stand among the positional arguments.
@@ -108,16 +151,19 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
+// usageError reports a usage error (exit 2), or ends a --help (exit 0: the usage is on
+// stdout already).
 func usageError(stderr io.Writer, err error) int {
-	if !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stderr, "runtime:", err)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
 	}
+	fmt.Fprintln(stderr, "runtime:", err)
 	return exitUsage
 }
 
 // version prints the build: `runtime version` and `runtime --version`.
 func version(args []string, stdout, stderr io.Writer) int {
-	if _, err := parse(newFlags("version", stderr), args); err != nil {
+	if _, err := parse(newFlags("version", stdout, stderr), args); err != nil {
 		return usageError(stderr, err)
 	}
 	fmt.Fprintln(stdout, "agentmux", metrics.ReadBuild())

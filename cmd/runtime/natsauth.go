@@ -11,7 +11,7 @@ import (
 // natsAuth prints the authorization block an external NATS server needs to let the
 // manifest's users in with their roles' permissions, the same the embedded server grants.
 func natsAuth(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("nats-auth", stderr)
+	fs := newFlags("nats-auth", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`: its [[nats.users]]")
 	helm := fs.Bool("helm", false, "print values for the official NATS Helm chart instead of server configuration")
 	pos, err := parse(fs, args)

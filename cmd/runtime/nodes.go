@@ -14,7 +14,7 @@ import (
 
 // nodes lists the fleet's nodes from their heartbeats.
 func nodes(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("nodes", stderr)
+	fs := newFlags("nodes", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if _, err := parse(fs, args); err != nil {

@@ -23,7 +23,7 @@ import (
 const endedEventWait = 2 * time.Second
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("run", stderr)
+	fs := newFlags("run", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	events := fs.Bool("events", false, "print each event as a JSON line on stderr")
 	logLevel := fs.String("log", "warn", "log `level`: debug, info, warn, error")

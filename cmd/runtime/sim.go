@@ -11,7 +11,7 @@ import (
 )
 
 func simCommand(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("sim", stderr)
+	fs := newFlags("sim", stdout, stderr)
 	script := fs.String("script", "", "JSON script `file` for every session (default: the prompt's script, else the flags below)")
 	var g sim.Generate
 	fs.IntVar(&g.Progress, "progress", 3, "progress messages per session")

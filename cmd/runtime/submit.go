@@ -24,7 +24,7 @@ const (
 )
 
 func submit(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("submit", stderr)
+	fs := newFlags("submit", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
 	timeout := fs.Duration("timeout", 0, "with --follow, stop following after this `long` (exit 1; the task goes on); 0: no limit")
@@ -159,7 +159,7 @@ func (c *busClient) fate(ctx context.Context, id string) string {
 }
 
 func watch(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("watch", stderr)
+	fs := newFlags("watch", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	subject := fs.String("subject", wire.AllEvents, "event `subject` filter")
 	if _, err := parse(fs, args); err != nil {

@@ -21,7 +21,7 @@ const (
 )
 
 func up(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("up", stderr)
+	fs := newFlags("up", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	name := fs.String("name", "", "node `name` (default: host name and a short id)")
 	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")

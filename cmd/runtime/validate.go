@@ -12,7 +12,7 @@ import (
 )
 
 func validate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("validate", stderr)
+	fs := newFlags("validate", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
