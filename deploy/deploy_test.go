@@ -179,6 +179,9 @@ func TestSystemdUnit(t *testing.T) {
 			t.Errorf("the unit lacks %s", want)
 		}
 	}
+	if regexp.MustCompile(`(?m)^ExecReload=`).MatchString(unit) {
+		t.Error("the unit has a reload: the node reloads nothing in place yet, and a reload that signals it stops it")
+	}
 	grace := regexp.MustCompile(`--grace (\d+)m`).FindStringSubmatch(unit)
 	stop := regexp.MustCompile(`(?m)^TimeoutStopSec=(\d+)min$`).FindStringSubmatch(unit)
 	if grace == nil || stop == nil || atoi(stop[1]) <= atoi(grace[1]) {

@@ -399,3 +399,26 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 		t.Fatalf("audit table:\n%s", out)
 	}
 }
+
+// TestSIGHUPDoesNotStopTheNode: a SIGHUP (a systemd reload, a closed terminal) used to
+// end the node. It is logged, saying a reload is not built yet, and the node runs on,
+// until SIGTERM stops it as ever.
+func TestSIGHUPDoesNotStopTheNode(t *testing.T) {
+	manifest := nodeManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "runtime up", up.stderr, "node up")
+	if err := up.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the SIGHUP answered", up.stderr, "does not reload its manifest in place yet")
+	nodes := runtimeProc(t, "nodes", "-c", manifest)
+	if code := nodes.wait(t, 20*time.Second); code != exitOK || !strings.Contains(nodes.stdout.String(), " up ") {
+		t.Fatalf("nodes after SIGHUP: exit %d, stdout %q, stderr %q; want the node up", code, nodes.stdout, nodes.stderr)
+	}
+	if err := up.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := up.wait(t, 60*time.Second); code != exitOK {
+		t.Fatalf("up after SIGTERM: exit %d\n%s", code, up.stderr)
+	}
+}

@@ -55,6 +55,10 @@ func up(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// SIGHUP would end the node; it is taken, and said to do nothing yet.
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	defer signal.Stop(hups)
 
 	// A signal while the node starts (it may wait a minute for its cluster) ends the
 	// start; one just after it is read from sigs below.
@@ -77,7 +81,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	if local := n.Bus.LocalOperator(); local != "" {
 		log.Info("the CLI on this machine connects as the local operator; no anonymous client gets in", "credential", local)
 	}
-	sig := <-sigs
+	sig := awaitStop(sigs, hups, log)
 	log.Info("draining, then stopping; a second signal forces", "signal", sig.String(), "grace", *grace)
 	ctx, cancel := context.WithTimeout(context.Background(), *grace+upStopTimeout)
 	defer cancel()
@@ -98,6 +102,20 @@ func up(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("node stopped")
 	return exitOK
+}
+
+// awaitStop waits for a signal that stops the node. SIGHUP, which would have ended it
+// (and a systemd reload with it), is answered in the log: reloading the manifest in
+// place is not built yet.
+func awaitStop(sigs, hups <-chan os.Signal, log *slog.Logger) os.Signal {
+	for {
+		select {
+		case sig := <-sigs:
+			return sig
+		case <-hups:
+			log.Warn("SIGHUP: this node does not reload its manifest in place yet; it runs on as it was. Restart it to apply a changed manifest (it drains first): systemctl restart agentmux")
+		}
+	}
 }
 
 // list splits a comma-separated flag value; empty gives nil.
