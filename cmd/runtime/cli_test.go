@@ -422,3 +422,21 @@ func TestSIGHUPDoesNotStopTheNode(t *testing.T) {
 		t.Fatalf("up after SIGTERM: exit %d\n%s", code, up.stderr)
 	}
 }
+
+// TestUpLogsJSON: --log-format json writes one JSON object a line, for a log
+// collector; an unknown format is a usage error.
+func TestUpLogsJSON(t *testing.T) {
+	manifest := nodeManifest(t)
+	bad := runtimeProc(t, "up", "-c", manifest, "--log-format", "xml")
+	if code := bad.wait(t, 20*time.Second); code != exitUsage || !strings.Contains(bad.stderr.String(), `--log-format "xml": use text or json`) {
+		t.Fatalf("up --log-format xml: exit %d, stderr %q", code, bad.stderr)
+	}
+	up := runtimeProc(t, "up", "-c", manifest, "--log-format", "json")
+	until(t, "runtime up", up.stderr, `"msg":"node up"`)
+	for _, line := range strings.Split(strings.TrimSpace(up.stderr.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["level"] == nil || rec["msg"] == nil {
+			t.Fatalf("a log line that is not a JSON record with level and msg: %q (%v)", line, err)
+		}
+	}
+}

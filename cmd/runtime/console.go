@@ -29,6 +29,7 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	public := fs.String("public-host", "", "the `names` people reach it by beyond this machine (a,b): it answers only to these, loopback names and its address")
 	as := fs.String("as", "", "`name` answers are recorded as without a sign-in (default: the bus user, or $USER)")
 	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")
+	logFormat := logFormatFlag(fs)
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
@@ -36,7 +37,10 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	if m == nil {
 		return code
 	}
-	log := newLogger(stderr, *logLevel)
+	log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return usageError(stderr, err)
+	}
 	guard(log)
 	var running atomic.Pointer[console.Server] // for the refusal hook, once it is up
 	c, err := dialWith("console", m, func(r *bus.PermissionError) {

@@ -144,11 +144,29 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
+	log, _ := newFormattedLogger(w, level, "text")
+	return log
+}
+
+// logFormatFlag is the --log-format of the commands that run for long (up, console).
+func logFormatFlag(fs *flag.FlagSet) *string {
+	return fs.String("log-format", "text", "log `format`: text (key=value) or json (one object a line, for a log collector)")
+}
+
+// newFormattedLogger logs at level in format, text or json; another format is an error.
+func newFormattedLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
 		l = slog.LevelWarn
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
 // usageError reports a usage error (exit 2), or ends a --help (exit 0: the usage is on

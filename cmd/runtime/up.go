@@ -25,6 +25,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	name := fs.String("name", "", "node `name` (default: host name and a short id)")
 	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")
+	logFormat := logFormatFlag(fs)
 	noSup := fs.Bool("no-supervisors", false, "leave the manifest's supervisors to other nodes")
 	noHosts := fs.Bool("no-hosts", false, "run no agents: leave every host to other nodes")
 	hosts := fs.String("hosts", "", "run only these hosts (`a,b`); routes naming others are fine")
@@ -37,7 +38,10 @@ func up(args []string, stdout, stderr io.Writer) int {
 	if m == nil {
 		return code
 	}
-	log := newLogger(stderr, *logLevel)
+	log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
+	if err != nil {
+		return usageError(stderr, err)
+	}
 	guard(log)
 	for _, w := range m.Warnings {
 		log.Warn("manifest", "problem", w.Error())
