@@ -201,13 +201,7 @@ func TestWatchEndsWithTheCommand(t *testing.T) {
 		t.Fatalf("a watched command's status: %v; want 7", err)
 	}
 	group := cmd.Process.Pid
-	deadline := time.Now().Add(3 * time.Second)
-	for syscall.Kill(-group, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("the shim's group %d still has a process 3 s after its command ended", group)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	proctest.Eventually(t, "the shim's group is empty once its command ended", func() bool { return syscall.Kill(-group, 0) != nil })
 }
 
 // TestDetachedDescendantDiesWithParent: a command starts a process that leaves its
