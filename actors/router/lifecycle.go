@@ -1,5 +1,7 @@
 package router
 
+import "slices"
+
 // phase is where the router is in its life. It is in exactly one; moving between them
 // is [Router.to], which refuses a move the table below does not allow.
 //
@@ -28,14 +30,7 @@ var moves = [...][]phase{
 }
 
 // canMove says whether a router in phase p may move to next.
-func (p phase) canMove(next phase) bool {
-	for _, q := range moves[p] {
-		if q == next {
-			return true
-		}
-	}
-	return false
-}
+func (p phase) canMove(next phase) bool { return slices.Contains(moves[p], next) }
 
 // to moves the router to phase next. A move the table does not allow is a bug: it is
 // logged and not made.
