@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentmux/agentmux/protocol"
 )
 
 // Pipeline chains listen sessions: each stage runs on a host, its prompt built from
@@ -76,32 +78,10 @@ func (v *validator) resultSpec(schemaAt, retriesAt []string, schema map[string]a
 	if raw == nil {
 		return nil
 	}
-	if err := checkSchemaItself(schema); err != "" {
-		v.add(schemaAt, "%s", err)
+	if _, err := protocol.CompileSchema(raw); err != nil {
+		v.add(schemaAt, "%v (result_schema is JSON Schema, draft 2020-12 unless its $schema says otherwise)", err)
 	}
 	return &ResultSpec{Schema: raw, Retries: retries}
-}
-
-// checkSchemaItself reports keywords of the wrong shape, which would fail every result.
-func checkSchemaItself(s map[string]any) string {
-	if t, ok := s["type"]; ok {
-		if _, str := t.(string); !str {
-			if _, list := t.([]any); !list {
-				return "type must be a string or a list of strings"
-			}
-		}
-	}
-	if r, ok := s["required"]; ok {
-		if _, list := r.([]any); !list {
-			return `required must be a list of property names, e.g. required = ["passed"]`
-		}
-	}
-	if p, ok := s["properties"]; ok {
-		if _, obj := p.(map[string]any); !obj {
-			return "properties must be a table of schemas"
-		}
-	}
-	return ""
 }
 
 // sends reports a route for requests of type typ that host h declares it never sends.

@@ -99,7 +99,9 @@ func TestPipelineProblems(t *testing.T) {
 		{"retries without schema", strings.Replace(buildAndTest, `name = "implement"`, "name = \"implement\"\nresult_retries = 2", 1),
 			`result_retries needs a result_schema`},
 		{"bad schema", strings.Replace(buildAndTest, `required = ["passed"], properties`, `required = "passed", properties`, 1),
-			`required must be a list of property names`},
+			`result_schema (m.toml:30:1): the schema is not a valid JSON Schema: /required: got string, want array`},
+		{"schema reaching a file", strings.Replace(buildAndTest, `required = ["passed"], properties`, `"$ref" = "file:///etc/passwd", properties`, 1),
+			`result_schema (m.toml:30:1): the schema is not a valid JSON Schema: $ref "file:///etc/passwd" is outside the schema`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse("m.toml", []byte(pipelineBase+tc.src))
