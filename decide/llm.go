@@ -1,6 +1,7 @@
 package decide
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -116,6 +117,12 @@ func (l *LLM) Decide(ctx context.Context, r *Request) (Decision, error) {
 		// whose answer is a string, the prose is the answer.
 		v, _ := json.Marshal(strings.TrimSpace(text))
 		reply, perr = &modelReply{Answer: v, Reason: "the model replied in plain text"}, nil
+	}
+	if perr == nil && takesText(m) && noValue(reply.Answer) && reply.Decision != "" {
+		// A model that answers a question in an approval's shape, {"decision": "staging"},
+		// for a question that takes any string (its options only suggestions): its choice
+		// is the answer.
+		reply.Answer, _ = json.Marshal(reply.Decision)
 	}
 	if perr == nil && m.Type != protocol.TypeApproval {
 		if err := protocol.ValidateAnswer(m, reply.Answer); err != nil {
@@ -252,4 +259,10 @@ func (l *LLM) remember(ctx context.Context, session, user, assistant string) {
 			l.log.Warn("llm supervisor's memory not written", "supervisor", l.sup.Name, "session", session, "err", err)
 		}
 	}
+}
+
+// noValue reports an answer the model left out or set to null.
+func noValue(v json.RawMessage) bool {
+	t := bytes.TrimSpace(v)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
 }

@@ -326,6 +326,8 @@ func TestPlainTextReplyAnswersAFreeFormQuestion(t *testing.T) {
 		turn{text: "  Use PostgreSQL {with JSONB} for the settings table.\n"},
 		turn{text: "Sure, design it as a state machine."},
 		turn{text: "e2e, because checkout changed"},
+		turn{text: "staging"},
+		turn{text: `{"decision":"prod","reason":"the fix is for prod","risk_level":"low"}`},
 	)
 	d := newArchitect(t, llmManifest(t, f, ""), nil)
 	dec := decideOK(t, d, request(t, "s1", `{"type":"question","id":"q1","question":"Which database?"}`, time.Minute))
@@ -340,5 +342,14 @@ func TestPlainTextReplyAnswersAFreeFormQuestion(t *testing.T) {
 	dec = decideOK(t, d, request(t, "s1", `{"type":"question","id":"q3","kind":"select","question":"Which suite?","options":["unit","e2e"]}`, time.Minute))
 	if dec.Decider != "rule:rules" || !strings.Contains(dec.Reason, "no JSON object") {
 		t.Fatalf("select answered in prose: %+v; want the fallback, saying why", dec)
+	}
+	// Options on a prompt question are suggestions (protocol.md): prose is the answer.
+	dec = decideOK(t, d, request(t, "s1", `{"type":"question","id":"q4","question":"Which environment?","options":["staging","prod"]}`, time.Minute))
+	if string(dec.Value) != `"staging"` || dec.Reason != "the model replied in plain text" {
+		t.Fatalf("prompt question with suggested options answered in prose: %+v", dec)
+	}
+	dec = decideOK(t, d, request(t, "s1", `{"type":"question","id":"q5","question":"Which environment?","options":["staging","prod"]}`, time.Minute))
+	if string(dec.Value) != `"prod"` || dec.Reason != "the fix is for prod" {
+		t.Fatalf("prompt question answered in an approval's shape: %+v; want its decision as the answer", dec)
 	}
 }

@@ -31,7 +31,7 @@ func newAgentMetrics(f *families) AgentMetrics {
 		FrameBytes:   f.classic("frame_bytes", "Size of the lines agents write, in bytes.", prometheus.ExponentialBuckets(64, 4, 10), "host"),
 		StderrLines:  f.counter("agent_stderr_lines_total", "Agent stderr lines, published or dropped by the rate limit.", "host", "disposition"),
 		Unhandled:    f.counter("unhandled_messages_total", "Agent messages of a type no protocol defines or the host did not declare in messages: published as listen:unhandled.", "host"),
-		Requests:     f.counter("requests_total", "Requests ended, by type and outcome (answered, timed_out, cancelled, invalid).", "host", "type", "outcome"),
+		Requests:     f.counter("requests_total", "Requests ended, by type and outcome (answered, defaulted, timed_out, cancelled, invalid).", "host", "type", "outcome"),
 		RequestWait:  f.histogram("request_wait_seconds", "Time from a request being read to its answer being written.", waitBuckets, "type"),
 		LateAnswers:  f.counter("late_answers_total", "Supervisor answers that arrived after their request had ended.", "host"),
 		Answers:      f.counter("answers_total", "Answers written to agents, by the kind of decider (rule, static, llm, command, human, tool, default, runtime, replay, session, external, other).", "host", "decider"),

@@ -571,3 +571,61 @@ func TestProgressFloodLosesNoQuestion(t *testing.T) {
 		}
 	}
 }
+
+// A default is never dressed up as a decision: no route, a rule supervisor with no
+// matching rule, and a supervisor that fails each give the host's default with outcome
+// defaulted, decider default, and a reason naming the supervisor, on the agent's
+// response line, in the session's record and in the audit.
+func TestDefaultsSayTheyAreDefaults(t *testing.T) {
+	f := start(t, simHost("w", "question_default = \"skip\"\napproval_default = \"no\"")+`
+[supervisors.policy]
+strategy = "rule"
+rules = [{ type = "approval", match = "^git status$", answer = "yes" }]
+[supervisors.broken]
+strategy = "command"
+command = "sh"
+args = ["-c", "exit 3"]
+[[routes]]
+type = "approval"
+supervisor = "policy"
+[[routes]]
+match = "(?i)broken"
+supervisor = "broken"
+`)
+	res := f.run("w", script(
+		send(`{"type":"question","id":"q1","question":"Which branch?"}`), await("q1"),
+		send(`{"type":"approval","id":"a1","description":"rm -rf build"}`), await("a1"),
+		send(`{"type":"question","id":"q2","question":"Is the broken test flaky?"}`), await("q2"),
+		send(`{"type":"approval","id":"a2","description":"git status"}`), await("a2"), result))
+	got := answers(t, res)
+	for id, want := range map[string]struct{ value, reason string }{
+		"q1": {`"skip"`, "no route matched"},
+		"a1": {`"no"`, "rule:policy: no rule matched; host default"},
+		"q2": {`"skip"`, "command:broken declined: "},
+	} {
+		if string(got[id].Value) != want.value || got[id].Outcome != "defaulted" || !strings.HasPrefix(got[id].Reason, want.reason) {
+			t.Errorf("%s: the agent was answered %s, %s, %q; want %s, defaulted, %q…", id, got[id].Value, got[id].Outcome, got[id].Reason, want.value, want.reason)
+		}
+		if r := record(res, id); r.Decider != "default" || r.Outcome != "defaulted" {
+			t.Errorf("%s recorded as decided by %q with outcome %q; want default, defaulted", id, r.Decider, r.Outcome)
+		}
+	}
+	if got["a2"].Outcome != "answered" || record(res, "a2").Decider != "rule:policy" {
+		t.Errorf("a2, which a rule matched: %s by %s; want answered by rule:policy", got["a2"].Outcome, record(res, "a2").Decider)
+	}
+	records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, res.Session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audited := map[string]*wire.AuditRecord{}
+	for _, r := range records {
+		if r.Kind == "answer" {
+			audited[r.Request] = r
+		}
+	}
+	for _, id := range []string{"q1", "a1", "q2"} {
+		if r := audited[id]; r == nil || r.Decider != "default" || r.Outcome != "defaulted" {
+			t.Errorf("audit of %s: %+v; want decider default, outcome defaulted", id, r)
+		}
+	}
+}

@@ -12,7 +12,8 @@ type Outcome string
 
 // The outcomes of protocol.md.
 const (
-	OutcomeAnswered  Outcome = "answered"
+	OutcomeAnswered  Outcome = "answered"  // a supervisor decided the value
+	OutcomeDefaulted Outcome = "defaulted" // the value is the default: no route, no supervisor, or one declined or passed
 	OutcomeTimedOut  Outcome = "timed_out" // the value is the default
 	OutcomeCancelled Outcome = "cancelled" // the value is null: the session is ending
 	OutcomeInvalid   Outcome = "invalid"   // a supervisor's answer failed validation; the value is the default

@@ -81,7 +81,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	}
 	if route == nil {
 		s.pending[id] = p
-		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", "no route matched")
+		a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", "no route matched")
 		return
 	}
 	timeout := a.host.QuestionTimeout.D()
@@ -107,7 +107,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	})
 	if err != nil {
 		// No supervisor could be sent it: its default now, not after its deadline.
-		a.answer(s, p, p.def, protocol.OutcomeAnswered, "default", err.Error()+": no supervisor can be asked; its default")
+		a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", err.Error()+": no supervisor can be asked; its default")
 		return
 	}
 	p.settle = settle
@@ -163,10 +163,12 @@ func (a *Agent) onAnswer(m *answerArrived) {
 	r := m.reply
 	p.claimed = r.Claimed
 	switch r.Kind {
+	// A supervisor that passes or declines decides nothing: the value is the host's
+	// default, said to be one, and the reason names the supervisor.
 	case wire.ReplyDefault:
-		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, r.Reason)
+		a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", r.Decider+": "+r.Reason)
 	case wire.ReplyCancelled:
-		a.answer(s, p, p.def, protocol.OutcomeAnswered, r.Decider, "supervisor declined: "+r.Reason)
+		a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", r.Decider+" declined: "+r.Reason)
 	default:
 		value, scope := normalize(p.msg, r.Value), r.Scope
 		if v, forSession := wire.ForSession(string(p.msg.Type), r.Value); forSession != "" {
@@ -220,7 +222,7 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 		// The asker listens on past the deadline, so late answers are reported; a
 		// request given up on is withdrawn from a person deciding it.
 		why := ""
-		if outcome != protocol.OutcomeAnswered && outcome != protocol.OutcomeInvalid {
+		if outcome == protocol.OutcomeTimedOut || outcome == protocol.OutcomeCancelled {
 			why = fmt.Sprintf("%s: %s", outcome, reason)
 		}
 		p.settle(why)

@@ -279,7 +279,7 @@ func printSummary(w io.Writer, all []*node.Result, took time.Duration) {
 		fmt.Fprintf(w, "  err: %-40s %d\n", e, failed[e])
 	}
 	fmt.Fprintln(w, "\nrequests by outcome")
-	for _, o := range []protocol.Outcome{protocol.OutcomeAnswered, protocol.OutcomeTimedOut, protocol.OutcomeInvalid, protocol.OutcomeCancelled} {
+	for _, o := range []protocol.Outcome{protocol.OutcomeAnswered, protocol.OutcomeDefaulted, protocol.OutcomeTimedOut, protocol.OutcomeInvalid, protocol.OutcomeCancelled} {
 		fmt.Fprintf(w, "  %-12s %6d\n", o, outcomes[o])
 	}
 	fmt.Fprintln(w, "\nrequests by decider")
