@@ -179,8 +179,8 @@ func TestSystemdUnit(t *testing.T) {
 			t.Errorf("the unit lacks %s", want)
 		}
 	}
-	if regexp.MustCompile(`(?m)^ExecReload=`).MatchString(unit) {
-		t.Error("the unit has a reload: the node reloads nothing in place yet, and a reload that signals it stops it")
+	if !regexp.MustCompile(`(?m)^ExecReload=/bin/kill -HUP \$MAINPID$`).MatchString(unit) {
+		t.Error("the unit's reload must send the node SIGHUP, which reloads its manifest in place; any other signal stops it")
 	}
 	grace := regexp.MustCompile(`--grace (\d+)m`).FindStringSubmatch(unit)
 	stop := regexp.MustCompile(`(?m)^TimeoutStopSec=(\d+)min$`).FindStringSubmatch(unit)

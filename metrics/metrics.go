@@ -25,6 +25,7 @@ type Set struct {
 	SupervisorMetrics
 	BusMetrics
 	ActorMetrics
+	ManifestMetrics
 }
 
 // Family is one metric family a node exports: what dashboards, alerts and
@@ -54,7 +55,9 @@ func New() *Set {
 		SupervisorMetrics: newSupervisorMetrics(f),
 		BusMetrics:        newBusMetrics(f),
 		ActorMetrics:      newActorMetrics(f),
+		ManifestMetrics:   newManifestMetrics(f),
 	}
+	s.ManifestReloadedOK.Set(1)
 	f.note("build_info", "gauge", "Build information; always 1.", []string{"version", "revision", "goversion"})
 	s.families = f.list
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

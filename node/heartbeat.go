@@ -78,7 +78,7 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 // Info is this node's NodeInfo, without the live figures of its hosts.
 func (n *Node) Info() *wire.NodeInfo {
 	info := &wire.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.started.Add(n.clockOffset), Heartbeat: time.Now().Add(n.clockOffset), Hosts: []wire.HostInfo{}, Supervisors: []string{}}
-	for _, s := range n.roles.supervisors {
+	for _, s := range n.served().supervisors {
 		info.Supervisors = append(info.Supervisors, s.Name)
 	}
 	return info

@@ -122,6 +122,16 @@ type Node struct {
 	draining      atomic.Bool // as of the last heartbeat: /readyz says so
 	stopOnce      sync.Once
 	stopErr       error
+	// opts are the options the node runs by, with the manifest of its last reload.
+	opts Options
+	// reloading is held by Reload, and by stop around what a reload replaces.
+	reloading sync.Mutex
+	// rolesMu guards roles against the goroutines that read them (heartbeat, sweeps)
+	// while a reload replaces them.
+	rolesMu sync.RWMutex
+	// retiredSandboxes are the sets reloads replaced: agents started before may still
+	// use them, so they are closed when the node stops.
+	retiredSandboxes []sandbox.Set
 }
 
 // Start builds and starts a node: metrics server, bus, actor system, supervisors,
@@ -139,7 +149,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
-		routines: routines.New(), clockOffset: opts.ClockOffset}
+		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts}
 	if err := n.sweepLeftovers(opts); err != nil {
 		return nil, err
 	}
@@ -269,9 +279,7 @@ func (n *Node) startNotifiers(opts Options) error {
 }
 
 func (n *Node) stopNotifiers() {
-	for _, x := range n.notifiers {
-		x.Stop()
-	}
+	stopAll(n.notifiers)
 	n.notifiers = nil
 }
 
@@ -451,10 +459,10 @@ func (n *Node) stop(ctx context.Context) error {
 	if stopErr := n.system.Root.StopFuture(n.router).Wait(); stopErr != nil {
 		n.log.Warn("router stop", "err", stopErr)
 	}
+	n.reloading.Lock()
+	defer n.reloading.Unlock()
 	for _, pid := range n.sups {
-		if stopErr := n.system.Root.StopFuture(pid).Wait(); stopErr != nil {
-			n.log.Warn("supervisor stop", "err", stopErr)
-		}
+		n.stopSupervisor(pid)
 	}
 	n.stopRoutines(ctx)
 	n.stopNotifiers()
@@ -462,6 +470,9 @@ func (n *Node) stop(ctx context.Context) error {
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()
 	n.sandboxes.Close()
+	for _, set := range n.retiredSandboxes {
+		set.Close()
+	}
 	n.procs.Close()
 	n.audit.close(auditFlushTimeout)
 	n.Bus.Close()

@@ -40,7 +40,7 @@ func (n *Node) withdraw(key, why string) {
 // restarted: their sessions are over, so no answer could reach them.
 func (n *Node) sweepOrphans(ctx context.Context) {
 	pending := n.pending.Load()
-	if pending == nil || len(n.roles.supervisors) == 0 {
+	if pending == nil || len(n.served().supervisors) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, pendingTimeout)

@@ -90,10 +90,25 @@ func keys[T any](m map[string]T) string {
 	return strings.Join(out, ", ")
 }
 
+// served are the node's roles now, for goroutines other than the one that reloads.
+func (n *Node) served() roles {
+	n.rolesMu.RLock()
+	defer n.rolesMu.RUnlock()
+	return n.roles
+}
+
+// setRoles replaces the node's roles (a reload).
+func (n *Node) setRoles(r roles) {
+	n.rolesMu.Lock()
+	defer n.rolesMu.Unlock()
+	n.roles = r
+}
+
 // Hosts are the hosts this node runs, sorted.
 func (n *Node) Hosts() []string {
-	out := make([]string, 0, len(n.roles.hosts))
-	for name := range n.roles.hosts {
+	hosts := n.served().hosts
+	out := make([]string, 0, len(hosts))
+	for name := range hosts {
 		out = append(out, name)
 	}
 	slices.Sort(out)

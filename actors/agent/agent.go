@@ -216,6 +216,8 @@ func (a *Agent) Receive(c actor.Context) {
 		respond(c, a.interrupt(m.Reason))
 	case *SendMessage:
 		respond(c, a.sendMessage(m.Text))
+	case *RoutesChanged:
+		a.cfg.Routes = m.Routes
 	case *Shutdown:
 		a.shutdown(m.Reason)
 	case *actor.Stopping:

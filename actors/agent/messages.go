@@ -41,6 +41,12 @@ type Interrupt struct {
 	Reason string
 }
 
+// RoutesChanged gives the agent the manifest's routes after a reload: its next request
+// is routed by them, in the session running now too.
+type RoutesChanged struct {
+	Routes config.Routes
+}
+
 // SendMessage delivers a mid-session message to agents that declared "message".
 type SendMessage struct {
 	Text string

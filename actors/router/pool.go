@@ -17,6 +17,9 @@ type pool struct {
 	queue   []*session
 	slots   chan struct{} // held by the task puller per task in flight
 	running map[string]bool
+	// stale are the busy processes started from a host table a reload replaced: they
+	// stop when their session ends instead of taking the next one.
+	stale map[string]bool
 	// ended holds the tasks that ended here, by id, with when: a delivery of one that
 	// crossed its acknowledgement (a cut longer than the ack wait) is acknowledged
 	// again, not run again. Kept for endedMemory.
@@ -25,7 +28,8 @@ type pool struct {
 
 func newPool(h *config.Host) *pool {
 	return &pool{host: h, procs: map[string]*actor.PID{}, busy: map[string]*session{},
-		slots: make(chan struct{}, h.Pool), running: map[string]bool{}, ended: map[string]time.Time{}}
+		slots: make(chan struct{}, h.Pool), running: map[string]bool{}, ended: map[string]time.Time{},
+		stale: map[string]bool{}}
 }
 
 // enqueue queues s, which runs here from now on.
@@ -76,14 +80,16 @@ func (p *pool) next(spawn func() *actor.PID) (*actor.PID, *session) {
 	return pid, s
 }
 
-// sessionEnded frees pid's session and returns it; a reusable process is idle again.
-func (p *pool) sessionEnded(pid *actor.PID, reusable bool) *session {
-	s := p.busy[pid.Id]
+// sessionEnded frees pid's session and returns it; a reusable process is idle again,
+// unless it is stale, which the caller then stops.
+func (p *pool) sessionEnded(pid *actor.PID, reusable bool) (s *session, stale bool) {
+	s, stale = p.busy[pid.Id], p.stale[pid.Id]
 	delete(p.busy, pid.Id)
-	if reusable {
+	delete(p.stale, pid.Id)
+	if reusable && !stale {
 		p.idle = append(p.idle, pid)
 	}
-	return s
+	return s, stale
 }
 
 // gone forgets the process pid, if it is one of this pool's, and returns the session it
@@ -101,6 +107,7 @@ func (p *pool) gone(pid *actor.PID) (s *session, ours bool) {
 	}
 	s = p.busy[pid.Id]
 	delete(p.busy, pid.Id)
+	delete(p.stale, pid.Id)
 	return s, true
 }
 

@@ -33,13 +33,13 @@ func TestPoolRunsQueuedSessionsOnFreeProcesses(t *testing.T) {
 	if pid, s := p.next(spawn); s != nil || pid != nil || spawned != 2 {
 		t.Fatal("a full pool ran a third session")
 	}
-	if got := p.sessionEnded(a, true); got != s1 {
+	if got, _ := p.sessionEnded(a, true); got != s1 {
 		t.Fatalf("a's session %v; want s1", got)
 	}
 	if pid, s := p.next(spawn); pid.Id != a.Id || s.start.Session != "s3" || spawned != 2 {
 		t.Fatalf("s3 ran on %v; want a, idle again", pid)
 	}
-	if got := p.sessionEnded(b, false); got != s2 || len(p.idle) != 0 {
+	if got, _ := p.sessionEnded(b, false); got != s2 || len(p.idle) != 0 {
 		t.Fatalf("b, not reusable: its session %v, idle %v", got, p.idle)
 	}
 	if !p.runsHere("s3") {
@@ -83,6 +83,36 @@ func TestPoolForgetsAGoneProcess(t *testing.T) {
 	}
 	if _, ours := p.gone(actor.NewPID("local", "other")); ours {
 		t.Fatal("another pool's process was taken for this one's")
+	}
+}
+
+// TestPoolRetiresOnReload: after a reload changes the host, the idle processes are
+// handed back to be stopped at once, and a busy one stops when its session ends instead
+// of taking the next; a process started after the reload is reused as usual.
+func TestPoolRetiresOnReload(t *testing.T) {
+	p := newPool(&config.Host{Name: "w", Pool: 3})
+	pids := []*actor.PID{actor.NewPID("local", "a"), actor.NewPID("local", "b"), actor.NewPID("local", "c")}
+	i := 0
+	spawn := func() *actor.PID { i++; return pids[i-1] }
+	p.enqueue(queued("s1"))
+	p.enqueue(queued("s2"))
+	p.next(spawn)
+	p.next(spawn)
+	p.sessionEnded(pids[0], true) // a idle, b busy with s2
+	if idle := p.retire(); len(idle) != 1 || idle[0].Id != "a" || len(p.idle) != 0 {
+		t.Fatalf("retire gave %v, left idle %v; want a to stop, nothing idle", idle, p.idle)
+	}
+	if s, stale := p.sessionEnded(pids[1], true); s == nil || s.start.Session != "s2" || !stale || len(p.idle) != 0 {
+		t.Fatalf("b's session ended: %v stale %v, idle %v; want s2, stale, b not idle", s, stale, p.idle)
+	}
+	p.gone(pids[0])
+	p.gone(pids[1])
+	p.enqueue(queued("s3"))
+	if pid, _ := p.next(spawn); pid.Id != "c" {
+		t.Fatalf("s3 ran on %v; want a new process", pid)
+	}
+	if _, stale := p.sessionEnded(pids[2], true); stale || len(p.idle) != 1 {
+		t.Fatalf("c, started after the reload: stale %v, idle %v; want it idle again", stale, p.idle)
 	}
 }
 

@@ -179,6 +179,8 @@ func (r *Router) Receive(c actor.Context) {
 		r.onProgressTick()
 	case *Shutdown:
 		r.shutdown(m.Reason)
+	case *Reload:
+		r.reload(m)
 	case *Drain:
 		c.Respond(r.drain(m))
 	case *drainOver:

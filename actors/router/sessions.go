@@ -24,7 +24,10 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	if p == nil {
 		return
 	}
-	s := p.sessionEnded(m.PID, m.Reusable && !r.stopping())
+	s, stale := p.sessionEnded(m.PID, m.Reusable && !r.stopping())
+	if stale && m.Reusable && !r.stopping() {
+		r.c.Send(m.PID, &agent.Shutdown{Reason: "the manifest changed: host " + p.host.Name + "'s next sessions start a new process"})
+	}
 	if s == nil {
 		return
 	}

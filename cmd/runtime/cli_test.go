@@ -400,21 +400,53 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 	}
 }
 
-// TestSIGHUPDoesNotStopTheNode: a SIGHUP (a systemd reload, a closed terminal) used to
-// end the node. It is logged, saying a reload is not built yet, and the node runs on,
-// until SIGTERM stops it as ever.
-func TestSIGHUPDoesNotStopTheNode(t *testing.T) {
+// TestSIGHUPReloadsTheManifest: a SIGHUP (systemctl reload) makes the node run the
+// manifest file as it is now: a changed rule answers the next session. A manifest that
+// does not load is refused with its errors in the log, and the node runs on with the
+// one before, until SIGTERM stops it as ever.
+func TestSIGHUPReloadsTheManifest(t *testing.T) {
 	manifest := nodeManifest(t)
+	original, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "runtime up", up.stderr, "node up")
+	// The CLI reads a copy: the node's own file is broken on purpose below.
+	cli := filepath.Join(t.TempDir(), "cli.toml")
+	if err := os.WriteFile(cli, original, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answered := func(id, want string) {
+		t.Helper()
+		run := runtimeProc(t, "submit", "-c", cli, "--id", id, "w", okScript, "--follow")
+		if code := run.wait(t, 30*time.Second); code != exitOK || !strings.Contains(run.stdout.String(), `"value":`+want) {
+			t.Fatalf("session %s: exit %d, stdout %s; want the question answered %s\nstderr:\n%s", id, code, run.stdout, want, run.stderr)
+		}
+	}
+	answered("t-before", `"yes"`)
+
+	changed := strings.Replace(string(original), `match = "tests", answer = "yes"`, `match = "tests", answer = "not today"`, 1)
+	if err := os.WriteFile(manifest, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := up.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "the SIGHUP answered", up.stderr, "does not reload its manifest in place yet")
-	nodes := runtimeProc(t, "nodes", "-c", manifest)
-	if code := nodes.wait(t, 20*time.Second); code != exitOK || !strings.Contains(nodes.stdout.String(), " up ") {
-		t.Fatalf("nodes after SIGHUP: exit %d, stdout %q, stderr %q; want the node up", code, nodes.stdout, nodes.stderr)
+	until(t, "the reload", up.stderr, "manifest reloaded")
+	answered("t-after", `"not today"`)
+
+	broken := strings.Replace(changed, `question_timeout = "2m"`, `question_timout = "2m"`, 1)
+	if err := os.WriteFile(manifest, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	if err := up.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the refused reload", up.stderr, "SIGHUP: manifest not reloaded")
+	until(t, "the refused reload's reason", up.stderr, `unknown key \"question_timout\"`)
+	answered("t-refused", `"not today"`)
+
 	if err := up.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

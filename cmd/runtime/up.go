@@ -18,6 +18,7 @@ import (
 const (
 	upStopTimeout     = 30 * time.Second
 	defaultDrainGrace = 30 * time.Second
+	reloadTimeout     = 30 * time.Second
 )
 
 func up(args []string, stdout, stderr io.Writer) int {
@@ -59,7 +60,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	// SIGHUP would end the node; it is taken, and said to do nothing yet.
+	// SIGHUP reloads the manifest (awaitStop); until the node is up it is held.
 	hups := make(chan os.Signal, 1)
 	signal.Notify(hups, syscall.SIGHUP)
 	defer signal.Stop(hups)
@@ -85,7 +86,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	if local := n.Bus.LocalOperator(); local != "" {
 		log.Info("the CLI on this machine connects as the local operator; no anonymous client gets in", "credential", local)
 	}
-	sig := awaitStop(sigs, hups, log)
+	sig := awaitStop(sigs, hups, n, log)
 	log.Info("draining, then stopping; a second signal forces", "signal", sig.String(), "grace", *grace)
 	ctx, cancel := context.WithTimeout(context.Background(), *grace+upStopTimeout)
 	defer cancel()
@@ -108,16 +109,20 @@ func up(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// awaitStop waits for a signal that stops the node. SIGHUP, which would have ended it
-// (and a systemd reload with it), is answered in the log: reloading the manifest in
-// place is not built yet.
-func awaitStop(sigs, hups <-chan os.Signal, log *slog.Logger) os.Signal {
+// awaitStop waits for a signal that stops the node. SIGHUP reloads the manifest in
+// place: a manifest that does not load, or changes what needs a restart, is refused in
+// the log and the one before runs on.
+func awaitStop(sigs, hups <-chan os.Signal, n *node.Node, log *slog.Logger) os.Signal {
 	for {
 		select {
 		case sig := <-sigs:
 			return sig
 		case <-hups:
-			log.Warn("SIGHUP: this node does not reload its manifest in place yet; it runs on as it was. Restart it to apply a changed manifest (it drains first): systemctl restart agentmux")
+			ctx, cancel := context.WithTimeout(context.Background(), reloadTimeout)
+			if err := n.ReloadManifest(ctx); err != nil {
+				log.Error("SIGHUP: manifest not reloaded", "err", err)
+			}
+			cancel()
 		}
 	}
 }

@@ -1,0 +1,167 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/agentmux/agentmux/actors/router"
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/sandbox"
+	"github.com/agentmux/agentmux/notify"
+)
+
+// Reload runs m in place of the node's manifest, without a restart (`up` on SIGHUP):
+//
+//   - routes: every request asked from now on, in running sessions too;
+//   - supervisors, their rules, connections and tools: new members take over the queue
+//     groups, then the old ones stop, handing back the asks they held (the askers give
+//     them to the new members at once; requests waiting for a person stay waiting);
+//   - notify: new notifiers start, then the old ones stop;
+//   - hosts: each changed host's next sessions run on processes started from its new
+//     table (its idle processes stop now, its busy ones when their session ends).
+//
+// What a node cannot change while it runs — [nats], [metrics], which hosts there are,
+// a host's pool, pipelines — is refused, and so is a manifest whose sandboxes or
+// supervisors cannot start: the error says what, and the manifest before runs on.
+func (n *Node) Reload(ctx context.Context, m *config.Manifest) error {
+	n.reloading.Lock()
+	defer n.reloading.Unlock()
+	return n.counted(n.reload(ctx, m))
+}
+
+// ReloadManifest reads the node's manifest file again and reloads it (Reload); a
+// manifest that does not load is refused with its errors, and the one before runs on.
+func (n *Node) ReloadManifest(ctx context.Context) error {
+	n.reloading.Lock()
+	defer n.reloading.Unlock()
+	m, err := config.Load(n.opts.Manifest.Path)
+	if err != nil {
+		return n.counted(fmt.Errorf("node: manifest not reloaded, the one before runs on: %w", err))
+	}
+	for _, w := range m.Warnings {
+		n.log.Warn("manifest", "problem", w.Error())
+	}
+	return n.counted(n.reload(ctx, m))
+}
+
+// counted counts a reload by its outcome, err, and returns err.
+func (n *Node) counted(err error) error {
+	outcome, ok := "ok", 1.0
+	if err != nil {
+		outcome, ok = "refused", 0
+	}
+	n.Metrics.ManifestReloads.WithLabelValues(outcome).Inc()
+	n.Metrics.ManifestReloadedOK.Set(ok)
+	return err
+}
+
+func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
+	if restart := needsRestart(n.opts.Manifest, m); len(restart) > 0 {
+		return fmt.Errorf("node: manifest not reloaded, the one before runs on: these changes need a restart: %s", strings.Join(restart, "; "))
+	}
+	opts := n.opts
+	opts.Manifest = m
+	roles, err := chooseRoles(opts)
+	if err != nil {
+		return fmt.Errorf("node: manifest not reloaded: %w", err)
+	}
+	oldRoles, oldSandboxes, oldSups, oldNotifiers := n.roles, n.sandboxes, n.sups, n.notifiers
+	undo := func() {
+		for _, pid := range n.sups {
+			n.stopSupervisor(pid)
+		}
+		n.stopNotifiers()
+		n.sandboxes.Close()
+		n.setRoles(oldRoles)
+		n.sandboxes, n.sups, n.notifiers = oldSandboxes, oldSups, oldNotifiers
+	}
+	n.setRoles(roles)
+	n.sups, n.notifiers = nil, nil
+	if err := n.startSandboxes(opts); err != nil {
+		n.sandboxes = sandbox.Set{}
+		undo()
+		return fmt.Errorf("node: manifest not reloaded: %w", err)
+	}
+	if err := n.startNotifiers(opts); err != nil {
+		undo()
+		return fmt.Errorf("node: manifest not reloaded: %w", err)
+	}
+	if err := n.startSupervisors(ctx, m); err != nil {
+		undo()
+		return fmt.Errorf("node: manifest not reloaded: %w", err)
+	}
+	// The new members are subscribed: the old ones may let go.
+	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes})
+	for _, pid := range oldSups {
+		n.stopSupervisor(pid)
+	}
+	stopAll(oldNotifiers)
+	// Agents started before the reload keep their sandboxes until they exit; the sets
+	// are closed when the node stops.
+	n.retiredSandboxes = append(n.retiredSandboxes, oldSandboxes)
+	n.opts = opts
+	n.log.Info("manifest reloaded", "path", m.Path, "hosts", len(roles.hosts), "supervisors", len(roles.supervisors), "routes", len(m.Routes), "notify", len(m.Notify))
+	return nil
+}
+
+func (n *Node) stopSupervisor(pid *actor.PID) {
+	if err := n.system.Root.StopFuture(pid).Wait(); err != nil {
+		n.log.Warn("supervisor stop", "err", err)
+	}
+}
+
+func stopAll(notifiers []*notify.Notifier) {
+	for _, x := range notifiers {
+		x.Stop()
+	}
+}
+
+// needsRestart lists what differs between a running manifest and a new one that a
+// node cannot change in place.
+func needsRestart(old, m *config.Manifest) []string {
+	var out []string
+	if !reflect.DeepEqual(old.NATS, m.NATS) {
+		out = append(out, "[nats] changed (the bus and its users are set up at start)")
+	}
+	if !reflect.DeepEqual(old.Metrics, m.Metrics) {
+		out = append(out, "[metrics] changed (its listener is opened at start)")
+	}
+	added, removed := diffKeys(old.Hosts, m.Hosts)
+	if len(added) > 0 {
+		out = append(out, "hosts added: "+strings.Join(added, ", ")+" (a host's task queue is joined at start)")
+	}
+	if len(removed) > 0 {
+		out = append(out, "hosts removed: "+strings.Join(removed, ", ")+" (their queued tasks would wait for no node)")
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Hosts)) {
+		if h := old.Hosts[name]; h != nil && h.Pool != m.Hosts[name].Pool {
+			out = append(out, fmt.Sprintf("hosts.%s.pool %d → %d (the task puller's slots are made at start)", name, h.Pool, m.Hosts[name].Pool))
+		}
+	}
+	if !reflect.DeepEqual(old.Pipelines, m.Pipelines) {
+		out = append(out, "[pipelines] changed (their run queues are joined at start)")
+	}
+	return out
+}
+
+func diffKeys[V any](old, m map[string]V) (added, removed []string) {
+	for k := range m {
+		if _, ok := old[k]; !ok {
+			added = append(added, k)
+		}
+	}
+	for k := range old {
+		if _, ok := m[k]; !ok {
+			removed = append(removed, k)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	return added, removed
+}
