@@ -160,7 +160,7 @@ result_retries = 2`))
 		t.Fatal(err)
 	}
 	if len(payload.SchemaErrors) != 2 || !strings.Contains(payload.SchemaErrors[0], "the result is not JSON") ||
-		!strings.Contains(payload.SchemaErrors[1], `missing required property "passed"`) || payload.SessionNumber != 1 {
+		!strings.Contains(payload.SchemaErrors[1], `$: missing property 'passed'`) || payload.SessionNumber != 1 {
 		t.Fatalf("the agent saw %+v; want two schema errors in its one session", payload)
 	}
 	res = f.run("typed", `{"steps":[{"result":"nope"}],"retry":[[{"result":"still nope"}]]}`)
