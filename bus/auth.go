@@ -19,7 +19,7 @@ const (
 	RoleOperator   Role = "operator"   // submit, watch, pending/respond, ctl, read audit
 	RoleViewer     Role = "viewer"     // watch, read audit and pending
 	RoleSupervisor Role = "supervisor" // take the asks of its supervisors, serve its tools
-	// RoleConsole is `runtime console`: it reads what a viewer reads and answers
+	// RoleConsole is `agentmux console`: it reads what a viewer reads and answers
 	// requests in the name of each person it signed in, so it is trusted as they are.
 	RoleConsole Role = "console"
 )

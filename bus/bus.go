@@ -208,7 +208,7 @@ func Connect(c Client, extra ...nats.Option) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(c.URL, append(opts, extra...)...)
 	if err != nil {
-		return nil, connectError(c.URL, c.Identity, err, "is `runtime up` running, and does [nats] say where?")
+		return nil, connectError(c.URL, c.Identity, err, "is `agentmux up` running, and does [nats] say where?")
 	}
 	return nc, nil
 }

@@ -111,7 +111,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 			t.Errorf("Open(%+v) = %v; want an error saying %q", c.cfg, err, c.want)
 		}
 	}
-	if _, err := Connect(Client{URL: "nats://" + closedAddr(t), Name: "cli"}, nats.Timeout(time.Second)); err == nil || !strings.Contains(err.Error(), "is `runtime up` running") {
+	if _, err := Connect(Client{URL: "nats://" + closedAddr(t), Name: "cli"}, nats.Timeout(time.Second)); err == nil || !strings.Contains(err.Error(), "is `agentmux up` running") {
 		t.Errorf("Connect to nothing = %v", err)
 	}
 }

@@ -23,7 +23,7 @@ import (
 const LocalUser = "local"
 
 // RoleLocal is the local operator's: an operator who may answer in any name, as
-// `runtime respond --as` does on a machine of one operator. No [[nats.users]] entry
+// `agentmux respond --as` does on a machine of one operator. No [[nats.users]] entry
 // may have it.
 const RoleLocal Role = "local"
 

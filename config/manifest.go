@@ -18,7 +18,7 @@ const (
 	DefaultConcurrency     = 64
 	DefaultNATSListen      = "127.0.0.1:4222"
 	DefaultMetricsAddr     = "127.0.0.1:9464"
-	// DefaultConsoleAddr is where `runtime console` listens unless told otherwise; a
+	// DefaultConsoleAddr is where `agentmux console` listens unless told otherwise; a
 	// node's programs may not connect to its port (their sandbox).
 	DefaultConsoleAddr = "127.0.0.1:9470"
 )
@@ -98,7 +98,7 @@ type NATS struct {
 	Cluster      *Cluster `toml:"cluster"` // the embedded server joins a cluster
 
 	// Users the embedded server lets in; with any, anonymous connections are refused.
-	// With URL, the external server's users, which `runtime nats-auth` writes out.
+	// With URL, the external server's users, which `agentmux nats-auth` writes out.
 	Users []*User `toml:"users"`
 	// The client identity of the CLI, and of a node on an external server: a user and
 	// the variable holding its password, a .creds file (Credentials), or an nkey seed.
@@ -130,7 +130,7 @@ const (
 	RoleNode       = "node"
 	RoleOperator   = "operator"
 	RoleViewer     = "viewer"
-	RoleConsole    = "console" // runtime console: answers in the names of the people it signs in
+	RoleConsole    = "console" // agentmux console: answers in the names of the people it signs in
 	RoleSupervisor = "supervisor"
 )
 

@@ -16,7 +16,7 @@ type Notify struct {
 	Format  string   `toml:"format"` // json (Standard Webhooks) or slack
 	// SecretEnv names the variable holding the signing secret ("whsec_" and base64).
 	SecretEnv string `toml:"secret_env"`
-	// ConsoleURL is where `runtime console` is reached: messages link to the request.
+	// ConsoleURL is where `agentmux console` is reached: messages link to the request.
 	ConsoleURL string   `toml:"console_url"`
 	Timeout    Duration `toml:"timeout"`   // one delivery attempt
 	RetryFor   Duration `toml:"retry_for"` // how long an event without a deadline is retried

@@ -37,7 +37,7 @@ const (
 )
 
 // Human hands the request to a person and defers: the answer is delivered to the
-// request's reply subject when someone responds (`runtime respond`), by any node.
+// request's reply subject when someone responds (`agentmux respond`), by any node.
 type Human struct {
 	name    string
 	pending Pending
@@ -83,10 +83,10 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	if stored.State == wire.StateDelivered {
 		// Asked again after its answer went out (the asker's connection was down then).
 		return Decision{Value: stored.Value, Decider: "human:" + stored.Responder,
-			Reason: "answered by " + stored.Responder + " (runtime respond " + stored.ID + ")"}, nil
+			Reason: "answered by " + stored.Responder + " (agentmux respond " + stored.ID + ")"}, nil
 	}
 	p = stored
-	return Decision{Verdict: Defer, Decider: "human:" + h.name, Reason: "waiting for a person: runtime respond " + p.ID + " <answer>"}, nil
+	return Decision{Verdict: Defer, Decider: "human:" + h.name, Reason: "waiting for a person: agentmux respond " + p.ID + " <answer>"}, nil
 }
 
 // pendingID names the pending request of one ask by its reply subject's last token,

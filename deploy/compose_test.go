@@ -55,7 +55,7 @@ func loadCompose(t *testing.T, env map[string]string) (*types.Project, error) {
 // servers whose configuration nats-server accepts (one JetStream cluster, fsync on every
 // write, the manifest's users with their roles' permissions), agent nodes on the image
 // with the agent CLIs and the supervisor node on the distroless one, each reading a
-// manifest agentmux accepts, checked healthy by `runtime health` and given time to drain;
+// manifest agentmux accepts, checked healthy by `agentmux health` and given time to drain;
 // Prometheus with a configuration promtool accepts, scraping every node with the token;
 // Grafana provisioned with that Prometheus and the dashboard.
 func TestCompose(t *testing.T) {
@@ -86,7 +86,7 @@ func TestCompose(t *testing.T) {
 	}
 
 	manifest := composeManifest(t, p)
-	// The servers' users are what `runtime nats-auth` prints for the manifest.
+	// The servers' users are what `agentmux nats-auth` prints for the manifest.
 	var users bytes.Buffer
 	if err := bus.WriteAuthorization(&users, node.ServerUsers(manifest)); err != nil {
 		t.Fatal(err)
@@ -234,8 +234,8 @@ func checkNodeService(t *testing.T, p *types.Project, s types.ServiceConfig, m *
 		}
 	}
 	hc := s.HealthCheck
-	if hc == nil || !slices.Equal([]string(hc.Test), []string{"CMD", "/usr/local/bin/runtime", "health", "-c", manifestPath}) {
-		t.Errorf("%s: health check %+v; want runtime health on the manifest", s.Name, hc)
+	if hc == nil || !slices.Equal([]string(hc.Test), []string{"CMD", "/usr/local/bin/agentmux", "health", "-c", manifestPath}) {
+		t.Errorf("%s: health check %+v; want agentmux health on the manifest", s.Name, hc)
 	}
 	// SIGTERM drains for 30 s (up --grace) before the agents stop: compose must wait.
 	if s.StopGracePeriod == nil || time.Duration(*s.StopGracePeriod) < 45*time.Second {

@@ -73,7 +73,7 @@ func commands[T instructions.Command](s *instructions.Stage) []T {
 
 // TestDockerfile: the image is built the way the README promises. The default target is
 // distroless and runs as the nonroot user; the agents target runs as node and carries the
-// agent CLIs at the versions CI tests; both start `runtime up` in exec form; the Go
+// agent CLIs at the versions CI tests; both start `agentmux up` in exec form; the Go
 // version is go.mod's.
 func TestDockerfile(t *testing.T) {
 	stages, order, args := dockerfile(t)
@@ -95,7 +95,7 @@ func TestDockerfile(t *testing.T) {
 		}
 		entry := commands[*instructions.EntrypointCommand](s)
 		cmd := commands[*instructions.CmdCommand](s)
-		if len(entry) != 1 || entry[0].PrependShell || !slices.Equal(entry[0].CmdLine, []string{"/usr/local/bin/runtime"}) ||
+		if len(entry) != 1 || entry[0].PrependShell || !slices.Equal(entry[0].CmdLine, []string{"/usr/local/bin/agentmux"}) ||
 			len(cmd) != 1 || cmd[0].PrependShell || !slices.Equal(cmd[0].CmdLine, imageCommand[1:]) {
 			t.Errorf("stage %s: ENTRYPOINT %v CMD %v; want %q in exec form", name, entry, cmd, imageCommand)
 		}
@@ -115,7 +115,10 @@ func TestDockerfile(t *testing.T) {
 }
 
 // imageCommand is what both images run: ENTRYPOINT and CMD.
-var imageCommand = []string{"/usr/local/bin/runtime", "up", "-c", "/etc/agentmux/agentmux.toml"}
+// What a release build stamps into the image (docker build --build-arg).
+const stampedVersion, stampedRevision = "v0.9.0-test", "0123456789abcdef0123456789abcdef01234567"
+
+var imageCommand = []string{"/usr/local/bin/agentmux", "up", "-c", "/etc/agentmux/agentmux.toml"}
 
 // TestImageRootfs builds the binaries as the Dockerfile's build stage does (its own RUN
 // lines, with /out a temporary folder) and runs the default image's command as the
@@ -149,16 +152,17 @@ func TestImageRootfs(t *testing.T) {
 			continue
 		}
 		cmd := exec.Command("sh", "-c", strings.ReplaceAll(line, "/out/", out+"/"))
-		cmd.Dir, cmd.Env = "..", env
+		// The release's stamp, as docker build --build-arg VERSION=… REVISION=… gives it.
+		cmd.Dir, cmd.Env = "..", append(env, "VERSION="+stampedVersion, "REVISION="+stampedRevision)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", line, err, b)
 		}
 		built++
 	}
 	if built != 2 {
-		t.Fatalf("the build stage has %d go build lines; want runtime and loadgen", built)
+		t.Fatalf("the build stage has %d go build lines; want agentmux and loadgen", built)
 	}
-	binary := filepath.Join(out, "runtime")
+	binary := filepath.Join(out, "agentmux")
 	checkStatic(t, binary)
 
 	root := t.TempDir()
@@ -179,7 +183,7 @@ func TestImageRootfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(root, "usr/local/bin/runtime"), data, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "usr/local/bin/agentmux"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	natsPort, metricsPort := proctest.FreePort(t), proctest.FreePort(t)
@@ -223,16 +227,20 @@ rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 		}
 		select {
 		case <-exited:
-			t.Fatalf("runtime up exited in the image's root: %v\n%s", exitErr, stderr.String())
+			t.Fatalf("agentmux up exited in the image's root: %v\n%s", exitErr, stderr.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 within a minute of runtime up in the image's root:\n%s", stderr.String())
+			t.Fatalf("/readyz not 200 within a minute of agentmux up in the image's root:\n%s", stderr.String())
 		}
 	}
-	cli := inImage(root, imageEnv, "/usr/local/bin/runtime", "nodes", "-c", "/etc/agentmux/agentmux.toml")
-	if b, err := cli.CombinedOutput(); err != nil || !strings.Contains(string(b), "policy") {
-		t.Errorf("runtime nodes in the image: %v\n%s", err, b)
+	cli := inImage(root, imageEnv, "/usr/local/bin/agentmux", "nodes", "-c", "/etc/agentmux/agentmux.toml")
+	if b, err := cli.CombinedOutput(); err != nil || !strings.Contains(string(b), "policy") || !strings.Contains(string(b), stampedVersion) {
+		t.Errorf("agentmux nodes in the image: %v; want the node, running the stamped %s\n%s", err, stampedVersion, b)
+	}
+	version := inImage(root, imageEnv, "/usr/local/bin/agentmux", "version")
+	if b, err := version.CombinedOutput(); err != nil || !strings.Contains(string(b), stampedVersion) || !strings.Contains(string(b), "revision "+stampedRevision) {
+		t.Errorf("agentmux version in the image: %v\n%s; want the stamped version %s and revision %s", err, b, stampedVersion, stampedRevision)
 	}
 	if err := up.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -240,10 +248,10 @@ rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 	select {
 	case <-exited:
 		if exitErr != nil {
-			t.Errorf("runtime up exited %v on SIGTERM:\n%s", exitErr, stderr.String())
+			t.Errorf("agentmux up exited %v on SIGTERM:\n%s", exitErr, stderr.String())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("runtime up did not stop within 30 s of SIGTERM:\n%s", stderr.String())
+		t.Fatalf("agentmux up did not stop within 30 s of SIGTERM:\n%s", stderr.String())
 	}
 	if entries, err := os.ReadDir(filepath.Join(root, "var/lib/agentmux/nats")); err != nil || len(entries) == 0 {
 		t.Errorf("the embedded server kept nothing in /var/lib/agentmux/nats: %v", err)

@@ -16,8 +16,25 @@ type Build struct {
 	Go       string // the Go version it was built with
 }
 
-// ReadBuild reads this binary's build information.
+// The linker sets these for a build that has no VCS information of its own, the image
+// above all (its context leaves .git out): go build -ldflags "-X
+// github.com/agentmux/agentmux/metrics.stampVersion=v1.2.3 -X …stampRevision=<sha>".
+// Nothing writes them at run time; empty, the build's own information stands.
+var stampVersion, stampRevision string
+
+// ReadBuild reads this binary's build information, with what the linker stamped.
 func ReadBuild() Build {
+	b := readBuild()
+	if stampVersion != "" {
+		b.Version = stampVersion
+	}
+	if stampRevision != "" {
+		b.Revision = stampRevision
+	}
+	return b
+}
+
+func readBuild() Build {
 	b := Build{Version: "(devel)"}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {

@@ -24,7 +24,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 	if nc.URL == "" {
 		users, err = Users(m, getenv)
 	} else {
-		// An external server's users are its own (`runtime nats-auth` writes them).
+		// An external server's users are its own (`agentmux nats-auth` writes them).
 		id, err = Identity(m, getenv)
 	}
 	if err != nil {

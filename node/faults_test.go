@@ -125,7 +125,7 @@ supervisor = "watcher"
 	})
 }
 
-// ctl sends a control request to the node, as `runtime` clients do.
+// ctl sends a control request to the node, as `agentmux` clients do.
 func ctl(t *testing.T, f *fixture, verb, session, text string) wire.Delivery {
 	t.Helper()
 	data, _ := json.Marshal(map[string]string{"session": session, "text": text})

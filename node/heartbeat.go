@@ -12,7 +12,7 @@ import (
 const heartbeatTimeout = 2 * time.Second
 
 // startHeartbeat writes this node's NodeInfo into the nodes bucket now and every
-// wire.HeartbeatInterval, so `runtime nodes` lists it and its absence is noticed.
+// wire.HeartbeatInterval, so `agentmux nodes` lists it and its absence is noticed.
 func (n *Node) startHeartbeat(ctx context.Context) error {
 	if err := n.beat(ctx, false); err != nil {
 		// A bucket just placed in a forming cluster may take a moment: the loop writes

@@ -115,9 +115,9 @@ func getenv(opts Options) func(string) string {
 	return os.Getenv
 }
 
-// MissingSecrets lists, as `runtime up` would refuse to start for them, the variables
+// MissingSecrets lists, as `agentmux up` would refuse to start for them, the variables
 // the manifest names for secrets that getenv does not hold: users' passwords, the
-// routes' password, the metrics token and the webhooks' signing secrets. `runtime
+// routes' password, the metrics token and the webhooks' signing secrets. `agentmux
 // validate` reports them.
 func MissingSecrets(m *config.Manifest, getenv func(string) string) []string {
 	var out []string

@@ -12,7 +12,7 @@ import (
 )
 
 // TestMain doubles as the scripted agent: with AGENTMUX_SIM set, the test binary is
-// `runtime sim` (the os/exec helper-process pattern).
+// `agentmux sim` (the os/exec helper-process pattern).
 func TestMain(m *testing.M) {
 	if mode := os.Getenv("AGENTMUX_SIM"); mode != "" {
 		opts := sim.Options{Init: os.Getenv("AGENTMUX_SIM_INIT"), Capabilities: []string{"interrupt", "message"}, Stderr: os.Stderr}

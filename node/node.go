@@ -75,7 +75,7 @@ type Options struct {
 	// LocalCredentials); empty: it writes none, and only the node gets in.
 	StateDir string
 	// ClockOffset moves the node's wall clock, as other machines see it: the times it
-	// writes in heartbeats and asks. Tests set it (`runtime up` reads
+	// writes in heartbeats and asks. Tests set it (`agentmux up` reads
 	// AGENTMUX_TEST_CLOCK_OFFSET) to show that nodes whose clocks disagree still work
 	// together; nothing compares one node's clock with another's.
 	ClockOffset time.Duration
@@ -283,7 +283,7 @@ func (n *Node) stopNotifiers() {
 	n.notifiers = nil
 }
 
-// serveRespond takes people's answers (runtime respond) on this node too.
+// serveRespond takes people's answers (agentmux respond) on this node too.
 func (n *Node) serveRespond(ctx context.Context) error {
 	pending, err := store.OpenPending(ctx, n.Bus.JS, n.Bus.Conn)
 	if err != nil {

@@ -19,7 +19,7 @@ const sweepEvery = 5
 
 // withdraw cancels the request a person was deciding when its ask is given up on (the
 // session ended, the default was written): nobody could receive an answer now, so it
-// leaves `runtime pending`, and `runtime respond` refuses it saying why. It is the
+// leaves `agentmux pending`, and `agentmux respond` refuses it saying why. It is the
 // Asker's OnWithdrawn and runs on an agent's goroutine, so it only starts the work.
 func (n *Node) withdraw(key, why string) {
 	pending := n.pending.Load()

@@ -1,4 +1,4 @@
-// Package sim is the scripted agent behind `runtime sim`: a process that speaks the
+// Package sim is the scripted agent behind `agentmux sim`: a process that speaks the
 // native protocol and follows a script — progress, partials, typed questions, approvals,
 // tool calls, unknown types, garbage and huge lines, sleeps, crashes, hangs and
 // grandchildren that hold stdout — so the demo, the tests and the load generator drive

@@ -118,7 +118,7 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{{
 		Bucket:      wire.PendingBucket,
-		Description: "agentmux requests waiting for a person (runtime pending / respond)",
+		Description: "agentmux requests waiting for a person (agentmux pending / respond)",
 		TTL:         pendingTTL,
 		Storage:     jetstream.FileStorage,
 	}, {
@@ -134,7 +134,7 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Storage:     jetstream.FileStorage,
 	}, {
 		Bucket:      wire.NodesBucket,
-		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (runtime nodes)",
+		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (agentmux nodes)",
 		TTL:         nodesTTL,
 		Storage:     jetstream.FileStorage,
 	}} {

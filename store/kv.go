@@ -51,7 +51,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, bucket, what string
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: %s bucket %s: %w; a node declares it: is `runtime up` running on this NATS?", what, bucket, err)
+		return nil, fmt.Errorf("bus: %s bucket %s: %w; a node declares it: is `agentmux up` running on this NATS?", what, bucket, err)
 	}
 	return kv, nil
 }

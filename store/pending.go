@@ -28,7 +28,7 @@ var (
 )
 
 // PendingStore keeps requests waiting for a person in a KV bucket every node sees:
-// supervisors create them, `runtime respond` answers them with a compare-and-set, and
+// supervisors create them, `agentmux respond` answers them with a compare-and-set, and
 // any member of the supervisor delivers the answer.
 type PendingStore struct {
 	kv      jetstream.KeyValue
@@ -80,7 +80,7 @@ func (s *PendingStore) Get(ctx context.Context, id string) (*wire.PendingRequest
 	var p wire.PendingRequest
 	rev, found, err := getJSON(ctx, s.kv, id, "pending request", &p)
 	if err == nil && !found {
-		err = fmt.Errorf("%w %q; `runtime pending` lists them", ErrNoSuchPending, id)
+		err = fmt.Errorf("%w %q; `agentmux pending` lists them", ErrNoSuchPending, id)
 	}
 	if err != nil {
 		return nil, 0, err

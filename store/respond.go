@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// respondQueue is the queue group of the nodes answering `runtime respond`.
+// respondQueue is the queue group of the nodes answering `agentmux respond`.
 const respondQueue = "agentmux-respond"
 
 // respondTimeout bounds one answer's reads and compare-and-set.
@@ -26,7 +26,7 @@ func Answer(ctx context.Context, nc *nats.Conn, who, id string, a wire.RespondRe
 	msg, err := nc.RequestWithContext(ctx, wire.RespondSubject(who, id), req)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			err = errors.New("no node answered: is `runtime up` running with this manifest?")
+			err = errors.New("no node answered: is `agentmux up` running with this manifest?")
 		}
 		return nil, err
 	}
@@ -53,7 +53,7 @@ func ServeRespond(nc *nats.Conn, store *PendingStore, log *slog.Logger) (*nats.S
 		}
 		data, _ := json.Marshal(reply)
 		if err := m.Respond(data); err != nil {
-			log.Warn("reply to runtime respond", "subject", m.Subject, "err", err)
+			log.Warn("reply to agentmux respond", "subject", m.Subject, "err", err)
 		}
 	})
 	if err != nil {

@@ -82,7 +82,7 @@ func msgGet(ctx context.Context, nc *nats.Conn, stream string, req msgGetRequest
 	body, _ := json.Marshal(req)
 	reply, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
 	if errors.Is(err, nats.ErrNoResponders) {
-		return nil, fmt.Errorf("%w: no JetStream answered; is `runtime up` running on this NATS?", err)
+		return nil, fmt.Errorf("%w: no JetStream answered; is `agentmux up` running on this NATS?", err)
 	}
 	if err != nil {
 		return nil, err

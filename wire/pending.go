@@ -20,7 +20,7 @@ const (
 
 // PendingRequest is one request waiting for a person.
 type PendingRequest struct {
-	ID         string          `json:"id"` // what `runtime respond` takes
+	ID         string          `json:"id"` // what `agentmux respond` takes
 	Supervisor string          `json:"supervisor"`
 	Host       string          `json:"host"`
 	Session    string          `json:"session"`
@@ -55,7 +55,7 @@ func (p *PendingRequest) Message() *protocol.Message {
 	return protocol.RequestOf(p.Body, p.Type, p.Text)
 }
 
-// RespondRequest is what `runtime respond` sends on agentmux.respond.<user>.<id>.
+// RespondRequest is what `agentmux respond` sends on agentmux.respond.<user>.<id>.
 type RespondRequest struct {
 	Value  json.RawMessage `json:"value"`
 	Reason string          `json:"reason,omitempty"` // why, for the agent and the audit (a deny's reason)

@@ -16,7 +16,7 @@ const (
 )
 
 // PipelineRun is one run of a pipeline: its record in the bucket, the payload of the
-// pipeline.ended event, and what `runtime run` and `runtime submit --follow` print.
+// pipeline.ended event, and what `agentmux run` and `agentmux submit --follow` print.
 type PipelineRun struct {
 	ID       string            `json:"id"`
 	Pipeline string            `json:"pipeline"`
@@ -43,7 +43,7 @@ type StageRun struct {
 	Duration float64         `json:"duration_ms,omitempty"`
 }
 
-// PipelineTask is what `runtime submit` queues on agentmux.task.<pipeline>.
+// PipelineTask is what `agentmux submit` queues on agentmux.task.<pipeline>.
 type PipelineTask struct {
 	ID       string            `json:"id"`
 	Pipeline string            `json:"pipeline"`

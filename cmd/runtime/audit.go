@@ -19,7 +19,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "runtime audit: want a session id: audit -c <manifest> <session>")
+		fmt.Fprintln(stderr, "agentmux audit: want a session id: audit -c <manifest> <session>")
 		return exitUsage
 	}
 	c, code := client("audit", *path, stderr)
@@ -31,11 +31,11 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	records, err := store.ReadAudit(ctx, c.js, pos[0])
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime audit:", c.explain(err))
+		fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
 		return exitError
 	}
 	if len(records) == 0 {
-		fmt.Fprintf(stderr, "runtime audit: no audit records for session %q\n", pos[0])
+		fmt.Fprintf(stderr, "agentmux audit: no audit records for session %q\n", pos[0])
 		return exitError
 	}
 	if *asJSON {

@@ -117,7 +117,7 @@ func untilWithin(t *testing.T, what string, out *syncBuffer, want string, d time
 }
 
 // nodeManifest is a manifest for a node on its own port and store, whose host runs
-// this binary as `runtime sim`.
+// this binary as `agentmux sim`.
 func nodeManifest(t *testing.T) string {
 	dir := t.TempDir()
 	m := fmt.Sprintf(`[nats]
@@ -167,7 +167,7 @@ const (
 func TestSubmitToAHostNoNodeRuns(t *testing.T) {
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest, "--no-hosts")
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	queued := runtimeProc(t, "submit", "-c", manifest, "--id", "t-nobody", "w", okScript)
 	if code := queued.wait(t, 30*time.Second); code != exitOK || !strings.Contains(queued.stderr.String(), "no live node runs host 'w' now") {
 		t.Fatalf("submit to an unserved host: exit %d, stderr:\n%s", code, queued.stderr)
@@ -181,7 +181,7 @@ func TestSubmitToAHostNoNodeRuns(t *testing.T) {
 func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest, "--grace", "1s")
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	watch := runtimeProc(t, "watch", "-c", manifest)
 
 	// submit --follow: events on stderr, the result on stdout, exit 0.
@@ -227,7 +227,7 @@ func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code := up.wait(t, 30*time.Second); code != exitOK {
-		t.Fatalf("runtime up after SIGTERM: exit %d\nstderr:\n%s", code, up.stderr)
+		t.Fatalf("agentmux up after SIGTERM: exit %d\nstderr:\n%s", code, up.stderr)
 	}
 	if code := pending.wait(t, 10*time.Second); code != exitError || !strings.Contains(pending.stderr.String(), "runtime shutting down") {
 		t.Fatalf("pending session: exit %d\nstderr:\n%s", code, pending.stderr)
@@ -236,7 +236,7 @@ func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 		t.Fatalf("the pending request was not answered cancelled:\n%s", pending.stderr)
 	}
 	// watch outlives the node: it says so and reconnects, until it is stopped.
-	until(t, "watch", watch.stderr, "runtime watch: disconnected")
+	until(t, "watch", watch.stderr, "agentmux watch: disconnected")
 	if err := watch.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 	// The audit was flushed before the exit: a node started again on the store has the
 	// stopped session's request, its cancelled answer and its end, and every invariant.
 	again := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up again", again.stderr, "node up")
+	until(t, "agentmux up again", again.stderr, "node up")
 	audit := runtimeProc(t, "audit", "-c", manifest, "t-pending", "--json")
 	if code := audit.wait(t, 10*time.Second); code != exitOK {
 		t.Fatalf("audit after the restart: exit %d, %s", code, audit.stderr)
@@ -303,7 +303,7 @@ const humanScript = `{"steps":[{"send":{"type":"approval","id":"a1","description
 func TestHumanPendingRespondAndAudit(t *testing.T) {
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-human", "w", humanScript, "--follow")
 
 	// The approval waits for a person: `pending` shows it.
@@ -328,7 +328,7 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatal("the approval never showed in runtime pending")
+			t.Fatal("the approval never showed in agentmux pending")
 		}
 	}
 	table := runtimeProc(t, "pending", "-c", manifest)
@@ -411,7 +411,7 @@ func TestSIGHUPReloadsTheManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	// The CLI reads a copy: the node's own file is broken on purpose below.
 	cli := filepath.Join(t.TempDir(), "cli.toml")
 	if err := os.WriteFile(cli, original, 0o600); err != nil {
@@ -464,7 +464,7 @@ func TestUpLogsJSON(t *testing.T) {
 		t.Fatalf("up --log-format xml: exit %d, stderr %q", code, bad.stderr)
 	}
 	up := runtimeProc(t, "up", "-c", manifest, "--log-format", "json")
-	until(t, "runtime up", up.stderr, `"msg":"node up"`)
+	until(t, "agentmux up", up.stderr, `"msg":"node up"`)
 	for _, line := range strings.Split(strings.TrimSpace(up.stderr.String()), "\n") {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["level"] == nil || rec["msg"] == nil {

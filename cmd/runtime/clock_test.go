@@ -14,7 +14,7 @@ import (
 // wall clock of one agent node is two minutes behind it (so the supervisor's is two
 // minutes ahead of that node's), another's one minute ahead (the supervisor's one
 // behind). Every question from both is answered by the supervisor, none gets its
-// default, and `runtime nodes` lists all three up. Before asks carried the time left
+// default, and `agentmux nodes` lists all three up. Before asks carried the time left
 // (timeout_ms) a supervisor two minutes ahead found every ask past its deadline, and
 // before liveness went by the server's time a node one minute behind was listed gone.
 func TestFleetNodesWithSkewedClocks(t *testing.T) {

@@ -82,7 +82,7 @@ func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError)
 		}}, extra...)
 	if err != nil {
 		if id.Anonymous() && localPath != "" && errors.Is(err, nats.ErrAuthorization) {
-			err = fmt.Errorf("%w; or run it as the user whose `runtime up` wrote %s (no node on this machine did, or %s names another directory)",
+			err = fmt.Errorf("%w; or run it as the user whose `agentmux up` wrote %s (no node on this machine did, or %s names another directory)",
 				err, localPath, node.EnvStateDir)
 		}
 		c.cancel(err)
@@ -104,7 +104,7 @@ func client(cmd, path string, stderr io.Writer) (*busClient, int) {
 	}
 	c, err := dial(cmd, m)
 	if err != nil {
-		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "agentmux %s: %v\n", cmd, err)
 		return nil, exitError
 	}
 	return c, exitOK

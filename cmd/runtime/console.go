@@ -52,14 +52,14 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("console disconnected from NATS; reconnecting", "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("console reconnected", "url", nc.ConnectedUrlRedacted()) }))
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime console:", err)
+		fmt.Fprintln(stderr, "agentmux console:", err)
 		return exitError
 	}
 	defer c.close()
 	name := *as
 	if name == "" {
 		if name, err = responder(c, ""); err != nil {
-			fmt.Fprintln(stderr, "runtime console:", err)
+			fmt.Fprintln(stderr, "agentmux console:", err)
 			return exitUsage
 		}
 	}
@@ -68,14 +68,14 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	srv, err := console.New(ctx, console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Hosts: list(*public),
 		Name: name, Log: log})
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime console:", c.explain(err))
+		fmt.Fprintln(stderr, "agentmux console:", c.explain(err))
 		return exitError
 	}
 	defer srv.Close()
 	running.Store(srv)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "runtime console: listen on %s: %v\n", *addr, err)
+		fmt.Fprintf(stderr, "agentmux console: listen on %s: %v\n", *addr, err)
 		return exitError
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
@@ -85,7 +85,7 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(stderr, "runtime console:", err)
+			fmt.Fprintln(stderr, "agentmux console:", err)
 			return exitError
 		}
 	case <-ctx.Done():

@@ -175,10 +175,10 @@ const consoleScript = `{"steps":[
 func TestConsoleInChromium(t *testing.T) {
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	url := fmt.Sprintf("http://127.0.0.1:%d", proctest.FreePort(t))
 	con := runtimeProc(t, "console", "-c", manifest, "--addr", strings.TrimPrefix(url, "http://"), "--as", "ana")
-	until(t, "runtime console", con.stderr, "console up")
+	until(t, "agentmux console", con.stderr, "console up")
 	link := signInLink(t, con.stderr.String())
 	if !strings.HasPrefix(link, url+"/login?token=") {
 		t.Fatalf("the console's sign-in link %q", link)
@@ -309,7 +309,7 @@ func readAudit(t *testing.T, manifest, session string) ([]*wire.AuditRecord, err
 func TestConsoleSignIn(t *testing.T) {
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	port := proctest.FreePort(t)
 	open := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
 	if code := open.wait(t, 20*time.Second); code != exitError || !strings.Contains(open.stderr.String(), "set AGENTMUX_CONSOLE_TOKEN") {
@@ -323,7 +323,7 @@ func TestConsoleSignIn(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
 	cmd.Env = []string{"AGENTMUX_CONSOLE_TOKEN=" + consoleToken}
 	con := startProc(t, cmd)
-	until(t, "runtime console", con.stderr, "console up")
+	until(t, "agentmux console", con.stderr, "console up")
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	rebinding(t, url, port)
 	for _, path := range []string{"/api/stream", "/api/sessions/x"} {

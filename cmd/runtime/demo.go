@@ -28,19 +28,19 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime demo: cannot find my own binary to run `runtime sim`:", err)
+		fmt.Fprintln(stderr, "agentmux demo: cannot find my own binary to run `agentmux sim`:", err)
 		return exitError
 	}
 	dir, err := os.MkdirTemp("", "agentmux-demo-")
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime demo:", err)
+		fmt.Fprintln(stderr, "agentmux demo:", err)
 		return exitError
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "demo.toml")
 	llm := demoLLM(os.Getenv)
 	if err := os.WriteFile(path, []byte(demoManifest(self, *sessions, llm)), 0o600); err != nil {
-		fmt.Fprintln(stderr, "runtime demo:", err)
+		fmt.Fprintln(stderr, "agentmux demo:", err)
 		return exitError
 	}
 	m, code := loadManifest(path, stderr)
@@ -51,7 +51,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	n, err := node.Start(ctx, node.Options{Manifest: m, Log: newLogger(stderr, *logLevel), Ephemeral: true, NoTasks: true, MetricsAddr: "127.0.0.1:0"})
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime demo:", err)
+		fmt.Fprintln(stderr, "agentmux demo:", err)
 		return exitError
 	}
 	defer func() { _ = n.Stop(context.Background()) }()

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// buildRuntime builds the real runtime binary: the demo starts itself as `runtime sim`.
+// buildRuntime builds the real runtime binary: the demo starts itself as `agentmux sim`.
 func buildRuntime(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "runtime")

@@ -23,7 +23,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "runtime drain: want one node name: drain -c <manifest> <node> [--grace 30s] [--wait]; `runtime nodes` lists them")
+		fmt.Fprintln(stderr, "agentmux drain: want one node name: drain -c <manifest> <node> [--grace 30s] [--wait]; `agentmux nodes` lists them")
 		return exitUsage
 	}
 	node := pos[0]
@@ -38,15 +38,15 @@ func drain(args []string, stdout, stderr io.Writer) int {
 	msg, err := c.nc.RequestWithContext(reqCtx, wire.CtlSubject(node, "drain"), req)
 	if err != nil {
 		if refused := c.explain(nil); refused != nil {
-			fmt.Fprintln(stderr, "runtime drain:", refused)
+			fmt.Fprintln(stderr, "agentmux drain:", refused)
 			return exitError
 		}
-		fmt.Fprintf(stderr, "runtime drain: node %q did not answer: %v; `runtime nodes` lists the live ones\n", node, err)
+		fmt.Fprintf(stderr, "agentmux drain: node %q did not answer: %v; `agentmux nodes` lists the live ones\n", node, err)
 		return exitError
 	}
 	var reply wire.DrainReply
 	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
-		fmt.Fprintf(stderr, "runtime drain: %s\n", msg.Data)
+		fmt.Fprintf(stderr, "agentmux drain: %s\n", msg.Data)
 		return exitError
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", node, reply.Effect)
@@ -57,13 +57,13 @@ func drain(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	nodes, err := store.OpenNodes(ctx, c.js)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime drain:", err)
+		fmt.Fprintln(stderr, "agentmux drain:", err)
 		return exitError
 	}
 	for {
 		list, serverNow, err := nodes.List(ctx)
 		if err != nil {
-			fmt.Fprintln(stderr, "runtime drain:", err)
+			fmt.Fprintln(stderr, "agentmux drain:", err)
 			return exitError
 		}
 		done := true
@@ -78,7 +78,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(stderr, "runtime drain: %s still has sessions after %v\n", node, *grace+upStopTimeout)
+			fmt.Fprintf(stderr, "agentmux drain: %s still has sessions after %v\n", node, *grace+upStopTimeout)
 			return exitError
 		case <-time.After(drainPoll):
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// fleet is three NATS servers in a JetStream cluster (`runtime up --no-hosts
+// fleet is three NATS servers in a JetStream cluster (`agentmux up --no-hosts
 // --no-supervisors` with [nats.cluster]) and a manifest every other node of the fleet
 // shares, all real processes on loopback. It is secured as in production: the routes
 // authenticate, and every node and the test connect as the node user "fleet".
@@ -108,7 +108,7 @@ func (f *fleet) write(t *testing.T, name, text string) string {
 	return path
 }
 
-// node starts `runtime up` on the fleet's manifest with role flags.
+// node starts `agentmux up` on the fleet's manifest with role flags.
 func (f *fleet) node(t *testing.T, name string, flags ...string) *proc {
 	t.Helper()
 	p := runtimeProc(t, append([]string{"up", "-c", f.manifest, "--name", name, "--log", "info"}, flags...)...)
@@ -132,7 +132,7 @@ func (f *fleet) conn(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
-// submit queues tasks as `runtime submit` does, all at once from the test's connection.
+// submit queues tasks as `agentmux submit` does, all at once from the test's connection.
 func submitTasks(t *testing.T, js jetstream.JetStream, host, prompt string, ids ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -601,7 +601,7 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 
 // TestFleetDrainLosesNothing: a drained node finishes what it runs within the grace
 // and takes nothing more; one drained with no grace hands its running task back; every
-// task ends ok exactly once, on the node `runtime nodes` says ran it.
+// task ends ok exactly once, on the node `agentmux nodes` says ran it.
 func TestFleetDrainLosesNothing(t *testing.T) {
 	f := startFleet(t, simHost("pool = 2")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n"+
 		"[supervisors.gate]\nstrategy = \"external\"\n[[routes]]\nmatch = \"gate\"\nsupervisor = \"gate\"\n[[routes]]\nsupervisor = \"ok\"\n")
@@ -643,14 +643,14 @@ func TestFleetDrainLosesNothing(t *testing.T) {
 		t.Fatalf("drain a1: exit %d\nstdout %s\nstderr %s", code, d.stdout, d.stderr)
 	}
 	open.Store(true) // the third session, on the next node, passes the gate at once
-	poll(t, 10*time.Second, "runtime nodes says a1 is draining", func() bool { return stateOf(t, f, "a1") == "draining" })
+	poll(t, 10*time.Second, "agentmux nodes says a1 is draining", func() bool { return stateOf(t, f, "a1") == "draining" })
 	table := runtimeProc(t, "nodes", "-c", f.manifest)
 	if code := table.wait(t, 20*time.Second); code != exitOK {
-		t.Fatalf("runtime nodes: exit %d\n%s", code, table.stderr)
+		t.Fatalf("agentmux nodes: exit %d\n%s", code, table.stderr)
 	}
 	for _, want := range []string{"NODE", "HOSTS (busy/free)", "a1", "draining", "w 0/2", "sup", "ok", "nats1"} {
 		if !strings.Contains(table.stdout.String(), want) {
-			t.Errorf("runtime nodes lacks %q:\n%s", want, table.stdout)
+			t.Errorf("agentmux nodes lacks %q:\n%s", want, table.stdout)
 		}
 	}
 	f.node(t, "a2", "--no-supervisors")
@@ -694,16 +694,16 @@ func waitEnded(t *testing.T, js jetstream.JetStream, want map[string]string) {
 	}
 }
 
-// nodeInfo reads one node's entry from `runtime nodes --json`.
+// nodeInfo reads one node's entry from `agentmux nodes --json`.
 func nodeInfo(t *testing.T, f *fleet, name string) map[string]any {
 	t.Helper()
 	p := runtimeProc(t, "nodes", "-c", f.manifest, "--json")
 	if code := p.wait(t, 20*time.Second); code != exitOK {
-		t.Fatalf("runtime nodes: exit %d\n%s", code, p.stderr)
+		t.Fatalf("agentmux nodes: exit %d\n%s", code, p.stderr)
 	}
 	var rows []map[string]any
 	if err := json.Unmarshal([]byte(p.stdout.String()), &rows); err != nil {
-		t.Fatalf("runtime nodes --json: %v\n%s", err, p.stdout)
+		t.Fatalf("agentmux nodes --json: %v\n%s", err, p.stdout)
 	}
 	for _, r := range rows {
 		if r["name"] == name {

@@ -31,26 +31,26 @@ func health(args []string, stdout, stderr io.Writer) int {
 	}
 	url, err := readyURL(*addr)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime health:", err)
+		fmt.Fprintln(stderr, "agentmux health:", err)
 		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime health:", err)
+		fmt.Fprintln(stderr, "agentmux health:", err)
 		return exitUsage
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		fmt.Fprintf(stderr, "runtime health: no node answers on %s: %v\n", url, err)
+		fmt.Fprintf(stderr, "agentmux health: no node answers on %s: %v\n", url, err)
 		return exitError
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	text := strings.TrimSpace(string(body))
 	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "runtime health: %s answered %s: %s\n", url, resp.Status, text)
+		fmt.Fprintf(stderr, "agentmux health: %s answered %s: %s\n", url, resp.Status, text)
 		return exitError
 	}
 	fmt.Fprintln(stdout, text)

@@ -11,7 +11,7 @@ import (
 	"github.com/agentmux/agentmux/internal/proctest"
 )
 
-// TestHealth: `runtime health` is what a container without curl checks. It exits 0 while
+// TestHealth: `agentmux health` is what a container without curl checks. It exits 0 while
 // the node is ready, 1 once it drains (saying so) and once no node answers, and 2 for an
 // address it cannot reach at all.
 func TestHealth(t *testing.T) {
@@ -27,7 +27,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := runtimeProc(t, "up", "-c", manifest, "--name", "h1")
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 
 	ready := runtimeProc(t, "health", "-c", manifest)
 	if code := ready.wait(t, 10*time.Second); code != exitOK || strings.TrimSpace(ready.stdout.String()) != "ready" {
@@ -59,7 +59,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code := up.wait(t, 30*time.Second); code != exitOK {
-		t.Fatalf("runtime up after SIGTERM: exit %d", code)
+		t.Fatalf("agentmux up after SIGTERM: exit %d", code)
 	}
 	gone := runtimeProc(t, "health", "-c", manifest)
 	if code := gone.wait(t, 10*time.Second); code != exitError || !strings.Contains(gone.stderr.String(), "no node answers on http://127.0.0.1:") {

@@ -16,20 +16,20 @@ func TestEveryCommandHelps(t *testing.T) {
 			code := dispatch(args, &stdout, &stderr)
 			want := strings.TrimSpace("usage: runtime " + c.name + " " + c.synopsis)
 			if code != exitOK || !strings.HasPrefix(stdout.String(), want+"\n") || stderr.Len() != 0 {
-				t.Errorf("runtime %s: exit %d, stdout %q, stderr %q; want exit 0 and %q first on stdout", strings.Join(args, " "), code, stdout.String(), stderr.String(), want)
+				t.Errorf("agentmux %s: exit %d, stdout %q, stderr %q; want exit 0 and %q first on stdout", strings.Join(args, " "), code, stdout.String(), stderr.String(), want)
 			}
 			if help.Len() == 0 {
 				help.WriteString(stdout.String())
 			} else if stdout.String() != help.String() {
-				t.Errorf("runtime %s printed another help than `%s --help`", strings.Join(args, " "), c.name)
+				t.Errorf("agentmux %s printed another help than `%s --help`", strings.Join(args, " "), c.name)
 			}
 		}
 		if strings.Contains(c.synopsis, "-c <manifest>") && !strings.Contains(help.String(), "manifest file") {
-			t.Errorf("runtime %s --help does not list its flags:\n%s", c.name, help.String())
+			t.Errorf("agentmux %s --help does not list its flags:\n%s", c.name, help.String())
 		}
 		var stdout, stderr strings.Builder
 		if code := dispatch([]string{c.name, "--no-such-flag"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "no-such-flag") || stdout.Len() != 0 {
-			t.Errorf("runtime %s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 2 saying so on stderr", c.name, code, stdout.String(), stderr.String())
+			t.Errorf("agentmux %s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 2 saying so on stderr", c.name, code, stdout.String(), stderr.String())
 		}
 	}
 	var stdout, stderr strings.Builder

@@ -24,7 +24,7 @@ func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *store.Pendi
 	defer cancel()
 	pending, err := store.OpenPending(ctx, c.js, c.nc)
 	if err != nil {
-		fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, c.explain(err))
+		fmt.Fprintf(stderr, "agentmux %s: %v\n", cmd, c.explain(err))
 		c.close()
 		return nil, nil, exitError
 	}
@@ -47,7 +47,7 @@ func pending(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	list, err := pending.List(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime pending:", c.explain(err))
+		fmt.Fprintln(stderr, "agentmux pending:", c.explain(err))
 		return exitError
 	}
 	if *asJSON {
@@ -90,11 +90,11 @@ func respond(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if len(pos) != 2 {
-		fmt.Fprintln(stderr, `runtime respond: want an id and an answer: respond -c <manifest> <id> <answer>; the answer is JSON (true, ["a","b"], {"k":1}) or else a string`)
+		fmt.Fprintln(stderr, `agentmux respond: want an id and an answer: respond -c <manifest> <id> <answer>; the answer is JSON (true, ["a","b"], {"k":1}) or else a string`)
 		return exitUsage
 	}
 	if !requestID.MatchString(pos[0]) {
-		fmt.Fprintf(stderr, "runtime respond: %q is not a request id (h-…); `runtime pending` lists them\n", pos[0])
+		fmt.Fprintf(stderr, "agentmux respond: %q is not a request id (h-…); `agentmux pending` lists them\n", pos[0])
 		return exitUsage
 	}
 	c, code := client("respond", *path, stderr)
@@ -104,7 +104,7 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	who, err := responder(c, *as)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime respond:", err)
+		fmt.Fprintln(stderr, "agentmux respond:", err)
 		return exitUsage
 	}
 	value := json.RawMessage(pos[1])
@@ -119,11 +119,11 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	}
 	reply, err := store.Answer(ctx, c.nc, who, pos[0], wire.RespondRequest{Value: value, Reason: *reason, Scope: scope})
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime respond:", c.explain(err))
+		fmt.Fprintln(stderr, "agentmux respond:", c.explain(err))
 		return exitError
 	}
 	if !reply.OK {
-		fmt.Fprintln(stderr, "runtime respond:", reply.Error)
+		fmt.Fprintln(stderr, "agentmux respond:", reply.Error)
 		if reply.Code == wire.RespondNoSuch || reply.Code == wire.RespondInvalid {
 			return exitUsage
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/agentmux/agentmux/internal/proctest"
 )
 
-// TestKilledNodeLeavesNoProcess: `runtime up` is killed with SIGKILL while an agent
+// TestKilledNodeLeavesNoProcess: `agentmux up` is killed with SIGKILL while an agent
 // (with a grandchild holding its stdout) and a command supervisor (with a background
 // child, and one that left its process group with setsid) run; within 2 s no process
 // any of them started is left: the detached one goes with the supervisor's cgroup.
@@ -59,7 +59,7 @@ supervisor = "policy"
 		t.Fatal(err)
 	}
 	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	runtimeProc(t, "submit", "-c", manifest, "w", `{"steps":[{"grandchild":true},{"send":{"type":"approval","id":"a1","description":"go?"}},{"await":"a1"},{"result":"done"}]}`)
 	poll(t, 20*time.Second, "the agent, its grandchild, the supervisor and its children running", func() bool {
 		_, err := os.Stat(started)
@@ -95,7 +95,7 @@ env = { AGENTMUX_TEST_MARK = %q }
 		t.Fatal(err)
 	}
 	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	runtimeProc(t, "submit", "-c", manifest, "w", "run")
 	records := filepath.Join(store, "agentmux-processes")
 	var groups []os.DirEntry
@@ -120,7 +120,7 @@ env = { AGENTMUX_TEST_MARK = %q }
 		t.Fatalf("only %v left after the node and its shim died; the test needs the agent and its children orphaned", left)
 	}
 	again := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up again", again.stderr, "node up")
+	until(t, "agentmux up again", again.stderr, "node up")
 	if !strings.Contains(again.stderr.String(), "killed process groups an earlier node on this store left running") {
 		t.Fatalf("the restarted node did not say it swept:\n%s", again.stderr)
 	}
@@ -155,6 +155,6 @@ command = "true"
 		t.Fatal(err)
 	}
 	if code := up.wait(t, 20*time.Second); code != exitOK || !strings.Contains(up.stderr.String(), "stopped while starting") {
-		t.Fatalf("runtime up, SIGTERM while waiting for its cluster: exit %d; want 0, at once\nstderr:\n%s", code, up.stderr)
+		t.Fatalf("agentmux up, SIGTERM while waiting for its cluster: exit %d; want 0, at once\nstderr:\n%s", code, up.stderr)
 	}
 }

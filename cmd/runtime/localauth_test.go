@@ -81,7 +81,7 @@ supervisor = "oncall"
 
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-probe", "probe", "go", "--follow")
 	var id string
-	poll(t, 30*time.Second, "the probe's approval in runtime pending", func() bool {
+	poll(t, 30*time.Second, "the probe's approval in agentmux pending", func() bool {
 		code, out, _ := runCLI("pending", "-c", manifest, "--json")
 		for _, line := range strings.Split(out, "\n") {
 			var rec struct{ ID, Session string }
@@ -117,14 +117,14 @@ supervisor = "oncall"
 	other.Env = []string{"AGENTMUX_STATE_DIR=" + t.TempDir()}
 	p := startProc(t, other)
 	if code := p.wait(t, 30*time.Second); code != exitError || !strings.Contains(p.stderr.String(), "anonymous clients are refused") ||
-		!strings.Contains(p.stderr.String(), "runtime up` wrote") {
+		!strings.Contains(p.stderr.String(), "agentmux up` wrote") {
 		t.Fatalf("pending without the credential: exit %d, %s", code, p.stderr)
 	}
 	if err := up.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if code := up.wait(t, 30*time.Second); code != exitOK {
-		t.Fatalf("runtime up on SIGTERM: exit %d\n%s", code, up.stderr)
+		t.Fatalf("agentmux up on SIGTERM: exit %d\n%s", code, up.stderr)
 	}
 	seed, err := os.ReadFile(cred)
 	if err != nil {

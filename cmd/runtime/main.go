@@ -21,7 +21,7 @@ const (
 
 type command struct {
 	name, summary string
-	synopsis      string // its arguments, after `runtime <name>`
+	synopsis      string // its arguments, after `agentmux <name>`
 	run           func(args []string, stdout, stderr io.Writer) int
 }
 
@@ -70,24 +70,24 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "runtime: unknown command %q\n\n", args[0])
+	fmt.Fprintf(stderr, "agentmux: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return exitUsage
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "agentmux runtime: supervised agent sessions over NATS\n\nusage: runtime <command> [flags]\n\ncommands:")
+	fmt.Fprintln(w, "agentmux: supervised agent sessions over NATS\n\nusage: agentmux <command> [flags]\n\ncommands:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\n`runtime <command> --help` (or `runtime help <command>`) says more of each.")
+	fmt.Fprintln(w, "\n`agentmux <command> --help` (or `agentmux help <command>`) says more of each.")
 }
 
 // newFlags returns a FlagSet that reports errors on stderr instead of exiting. Its
 // --help prints the command's synopsis and flags on stdout (usageError then exits 0);
 // after a bad flag, the flag package's message and the usage go to stderr.
 func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("runtime "+name, flag.ContinueOnError)
+	fs := flag.NewFlagSet("agentmux "+name, flag.ContinueOnError)
 	errs := &noting{w: stderr}
 	fs.SetOutput(errs)
 	fs.Usage = func() {
@@ -97,7 +97,7 @@ func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
 		}
 		for _, c := range commands() {
 			if c.name == name {
-				fmt.Fprintf(out, "usage: %s\n\n%s.\n", strings.TrimSpace("runtime "+c.name+" "+c.synopsis), c.summary)
+				fmt.Fprintf(out, "usage: %s\n\n%s.\n", strings.TrimSpace("agentmux "+c.name+" "+c.synopsis), c.summary)
 			}
 		}
 		if hasFlags(fs) {
@@ -175,11 +175,11 @@ func usageError(stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "runtime:", err)
+	fmt.Fprintln(stderr, "agentmux:", err)
 	return exitUsage
 }
 
-// version prints the build: `runtime version` and `runtime --version`.
+// version prints the build: `agentmux version` and `agentmux --version`.
 func version(args []string, stdout, stderr io.Writer) int {
 	if _, err := parse(newFlags("version", stdout, stderr), args); err != nil {
 		return usageError(stderr, err)

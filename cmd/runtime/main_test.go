@@ -62,7 +62,7 @@ command = "x"
 	}
 	for _, want := range []string{`user "ops": T_UNSET_OPS is not set`, "[nats.cluster] T_UNSET_ROUTE is not set",
 		"[metrics] token_env: T_UNSET_METRICS is not set", "notify hook: $T_UNSET_HOOK, its signing secret, is not set"} {
-		if !strings.Contains(errOut, "warning: runtime up would refuse to start: "+want) {
+		if !strings.Contains(errOut, "warning: agentmux up would refuse to start: "+want) {
 			t.Errorf("validate does not warn %q:\n%s", want, errOut)
 		}
 	}
@@ -114,7 +114,7 @@ func TestUnsafeStartRefused(t *testing.T) {
 	for _, cmd := range []string{"validate", "up"} {
 		code, _, errOut := runCLI(cmd, "-c", path)
 		if code != exitUsage || !strings.Contains(errOut, `nats.listen (open.toml:2:1): "0.0.0.0:4222" lets in anyone who can reach it, and no [[nats.users]] are defined`) {
-			t.Errorf("runtime %s on an open listener: exit %d, %q", cmd, code, errOut)
+			t.Errorf("agentmux %s on an open listener: exit %d, %q", cmd, code, errOut)
 		}
 	}
 }

@@ -19,7 +19,7 @@ func natsAuth(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, err)
 	}
 	if len(pos) != 0 {
-		fmt.Fprintln(stderr, "runtime nats-auth: takes no arguments: nats-auth -c <manifest> [--helm]")
+		fmt.Fprintln(stderr, "agentmux nats-auth: takes no arguments: nats-auth -c <manifest> [--helm]")
 		return exitUsage
 	}
 	m, code := loadManifest(*path, stderr)
@@ -28,18 +28,18 @@ func natsAuth(args []string, stdout, stderr io.Writer) int {
 	}
 	users := node.ServerUsers(m)
 	if len(users) == 0 {
-		fmt.Fprintf(stderr, "runtime nats-auth: %s has no [[nats.users]]; add the fleet's users (a node user, operators, …: docs/security.md)\n", *path)
+		fmt.Fprintf(stderr, "agentmux nats-auth: %s has no [[nats.users]]; add the fleet's users (a node user, operators, …: docs/security.md)\n", *path)
 		return exitUsage
 	}
 	write, what := bus.WriteAuthorization, "include this from nats-server.conf"
 	if *helm {
 		write, what = bus.WriteHelmAuthorization, "values for the official NATS Helm chart"
 	}
-	fmt.Fprintf(stdout, "# The NATS users of %s (`runtime nats-auth`): %s.\n", *path, what)
+	fmt.Fprintf(stdout, "# The NATS users of %s (`agentmux nats-auth`): %s.\n", *path, what)
 	fmt.Fprintln(stdout, "# Each may do what its role allows (docs/security.md); each password is the")
 	fmt.Fprintln(stdout, "# server's environment variable named here.")
 	if err := write(stdout, users); err != nil {
-		fmt.Fprintln(stderr, "runtime nats-auth:", err)
+		fmt.Fprintln(stderr, "agentmux nats-auth:", err)
 		return exitError
 	}
 	return exitOK

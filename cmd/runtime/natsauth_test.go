@@ -132,7 +132,7 @@ rules = [{ type = "question", match = "tests", answer = "yes" }]
 	upCmd := exec.Command(os.Args[0], "up", "-c", manifest, "--name", "ext1")
 	upCmd.Env = []string{"T_FLEET_PW=" + pw["T_FLEET_PW"]}
 	up := startProc(t, upCmd)
-	until(t, "runtime up on the external server", up.stderr, "node up")
+	until(t, "agentmux up on the external server", up.stderr, "node up")
 
 	submit := func(user string) *proc {
 		cmd := exec.Command(os.Args[0], "submit", "-c", manifest, "w", okScript, "--follow")

@@ -29,12 +29,12 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	nodes, err := store.OpenNodes(ctx, c.js)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
+		fmt.Fprintln(stderr, "agentmux nodes:", c.explain(err))
 		return exitError
 	}
 	list, now, err := nodes.List(ctx) // now is the server's: a heartbeat's age is on its clock
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime nodes:", c.explain(err))
+		fmt.Fprintln(stderr, "agentmux nodes:", c.explain(err))
 		return exitError
 	}
 	if *asJSON {
@@ -49,7 +49,7 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rows); err != nil {
-			fmt.Fprintln(stderr, "runtime nodes:", err)
+			fmt.Fprintln(stderr, "agentmux nodes:", err)
 			return exitError
 		}
 		return exitOK

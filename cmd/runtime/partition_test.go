@@ -59,7 +59,7 @@ func ip(t *testing.T, args ...string) {
 	}
 }
 
-// node starts `runtime up` inside the namespace.
+// node starts `agentmux up` inside the namespace.
 func (n *netns) node(t *testing.T, f *fleet, name string, flags ...string) *proc {
 	t.Helper()
 	args := append([]string{"netns", "exec", n.name, os.Args[0], "up", "-c", f.manifest, "--name", name, "--log", "info"}, flags...)

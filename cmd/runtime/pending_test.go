@@ -9,8 +9,8 @@ import (
 )
 
 // TestFleetStaleHumanRequests: a request waiting for a person whose session ends
-// (SIGTERM to its node) or whose node dies (SIGKILL) leaves `runtime pending`, is
-// refused by `runtime respond` saying why, and has a cancelled outcome in the audit.
+// (SIGTERM to its node) or whose node dies (SIGKILL) leaves `agentmux pending`, is
+// refused by `agentmux respond` saying why, and has a cancelled outcome in the audit.
 func TestFleetStaleHumanRequests(t *testing.T) {
 	// Each case has a host of its own: the terminated node hands its task back, and a
 	// new node of the same host (pool 1) would run that again before the next one.
@@ -48,12 +48,12 @@ func TestFleetStaleHumanRequests(t *testing.T) {
 			})
 			submitTasks(t, js, c.host, script, c.session)
 			var id string
-			poll(t, 30*time.Second, "the request in runtime pending", func() bool {
+			poll(t, 30*time.Second, "the request in agentmux pending", func() bool {
 				id = fleetPending(t, f, c.session)
 				return id != ""
 			})
 			c.stop(agents)
-			poll(t, 30*time.Second, "the request leaving runtime pending", func() bool { return fleetPending(t, f, c.session) == "" })
+			poll(t, 30*time.Second, "the request leaving agentmux pending", func() bool { return fleetPending(t, f, c.session) == "" })
 			code, _, stderr := fleetCLI(t, "respond", "-c", f.manifest, id, "yes")
 			if code != exitError || !strings.Contains(stderr, id+" was cancelled: "+c.why) || !strings.Contains(stderr, "no answer can reach the agent") {
 				t.Fatalf("respond to a stale request: exit %d, %s", code, stderr)

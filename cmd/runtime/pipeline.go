@@ -35,14 +35,14 @@ func pipelineArgs(cmd string, pos []string, path string, stderr io.Writer) (m *c
 	for _, arg := range pos[1:] {
 		name, value, found := strings.Cut(arg, "=")
 		if !found || !slices.Contains(p.Params, name) {
-			fmt.Fprintf(stderr, "runtime %s: %q is not a param of pipeline %s: give each as name=value; its params are %s\n", cmd, arg, p.Name, strings.Join(p.Params, ", "))
+			fmt.Fprintf(stderr, "agentmux %s: %q is not a param of pipeline %s: give each as name=value; its params are %s\n", cmd, arg, p.Name, strings.Join(p.Params, ", "))
 			return nil, nil, nil, exitUsage, true
 		}
 		params[name] = value
 	}
 	for _, name := range p.Params {
 		if _, set := params[name]; !set {
-			fmt.Fprintf(stderr, "runtime %s: pipeline %s needs %s=…; its params are %s\n", cmd, p.Name, name, strings.Join(p.Params, ", "))
+			fmt.Fprintf(stderr, "agentmux %s: pipeline %s needs %s=…; its params are %s\n", cmd, p.Name, name, strings.Join(p.Params, ", "))
 			return nil, nil, nil, exitUsage, true
 		}
 	}
@@ -55,7 +55,7 @@ func runPipeline(m *config.Manifest, p *config.Pipeline, params map[string]strin
 	defer stop()
 	n, err := node.Start(ctx, node.Options{Manifest: m, Log: newLogger(stderr, logLevel), Ephemeral: true, NoTasks: true, MetricsAddr: metricsAddr})
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime run:", err)
+		fmt.Fprintln(stderr, "agentmux run:", err)
 		return exitError
 	}
 	defer func() { _ = n.Stop(context.Background()) }()
@@ -65,7 +65,7 @@ func runPipeline(m *config.Manifest, p *config.Pipeline, params map[string]strin
 	var printer *eventPrinter
 	if events {
 		if printer, err = followEvents(n.Bus.Conn, pipelineSubjects(p, id), stderr); err != nil {
-			fmt.Fprintln(stderr, "runtime run:", err)
+			fmt.Fprintln(stderr, "agentmux run:", err)
 			return exitError
 		}
 		defer printer.close()
@@ -78,7 +78,7 @@ func runPipeline(m *config.Manifest, p *config.Pipeline, params map[string]strin
 		}
 		return printRun(res, stdout, stderr)
 	case <-ctx.Done():
-		fmt.Fprintln(stderr, "runtime run: interrupted")
+		fmt.Fprintln(stderr, "agentmux run: interrupted")
 		return exitError
 	}
 }
@@ -96,7 +96,7 @@ func printRun(res *wire.PipelineRun, stdout, stderr io.Writer) int {
 	out, _ := json.Marshal(res)
 	fmt.Fprintln(stdout, string(out))
 	if res.Outcome != wire.StageOK {
-		fmt.Fprintf(stderr, "runtime: pipeline %s run %s failed: %s\n", res.Pipeline, res.ID, res.Error)
+		fmt.Fprintf(stderr, "agentmux: pipeline %s run %s failed: %s\n", res.Pipeline, res.ID, res.Error)
 		return exitError
 	}
 	return exitOK
@@ -112,14 +112,14 @@ func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]st
 	}
 	c, err := dial("submit", m)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime submit:", err)
+		fmt.Fprintln(stderr, "agentmux submit:", err)
 		return exitError
 	}
 	defer c.close()
 	var printer *eventPrinter
 	if follow {
 		if printer, err = c.follow(pipelineSubjects(p, id), stderr); err != nil {
-			fmt.Fprintln(stderr, "runtime submit:", err)
+			fmt.Fprintln(stderr, "agentmux submit:", err)
 			return exitError
 		}
 	}

@@ -158,7 +158,7 @@ func TestPipelineResumesAfterNodeKilled(t *testing.T) {
 	dir := t.TempDir()
 	manifest, url, coderMark, testerMark := pipelineManifest(t, dir, 3*time.Second)
 	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "runtime up", up.stderr, "node up")
+	until(t, "agentmux up", up.stderr, "node up")
 	sub := runtimeProc(t, "submit", "-c", manifest, "--id", "p-resume", "build_and_test", "spec=checkout")
 	if code := sub.wait(t, 30*time.Second); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s", code, sub.stderr)
@@ -183,7 +183,7 @@ func TestPipelineResumesAfterNodeKilled(t *testing.T) {
 		return len(proctest.Marked(testerMark))+len(proctest.Marked(coderMark)) == 0
 	})
 	again := runtimeProc(t, "up", "-c", manifest, "--log", "info")
-	until(t, "runtime up again", again.stderr, "node up")
+	until(t, "agentmux up again", again.stderr, "node up")
 	runs, err := store.OpenPipelines(context.Background(), js)
 	if err != nil {
 		t.Fatal(err)

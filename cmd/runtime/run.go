@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	n, err := node.Start(ctx, node.Options{Manifest: m, Log: newLogger(stderr, *logLevel), Ephemeral: true, NoTasks: true, MetricsAddr: *metricsAddr})
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime run:", err)
+		fmt.Fprintln(stderr, "agentmux run:", err)
 		return exitError
 	}
 	defer func() { _ = n.Stop(context.Background()) }()
@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *events {
 		printer, err = followEvents(n.Bus.Conn, []string{wire.SessionEvents(host, session)}, stderr)
 		if err != nil {
-			fmt.Fprintln(stderr, "runtime run:", err)
+			fmt.Fprintln(stderr, "agentmux run:", err)
 			return exitError
 		}
 		defer printer.close()
@@ -69,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	select {
 	case res = <-reply:
 	case <-ctx.Done():
-		fmt.Fprintln(stderr, "runtime run: interrupted")
+		fmt.Fprintln(stderr, "agentmux run: interrupted")
 		return exitError
 	}
 	if printer != nil {
@@ -80,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func printResult(res *node.Result, stdout, stderr io.Writer) int {
 	if !res.OK {
-		fmt.Fprintf(stderr, "runtime: session %s failed: %s\n", res.Session, res.Error)
+		fmt.Fprintf(stderr, "agentmux: session %s failed: %s\n", res.Session, res.Error)
 		return exitError
 	}
 	fmt.Fprintln(stdout, string(res.Payload))
@@ -184,9 +184,9 @@ func (p *eventPrinter) await(what string, timeout time.Duration, stderr io.Write
 	case <-p.ended:
 		return true
 	case <-sigs:
-		fmt.Fprintf(stderr, "runtime submit: stopped following; the %s goes on\n", what)
+		fmt.Fprintf(stderr, "agentmux submit: stopped following; the %s goes on\n", what)
 	case <-expired:
-		fmt.Fprintf(stderr, "runtime submit: the %s did not end within --timeout %v; it goes on\n", what, timeout)
+		fmt.Fprintf(stderr, "agentmux submit: the %s did not end within --timeout %v; it goes on\n", what, timeout)
 	}
 	return false
 }

@@ -24,14 +24,14 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// secureNode is a `runtime up` whose embedded server has users of every role.
+// secureNode is a `agentmux up` whose embedded server has users of every role.
 type secureNode struct {
 	manifest  string
 	url       string
 	passwords map[string]string // user → password
 	seedFile  string            // the nkey user "keyed"'s seed
 	dir       string
-	up        *proc // `runtime up`
+	up        *proc // `agentmux up`
 }
 
 const secureNodeName = "secure1"

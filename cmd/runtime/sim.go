@@ -34,12 +34,12 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 	if *script != "" {
 		b, err := os.ReadFile(*script)
 		if err != nil {
-			fmt.Fprintln(stderr, "runtime sim:", err)
+			fmt.Fprintln(stderr, "agentmux sim:", err)
 			return exitUsage
 		}
 		s, err := sim.ParseScript(b)
 		if err != nil {
-			fmt.Fprintln(stderr, "runtime sim:", err)
+			fmt.Fprintln(stderr, "agentmux sim:", err)
 			return exitUsage
 		}
 		opts.Script = s
@@ -50,7 +50,7 @@ func simCommand(args []string, stdout, stderr io.Writer) int {
 		return exit.Code
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime sim:", err)
+		fmt.Fprintln(stderr, "agentmux sim:", err)
 		return exitError
 	}
 	return exitOK

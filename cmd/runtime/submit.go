@@ -52,14 +52,14 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	}
 	c, err := dial("submit", m)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime submit:", err)
+		fmt.Fprintln(stderr, "agentmux submit:", err)
 		return exitError
 	}
 	defer c.close()
 	var printer *eventPrinter
 	if *follow {
 		if printer, err = c.follow([]string{wire.SessionEvents(host, *id)}, stderr); err != nil {
-			fmt.Fprintln(stderr, "runtime submit:", err)
+			fmt.Fprintln(stderr, "agentmux submit:", err)
 			return exitError
 		}
 	}
@@ -68,7 +68,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !c.served(host) {
-		fmt.Fprintf(stderr, "runtime submit: no live node runs host '%s' now: the task waits in the queue until one does (`runtime nodes` lists them)\n", host)
+		fmt.Fprintf(stderr, "agentmux submit: no live node runs host '%s' now: the task waits in the queue until one does (`agentmux nodes` lists them)\n", host)
 	}
 	if !*follow {
 		fmt.Fprintln(stdout, *id)
@@ -81,7 +81,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	ended := printer.last
 	printer.mu.Unlock()
 	if ended.Outcome != "ok" {
-		fmt.Fprintf(stderr, "runtime: session %s failed: %s\n", ended.Session, ended.Error)
+		fmt.Fprintf(stderr, "agentmux: session %s failed: %s\n", ended.Session, ended.Error)
 		return exitError
 	}
 	fmt.Fprintln(stdout, string(ended.Result))
@@ -97,16 +97,16 @@ func (c *busClient) queue(cmd, subject, id string, data []byte, stderr io.Writer
 	retries := jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait))
 	ack, err := c.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), retries, jetstream.WithRetryWait(publishRetryWait))
 	if err == nil && ack.Duplicate {
-		fmt.Fprintf(stderr, "runtime %s: task %s was submitted already, within the last %v, and is not queued again%s; give the new one another --id\n",
+		fmt.Fprintf(stderr, "agentmux %s: task %s was submitted already, within the last %v, and is not queued again%s; give the new one another --id\n",
 			cmd, id, store.DuplicateWindow, c.fate(ctx, id))
 		return exitError
 	}
 	if err != nil {
 		if refused := c.explain(nil); refused != nil {
-			fmt.Fprintf(stderr, "runtime %s: %v\n", cmd, refused)
+			fmt.Fprintf(stderr, "agentmux %s: %v\n", cmd, refused)
 			return exitError
 		}
-		fmt.Fprintf(stderr, "runtime %s: queue the task: %v; is `runtime up` running with this manifest?\n", cmd, err)
+		fmt.Fprintf(stderr, "agentmux %s: queue the task: %v; is `agentmux up` running with this manifest?\n", cmd, err)
 		return exitError
 	}
 	return exitOK
@@ -151,7 +151,7 @@ func (c *busClient) fate(ctx context.Context, id string) string {
 	at := func(r *wire.AuditRecord) string { return time.UnixMilli(r.Time).Format(time.RFC3339) }
 	switch {
 	case ended != nil:
-		return fmt.Sprintf(" (it ended %s at %s on %s: `runtime audit %s`)", ended.Outcome, at(ended), ended.Node, id)
+		return fmt.Sprintf(" (it ended %s at %s on %s: `agentmux audit %s`)", ended.Outcome, at(ended), ended.Node, id)
 	case started != nil:
 		return fmt.Sprintf(" (it started at %s on %s and runs)", at(started), started.Node)
 	}
@@ -172,18 +172,18 @@ func watch(args []string, stdout, stderr io.Writer) int {
 	// A watch outlives node restarts: it reconnects for as long as it runs.
 	c, err := dial("watch", m, nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			fmt.Fprintf(stderr, "runtime watch: disconnected (%v); reconnecting\n", err)
+			fmt.Fprintf(stderr, "agentmux watch: disconnected (%v); reconnecting\n", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			fmt.Fprintf(stderr, "runtime watch: reconnected to %s\n", nc.ConnectedUrlRedacted())
+			fmt.Fprintf(stderr, "agentmux watch: reconnected to %s\n", nc.ConnectedUrlRedacted())
 		}))
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime watch:", err)
+		fmt.Fprintln(stderr, "agentmux watch:", err)
 		return exitError
 	}
 	defer c.close()
 	if _, err := c.follow([]string{*subject}, stdout); err != nil {
-		fmt.Fprintln(stderr, "runtime watch:", err)
+		fmt.Fprintln(stderr, "agentmux watch:", err)
 		return exitError
 	}
 	sigs := make(chan os.Signal, 1)
@@ -194,7 +194,7 @@ func watch(args []string, stdout, stderr io.Writer) int {
 	select {
 	case <-sigs:
 	case <-closed:
-		fmt.Fprintln(stderr, "runtime watch: connection closed")
+		fmt.Fprintln(stderr, "agentmux watch: connection closed")
 		return exitError
 	}
 	return exitOK

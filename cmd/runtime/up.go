@@ -49,12 +49,12 @@ func up(args []string, stdout, stderr io.Writer) int {
 	}
 	state, err := node.StateDir(os.Getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime up:", err)
+		fmt.Fprintln(stderr, "agentmux up:", err)
 		return exitError
 	}
 	offset, err := clockOffset(os.Getenv, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime up:", err)
+		fmt.Fprintln(stderr, "agentmux up:", err)
 		return exitError
 	}
 	sigs := make(chan os.Signal, 2)
@@ -77,7 +77,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "runtime up:", err)
+		fmt.Fprintln(stderr, "agentmux up:", err)
 		return exitError
 	}
 	info := n.Info()
@@ -93,7 +93,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	go func() {
 		select {
 		case <-sigs:
-			fmt.Fprintln(stderr, "runtime up: forced exit")
+			fmt.Fprintln(stderr, "agentmux up: forced exit")
 			os.Exit(exitError)
 		case <-ctx.Done():
 		}
@@ -102,7 +102,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 		log.Warn("drain", "err", err)
 	}
 	if err := n.Stop(ctx); err != nil {
-		fmt.Fprintln(stderr, "runtime up:", err)
+		fmt.Fprintln(stderr, "agentmux up:", err)
 		return exitError
 	}
 	log.Info("node stopped")

@@ -27,7 +27,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	// What `up` would refuse on this machine: a manifest is often checked where its
 	// secrets are not, so these are warnings here.
 	for _, problem := range node.MissingSecrets(m, os.Getenv) {
-		fmt.Fprintln(stderr, "warning: runtime up would refuse to start:", problem)
+		fmt.Fprintln(stderr, "warning: agentmux up would refuse to start:", problem)
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d hosts, %d supervisors, %d routes)\n", *path, len(m.Hosts), len(m.Supervisors), len(m.Routes))
 	return exitOK
@@ -48,7 +48,7 @@ func loadManifest(path string, stderr io.Writer) (*config.Manifest, int) {
 // manifest at path; on failure it returns a nil manifest and the exit code.
 func sessionArgs(cmd string, pos []string, path string, stderr io.Writer) (*config.Manifest, string, string, int) {
 	if len(pos) != 2 {
-		fmt.Fprintf(stderr, "runtime %s: want a host and a prompt: %s -c <manifest> <host> \"<prompt>\"\n", cmd, cmd)
+		fmt.Fprintf(stderr, "agentmux %s: want a host and a prompt: %s -c <manifest> <host> \"<prompt>\"\n", cmd, cmd)
 		return nil, "", "", exitUsage
 	}
 	m, code := loadManifest(path, stderr)
@@ -56,7 +56,7 @@ func sessionArgs(cmd string, pos []string, path string, stderr io.Writer) (*conf
 		return nil, "", "", code
 	}
 	if _, ok := m.Hosts[pos[0]]; !ok {
-		fmt.Fprintf(stderr, "runtime %s: no host %q in %s; the hosts are %s\n", cmd, pos[0], path, hostNames(m))
+		fmt.Fprintf(stderr, "agentmux %s: no host %q in %s; the hosts are %s\n", cmd, pos[0], path, hostNames(m))
 		return nil, "", "", exitUsage
 	}
 	return m, pos[0], pos[1], exitOK

@@ -15,7 +15,7 @@ func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		p := runtimeProc(t, args...)
 		if code := p.wait(t, 20*time.Second); code != exitOK || p.stdout.String() != want || p.stderr.String() != "" {
-			t.Errorf("runtime %s: exit %d, stdout %q, stderr %q; want %q on stdout", strings.Join(args, " "), code, p.stdout, p.stderr, want)
+			t.Errorf("agentmux %s: exit %d, stdout %q, stderr %q; want %q on stdout", strings.Join(args, " "), code, p.stdout, p.stderr, want)
 		}
 	}
 }
