@@ -81,11 +81,17 @@ type Manifest struct {
 	Warnings []*Problem
 }
 
+// MemoryStore as [nats] store_dir keeps the embedded server's store in a temporary
+// directory that the node removes when it stops: nothing survives a restart.
+const MemoryStore = ":memory:"
+
 // NATS says where the node's NATS is. An empty URL runs an embedded server.
 type NATS struct {
 	URL         string `toml:"url"`
 	Listen      string `toml:"listen"`      // embedded server's client listener
-	StoreDir    string `toml:"store_dir"`   // embedded server's JetStream store
+	// StoreDir is the embedded server's JetStream store. Empty: `up` keeps it in its state
+	// directory, <state>/<node>/nats; MemoryStore: a temporary one, gone with the node.
+	StoreDir string `toml:"store_dir"`
 	Credentials string `toml:"credentials"` // a .creds file for an external server
 	// ServerName names the embedded server; a cluster needs one per server.
 	ServerName string `toml:"server_name"`

@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"path/filepath"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
 )
@@ -51,9 +53,12 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 	switch {
 	case opts.Ephemeral && nc.URL == "":
 		bcfg.Listen, bcfg.StoreDir, bcfg.Cluster = "127.0.0.1:0", "", nil
-	case nc.URL == "" && len(users) == 0:
-		// No [[nats.users]]: the CLI on this machine connects as the local operator.
-		bcfg.StateDir = opts.StateDir
+	case nc.URL == "":
+		bcfg.StoreDir = n.storeDir(opts)
+		if len(users) == 0 {
+			// No [[nats.users]]: the CLI on this machine connects as the local operator.
+			bcfg.StateDir = opts.StateDir
+		}
 	}
 	b, err := bus.Open(bcfg, n.log)
 	if err != nil {
@@ -124,3 +129,22 @@ func (n *Node) closeAsker() {
 
 // Replicas is how many copies each stream and bucket has.
 func (n *Node) Replicas() int { return n.replicas }
+
+// storeDir is where a node's embedded server keeps its store: [nats] store_dir, else the
+// node's own folder of its state directory, so that the audit, the queued tasks and the
+// people's pending requests outlive a restart. A temporary store (MemoryStore, or no
+// state directory) is said to be one.
+func (n *Node) storeDir(opts Options) string {
+	dir := opts.Manifest.NATS.StoreDir
+	switch {
+	case dir == config.MemoryStore:
+		n.log.Warn("[nats] store_dir = \":memory:\": this node keeps its store in a temporary directory; the audit, queued tasks and pending requests are gone when it stops")
+		return ""
+	case dir != "":
+		return dir
+	case opts.StateDir != "":
+		return filepath.Join(opts.StateDir, n.Name, "nats")
+	}
+	n.log.Warn("no state directory and no [nats] store_dir: this node keeps its store in a temporary directory; the audit, queued tasks and pending requests are gone when it stops")
+	return ""
+}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/agentmux/agentmux/actors/router"
@@ -9,7 +10,12 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-const heartbeatTimeout = 2 * time.Second
+const (
+	heartbeatTimeout = 2 * time.Second
+	// nameClaimWait is how long a starting node waits for another heartbeat under its
+	// name before it takes the name: two heartbeats' time and a margin.
+	nameClaimWait = 2*wire.HeartbeatInterval + time.Second
+)
 
 // startHeartbeat writes this node's NodeInfo into the nodes bucket now and every
 // wire.HeartbeatInterval, so `agentmux nodes` lists it and its absence is noticed.
@@ -39,6 +45,44 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 			}
 		}
 	}()
+	return nil
+}
+
+// claimName makes sure no other live node has this node's name: two nodes of one name
+// would answer each other's control requests and overwrite each other's heartbeat. A
+// fresh heartbeat under the name may be this node's own before a restart (killed, it
+// wrote no last one): the claim waits for the next heartbeat it would write, and takes
+// the name when none comes.
+func (n *Node) claimName(ctx context.Context) error {
+	info, rev, serverNow, err := n.nodes.Get(ctx, n.Name)
+	if err != nil {
+		n.log.Warn("could not check that no live node has this name", "node", n.Name, "err", err)
+		return nil
+	}
+	if info == nil || !info.Alive(serverNow) {
+		return nil
+	}
+	n.log.Info("a node of this name beat lately: waiting to see whether it still runs", "node", n.Name, "started", info.Started, "version", info.Version)
+	deadline := time.Now().Add(nameClaimWait)
+	poll := time.NewTicker(wire.HeartbeatInterval / 4)
+	defer poll.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-poll.C:
+		}
+		now, newRev, _, err := n.nodes.Get(ctx, n.Name)
+		if err != nil || now == nil || newRev == rev {
+			continue
+		}
+		if now.Stopped {
+			return nil
+		}
+		return fmt.Errorf("node: another node named %q is running (started %s, version %s, heartbeat just now): give this one another --name, or stop that one first",
+			n.Name, now.Started.Format(time.RFC3339), now.Version)
+	}
+	n.log.Info("the node of this name before is gone; this one takes its place", "node", n.Name)
 	return nil
 }
 

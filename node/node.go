@@ -160,6 +160,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.msrv.Close()
 		return nil, err
 	}
+	if err := n.claimName(ctx); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if err := n.startSandboxes(opts); err != nil {
 		n.abort()
 		return nil, err
@@ -497,6 +501,14 @@ type levelHandler struct {
 
 func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+// HostName is this machine's host name as a node name: what `agentmux up` calls its
+// node unless --name says otherwise, so that a node restarted is the same node, with
+// the same store and the same entry in `agentmux nodes`.
+func HostName() string {
+	host, _ := os.Hostname()
+	return subjectToken(host)
 }
 
 func subjectToken(s string) string {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -629,3 +630,66 @@ supervisor = "broken"
 		}
 	}
 }
+
+// Two live nodes of one name would answer each other's control requests and overwrite
+// each other's heartbeat: the second is refused, saying why, once it has seen the first
+// beat again; another name is fine.
+func TestTwoLiveNodesMayNotShareAName(t *testing.T) {
+	t.Setenv("T_PEER_PASSWORD", nuid.Next())
+	a := start(t, simHost("w", "")+peerUser) // named "test"
+	peer := peerOf(a) + simHost("w", "")
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	twin, err := Start(ctx, Options{Manifest: a.parsed(peer), Log: log, Ephemeral: true, MetricsAddr: "-", Name: "test", NoTasks: true})
+	if err == nil {
+		_ = twin.Stop(ctx)
+		t.Fatal("a second live node named test started")
+	}
+	if !strings.Contains(err.Error(), `another node named "test" is running`) || !strings.Contains(err.Error(), "give this one another --name") {
+		t.Fatalf("the twin was refused with %v; want it to say another node of its name runs", err)
+	}
+	start(t, peer, func(o *Options) { o.Name = "other"; o.NoTasks = true })
+}
+
+// store_dir = ":memory:" is a temporary store, said to be one, and gone when the node
+// stops; it is never a folder named ":memory:".
+func TestMemoryStoreIsTemporaryAndSaysSo(t *testing.T) {
+	var logged strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m, err := config.Parse(filepath.Join(t.TempDir(), "m.toml"), []byte("[nats]\nlisten = \"127.0.0.1:0\"\nstore_dir = \":memory:\"\n[supervisors.s]\nstrategy = \"static\"\nanswers = { question = \"x\" }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	n, err := Start(context.Background(), Options{Manifest: m, Log: log, MetricsAddr: "-", Name: "mem", StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := n.Bus.Server().JetStreamConfig().StoreDir
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(dir, ":memory:") || strings.HasPrefix(dir, state) {
+		t.Errorf("the store was %s; want a temporary directory", dir)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temporary store %s outlived the node: %v", dir, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "are gone when it stops") {
+		t.Errorf("the node did not say its store is temporary:\n%s", logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -109,7 +109,9 @@ func (n *Node) sandboxBase(opts Options) sandbox.Policy {
 		}
 	}
 	deny(opts.StateDir)
-	deny(m.NATS.StoreDir)
+	if m.NATS.StoreDir != config.MemoryStore {
+		deny(m.NATS.StoreDir)
+	}
 	deny(m.NATS.Credentials)
 	deny(m.NATS.NkeySeedFile)
 	deny(getenv(config.EnvNATSCreds))

@@ -64,6 +64,27 @@ func (n *Nodes) List(ctx context.Context) (nodes []*wire.NodeInfo, serverNow tim
 	return nodes, serverNow, nil
 }
 
+// Get returns node's latest heartbeat and its revision in the bucket, with the
+// server's time now; a nil NodeInfo when the bucket holds none.
+func (n *Nodes) Get(ctx context.Context, node string) (info *wire.NodeInfo, revision uint64, serverNow time.Time, err error) {
+	e, err := n.kv.Get(ctx, node)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, 0, time.Time{}, nil
+	case err != nil:
+		return nil, 0, time.Time{}, fmt.Errorf("bus: heartbeat of %s: %w", node, err)
+	}
+	info = &wire.NodeInfo{}
+	if err := json.Unmarshal(e.Value(), info); err != nil {
+		return nil, 0, time.Time{}, fmt.Errorf("bus: node heartbeat %s is corrupt: %w", node, err)
+	}
+	info.Stored = e.Created()
+	if serverNow, err = n.serverNow(ctx); err != nil {
+		return nil, 0, time.Time{}, fmt.Errorf("bus: heartbeat of %s: %w", node, err)
+	}
+	return info, e.Revision(), serverNow, nil
+}
+
 // serverNow is the NATS server's time, as it stamps the bucket's stream information.
 func (n *Nodes) serverNow(ctx context.Context) (time.Time, error) {
 	st, err := n.kv.Status(ctx)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentmux/agentmux/internal/invariants"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/node"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -470,5 +472,52 @@ func TestUpLogsJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec["level"] == nil || rec["msg"] == nil {
 			t.Fatalf("a log line that is not a JSON record with level and msg: %q (%v)", line, err)
 		}
+	}
+}
+
+// TestUpKeepsItsStoreAndNameByDefault: with no store_dir, `up` keeps its store in its
+// state directory under its host name, so a node killed with -9 and started again has
+// the audit of what ran before: the restart takes the name once the old heartbeat
+// stops, and loses nothing.
+func TestUpKeepsItsStoreAndNameByDefault(t *testing.T) {
+	state := t.TempDir()
+	path := nodeManifest(t)
+	m, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := regexp.MustCompile(`(?m)^store_dir = .*\n`).ReplaceAllString(string(m), "")
+	if err := os.WriteFile(path, []byte(kept), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withState := func(args ...string) *proc {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = []string{"AGENTMUX_STATE_DIR=" + state}
+		return startProc(t, cmd)
+	}
+	name := node.HostName()
+	up := withState("up", "-c", path)
+	until(t, "agentmux up", up.stderr, "node up")
+	store := filepath.Join(state, name, "nats")
+	if log := up.stderr.String(); !strings.Contains(log, "node="+name) || !strings.Contains(log, "store="+store) {
+		t.Fatalf("up did not run as %s on %s:\n%s", name, store, log)
+	}
+	run := withState("submit", "-c", path, "--id", "t-kept", "w", okScript, "--follow")
+	if code := run.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s", code, run.stderr)
+	}
+	if err := up.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	up.wait(t, 10*time.Second)
+
+	again := withState("up", "-c", path)
+	until(t, "agentmux up again", again.stderr, "node up")
+	if log := again.stderr.String(); !strings.Contains(log, "this one takes its place") {
+		t.Errorf("the restart did not wait out its killed predecessor's heartbeat:\n%s", log)
+	}
+	audit := withState("audit", "-c", path, "t-kept")
+	if code := audit.wait(t, 10*time.Second); code != exitOK || !strings.Contains(audit.stdout.String(), "session.ended") || !strings.Contains(audit.stdout.String(), "ok on node "+name) {
+		t.Fatalf("audit after a kill -9 and a restart: exit %d\n%s%s", code, audit.stdout, audit.stderr)
 	}
 }

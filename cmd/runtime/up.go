@@ -24,7 +24,7 @@ const (
 func up(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("up", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	name := fs.String("name", "", "node `name` (default: host name and a short id)")
+	name := fs.String("name", node.HostName(), "node `name`: its entry in `agentmux nodes` and its store's folder; two live nodes may not share one")
 	logLevel := fs.String("log", "info", "log `level`: debug, info, warn, error")
 	logFormat := logFormatFlag(fs)
 	noSup := fs.Bool("no-supervisors", false, "leave the manifest's supervisors to other nodes")
@@ -81,7 +81,11 @@ func up(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	info := n.Info()
-	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "replicas", n.Replicas(), "metrics", n.MetricsAddr(),
+	store := "the external server's"
+	if srv := n.Bus.Server(); srv != nil {
+		store = srv.JetStreamConfig().StoreDir
+	}
+	log.Info("node up", "node", n.Name, "nats", n.Bus.ClientURL(), "store", store, "replicas", n.Replicas(), "metrics", n.MetricsAddr(),
 		"hosts", strings.Join(n.Hosts(), ","), "supervisors", strings.Join(info.Supervisors, ","))
 	if local := n.Bus.LocalOperator(); local != "" {
 		log.Info("the CLI on this machine connects as the local operator; no anonymous client gets in", "credential", local)
