@@ -530,3 +530,44 @@ func signInLink(t *testing.T, log string) string {
 	}
 	return m[1]
 }
+
+// TestConsoleOutlivesANodeRestart: a console left open shows the requests of a node
+// restarted under it, on the same page, without a reload: its bus connection comes
+// back, and with it what it follows.
+func TestConsoleOutlivesANodeRestart(t *testing.T) {
+	manifest := consoleManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up", up.stderr, "node up")
+	url := fmt.Sprintf("http://127.0.0.1:%d", proctest.FreePort(t))
+	con := runtimeProc(t, "console", "-c", manifest, "--addr", strings.TrimPrefix(url, "http://"), "--as", "ana")
+	until(t, "agentmux console", con.stderr, "console up")
+	ctx := browser(t)
+	do(t, ctx, "open the console's link", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+
+	ask := func(id, what string) {
+		t.Helper()
+		script := `{"steps":[{"send":{"type":"approval","id":"a1","description":"` + what + `"}},{"await":"a1"},{"result":"done"}]}`
+		submit := runtimeProc(t, "submit", "-c", manifest, "--id", id, "w", script)
+		if code := submit.wait(t, 30*time.Second); code != exitOK {
+			t.Fatalf("submit %s: exit %d\n%s", id, code, submit.stderr)
+		}
+	}
+	ask("t-before", "deploy v1")
+	cardFor(t, ctx, "deploy v1")
+
+	if err := up.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	up.wait(t, 10*time.Second)
+	again := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up again", again.stderr, "node up")
+	ask("t-after", "deploy v2")
+	card := cardFor(t, ctx, "deploy v2")
+	do(t, ctx, "approve the request asked after the restart", chromedp.Click(chromedp.CSS(card+" button.approve")))
+	outcome(t, ctx, card, "answered")
+	proctest.Eventually(t, "the approval given after the restart in the audit", func() bool {
+		audit := runtimeProc(t, "audit", "-c", manifest, "t-after")
+		audit.wait(t, 10*time.Second)
+		return strings.Contains(audit.stdout.String(), `"yes" answered by human:ana`)
+	})
+}
