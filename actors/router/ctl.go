@@ -86,7 +86,7 @@ func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 	return &ctlReply{Error: "no running session " + m.session + " on this node"}
 }
 
-// ServeControl answers agentmux.ctl.<node>.{list,interrupt,message,drain} for the
+// ServeControl answers agentmux.ctl.<node>.{list,interrupt,message,drain,undrain} for the
 // router. The request payload of interrupt and message is {"session": "...", "text":
 // "..."}; of drain {"grace_ms": N}.
 // Only a request a client published there is served (bus.CheckRequest); what the server
@@ -126,6 +126,9 @@ func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, n
 			}
 			return ask(&Drain{Grace: time.Duration(req.GraceMS) * time.Millisecond})
 		})
+	}
+	if err == nil {
+		err = handle("undrain", func(*nats.Msg) any { return ask(&Undrain{}) })
 	}
 	for _, verb := range []string{"interrupt", "message"} {
 		if err != nil {

@@ -15,7 +15,32 @@ type Drain struct {
 	Grace time.Duration
 }
 
-type drainOver struct{ grace time.Duration }
+// Undrain makes a draining node take tasks again, while its running sessions have not
+// all ended and its grace is not over (then it stops, as a drain says); the answer is a
+// *wire.DrainReply.
+type Undrain struct{}
+
+type drainOver struct {
+	grace time.Duration
+	drain int // which drain it ends: one that was undone ends nothing
+}
+
+func (r *Router) undrain() *wire.DrainReply {
+	switch {
+	case r.stopping():
+		return &wire.DrainReply{Effect: "the node is stopping: its drain is over (or it was told to stop); start it again"}
+	case r.taking():
+		return &wire.DrainReply{OK: true, Effect: "not draining: the node takes tasks"}
+	}
+	if !r.to(phaseTaking) {
+		return &wire.DrainReply{Effect: "the node cannot take tasks again from " + r.phase.String()}
+	}
+	if r.cfg.Intake != nil {
+		r.startIntake(r.c)
+	}
+	r.cfg.Log.Info("undrained: taking tasks again")
+	return &wire.DrainReply{OK: true, Effect: "taking tasks again"}
+}
 
 func (r *Router) drain(m *Drain) *wire.DrainReply {
 	if r.stopping() {
@@ -24,6 +49,7 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 	first := r.taking()
 	if first {
 		r.to(phaseDraining)
+		r.drains++
 	}
 	if r.stopPull != nil {
 		r.stopPull()
@@ -49,8 +75,8 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 			r.shutdown("drained: nothing was running")
 		} else {
 			system, self := r.c.ActorSystem(), r.c.Self()
-			grace := m.Grace
-			time.AfterFunc(grace, func() { system.Root.Send(self, &drainOver{grace: grace}) })
+			grace, drain := m.Grace, r.drains
+			time.AfterFunc(grace, func() { system.Root.Send(self, &drainOver{grace: grace, drain: drain}) })
 		}
 	}
 	r.cfg.Log.Info("draining: no more tasks taken", "running", running, "handed_back", handed, "grace", m.Grace)

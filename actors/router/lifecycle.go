@@ -5,7 +5,7 @@ import "slices"
 // phase is where the router is in its life. It is in exactly one; moving between them
 // is [Router.to], which refuses a move the table below does not allow.
 //
-//	taking ──► draining ──► stopping ──► stopped
+//	taking ◄─► draining ──► stopping ──► stopped
 //	   │                       ▲
 //	   └───────────────────────┘
 type phase uint8
@@ -24,7 +24,7 @@ func (p phase) String() string { return phaseNames[p] }
 // moves lists where each phase may go.
 var moves = [...][]phase{
 	phaseTaking:   {phaseDraining, phaseStopping},
-	phaseDraining: {phaseStopping},
+	phaseDraining: {phaseTaking, phaseStopping}, // undrain, or the grace's end
 	phaseStopping: {phaseStopped},
 	phaseStopped:  {},
 }

@@ -44,8 +44,11 @@ func (r *Router) startPipelines(pullCtx context.Context, c actor.Context) {
 		for _, st := range r.cfg.Manifest.Pipelines[name].Stages {
 			size = max(size, r.pools[st.Host].host.Pool)
 		}
-		slots := make(chan struct{}, size)
-		r.runSlots[name] = slots
+		slots, ok := r.runSlots[name] // kept across an undrain: the runs in flight hold theirs
+		if !ok {
+			slots = make(chan struct{}, size)
+			r.runSlots[name] = slots
+		}
 		system, self := c.ActorSystem(), c.Self()
 		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, r.cfg.Log) })
 	}

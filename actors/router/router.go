@@ -121,7 +121,9 @@ type Router struct {
 	cfg      Config
 	pools    map[string]*pool
 	c        actor.Context
+	ctx      context.Context          // the pullers' and the ticker's; ends with cancel
 	cancel   context.CancelFunc       // stops pullers and the progress ticker
+	drains   int                      // drains begun: a drainOver of an earlier one is stale
 	stopPull context.CancelFunc       // stops the pullers only (drain)
 	phase    phase                    // lifecycle.go
 	runs     map[string]*run          // pipeline runs, by their actor's PID id
@@ -183,8 +185,10 @@ func (r *Router) Receive(c actor.Context) {
 		r.reload(m)
 	case *Drain:
 		c.Respond(r.drain(m))
+	case *Undrain:
+		c.Respond(r.undrain())
 	case *drainOver:
-		if !r.stopping() {
+		if r.phase == phaseDraining && m.drain == r.drains {
 			r.shutdown(fmt.Sprintf("drained: the grace of %v is over; the rest go back to the queue", m.grace))
 		}
 	case *listRequest:
@@ -204,19 +208,25 @@ func (r *Router) Receive(c actor.Context) {
 
 func (r *Router) start(c actor.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	pullCtx, stopPull := context.WithCancel(ctx)
-	r.stopPull = stopPull
+	r.ctx, r.cancel = ctx, cancel
 	if r.cfg.Intake != nil {
-		for name, cons := range r.cfg.Intake.Hosts {
-			system, self, slots := c.ActorSystem(), c.Self(), r.pools[name].slots
-			r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, r.cfg.Log) })
-			r.cfg.Metrics.TaskIntake.WithLabelValues(name).Set(1)
-		}
-		r.startPipelines(pullCtx, c)
+		r.startIntake(c)
 		system, self := c.ActorSystem(), c.Self()
 		r.cfg.Routines.Go(func(context.Context) { tick(ctx, system, self) })
 	}
+}
+
+// startIntake starts pulling tasks and pipeline runs, each host and pipeline as many at
+// once as it has room for, until a drain or a shutdown (stopPull).
+func (r *Router) startIntake(c actor.Context) {
+	pullCtx, stopPull := context.WithCancel(r.ctx)
+	r.stopPull = stopPull
+	for name, cons := range r.cfg.Intake.Hosts {
+		system, self, slots := c.ActorSystem(), c.Self(), r.pools[name].slots
+		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, r.cfg.Log) })
+		r.cfg.Metrics.TaskIntake.WithLabelValues(name).Set(1)
+	}
+	r.startPipelines(pullCtx, c)
 }
 
 // taskConsumer is the durable consumer a node pulls name's tasks (a host's, or a
@@ -242,6 +252,10 @@ func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host 
 			msg, err := cons.Next(jetstream.FetchContext(fetchCtx))
 			cancel()
 			if ctx.Err() != nil {
+				if err == nil {
+					_ = msg.Nak() // taken as the intake stopped: back to the queue at once
+				}
+				freeSlot(slots) // the slot taken for it, which no task holds
 				return
 			}
 			if err != nil {
@@ -249,6 +263,7 @@ func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host 
 					log.Warn("fetch task", "host", host, "err", err)
 					select {
 					case <-ctx.Done():
+						freeSlot(slots)
 						return
 					case <-time.After(taskFetchWait):
 					}

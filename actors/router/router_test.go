@@ -27,7 +27,7 @@ func TestLifecycleMoves(t *testing.T) {
 	for from := phaseTaking; from <= phaseStopped; from++ {
 		for to := phaseTaking; to <= phaseStopped; to++ {
 			want := from == phaseTaking && (to == phaseDraining || to == phaseStopping) ||
-				from == phaseDraining && to == phaseStopping || from == phaseStopping && to == phaseStopped
+				from == phaseDraining && (to == phaseTaking || to == phaseStopping) || from == phaseStopping && to == phaseStopped
 			if got := from.canMove(to); got != want {
 				t.Errorf("%s → %s allowed %v; want %v", from, to, got, want)
 			}

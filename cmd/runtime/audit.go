@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/store"
@@ -13,8 +14,12 @@ import (
 func audit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("audit", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	asJSON := fs.Bool("json", false, "print the records as JSON lines")
+	out := newOutputFlags(fs)
 	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	form, err := out.form()
 	if err != nil {
 		return usageError(stderr, err)
 	}
@@ -38,16 +43,22 @@ func audit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentmux audit: no audit records for session %q\n", pos[0])
 		return exitError
 	}
-	if *asJSON {
+	if form == outJSON {
 		return jsonLines(stdout, records)
 	}
-	printAudit(stdout, records)
-	return exitOK
+	return printAudit(stdout, records, form == outWide)
 }
 
-func printAudit(w io.Writer, records []*wire.AuditRecord) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tATTEMPT\tEVENT\tREQUEST\tDETAIL")
+// printAudit prints records as a table; wide, with the node and member of each and
+// nothing cut short.
+func printAudit(w io.Writer, records []*wire.AuditRecord, wide bool) int {
+	oneLine := oneLine
+	header := []string{"TIME", "ATTEMPT", "EVENT", "REQUEST", "DETAIL"}
+	if wide {
+		oneLine = func(s string, _ int) string { return strings.Join(strings.Fields(s), " ") }
+		header = []string{"TIME", "ATTEMPT", "NODE", "EVENT", "REQUEST", "DETAIL"}
+	}
+	rows := make([][]string, 0, len(records))
 	for _, r := range records {
 		at := time.UnixMilli(r.Time).Format("15:04:05.000")
 		var detail string
@@ -75,9 +86,14 @@ func printAudit(w io.Writer, records []*wire.AuditRecord) {
 				detail += ": " + oneLine(string(r.Value), 100)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", at, r.Attempt, r.Kind, r.Request, detail)
+		if wide {
+			at = time.UnixMilli(r.Time).UTC().Format("2006-01-02T15:04:05.000Z")
+			rows = append(rows, []string{at, strconv.Itoa(r.Attempt), dash(r.Node), r.Kind, dash(r.Request), detail})
+			continue
+		}
+		rows = append(rows, []string{at, strconv.Itoa(r.Attempt), r.Kind, r.Request, detail})
 	}
-	_ = tw.Flush()
+	return table(w, header, rows)
 }
 
 // decider is who answered, with what an external supervisor claimed kept apart.

@@ -521,3 +521,88 @@ func TestUpKeepsItsStoreAndNameByDefault(t *testing.T) {
 		t.Fatalf("audit after a kill -9 and a restart: exit %d\n%s%s", code, audit.stdout, audit.stderr)
 	}
 }
+
+// TestSteeringTheFleetFromTheCLI: sessions and tasks list what runs and what waits;
+// message and interrupt reach a running session by the start of its id; drain and
+// undrain stop and restart a node's intake.
+func TestSteeringTheFleetFromTheCLI(t *testing.T) {
+	manifest := nodeManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest, "--name", "steer")
+	until(t, "agentmux up", up.stderr, "node up")
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		p := runtimeProc(t, append(args[:1:1], append([]string{"-c", manifest}, args[1:]...)...)...)
+		code := p.wait(t, 30*time.Second)
+		return code, p.stdout.String(), p.stderr.String()
+	}
+	long := runtimeProc(t, "submit", "-c", manifest, "--id", "t-long-1", "w", pendingScript, "--follow")
+	until(t, "the long session's question", long.stderr, "t-long-1.question")
+	if code, _, stderr := cli("submit", "--id", "t-next", "w", okScript); code != exitOK {
+		t.Fatalf("submit t-next: %d %s", code, stderr)
+	}
+
+	code, out, stderr := cli("sessions", "-o", "json")
+	var listed []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var s map[string]any
+		if json.Unmarshal([]byte(line), &s) == nil {
+			listed = append(listed, s)
+		}
+	}
+	if code != exitOK || len(listed) != 1 || listed[0]["session"] != "t-long-1" || listed[0]["node"] != "steer" || listed[0]["state"] != "running" {
+		t.Fatalf("sessions -o json: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, _ := cli("sessions", "--state", "queued"); code != exitOK || !strings.Contains(out, "no session is running or queued") {
+		t.Errorf("sessions --state queued: exit %d\n%s", code, out)
+	}
+	code, out, stderr = cli("tasks", "-o", "wide")
+	if code != exitOK || !regexp.MustCompile(`t-long-1\s+w\s+running\s+steer`).MatchString(out) || !regexp.MustCompile(`t-next\s+w\s+waiting\s+-`).MatchString(out) {
+		t.Fatalf("tasks: exit %d\n%s%s", code, out, stderr)
+	}
+
+	if code, _, stderr := cli("message", "t-nope", "hello"); code != exitError || !strings.Contains(stderr, `no running or queued session is "t-nope" or starts with it`) {
+		t.Errorf("message to no session: exit %d %s", code, stderr)
+	}
+	if code, out, stderr := cli("message", "t-long", "use the staging database"); code != exitOK || !strings.Contains(out, "t-long-1 on steer:") {
+		t.Fatalf("message by an id's start: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := cli("interrupt", "t-long", "--reason", "wrong branch"); code != exitOK || !strings.Contains(out, "t-long-1 on steer:") {
+		t.Fatalf("interrupt: exit %d\n%s%s", code, out, stderr)
+	}
+	long.wait(t, 30*time.Second)
+	if res := long.stdout.String(); !strings.Contains(res, `"interrupted":true`) || !strings.Contains(res, "use the staging database") {
+		t.Fatalf("the interrupted session's result does not show the message and the interrupt:\n%s\n%s", res, long.stderr)
+	}
+
+	// t-next runs once the slot is free; then the node drains, and undrains.
+	proctest.Eventually(t, "t-next done", func() bool {
+		code, out, _ := cli("tasks")
+		return code == exitOK && strings.Contains(out, "the work queue is empty")
+	})
+	hold := runtimeProc(t, "submit", "-c", manifest, "--id", "t-hold", "w", pendingScript, "--follow")
+	until(t, "a session to drain around", hold.stderr, "t-hold.question")
+	if code, out, stderr := cli("drain", "steer", "--grace", "5m"); code != exitOK || !strings.Contains(out, "draining") {
+		t.Fatalf("drain: exit %d\n%s%s", code, out, stderr)
+	}
+	proctest.Eventually(t, "the node draining in its heartbeat", func() bool {
+		_, out, _ := cli("nodes")
+		return regexp.MustCompile(`steer\s+draining`).MatchString(out)
+	})
+	if code, out, stderr := cli("undrain", "steer"); code != exitOK || !strings.Contains(out, "steer: taking tasks again") {
+		t.Fatalf("undrain: exit %d\n%s%s", code, out, stderr)
+	}
+	proctest.Eventually(t, "the node up again in its heartbeat", func() bool {
+		_, out, _ := cli("nodes")
+		return regexp.MustCompile(`steer\s+up`).MatchString(out)
+	})
+	if code, out, stderr := cli("undrain", "steer"); code != exitOK || !strings.Contains(out, "not draining") {
+		t.Errorf("undrain of a node that takes tasks: exit %d\n%s%s", code, out, stderr)
+	}
+	// It takes tasks again: a new one runs once t-hold is out of the way.
+	if code, out, stderr := cli("interrupt", "t-hold"); code != exitOK {
+		t.Fatalf("interrupt t-hold: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := cli("submit", "--id", "t-after-undrain", "w", okScript, "--follow"); code != exitOK {
+		t.Fatalf("a task after the undrain: exit %d\n%s%s", code, out, stderr)
+	}
+}

@@ -84,3 +84,41 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 }
+
+// undrain makes a draining node take tasks again.
+func undrain(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("undrain", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "agentmux undrain: want one node name: undrain -c <manifest> <node>; `agentmux nodes` lists them")
+		return exitUsage
+	}
+	node := pos[0]
+	c, code := client("undrain", *path, stderr)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(node, "undrain"), nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentmux undrain: node %q did not answer: %v; `agentmux nodes` lists the live ones\n", node, c.explain(err))
+		return exitError
+	}
+	var reply wire.DrainReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
+		why := reply.Effect
+		if why == "" {
+			why = string(msg.Data)
+		}
+		fmt.Fprintf(stderr, "agentmux undrain: %s: %s\n", node, why)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", node, reply.Effect)
+	return exitOK
+}

@@ -702,8 +702,12 @@ func nodeInfo(t *testing.T, f *fleet, name string) map[string]any {
 		t.Fatalf("agentmux nodes: exit %d\n%s", code, p.stderr)
 	}
 	var rows []map[string]any
-	if err := json.Unmarshal([]byte(p.stdout.String()), &rows); err != nil {
-		t.Fatalf("agentmux nodes --json: %v\n%s", err, p.stdout)
+	for _, line := range strings.Split(strings.TrimSpace(p.stdout.String()), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("agentmux nodes --json: %v\n%s", err, p.stdout)
+		}
+		rows = append(rows, r)
 	}
 	for _, r := range rows {
 		if r["name"] == name {

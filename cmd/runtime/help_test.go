@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,7 +18,7 @@ func TestEveryCommandHelps(t *testing.T) {
 		for _, args := range [][]string{{c.name, "--help"}, {"help", c.name}, {c.name, "-h"}} {
 			var stdout, stderr strings.Builder
 			code := dispatch(args, &stdout, &stderr)
-			want := strings.TrimSpace("usage: runtime " + c.name + " " + c.synopsis)
+			want := strings.TrimSpace("usage: agentmux " + c.name + " " + c.synopsis)
 			if code != exitOK || !strings.HasPrefix(stdout.String(), want+"\n") || stderr.Len() != 0 {
 				t.Errorf("agentmux %s: exit %d, stdout %q, stderr %q; want exit 0 and %q first on stdout", strings.Join(args, " "), code, stdout.String(), stderr.String(), want)
 			}
@@ -27,17 +31,97 @@ func TestEveryCommandHelps(t *testing.T) {
 		if strings.Contains(c.synopsis, "-c <manifest>") && !strings.Contains(help.String(), "manifest file") {
 			t.Errorf("agentmux %s --help does not list its flags:\n%s", c.name, help.String())
 		}
+		if c.name != "sim" && !strings.Contains(help.String(), "\nexamples:\n  ") {
+			t.Errorf("agentmux %s --help shows no examples:\n%s", c.name, help.String())
+		}
+		for _, e := range c.examples {
+			if !strings.Contains(e, "agentmux "+c.name+" ") && !strings.HasSuffix(e, "agentmux "+c.name) && !strings.Contains(e, "agentmux "+c.name+")") {
+				t.Errorf("agentmux %s: the example %q is not of this command", c.name, e)
+			}
+		}
 		var stdout, stderr strings.Builder
 		if code := dispatch([]string{c.name, "--no-such-flag"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), "no-such-flag") || stdout.Len() != 0 {
 			t.Errorf("agentmux %s --no-such-flag: exit %d, stdout %q, stderr %q; want exit 2 saying so on stderr", c.name, code, stdout.String(), stderr.String())
 		}
+		// Every listing takes -o text|wide|json (and --json), and says what a bad one is.
+		if strings.Contains(c.synopsis, "-o text|wide|json") {
+			for _, want := range []string{"-o form", "-json"} {
+				if !strings.Contains(help.String(), want) {
+					t.Errorf("agentmux %s lists but has no %s:\n%s", c.name, want, help.String())
+				}
+			}
+			stdout.Reset()
+			stderr.Reset()
+			if code := dispatch([]string{c.name, "-o", "yaml"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `-o "yaml": want text, wide or json`) {
+				t.Errorf("agentmux %s -o yaml: exit %d, stderr %q; want exit 2 saying which forms there are", c.name, code, stderr.String())
+			}
+		}
+	}
+	listings := 0
+	for _, c := range commands() {
+		if strings.Contains(c.synopsis, "-o text|wide|json") {
+			listings++
+		}
+	}
+	if listings != 5 { // nodes, sessions, tasks, pending, audit
+		t.Errorf("%d commands take -o; want every listing: nodes, sessions, tasks, pending and audit", listings)
 	}
 	var stdout, stderr strings.Builder
 	if code := dispatch([]string{"--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "respond ") || stderr.Len() != 0 {
-		t.Errorf("runtime --help: exit %d, stdout %q", code, stdout.String())
+		t.Errorf("agentmux --help: exit %d, stdout %q", code, stdout.String())
 	}
 	stdout.Reset()
 	if code := dispatch(nil, &stdout, &stderr); code != exitUsage || stdout.Len() != 0 || !strings.Contains(stderr.String(), "commands:") {
-		t.Errorf("runtime with no command: exit %d; want 2 with the commands on stderr", code)
+		t.Errorf("agentmux with no command: exit %d; want 2 with the commands on stderr", code)
+	}
+}
+
+// TestCompletion: bash, run for real, completes a command from its start and a
+// command's flags from theirs; zsh and fish get scripts naming the same.
+func TestCompletion(t *testing.T) {
+	var script, stderr strings.Builder
+	if code := dispatch([]string{"completion", "bash"}, &script, &stderr); code != exitOK {
+		t.Fatalf("completion bash: exit %d %s", code, stderr.String())
+	}
+	path := filepath.Join(t.TempDir(), "agentmux.bash")
+	if err := os.WriteFile(path, []byte(script.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(words ...string) string {
+		t.Helper()
+		line := fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _agentmux; echo "${COMPREPLY[*]}"`, path, strings.Join(words, " "), len(words)-1)
+		out, err := exec.Command("bash", "-c", line).CombinedOutput()
+		if err != nil {
+			t.Fatalf("bash: %v\n%s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	for _, tc := range []struct{ words, want string }{
+		{"agentmux ses", "sessions"},
+		{"agentmux un", "undrain"},
+		{"agentmux sessions --st", "--state"},
+		{"agentmux respond --rea", "--reason"},
+		{"agentmux help inter", "interrupt"},
+	} {
+		if got := complete(strings.Fields(tc.words)...); got != tc.want {
+			t.Errorf("bash completes %q to %q; want %q", tc.words, got, tc.want)
+		}
+	}
+	for shell, want := range map[string][]string{
+		"zsh":  {"#compdef agentmux", "bashcompinit", "_agentmux"},
+		"fish": {"-a sessions -d 'list the sessions", "'__fish_seen_subcommand_from sessions' -l state", "'__fish_seen_subcommand_from up' -o c -r -F"},
+	} {
+		var out strings.Builder
+		if code := dispatch([]string{"completion", shell}, &out, &stderr); code != exitOK {
+			t.Fatalf("completion %s: exit %d", shell, code)
+		}
+		for _, w := range want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("completion %s lacks %q", shell, w)
+			}
+		}
+	}
+	if code := dispatch([]string{"completion", "powershell"}, &script, &stderr); code != exitUsage {
+		t.Errorf("completion powershell: exit %d; want 2", code)
 	}
 }

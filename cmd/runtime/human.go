@@ -6,8 +6,8 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentmux/agentmux/store"
@@ -34,8 +34,12 @@ func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *store.Pendi
 func pending(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("pending", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	asJSON := fs.Bool("json", false, "print JSON lines instead of a table")
+	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
+	form, err := out.form()
+	if err != nil {
 		return usageError(stderr, err)
 	}
 	c, pending, code := pendingClient("pending", *path, stderr)
@@ -50,26 +54,35 @@ func pending(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux pending:", c.explain(err))
 		return exitError
 	}
-	if *asJSON {
+	if form == outJSON {
 		return jsonLines(stdout, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stdout, "nothing is waiting for a person")
 		return exitOK
 	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tSUPERVISOR\tHOST\tSESSION\tAGE\tDEADLINE IN\tREQUEST\tOPTIONS")
+	header := []string{"ID", "SUPERVISOR", "HOST", "SESSION", "AGE", "DEADLINE IN", "REQUEST", "OPTIONS"}
+	if form == outWide {
+		header = append(header, "NODE", "ATTEMPT", "CREATED", "ESCALATED BECAUSE")
+	}
+	rows := make([][]string, 0, len(list))
 	now := time.Now()
 	for _, p := range list {
 		text := p.Type + ": " + p.Text
 		if p.Suggestion != nil {
 			text += fmt.Sprintf(" (suggested: %s)", p.Suggestion)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, p.Supervisor, p.Host, p.Session,
-			now.Sub(p.Created).Round(time.Second), p.Deadline.Sub(now).Round(time.Second), oneLine(text, 80), strings.Join(p.Options, "|"))
+		if form != outWide {
+			text = oneLine(text, 80)
+		}
+		row := []string{p.ID, p.Supervisor, p.Host, p.Session, now.Sub(p.Created).Round(time.Second).String(),
+			p.Deadline.Sub(now).Round(time.Second).String(), text, strings.Join(p.Options, "|")}
+		if form == outWide {
+			row = append(row, dash(p.Node), strconv.Itoa(p.Attempt), p.Created.UTC().Format(time.RFC3339), dash(oneLine(p.Escalation, 200)))
+		}
+		rows = append(rows, row)
 	}
-	_ = w.Flush()
-	return exitOK
+	return table(stdout, header, rows)
 }
 
 // requestID is what an id of a request waiting for a person may hold: a key of the

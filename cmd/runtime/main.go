@@ -19,33 +19,6 @@ const (
 	exitUsage = 2 // bad usage or bad manifest
 )
 
-type command struct {
-	name, summary string
-	synopsis      string // its arguments, after `agentmux <name>`
-	run           func(args []string, stdout, stderr io.Writer) int
-}
-
-func commands() []command {
-	return []command{
-		{"demo", "run 200 scripted agents under supervision on an embedded node", "[--sessions 200]", demo},
-		{"run", "run one session or a pipeline on an embedded node", "-c <manifest> <host> <prompt> | <pipeline> name=value…", run},
-		{"up", "run a node until SIGINT/SIGTERM", "-c <manifest> [--no-hosts|--hosts a,b] [--no-supervisors|--supervisors x,y]", up},
-		{"nodes", "list the fleet's nodes", "-c <manifest> [--json]", nodes},
-		{"drain", "stop a node taking tasks, hand back the rest", "-c <manifest> <node> [--grace 30s] [--wait]", drain},
-		{"submit", "queue a task or a pipeline run", "-c <manifest> <host> <prompt> | <pipeline> name=value… [--id id] [--follow [--timeout 5m]]", submit},
-		{"watch", "print live events of all sessions", "-c <manifest> [--subject filter]", watch},
-		{"pending", "list requests waiting for a person", "-c <manifest> [--json]", pending},
-		{"respond", "answer a waiting request", "-c <manifest> <id> <answer> [--reason why] [--session] [--as name]", respond},
-		{"audit", "print a session's trail", "-c <manifest> <session> [--json]", audit},
-		{"console", "serve the web console people answer from", "-c <manifest> [--addr 127.0.0.1:9470]", consoleCommand},
-		{"validate", "check a manifest", "-c <manifest>", validate},
-		{"nats-auth", "print an external NATS server's users for the manifest", "-c <manifest> [--helm]", natsAuth},
-		{"health", "exit 0 if the node on this machine is ready", "-c <manifest> [--addr host:port]", health},
-		{"sim", "be the scripted agent (used by demo, tests and loadgen)", "", simCommand},
-		{"version", "print this binary's version and the revision it was built from", "", version},
-	}
-}
-
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -98,6 +71,12 @@ func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
 		for _, c := range commands() {
 			if c.name == name {
 				fmt.Fprintf(out, "usage: %s\n\n%s.\n", strings.TrimSpace("agentmux "+c.name+" "+c.synopsis), c.summary)
+				if len(c.examples) > 0 {
+					fmt.Fprintln(out, "\nexamples:")
+					for _, e := range c.examples {
+						fmt.Fprintln(out, "  "+e)
+					}
+				}
 			}
 		}
 		if hasFlags(fs) {

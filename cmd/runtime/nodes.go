@@ -1,11 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentmux/agentmux/store"
@@ -16,8 +16,12 @@ import (
 func nodes(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("nodes", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	asJSON := fs.Bool("json", false, "print JSON")
+	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
+	form, err := out.form()
+	if err != nil {
 		return usageError(stderr, err)
 	}
 	c, code := client("nodes", *path, stderr)
@@ -37,7 +41,7 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux nodes:", c.explain(err))
 		return exitError
 	}
-	if *asJSON {
+	if form == outJSON {
 		type row struct {
 			*wire.NodeInfo
 			State string `json:"state"`
@@ -46,29 +50,31 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 		for _, n := range list {
 			rows = append(rows, row{n, nodeState(n, now)})
 		}
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
-			fmt.Fprintln(stderr, "agentmux nodes:", err)
-			return exitError
-		}
-		return exitOK
+		return jsonLines(stdout, rows)
 	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NODE\tSTATE\tVERSION\tUPTIME\tHOSTS (busy/free)\tSUPERVISORS\tSESSIONS\tHEARTBEAT")
+	header := []string{"NODE", "STATE", "VERSION", "UPTIME", "HOSTS (busy/free)", "SUPERVISORS", "SESSIONS", "HEARTBEAT"}
+	if form == outWide {
+		header = []string{"NODE", "STATE", "VERSION", "STARTED", "UPTIME", "HOSTS (busy/idle/queued of pool)", "SUPERVISORS", "SESSIONS", "HEARTBEAT"}
+	}
+	rows := make([][]string, 0, len(list))
 	for _, n := range list {
 		hosts := make([]string, 0, len(n.Hosts))
 		for _, h := range n.Hosts {
-			hosts = append(hosts, fmt.Sprintf("%s %d/%d", h.Name, h.Busy, h.Pool-h.Busy))
+			if form == outWide {
+				hosts = append(hosts, fmt.Sprintf("%s %d/%d/%d of %d", h.Name, h.Busy, h.Idle, h.Queued, h.Pool))
+			} else {
+				hosts = append(hosts, fmt.Sprintf("%s %d/%d", h.Name, h.Busy, h.Pool-h.Busy))
+			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s ago\n", n.Name, nodeState(n, now), n.Version,
-			n.Heartbeat.Sub(n.Started).Round(time.Second), dash(strings.Join(hosts, ", ")), dash(strings.Join(n.Supervisors, ",")),
-			n.Sessions, now.Sub(n.Stored).Round(100*time.Millisecond))
+		uptime := n.Heartbeat.Sub(n.Started).Round(time.Second).String()
+		row := []string{n.Name, nodeState(n, now), n.Version, uptime, dash(strings.Join(hosts, ", ")), dash(strings.Join(n.Supervisors, ",")),
+			strconv.Itoa(n.Sessions), now.Sub(n.Stored).Round(100*time.Millisecond).String() + " ago"}
+		if form == outWide {
+			row = slices.Insert(row, 3, n.Started.UTC().Format(time.RFC3339))
+		}
+		rows = append(rows, row)
 	}
-	if err := w.Flush(); err != nil {
-		return exitError
-	}
-	return exitOK
+	return table(stdout, header, rows)
 }
 
 func nodeState(n *wire.NodeInfo, now time.Time) string {

@@ -33,16 +33,25 @@ func TestOneLineCutsWholeCharacters(t *testing.T) {
 // shows what was asked before the answer; one after its request record shows the answer.
 func TestPrintAuditShowsWhatAnAnswerStandsFor(t *testing.T) {
 	var b strings.Builder
-	printAudit(&b, []*wire.AuditRecord{
+	records := []*wire.AuditRecord{
 		{Kind: "answer", Time: 1764000000000, Request: "q1", Type: "question", Text: "Which db?", Asked: 1764000000000,
-			Value: json.RawMessage(`"postgres"`), Outcome: "answered", Decider: "rule:db", Latency: 1},
-		{Kind: "request", Time: 1764000000000, Request: "a1", Type: "approval", Text: "rm -rf build"},
-		{Kind: "answer", Time: 1764000060000, Request: "a1", Type: "approval", Value: json.RawMessage(`"no"`), Outcome: "answered", Decider: "human:ana", Latency: 60000},
-	})
+			Value: json.RawMessage(`"postgres"`), Outcome: "answered", Decider: "rule:db", Latency: 1, Node: "n1"},
+		{Kind: "request", Time: 1764000000000, Request: "a1", Type: "approval", Text: "rm -rf build " + strings.Repeat("x", 100), Node: "n1"},
+		{Kind: "answer", Time: 1764000060000, Request: "a1", Type: "approval", Value: json.RawMessage(`"no"`), Outcome: "answered", Decider: "human:ana", Latency: 60000, Node: "n1"},
+	}
+	printAudit(&b, records, false)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 4 || !strings.Contains(lines[1], `question: Which db? → "postgres" answered by rule:db in 1ms`) ||
 		!strings.Contains(lines[2], "approval: rm -rf build") || !strings.Contains(lines[3], `"no" answered by human:ana in 60000ms`) ||
-		strings.Contains(lines[3], "rm -rf") {
+		strings.Contains(lines[3], "rm -rf") || !strings.HasSuffix(lines[2], "…") {
 		t.Fatalf("audit table:\n%s", b.String())
+	}
+	// Wide: the node of each record, and nothing cut short.
+	b.Reset()
+	printAudit(&b, records, true)
+	lines = strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], "NODE") || !strings.Contains(lines[2], " n1 ") ||
+		!strings.Contains(lines[2], strings.Repeat("x", 100)) || !strings.Contains(lines[1], "2025-11-24T16:00:00.000Z") {
+		t.Fatalf("wide audit table:\n%s", b.String())
 	}
 }

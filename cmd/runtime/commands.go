@@ -1,0 +1,58 @@
+package main
+
+import "io"
+
+// command is one `agentmux <name>`.
+type command struct {
+	name, summary string
+	synopsis      string   // its arguments, after `agentmux <name>`
+	examples      []string // whole command lines, with what they do after a '#'
+	run           func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"demo", "run 200 scripted agents under supervision on an embedded node", "[--sessions 200]",
+			[]string{"agentmux demo", "agentmux demo --sessions 1000"}, demo},
+		{"run", "run one session or a pipeline on an embedded node", "-c <manifest> <host> <prompt> | <pipeline> name=value…",
+			[]string{`agentmux run -c agentmux.toml worker "add login" --events`, `agentmux run -c agentmux.toml build_and_test spec="a /health endpoint"`}, run},
+		{"up", "run a node until SIGINT/SIGTERM; SIGHUP reloads its manifest", "-c <manifest> [--name n] [--no-hosts|--hosts a,b] [--no-supervisors|--supervisors x,y]",
+			[]string{"agentmux up -c agentmux.toml", "agentmux up -c agentmux.toml --no-hosts --supervisors oncall,policy   # a supervisor node"}, up},
+		{"nodes", "list the fleet's nodes", "-c <manifest> [-o text|wide|json]",
+			[]string{"agentmux nodes -c agentmux.toml", "agentmux nodes -c agentmux.toml -o json | jq -r 'select(.state==\"up\") | .name'"}, nodes},
+		{"sessions", "list the sessions the fleet's nodes run or have queued", "-c <manifest> [--host h] [--node n] [--state running|queued] [--since 10m] [-o text|wide|json]",
+			[]string{"agentmux sessions -c agentmux.toml", "agentmux sessions -c agentmux.toml --host worker --state queued -o wide"}, sessions},
+		{"tasks", "list what waits in the work queue, and what a node has taken", "-c <manifest> [--host h] [-o text|wide|json]",
+			[]string{"agentmux tasks -c agentmux.toml", "agentmux tasks -c agentmux.toml --host worker -o json"}, tasks},
+		{"drain", "stop a node taking tasks, hand back the rest", "-c <manifest> <node> [--grace 30s] [--wait]",
+			[]string{"agentmux drain -c agentmux.toml node-a --grace 5m --wait"}, drain},
+		{"undrain", "make a draining node take tasks again", "-c <manifest> <node>",
+			[]string{"agentmux undrain -c agentmux.toml node-a"}, undrain},
+		{"submit", "queue a task or a pipeline run", "-c <manifest> <host> <prompt> | <pipeline> name=value… [--id id] [--follow [--timeout 5m]]",
+			[]string{`agentmux submit -c agentmux.toml worker "add login" --follow`, `agentmux submit -c agentmux.toml --id t-42 worker "fix the flaky test"`}, submit},
+		{"interrupt", "ask a running session's agent to stop early", "-c <manifest> <session> [--reason why]",
+			[]string{`agentmux interrupt -c agentmux.toml s-4Xk --reason "wrong branch"   # an id's start will do`}, interrupt},
+		{"message", "send a running session's agent a message", "-c <manifest> <session> <text>",
+			[]string{`agentmux message -c agentmux.toml s-4Xk "use the staging database"`}, message},
+		{"watch", "print live events of all sessions", "-c <manifest> [--subject filter]",
+			[]string{"agentmux watch -c agentmux.toml", "agentmux watch -c agentmux.toml --subject 'agentmux.evt.worker.>'"}, watch},
+		{"pending", "list requests waiting for a person", "-c <manifest> [-o text|wide|json]",
+			[]string{"agentmux pending -c agentmux.toml", "agentmux pending -c agentmux.toml -o wide"}, pending},
+		{"respond", "answer a waiting request", "-c <manifest> <id> <answer> [--reason why] [--session] [--as name]",
+			[]string{"agentmux respond -c agentmux.toml h-7Yq yes", `agentmux respond -c agentmux.toml h-7Yq no --reason "prod freeze"`, `agentmux respond -c agentmux.toml h-7Yq "yes for session"`}, respond},
+		{"audit", "print a session's trail", "-c <manifest> <session> [-o text|wide|json]",
+			[]string{"agentmux audit -c agentmux.toml s-4Xk", "agentmux audit -c agentmux.toml s-4Xk -o json | jq 'select(.kind==\"answer\")'"}, audit},
+		{"console", "serve the web console people answer from", "-c <manifest> [--addr 127.0.0.1:9470]",
+			[]string{"agentmux console -c agentmux.toml --as ana"}, consoleCommand},
+		{"validate", "check a manifest", "-c <manifest>",
+			[]string{"agentmux validate -c agentmux.toml && systemctl reload agentmux"}, validate},
+		{"nats-auth", "print an external NATS server's users for the manifest", "-c <manifest> [--helm]",
+			[]string{"agentmux nats-auth -c agentmux.toml > nats-auth.conf"}, natsAuth},
+		{"health", "exit 0 if the node on this machine is ready", "-c <manifest> [--addr host:port]",
+			[]string{"agentmux health -c /etc/agentmux/agentmux.toml"}, health},
+		{"completion", "print a shell's completion script for agentmux", "bash|zsh|fish",
+			[]string{"source <(agentmux completion bash)", "agentmux completion zsh > \"${fpath[1]}/_agentmux\"", "agentmux completion fish > ~/.config/fish/completions/agentmux.fish"}, completion},
+		{"sim", "be the scripted agent (used by demo, tests and loadgen)", "", nil, simCommand},
+		{"version", "print this binary's version and the revision it was built from", "", []string{"agentmux version", "agentmux version   # also: agentmux --version"}, version},
+	}
+}

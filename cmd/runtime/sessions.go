@@ -1,0 +1,230 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// liveSession is a session a live node runs or has queued.
+type liveSession struct {
+	wire.SessionInfo
+	Node string `json:"node"`
+}
+
+// fleetSessions asks every live node for its sessions, all at once. Nodes that did not
+// answer are returned by name, with why.
+func fleetSessions(ctx context.Context, c *busClient) ([]liveSession, map[string]error, error) {
+	nodes, err := store.OpenNodes(ctx, c.js)
+	if err != nil {
+		return nil, nil, err
+	}
+	list, now, err := nodes.List(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		mu     sync.Mutex
+		out    []liveSession
+		silent = map[string]error{}
+		wg     sync.WaitGroup
+	)
+	for _, n := range list {
+		if !n.Alive(now) {
+			continue
+		}
+		wg.Go(func() {
+			msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(n.Name, "list"), nil)
+			var infos []wire.SessionInfo
+			if err == nil {
+				err = json.Unmarshal(msg.Data, &infos)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				silent[n.Name] = err
+				return
+			}
+			for _, s := range infos {
+				out = append(out, liveSession{SessionInfo: s, Node: n.Name})
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(out, func(a, b liveSession) int {
+		return cmp.Or(cmp.Compare(b.AgeMS, a.AgeMS), strings.Compare(a.Session, b.Session)) // oldest first
+	})
+	return out, silent, nil
+}
+
+// resolveSession finds the live session whose id is id, or starts with it when no id
+// is: a prefix must name one session, or the error lists those it could be.
+func resolveSession(sessions []liveSession, id string) (liveSession, error) {
+	var matches []liveSession
+	for _, s := range sessions {
+		if s.Session == id {
+			return s, nil
+		}
+		if strings.HasPrefix(s.Session, id) {
+			matches = append(matches, s)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return liveSession{}, fmt.Errorf("no running or queued session is %q or starts with it; `agentmux sessions` lists them", id)
+	}
+	ids := make([]string, 0, len(matches))
+	for _, m := range matches[:min(5, len(matches))] {
+		ids = append(ids, m.Session)
+	}
+	more := ""
+	if len(matches) > 5 {
+		more = fmt.Sprintf(" and %d more", len(matches)-5)
+	}
+	return liveSession{}, fmt.Errorf("%q starts %d sessions' ids (%s%s): give more of it", id, len(matches), strings.Join(ids, ", "), more)
+}
+
+// sessions lists the sessions the fleet's live nodes run or have queued.
+func sessions(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("sessions", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	host := fs.String("host", "", "only this `host`'s sessions")
+	node := fs.String("node", "", "only the sessions of this `node`")
+	state := fs.String("state", "", "only sessions in this `state`: running or queued")
+	since := fs.Duration("since", 0, "only sessions asked for within this `duration` (e.g. 10m)")
+	out := newOutputFlags(fs)
+	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
+	form, err := out.form()
+	if err == nil && *state != "" && *state != "running" && *state != "queued" {
+		err = fmt.Errorf("--state %q: want running or queued", *state)
+	}
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	c, code := client("sessions", *path, stderr)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	all, silent, err := fleetSessions(ctx, c)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux sessions:", c.explain(err))
+		return exitError
+	}
+	for name, why := range silent {
+		fmt.Fprintf(stderr, "agentmux sessions: node %s did not answer (%v); its sessions are not listed\n", name, c.explain(why))
+	}
+	var list []liveSession
+	for _, s := range all {
+		if (*host == "" || s.Host == *host) && (*node == "" || s.Node == *node) && (*state == "" || s.State == *state) &&
+			(*since == 0 || time.Duration(s.AgeMS)*time.Millisecond <= *since) {
+			list = append(list, s)
+		}
+	}
+	if form == outJSON {
+		return jsonLines(stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no session is running or queued")
+		return exitOK
+	}
+	header := []string{"SESSION", "HOST", "NODE", "STATE", "AGE"}
+	if form == outWide {
+		header = append(header, "TASK", "ATTEMPT")
+	}
+	rows := make([][]string, 0, len(list))
+	for _, s := range list {
+		row := []string{s.Session, s.Host, s.Node, s.State, (time.Duration(s.AgeMS) * time.Millisecond).Round(time.Second).String()}
+		if form == outWide {
+			row = append(row, dash(s.Task), strconv.Itoa(s.Attempt))
+		}
+		rows = append(rows, row)
+	}
+	return table(stdout, header, rows)
+}
+
+// interrupt asks a session's agent to stop its current work early.
+func interrupt(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("interrupt", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	reason := fs.String("reason", "interrupted by an operator", "why, as the agent is told")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "agentmux interrupt: want a session id (or the start of one): interrupt -c <manifest> <session> [--reason why]")
+		return exitUsage
+	}
+	return steer("interrupt", *path, pos[0], *reason, stdout, stderr)
+}
+
+// message sends a running session's agent a message mid-session.
+func message(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("message", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(stderr, `agentmux message: want a session id (or the start of one) and the text: message -c <manifest> <session> "<text>"`)
+		return exitUsage
+	}
+	return steer("message", *path, pos[0], pos[1], stdout, stderr)
+}
+
+// steer sends verb (interrupt or message) with text to the node that runs the session
+// id names, and prints what the agent did.
+func steer(verb, path, id, text string, stdout, stderr io.Writer) int {
+	c, code := client(verb, path, stderr)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	all, _, err := fleetSessions(ctx, c)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentmux %s: %v\n", verb, c.explain(err))
+		return exitError
+	}
+	s, err := resolveSession(all, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentmux %s: %v\n", verb, err)
+		return exitError
+	}
+	req, _ := json.Marshal(map[string]string{"session": s.Session, "text": text})
+	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(s.Node, verb), req)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentmux %s: node %s did not answer: %v\n", verb, s.Node, c.explain(err))
+		return exitError
+	}
+	var reply wire.Delivery
+	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
+		why := reply.Error
+		if why == "" {
+			why = string(msg.Data)
+		}
+		fmt.Fprintf(stderr, "agentmux %s: session %s on %s: %s\n", verb, s.Session, s.Node, why)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s on %s: %s\n", s.Session, s.Node, reply.Effect)
+	return exitOK
+}
