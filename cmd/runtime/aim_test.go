@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,6 +45,10 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 	id := waitPending(t, s, "t-aim")
 	targets := aimTargets(id)
 	streams := []string{wire.AuditStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket}
+	// Readers read the work queue too (agentmux tasks); the node's own consumers on it
+	// are its task pullers, and a push consumer there would take tasks, so it is tried
+	// by the readers only.
+	readerStreams := append(slices.Clone(streams), wire.TaskStream)
 
 	// No reader makes a consumer, push or pull, in any form of the request.
 	for _, user := range []string{"view", "ops", "desk"} {
@@ -62,7 +67,7 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 			}
 			defer nc.Close()
 			var sent []string
-			for _, stream := range streams {
+			for _, stream := range readerStreams {
 				for i, target := range targets {
 					req := fmt.Sprintf(`{"stream_name":%q,"config":{"durable_name":"d%d","deliver_subject":%q,"ack_policy":"none","deliver_policy":"all","filter_subject":""}}`,
 						stream, i, target)
@@ -109,6 +114,7 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 				{"$JS.API.DIRECT.GET.KV_" + wire.NodesBucket, `{"last_by_subj":"$KV.` + wire.NodesBucket + "." + secureNodeName + `"}`},
 				{"$JS.API.DIRECT.GET.KV_" + wire.PendingBucket, `{"last_by_subj":"$KV.` + wire.PendingBucket + "." + id + `"}`},
 				{"$JS.API.STREAM.INFO." + wire.AuditStream, ``},
+				{"$JS.API.STREAM.MSG.GET." + wire.TaskStream, `{"seq":1}`},
 				{"$JS.API.INFO", ``},
 			} {
 				if err := nc.PublishRequest(req.subject, target, []byte(req.body)); err != nil {
@@ -140,6 +146,7 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 	// Each handler met the forgeries and refused them.
 	for _, want := range []struct{ log, subject string }{
 		{"control request refused", wire.CtlSubject(secureNodeName, "drain")},
+		{"control request refused", wire.CtlSubject(secureNodeName, "undrain")},
 		{"control request refused", wire.CtlSubject(secureNodeName, "interrupt")},
 		{"control request refused", wire.CtlSubject(secureNodeName, "message")},
 		{"control request refused", wire.CtlSubject(secureNodeName, "list")},

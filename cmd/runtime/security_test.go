@@ -355,6 +355,19 @@ func TestSecureCLI(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr, `user "view" may not publish to "agentmux.respond.view.h-none"; role node, operator or console may`) {
 		t.Fatalf("viewer respond: exit %d, %s", code, stderr)
 	}
+	// A viewer neither steers nor undrains, and may not list sessions (a node's
+	// control subject); it reads the work queue, as it reads the audit.
+	code, _, stderr = s.cli(t, "view", "undrain", "-c", s.manifest, secureNodeName)
+	if code != exitError || !strings.Contains(stderr, `user "view" may not publish to "agentmux.ctl.`+secureNodeName+`.undrain"`) {
+		t.Fatalf("viewer undrain: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = s.cli(t, "view", "sessions", "-c", s.manifest)
+	if code != exitError || !strings.Contains(stderr, `user "view" may not publish to "agentmux.ctl.`) {
+		t.Fatalf("viewer sessions: exit %d, %s", code, stderr)
+	}
+	if code, out, stderr := s.cli(t, "view", "tasks", "-c", s.manifest); code != exitOK || !strings.Contains(out, "the work queue is empty") {
+		t.Fatalf("viewer tasks: exit %d, %s%s", code, out, stderr)
+	}
 	code, _, stderr = s.cli(t, "pager", "audit", "-c", s.manifest, "t-none")
 	if code != exitError || !strings.Contains(stderr, `user "pager" may not publish to "$JS.API.`) {
 		t.Fatalf("supervisor audit: exit %d, %s", code, stderr)

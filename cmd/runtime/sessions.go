@@ -127,8 +127,12 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux sessions:", c.explain(err))
 		return exitError
 	}
+	// A node that did not answer makes the listing partial: it is printed, and the exit
+	// code says it is not the whole fleet's.
+	done := exitOK
 	for name, why := range silent {
 		fmt.Fprintf(stderr, "agentmux sessions: node %s did not answer (%v); its sessions are not listed\n", name, c.explain(why))
+		done = exitError
 	}
 	var list []liveSession
 	for _, s := range all {
@@ -138,11 +142,11 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if form == outJSON {
-		return jsonLines(stdout, list)
+		return max(jsonLines(stdout, list), done)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(stdout, "no session is running or queued")
-		return exitOK
+		return done
 	}
 	header := []string{"SESSION", "HOST", "NODE", "STATE", "AGE"}
 	if form == outWide {
@@ -156,7 +160,7 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 		}
 		rows = append(rows, row)
 	}
-	return table(stdout, header, rows)
+	return max(table(stdout, header, rows), done)
 }
 
 // interrupt asks a session's agent to stop its current work early.
