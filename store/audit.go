@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/wire"
@@ -27,4 +30,24 @@ func ReadAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*
 		return nil, fmt.Errorf("read the audit stream: %w", err)
 	}
 	return out, nil
+}
+
+// AuditSessions lists the sessions the audit holds whose ids start with prefix, from
+// the stream's subjects (one per host and session), sorted.
+func AuditSessions(ctx context.Context, js jetstream.JetStream, prefix string) ([]string, error) {
+	s, err := js.Stream(ctx, wire.AuditStream)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit stream: %w", err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(wire.AuditSubject("*", "*")))
+	if err != nil {
+		return nil, fmt.Errorf("read the audit stream's sessions: %w", err)
+	}
+	seen := map[string]bool{}
+	for subject := range info.State.Subjects {
+		if _, session, ok := wire.ParseAuditSubject(subject); ok && strings.HasPrefix(session, prefix) {
+			seen[session] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }

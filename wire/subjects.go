@@ -75,6 +75,16 @@ func AskMemberSubject(supervisor, member string) string { return askPrefix + sup
 // AuditSubject is where a session's audit records go.
 func AuditSubject(host, session string) string { return auditPrefix + host + "." + session }
 
+// ParseAuditSubject splits an audit subject into its host and session.
+func ParseAuditSubject(subject string) (host, session string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, auditPrefix)
+	if !ok {
+		return "", "", false
+	}
+	host, session, ok = strings.Cut(rest, ".")
+	return host, session, ok && host != "" && session != "" && !strings.Contains(session, ".")
+}
+
 // AuditSubjects matches every audit subject.
 const AuditSubjects = auditPrefix + ">"
 

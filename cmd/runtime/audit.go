@@ -40,8 +40,25 @@ func audit(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if len(records) == 0 {
-		fmt.Fprintf(stderr, "agentmux audit: no audit records for session %q\n", pos[0])
-		return exitError
+		// Not a session's whole id: the start of one will do, if it starts one only.
+		ids, err := store.AuditSessions(ctx, c.js, pos[0])
+		if err != nil {
+			fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
+			return exitError
+		}
+		switch len(ids) {
+		case 0:
+			fmt.Fprintf(stderr, "agentmux audit: no audit records for session %q, nor for a session whose id starts with it\n", pos[0])
+			return exitError
+		case 1:
+			if records, err = store.ReadAudit(ctx, c.js, ids[0]); err != nil {
+				fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
+				return exitError
+			}
+		default:
+			fmt.Fprintf(stderr, "agentmux audit: %q starts %d sessions' ids (%s): give more of it\n", pos[0], len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
+			return exitError
+		}
 	}
 	if form == outJSON {
 		return jsonLines(stdout, records)

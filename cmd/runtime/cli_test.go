@@ -343,9 +343,10 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 	if code := bad.wait(t, 10*time.Second); code != exitUsage || !strings.Contains(bad.stderr.String(), `an approval is answered "yes" or "no"`) {
 		t.Fatalf("respond maybe: exit %d, %s", code, bad.stderr)
 	}
-	ok := runtimeProc(t, "respond", "-c", manifest, "--as", "alice", id, "yes")
-	if code := ok.wait(t, 10*time.Second); code != exitOK {
-		t.Fatalf("respond: exit %d, %s", code, ok.stderr)
+	// The start of the id will do: "h-" and a few characters.
+	ok := runtimeProc(t, "respond", "-c", manifest, "--as", "alice", id[:6], "yes")
+	if code := ok.wait(t, 10*time.Second); code != exitOK || !strings.Contains(ok.stdout.String(), "answered "+id) {
+		t.Fatalf("respond by the start of the id: exit %d, %s%s", code, ok.stdout, ok.stderr)
 	}
 	again := runtimeProc(t, "respond", "-c", manifest, "--as", "bob", id, "no")
 	if code := again.wait(t, 10*time.Second); code != exitError || !strings.Contains(again.stderr.String(), "already answered by alice") {
@@ -395,11 +396,24 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 			t.Fatalf("audit trail %v", kinds)
 		}
 	}
-	text := runtimeProc(t, "audit", "-c", manifest, "t-human")
+	text := runtimeProc(t, "audit", "-c", manifest, "t-hum") // the start of the session's id
 	text.wait(t, 10*time.Second)
 	if out := text.stdout.String(); !strings.Contains(out, `"yes" answered by human:alice`) || !strings.Contains(out, "approval: deploy v2 to prod") || !strings.Contains(out, "session.ended") || !strings.Contains(out, "ok on node") {
 		t.Fatalf("audit table:\n%s", out)
 	}
+	nothing := runtimeProc(t, "audit", "-c", manifest, "t-nope")
+	if code := nothing.wait(t, 10*time.Second); code != exitError || !strings.Contains(nothing.stderr.String(), `no audit records for session "t-nope", nor for a session whose id starts with it`) {
+		t.Fatalf("audit of nothing: exit %d, %s", code, nothing.stderr)
+	}
+	// A second session makes "t-" the start of two ids: it is refused, naming both.
+	second := runtimeProc(t, "submit", "-c", manifest, "--id", "t-other", "w", okScript, "--follow")
+	if code := second.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("t-other: exit %d, %s", code, second.stderr)
+	}
+	proctest.Eventually(t, `"t-" refused as the start of two sessions' ids`, func() bool {
+		ambiguous := runtimeProc(t, "audit", "-c", manifest, "t-")
+		return ambiguous.wait(t, 10*time.Second) == exitError && strings.Contains(ambiguous.stderr.String(), `"t-" starts 2 sessions' ids (t-human, t-other)`)
+	})
 }
 
 // TestSIGHUPReloadsTheManifest: a SIGHUP (systemctl reload) makes the node run the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -130,7 +131,19 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	if *session {
 		scope = wire.ScopeSession
 	}
-	reply, err := store.Answer(ctx, c.nc, who, pos[0], wire.RespondRequest{Value: value, Reason: *reason, Scope: scope})
+	req := wire.RespondRequest{Value: value, Reason: *reason, Scope: scope}
+	reply, err := store.Answer(ctx, c.nc, who, pos[0], req)
+	if err == nil && !reply.OK && reply.Code == wire.RespondNoSuch {
+		// Not a request's whole id: the start of one will do, if it starts one only.
+		full, perr := pendingByPrefix(ctx, c, pos[0])
+		if perr != nil {
+			fmt.Fprintln(stderr, "agentmux respond:", perr)
+			return exitUsage
+		}
+		if full != "" {
+			reply, err = store.Answer(ctx, c.nc, who, full, req)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux respond:", c.explain(err))
 		return exitError
@@ -168,4 +181,30 @@ func responder(c *busClient, as string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// pendingByPrefix is the id of the one request waiting for a person whose id starts
+// with prefix; "" when none does; an error when several do.
+func pendingByPrefix(ctx context.Context, c *busClient, prefix string) (string, error) {
+	pending, err := store.OpenPending(ctx, c.js, c.nc)
+	if err != nil {
+		return "", c.explain(err)
+	}
+	list, err := pending.List(ctx)
+	if err != nil {
+		return "", c.explain(err)
+	}
+	var ids []string
+	for _, p := range list {
+		if strings.HasPrefix(p.ID, prefix) && p.State == wire.StatePending {
+			ids = append(ids, p.ID)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return "", nil
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%q starts %d waiting requests' ids (%s): give more of it", prefix, len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
 }
