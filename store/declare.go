@@ -103,6 +103,7 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     jetstream.FileStorage,
 		Duplicates:  DuplicateWindow,
+		AllowMsgTTL: true, // submit --ttl: a task no node started by then is dropped
 	}, {
 		Name:        wire.AuditStream,
 		Description: "agentmux audit trail: sessions, requests and who answered them",
@@ -154,7 +155,7 @@ func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error 
 	if s, err := d.js.Stream(ctx, cfg.Name); err == nil {
 		have := s.CachedInfo().Config
 		if have.Description == cfg.Description && slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention &&
-			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas {
+			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas && have.AllowMsgTTL == cfg.AllowMsgTTL {
 			return nil
 		}
 		if have.Replicas != cfg.Replicas {

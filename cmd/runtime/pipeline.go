@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nuid"
 
@@ -103,7 +104,7 @@ func printRun(res *wire.PipelineRun, stdout, stderr io.Writer) int {
 }
 
 // submitPipeline queues a run for the fleet.
-func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]string, id string, follow bool, stdout, stderr io.Writer) int {
+func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]string, id string, follow bool, ttl time.Duration, stdout, stderr io.Writer) int {
 	if id == "" {
 		id = "p-" + nuid.Next()
 	}
@@ -124,14 +125,14 @@ func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]st
 		}
 	}
 	data, _ := json.Marshal(&wire.PipelineTask{ID: id, Pipeline: p.Name, Params: params})
-	if code := c.queue("submit", wire.TaskSubject(p.Name), id, data, stderr); code != exitOK {
+	if code := c.queue("submit", wire.TaskSubject(p.Name), id, data, ttl, stderr); code != exitOK {
 		return code
 	}
 	if !follow {
 		fmt.Fprintln(stdout, id)
 		return exitOK
 	}
-	if !printer.await("run", 0, stderr) {
+	if !printer.await("run", 0, ttl, stderr) {
 		return exitError
 	}
 	printer.mu.Lock()

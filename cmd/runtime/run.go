@@ -95,6 +95,8 @@ type eventPrinter struct {
 	pipeline bool
 	ended    chan struct{}
 	once     sync.Once
+	started  chan struct{} // closed at the first event: a node took the task
+	begun    sync.Once
 	mu       sync.Mutex // protects w, last and run
 	w        io.Writer
 	last     *wire.SessionEnded
@@ -102,7 +104,7 @@ type eventPrinter struct {
 }
 
 func followEvents(nc *nats.Conn, subjects []string, w io.Writer) (*eventPrinter, error) {
-	p := &eventPrinter{ended: make(chan struct{}), w: w, pipeline: len(subjects) > 1}
+	p := &eventPrinter{ended: make(chan struct{}), started: make(chan struct{}), w: w, pipeline: len(subjects) > 1}
 	for _, subject := range subjects {
 		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 			// Only what a node published: a reader of the bus may aim the server's
@@ -131,6 +133,7 @@ func (p *eventPrinter) handle(m *nats.Msg) {
 	p.mu.Lock()
 	fmt.Fprintln(p.w, string(line))
 	p.mu.Unlock()
+	p.begun.Do(func() { close(p.started) })
 	switch {
 	case p.pipeline && strings.HasSuffix(m.Subject, "."+wire.EventPipelineEnded):
 		var run wire.PipelineRun
@@ -170,25 +173,42 @@ func (p *eventPrinter) waitEnded(nc *nats.Conn, d time.Duration) {
 
 // await waits for the end the printer follows, or for a signal to stop following
 // (then it says that what it followed goes on, and returns false).
-func (p *eventPrinter) await(what string, timeout time.Duration, stderr io.Writer) bool {
+func (p *eventPrinter) await(what string, timeout, ttl time.Duration, stderr io.Writer) bool {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	var expired <-chan time.Time
+	var expired, dropped <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		expired = t.C
 	}
-	select {
-	case <-p.ended:
-		return true
-	case <-sigs:
-		fmt.Fprintf(stderr, "agentmux submit: stopped following; the %s goes on\n", what)
-	case <-expired:
-		fmt.Fprintf(stderr, "agentmux submit: the %s did not end within --timeout %v; it goes on\n", what, timeout)
+	if ttl > 0 {
+		// The queue drops the task at its TTL unless a node has started it by then; a
+		// second more lets the start's event arrive.
+		t := time.NewTimer(ttl + time.Second)
+		defer t.Stop()
+		dropped = t.C
 	}
-	return false
+	for {
+		select {
+		case <-p.ended:
+			return true
+		case <-sigs:
+			fmt.Fprintf(stderr, "agentmux submit: stopped following; the %s goes on\n", what)
+		case <-expired:
+			fmt.Fprintf(stderr, "agentmux submit: the %s did not end within --timeout %v; it goes on\n", what, timeout)
+		case <-dropped:
+			select {
+			case <-p.started:
+				dropped = nil
+				continue
+			default:
+			}
+			fmt.Fprintf(stderr, "agentmux submit: no node started the %s within --ttl %v: the work queue dropped it\n", what, ttl)
+		}
+		return false
+	}
 }
 
 func (p *eventPrinter) close() {

@@ -29,16 +29,20 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
 	timeout := fs.Duration("timeout", 0, "with --follow, stop following after this `long` (exit 1; the task goes on); 0: no limit")
 	id := fs.String("id", "", "task `id` (default: a fresh one); also the session id")
+	ttl := fs.Duration("ttl", 0, "drop the task from the queue if no node has started it within this `long` (at least 1s); 0: it waits as long as it takes")
 	resume := resumeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
 	}
+	if *ttl != 0 && *ttl < time.Second {
+		return usageError(stderr, fmt.Errorf("--ttl %v: the queue keeps a task for 1s at the least", *ttl))
+	}
 	if m, p, params, code, ok := pipelineArgs("submit", pos, *path, stderr); ok {
 		if m == nil {
 			return code
 		}
-		return submitPipeline(m, p, params, *id, *follow, stdout, stderr)
+		return submitPipeline(m, p, params, *id, *follow, *ttl, stdout, stderr)
 	}
 	m, host, prompt, code := sessionArgs("submit", pos, *path, stderr)
 	if m == nil {
@@ -64,7 +68,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	data, _ := json.Marshal(&wire.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume})
-	if code := c.queue("submit", wire.TaskSubject(host), *id, data, stderr); code != exitOK {
+	if code := c.queue("submit", wire.TaskSubject(host), *id, data, *ttl, stderr); code != exitOK {
 		return code
 	}
 	if !c.served(host) {
@@ -74,7 +78,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, *id)
 		return exitOK
 	}
-	if !printer.await("task", *timeout, stderr) {
+	if !printer.await("task", *timeout, *ttl, stderr) {
 		return exitError
 	}
 	printer.mu.Lock()
@@ -91,11 +95,15 @@ func submit(args []string, stdout, stderr io.Writer) int {
 // queue publishes a task to the work queue under its id, retrying while a cluster
 // elects the stream's leader. A task whose id the stream has seen within its duplicate
 // window is not queued again: that is an error, which says what became of the first.
-func (c *busClient) queue(cmd, subject, id string, data []byte, stderr io.Writer) int {
+func (c *busClient) queue(cmd, subject, id string, data []byte, ttl time.Duration, stderr io.Writer) int {
 	ctx, cancel := c.timeout(publishTimeout)
 	defer cancel()
-	retries := jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait))
-	ack, err := c.js.Publish(ctx, subject, data, jetstream.WithMsgID(id), retries, jetstream.WithRetryWait(publishRetryWait))
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID(id), jetstream.WithRetryAttempts(int(publishTimeout / publishRetryWait)),
+		jetstream.WithRetryWait(publishRetryWait)}
+	if ttl > 0 {
+		opts = append(opts, jetstream.WithMsgTTL(ttl)) // the server drops it then, unless a node acknowledged it first
+	}
+	ack, err := c.js.Publish(ctx, subject, data, opts...)
 	if err == nil && ack.Duplicate {
 		fmt.Fprintf(stderr, "agentmux %s: task %s was submitted already, within the last %v, and is not queued again%s; give the new one another --id\n",
 			cmd, id, store.DuplicateWindow, c.fate(ctx, id))
