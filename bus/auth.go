@@ -83,7 +83,8 @@ func GrantsFor(u User) Grants {
 			g.Publish = append(g.Publish, wire.RespondSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
-			g.Publish = append(g.Publish, wire.TaskSubjects, wire.RespondSubject(u.Name, ">"))
+			// Queue tasks, and take one out of the queue before a node starts it (cancel).
+			g.Publish = append(g.Publish, wire.TaskSubjects, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"))
 			for _, verb := range CtlVerbs() {
 				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))
 			}
@@ -103,7 +104,7 @@ func GrantsFor(u User) Grants {
 }
 
 // CtlVerbs are the control requests a node answers on agentmux.ctl.<node>.<verb>.
-func CtlVerbs() []string { return []string{"list", "interrupt", "message", "drain", "undrain"} }
+func CtlVerbs() []string { return []string{"list", "interrupt", "message", "cancel", "drain", "undrain"} }
 
 // permissions turns grants into the server's subject permissions; an empty list allows
 // nothing.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -18,10 +19,10 @@ import (
 // with message gets (scan): what a reader of the bus may do.
 func ReadAudit(ctx context.Context, js jetstream.JetStream, session string) ([]*wire.AuditRecord, error) {
 	var out []*wire.AuditRecord
-	err := scan(ctx, js.Conn(), wire.AuditStream, wire.AuditSubject("*", session), func(m *nats.Msg, _ time.Time) error {
+	err := scan(ctx, js.Conn(), wire.AuditStream, wire.AuditSubject("*", session), func(m *storedMsg) error {
 		var r wire.AuditRecord
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			return fmt.Errorf("audit record %s is not JSON: %w", m.Subject, err)
+		if err := json.Unmarshal(m.msg.Data, &r); err != nil {
+			return fmt.Errorf("audit record %s is not JSON: %w", m.msg.Subject, err)
 		}
 		out = append(out, &r)
 		return nil
@@ -50,4 +51,36 @@ func AuditSessions(ctx context.Context, js jetstream.JetStream, prefix string) (
 		}
 	}
 	return slices.Sorted(maps.Keys(seen)), nil
+}
+
+// AuditQuery says which audit records SearchAudit reads: stored within [Since, Until)
+// (a zero Until: up to now), of one host or all ("").
+type AuditQuery struct {
+	Host         string
+	Since, Until time.Time
+}
+
+// SearchAudit calls each with the audit's records the query covers, oldest first, with
+// message gets from the first one stored at Since. It reads one record a request: a
+// day of a busy fleet takes a while, and a narrower --since is quicker.
+func SearchAudit(ctx context.Context, nc *nats.Conn, q AuditQuery, each func(*wire.AuditRecord) error) error {
+	host := "*"
+	if q.Host != "" {
+		host = q.Host
+	}
+	errStop := errors.New("past the end of the query")
+	err := scanFrom(ctx, nc, wire.AuditStream, wire.AuditSubject(host, "*"), q.Since, func(m *storedMsg) error {
+		if !q.Until.IsZero() && !m.time.Before(q.Until) {
+			return errStop
+		}
+		var r wire.AuditRecord
+		if err := json.Unmarshal(m.msg.Data, &r); err != nil {
+			return fmt.Errorf("audit record %s is not JSON: %w", m.msg.Subject, err)
+		}
+		return each(&r)
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return fmt.Errorf("search the audit: %w", err)
+	}
+	return nil
 }

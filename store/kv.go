@@ -77,7 +77,8 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key, what string, v any
 // are left out.
 func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key string, value []byte, stored time.Time) error) error {
 	prefix := "$KV." + bucket + "."
-	return scan(ctx, nc, "KV_"+bucket, prefix+">", func(m *nats.Msg, stored time.Time) error {
+	return scan(ctx, nc, "KV_"+bucket, prefix+">", func(sm *storedMsg) error {
+		m := sm.msg
 		if op := m.Header.Get("KV-Operation"); op != "" {
 			return nil // DEL or PURGE
 		}
@@ -85,7 +86,7 @@ func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key
 		if !ok {
 			return fmt.Errorf("bucket %s answered with a message of %q", bucket, m.Subject)
 		}
-		return each(key, m.Data, stored)
+		return each(key, m.Data, sm.time)
 	})
 }
 

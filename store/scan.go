@@ -24,8 +24,9 @@ const scanWait = 10 * time.Second
 // msgGetRequest asks for the first message from sequence Seq on whose subject matches
 // NextFor.
 type msgGetRequest struct {
-	Seq     uint64 `json:"seq,omitempty"`
-	NextFor string `json:"next_by_subj"`
+	Seq       uint64     `json:"seq,omitempty"`
+	NextFor   string     `json:"next_by_subj"`
+	StartTime *time.Time `json:"start_time,omitempty"` // the first message stored at or after it (no Seq then)
 }
 
 // msgGetResponse is a message get's answer: the message, or an error (404 at the end).
@@ -48,18 +49,27 @@ var errNoMessage = errors.New("no message found")
 
 // scan calls each with every message of stream whose subject filter matches, oldest
 // first, including those stored while it reads; each's error ends the scan. The
-// messages each gets have the stream's subject, headers and data, and the server's
-// time of storing them.
-func scan(ctx context.Context, nc *nats.Conn, stream, filter string, each func(m *nats.Msg, stored time.Time) error) error {
+// messages each gets have the stream's subject, headers and data, their sequence and
+// the server's time of storing them.
+func scan(ctx context.Context, nc *nats.Conn, stream, filter string, each func(m *storedMsg) error) error {
+	return scanFrom(ctx, nc, stream, filter, time.Time{}, each)
+}
+
+// scanFrom is scan from the first message stored at or after since (zero: the first).
+func scanFrom(ctx context.Context, nc *nats.Conn, stream, filter string, since time.Time, each func(m *storedMsg) error) error {
 	for seq := uint64(0); ; seq++ {
-		m, err := msgGet(ctx, nc, stream, msgGetRequest{Seq: seq, NextFor: filter})
+		req := msgGetRequest{Seq: seq, NextFor: filter}
+		if seq == 0 && !since.IsZero() {
+			req.StartTime = &since
+		}
+		m, err := msgGet(ctx, nc, stream, req)
 		if errors.Is(err, errNoMessage) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", stream, err)
 		}
-		if err := each(m.msg, m.time); err != nil {
+		if err := each(m); err != nil {
 			return err
 		}
 		seq = m.seq

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/wire"
 )
@@ -19,6 +20,7 @@ type QueuedTask struct {
 	// Queue is the host or pipeline whose queue holds it (agentmux.task.<queue>).
 	Queue  string    `json:"queue"`
 	Stored time.Time `json:"stored"` // when the server queued it
+	Seq    uint64    `json:"seq"`    // its place in the queue's stream (RemoveTask)
 }
 
 // ReadTasks reads the work queue, oldest first, with message gets (no consumer: a
@@ -26,9 +28,9 @@ type QueuedTask struct {
 // subject and no prompt.
 func ReadTasks(ctx context.Context, nc *nats.Conn) ([]QueuedTask, error) {
 	var out []QueuedTask
-	err := scan(ctx, nc, wire.TaskStream, wire.TaskSubjects, func(m *nats.Msg, stored time.Time) error {
-		t := QueuedTask{Queue: strings.TrimPrefix(m.Subject, wire.TaskSubject("")), Stored: stored}
-		_ = json.Unmarshal(m.Data, &t.Task) // a run of a pipeline has an id and params, not a prompt
+	err := scan(ctx, nc, wire.TaskStream, wire.TaskSubjects, func(m *storedMsg) error {
+		t := QueuedTask{Queue: strings.TrimPrefix(m.msg.Subject, wire.TaskSubject("")), Stored: m.time, Seq: m.seq}
+		_ = json.Unmarshal(m.msg.Data, &t.Task) // a run of a pipeline has an id and params, not a prompt
 		out = append(out, t)
 		return nil
 	})
@@ -36,4 +38,17 @@ func ReadTasks(ctx context.Context, nc *nats.Conn) ([]QueuedTask, error) {
 		return nil, fmt.Errorf("bus: list tasks: %w", err)
 	}
 	return out, nil
+}
+
+// RemoveTask takes the task at seq out of the work queue, before any node started it:
+// `agentmux cancel` of a task that waits.
+func RemoveTask(ctx context.Context, js jetstream.JetStream, seq uint64) error {
+	s, err := js.Stream(ctx, wire.TaskStream)
+	if err == nil {
+		err = s.DeleteMsg(ctx, seq)
+	}
+	if err != nil {
+		return fmt.Errorf("bus: remove task %d from the queue: %w", seq, err)
+	}
+	return nil
 }

@@ -20,13 +20,14 @@ const ctlTimeout = 2 * time.Second
 type (
 	listRequest struct{}
 	ctlSession  struct {
-		verb    string // interrupt or message
+		verb    string // interrupt, message or cancel
 		session string
 		text    string
 	}
 	ctlReply struct {
-		OK    bool   `json:"ok"`
-		Error string `json:"error,omitempty"`
+		OK     bool   `json:"ok"`
+		Effect string `json:"effect,omitempty"`
+		Error  string `json:"error,omitempty"`
 	}
 )
 
@@ -66,8 +67,12 @@ func (r *Router) list() []wire.SessionInfo {
 }
 
 // ctlSession hands an interrupt or message to the session's agent, which answers the
-// requester; it returns a reply only when no agent runs the session.
+// requester; it returns a reply only when no agent runs the session. A cancel the
+// router carries out itself (cancel.go).
 func (r *Router) ctlSession(m *ctlSession) *ctlReply {
+	if m.verb == "cancel" {
+		return r.cancelSession(m.session, m.text)
+	}
 	for _, p := range r.pools {
 		for id, s := range p.busy {
 			if s.start.Session != m.session {
@@ -86,7 +91,7 @@ func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 	return &ctlReply{Error: "no running session " + m.session + " on this node"}
 }
 
-// ServeControl answers agentmux.ctl.<node>.{list,interrupt,message,drain,undrain} for the
+// ServeControl answers agentmux.ctl.<node>.{list,interrupt,message,cancel,drain,undrain} for the
 // router. The request payload of interrupt and message is {"session": "...", "text":
 // "..."}; of drain {"grace_ms": N}.
 // Only a request a client published there is served (bus.CheckRequest); what the server
@@ -130,7 +135,7 @@ func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, n
 	if err == nil {
 		err = handle("undrain", func(*nats.Msg) any { return ask(&Undrain{}) })
 	}
-	for _, verb := range []string{"interrupt", "message"} {
+	for _, verb := range []string{"interrupt", "message", "cancel"} {
 		if err != nil {
 			break
 		}

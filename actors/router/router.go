@@ -136,6 +136,9 @@ type session struct {
 	host    string
 	task    jetstream.Msg // nil for local submissions
 	started bool          // session.started published
+	// cancelled is the error of a session cancelled while it ran: it ends with it, and
+	// is not retried (cancel.go).
+	cancelled string
 }
 
 func newRouter(cfg Config) *Router {

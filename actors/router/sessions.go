@@ -31,9 +31,9 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	if s == nil {
 		return
 	}
-	res := m.Result
+	res := cancelled(s, m.Result)
 	switch {
-	case res.OK || r.stopping():
+	case res.OK || r.stopping() || s.cancelled != "":
 	case res.Retryable:
 		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
 		p.requeue(s, true)
@@ -180,8 +180,8 @@ func (r *Router) onAgentGone(pid *actor.PID) {
 			continue
 		}
 		if s != nil {
-			r.finish(p, s, &agent.Result{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task,
-				Error: "agent actor stopped unexpectedly", Duration: time.Since(s.start.Started)})
+			r.finish(p, s, cancelled(s, &agent.Result{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task,
+				Error: "agent actor stopped unexpectedly", Duration: time.Since(s.start.Started)}))
 		}
 		r.dispatch(p)
 	}

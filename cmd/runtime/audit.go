@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,10 +13,23 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
+// searchTimeout bounds a search of the audit across sessions: it reads one record a
+// request.
+const searchTimeout = 5 * time.Minute
+
+// audit prints one session's trail, or searches the audit across sessions.
 func audit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("audit", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	out := newOutputFlags(fs)
+	var q auditFilter
+	fs.StringVar(&q.host, "host", "", "only the records of this `host`")
+	fs.StringVar(&q.kind, "kind", "", "only records of this `kind`: session.started, request, answer, answer.refused or session.ended")
+	fs.StringVar(&q.typ, "type", "", "only requests of this `type`: question, approval or tool_call")
+	fs.StringVar(&q.decider, "decider", "", "only answers by this `decider`: a kind (human, rule, llm, default, …) or one (human:alice, rule:policy)")
+	fs.StringVar(&q.user, "user", "", "only answers this `person` gave (decider human:<person>)")
+	since := fs.String("since", "", "from this `time`: a duration before now (24h) or an RFC 3339 time; without a session, 24h unless given")
+	until := fs.String("until", "", "before this `time`, as --since; default now")
+	out := newOutputFlags(fs, outCSV)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -23,57 +38,168 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "agentmux audit: want a session id: audit -c <manifest> <session>")
+	if len(pos) > 1 {
+		fmt.Fprintln(stderr, "agentmux audit: want one session id, or none to search: audit -c <manifest> [<session>] [--host h] [--decider d] [--since 24h]")
 		return exitUsage
+	}
+	now := time.Now()
+	defaultSince := ""
+	if len(pos) == 0 {
+		defaultSince = "24h"
+	}
+	if q.since, err = timeFlag("--since", *since, defaultSince, now); err == nil {
+		q.until, err = timeFlag("--until", *until, "", now)
+	}
+	if err != nil {
+		return usageError(stderr, err)
 	}
 	c, code := client("audit", *path, stderr)
 	if c == nil {
 		return code
 	}
 	defer c.close()
-	ctx, cancel := c.timeout(clientTimeout)
-	defer cancel()
-	records, err := store.ReadAudit(ctx, c.js, pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
-		return exitError
-	}
-	if len(records) == 0 {
-		// Not a session's whole id: the start of one will do, if it starts one only.
-		ids, err := store.AuditSessions(ctx, c.js, pos[0])
+	var records []*wire.AuditRecord
+	if len(pos) == 1 {
+		ctx, cancel := c.timeout(clientTimeout)
+		defer cancel()
+		all, code := sessionAudit(ctx, c, pos[0], stderr)
+		if code != exitOK {
+			return code
+		}
+		for _, r := range all {
+			if q.keeps(r) {
+				records = append(records, r)
+			}
+		}
+	} else {
+		ctx, cancel := c.timeout(searchTimeout)
+		defer cancel()
+		err := store.SearchAudit(ctx, c.nc, store.AuditQuery{Host: q.host, Since: q.since, Until: q.until}, func(r *wire.AuditRecord) error {
+			if q.keeps(r) {
+				records = append(records, r)
+			}
+			return nil
+		})
 		if err != nil {
 			fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
 			return exitError
 		}
-		switch len(ids) {
-		case 0:
-			fmt.Fprintf(stderr, "agentmux audit: no audit records for session %q, nor for a session whose id starts with it\n", pos[0])
-			return exitError
-		case 1:
-			if records, err = store.ReadAudit(ctx, c.js, ids[0]); err != nil {
-				fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
-				return exitError
-			}
-		default:
-			fmt.Fprintf(stderr, "agentmux audit: %q starts %d sessions' ids (%s): give more of it\n", pos[0], len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
-			return exitError
-		}
 	}
-	if form == outJSON {
+	switch form {
+	case outJSON:
 		return jsonLines(stdout, records)
+	case outCSV:
+		return auditCSV(stdout, records)
 	}
-	return printAudit(stdout, records, form == outWide)
+	if len(records) == 0 && len(pos) == 0 {
+		fmt.Fprintf(stdout, "no audit records match, from %s\n", q.since.Format(time.RFC3339))
+		return exitOK
+	}
+	return printAudit(stdout, records, form == outWide, len(pos) == 0)
 }
 
-// printAudit prints records as a table; wide, with the node and member of each and
-// nothing cut short.
-func printAudit(w io.Writer, records []*wire.AuditRecord, wide bool) int {
+// sessionAudit is the trail of the session id names: its whole id, or the start of
+// one session's only.
+func sessionAudit(ctx context.Context, c *busClient, id string, stderr io.Writer) ([]*wire.AuditRecord, int) {
+	records, err := store.ReadAudit(ctx, c.js, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
+		return nil, exitError
+	}
+	if len(records) > 0 {
+		return records, exitOK
+	}
+	ids, err := store.AuditSessions(ctx, c.js, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
+		return nil, exitError
+	}
+	switch len(ids) {
+	case 0:
+		fmt.Fprintf(stderr, "agentmux audit: no audit records for session %q, nor for a session whose id starts with it\n", id)
+		return nil, exitError
+	case 1:
+		if records, err = store.ReadAudit(ctx, c.js, ids[0]); err != nil {
+			fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
+			return nil, exitError
+		}
+		return records, exitOK
+	}
+	fmt.Fprintf(stderr, "agentmux audit: %q starts %d sessions' ids (%s): give more of it\n", id, len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
+	return nil, exitError
+}
+
+// auditFilter is what audit's flags keep of the records.
+type auditFilter struct {
+	host, kind, typ, decider, user string
+	since, until                   time.Time
+}
+
+func (q auditFilter) keeps(r *wire.AuditRecord) bool {
+	at := time.UnixMilli(r.Time)
+	switch {
+	case q.host != "" && r.Host != q.host, q.kind != "" && r.Kind != q.kind, q.typ != "" && r.Type != q.typ,
+		q.user != "" && r.Decider != "human:"+q.user,
+		q.decider != "" && r.Decider != q.decider && !strings.HasPrefix(r.Decider, q.decider+":"),
+		!q.since.IsZero() && at.Before(q.since), !q.until.IsZero() && !at.Before(q.until):
+		return false
+	}
+	return true
+}
+
+// timeFlag reads a --since or --until: a duration before now, or an RFC 3339 time;
+// empty is def (empty: no bound).
+func timeFlag(name, v, def string, now time.Time) (time.Time, error) {
+	if v == "" {
+		v = def
+	}
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%s %q: want a duration before now (24h, 90m) or an RFC 3339 time (2026-11-26T09:00:00Z)", name, v)
+}
+
+// auditCSV writes records as CSV with a header: a spreadsheet's view of the audit.
+func auditCSV(w io.Writer, records []*wire.AuditRecord) int {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"time", "session", "attempt", "node", "host", "pipeline", "stage", "kind", "request", "type", "text",
+		"value", "outcome", "decider", "claimed", "reason", "latency_ms", "duration_ms", "error"})
+	for _, r := range records {
+		_ = cw.Write([]string{time.UnixMilli(r.Time).UTC().Format("2006-01-02T15:04:05.000Z"), r.Session, strconv.Itoa(r.Attempt), r.Node,
+			r.Host, r.Pipeline, r.Stage, r.Kind, r.Request, r.Type, r.Text, string(r.Value), r.Outcome, r.Decider, r.Claimed, r.Reason,
+			number(r.Latency), number(r.Duration), r.Error})
+	}
+	cw.Flush()
+	if cw.Error() != nil {
+		return exitError
+	}
+	return exitOK
+}
+
+func number(f float64) string {
+	if f == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// printAudit prints records as a table; wide, with the node of each and nothing cut
+// short; sessions, with the session of each (a search across sessions).
+func printAudit(w io.Writer, records []*wire.AuditRecord, wide, sessions bool) int {
 	oneLine := oneLine
 	header := []string{"TIME", "ATTEMPT", "EVENT", "REQUEST", "DETAIL"}
 	if wide {
 		oneLine = func(s string, _ int) string { return strings.Join(strings.Fields(s), " ") }
 		header = []string{"TIME", "ATTEMPT", "NODE", "EVENT", "REQUEST", "DETAIL"}
+	}
+	if sessions {
+		header = append([]string{header[0], "SESSION"}, header[1:]...)
 	}
 	rows := make([][]string, 0, len(records))
 	for _, r := range records {
@@ -103,12 +229,17 @@ func printAudit(w io.Writer, records []*wire.AuditRecord, wide bool) int {
 				detail += ": " + oneLine(string(r.Value), 100)
 			}
 		}
-		if wide {
+		if wide || sessions {
 			at = time.UnixMilli(r.Time).UTC().Format("2006-01-02T15:04:05.000Z")
-			rows = append(rows, []string{at, strconv.Itoa(r.Attempt), dash(r.Node), r.Kind, dash(r.Request), detail})
-			continue
 		}
-		rows = append(rows, []string{at, strconv.Itoa(r.Attempt), r.Kind, r.Request, detail})
+		row := []string{at, strconv.Itoa(r.Attempt), r.Kind, r.Request, detail}
+		if wide {
+			row = []string{at, strconv.Itoa(r.Attempt), dash(r.Node), r.Kind, dash(r.Request), detail}
+		}
+		if sessions {
+			row = append([]string{row[0], r.Session}, row[1:]...)
+		}
+		rows = append(rows, row)
 	}
 	return table(w, header, rows)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -177,6 +178,20 @@ func TestSubmitToAHostNoNodeRuns(t *testing.T) {
 	followed := runtimeProc(t, "submit", "-c", manifest, "--id", "t-nobody-2", "w", okScript, "--follow", "--timeout", "1s")
 	if code := followed.wait(t, 30*time.Second); code != exitError || !strings.Contains(followed.stderr.String(), "did not end within --timeout 1s") {
 		t.Fatalf("submit --follow --timeout to an unserved host: exit %d, stderr:\n%s", code, followed.stderr)
+	}
+
+	// With --ttl, a task nobody starts leaves the queue; --follow says so.
+	short := runtimeProc(t, "submit", "-c", manifest, "--id", "t-ttl", "w", okScript, "--ttl", "500ms")
+	if code := short.wait(t, 30*time.Second); code != exitUsage || !strings.Contains(short.stderr.String(), "the queue keeps a task for 1s at the least") {
+		t.Fatalf("submit --ttl 500ms: exit %d, stderr:\n%s", code, short.stderr)
+	}
+	expiring := runtimeProc(t, "submit", "-c", manifest, "--id", "t-ttl", "w", okScript, "--ttl", "2s", "--follow")
+	if code := expiring.wait(t, 30*time.Second); code != exitError || !strings.Contains(expiring.stderr.String(), "no node started the task within --ttl 2s: the work queue dropped it") {
+		t.Fatalf("submit --ttl 2s --follow to an unserved host: exit %d, stderr:\n%s", code, expiring.stderr)
+	}
+	tasks := runtimeProc(t, "tasks", "-c", manifest)
+	if code := tasks.wait(t, 30*time.Second); code != exitOK || strings.Contains(tasks.stdout.String(), "t-ttl") || !strings.Contains(tasks.stdout.String(), "t-nobody-2") {
+		t.Fatalf("tasks after the TTL: exit %d; want t-ttl gone and t-nobody-2 waiting\n%s%s", code, tasks.stdout, tasks.stderr)
 	}
 }
 
@@ -414,6 +429,34 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 		ambiguous := runtimeProc(t, "audit", "-c", manifest, "t-")
 		return ambiguous.wait(t, 10*time.Second) == exitError && strings.Contains(ambiguous.stderr.String(), `"t-" starts 2 sessions' ids (t-human, t-other)`)
 	})
+
+	// Searching across sessions: who approved what, as CSV and JSON; the table names
+	// each record's session; times are checked.
+	auditOut := func(args ...string) (int, string, string) {
+		a := runtimeProc(t, append([]string{"audit", "-c", manifest}, args...)...)
+		code := a.wait(t, 30*time.Second)
+		return code, a.stdout.String(), a.stderr.String()
+	}
+	code, out, stderr := auditOut("--decider", "human", "-o", "csv")
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if code != exitOK || err != nil || len(rows) != 2 || rows[0][1] != "session" || rows[1][1] != "t-human" || rows[1][9] != "approval" ||
+		rows[1][11] != `"yes"` || rows[1][13] != "human:alice" {
+		t.Fatalf("audit --decider human -o csv: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	code, out, _ = auditOut("--user", "alice", "--kind", "answer", "-o", "json")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitOK || len(lines) != 1 || !strings.Contains(lines[0], `"session":"t-human"`) {
+		t.Fatalf("audit --user alice: exit %d\n%s", code, out)
+	}
+	code, out, _ = auditOut("--since", "1h", "--host", "w", "--kind", "session.ended")
+	if code != exitOK || !strings.Contains(out, "SESSION") || !strings.Contains(out, "t-human") || !strings.Contains(out, "t-other") {
+		t.Fatalf("audit --since 1h: exit %d\n%s", code, out)
+	}
+	if code, out, _ := auditOut("--until", "2020-01-01T00:00:00Z", "--since", "2019-01-01T00:00:00Z"); code != exitOK || !strings.Contains(out, "no audit records match") {
+		t.Fatalf("audit of a time with nothing: exit %d\n%s", code, out)
+	}
+	if code, _, stderr := auditOut("--since", "yesterday"); code != exitUsage || !strings.Contains(stderr, `--since "yesterday": want a duration before now`) {
+		t.Fatalf("audit --since yesterday: exit %d %s", code, stderr)
+	}
 }
 
 // TestSIGHUPReloadsTheManifest: a SIGHUP (systemctl reload) makes the node run the
@@ -618,5 +661,54 @@ func TestSteeringTheFleetFromTheCLI(t *testing.T) {
 	}
 	if code, out, stderr := cli("submit", "--id", "t-after-undrain", "w", okScript, "--follow"); code != exitOK {
 		t.Fatalf("a task after the undrain: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestCancel: a running session cancelled ends at once as failed, cancelled by whom and
+// why, and is not retried though its host retries; a task waiting in the work queue is
+// taken out of it, and never runs.
+func TestCancel(t *testing.T) {
+	manifest := nodeManifest(t)
+	m, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, []byte(strings.Replace(string(m), "[hosts.w]\n", "[hosts.w]\nretries = 2\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest, "--name", "canceller")
+	until(t, "agentmux up", up.stderr, "node up")
+	running := runtimeProc(t, "submit", "-c", manifest, "--id", "t-doomed", "w", pendingScript, "--follow")
+	until(t, "the session's question", running.stderr, "t-doomed.question")
+	waiting := runtimeProc(t, "submit", "-c", manifest, "--id", "t-waiting", "w", okScript)
+	if code := waiting.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("submit t-waiting: %d %s", code, waiting.stderr)
+	}
+
+	gone := runtimeProc(t, "cancel", "-c", manifest, "t-wait")
+	if code := gone.wait(t, 30*time.Second); code != exitOK || !strings.Contains(gone.stdout.String(), "t-waiting: taken out of the work queue of w") {
+		t.Fatalf("cancel a waiting task: exit %d\n%s%s", code, gone.stdout, gone.stderr)
+	}
+	doomed := runtimeProc(t, "cancel", "-c", manifest, "t-doomed", "--reason", "superseded")
+	if code := doomed.wait(t, 30*time.Second); code != exitOK || !strings.Contains(doomed.stdout.String(), "t-doomed on canceller: cancelled") {
+		t.Fatalf("cancel a running session: exit %d\n%s%s", code, doomed.stdout, doomed.stderr)
+	}
+	if code := running.wait(t, 30*time.Second); code != exitError || !regexp.MustCompile(`session t-doomed failed: cancelled by \S+: superseded`).MatchString(running.stderr.String()) {
+		t.Fatalf("the cancelled session: exit %d\n%s", code, running.stderr)
+	}
+	if strings.Contains(running.stderr.String(), `"attempt":1`) {
+		t.Fatalf("the cancelled session was retried:\n%s", running.stderr)
+	}
+	proctest.Eventually(t, "the cancel in the audit, and the queue empty", func() bool {
+		audit := runtimeProc(t, "audit", "-c", manifest, "t-doomed")
+		tasks := runtimeProc(t, "tasks", "-c", manifest)
+		audit.wait(t, 10*time.Second)
+		tasks.wait(t, 10*time.Second)
+		return strings.Contains(audit.stdout.String(), "error on node canceller") && strings.Contains(audit.stdout.String(), "cancelled by") &&
+			strings.Contains(tasks.stdout.String(), "the work queue is empty")
+	})
+	nothing := runtimeProc(t, "cancel", "-c", manifest, "t-never")
+	if code := nothing.wait(t, 30*time.Second); code != exitError || !strings.Contains(nothing.stderr.String(), `no running or queued session, and no task in the work queue, is "t-never"`) {
+		t.Fatalf("cancel of nothing: exit %d %s", code, nothing.stderr)
 	}
 }

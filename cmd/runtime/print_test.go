@@ -39,7 +39,7 @@ func TestPrintAuditShowsWhatAnAnswerStandsFor(t *testing.T) {
 		{Kind: "request", Time: 1764000000000, Request: "a1", Type: "approval", Text: "rm -rf build " + strings.Repeat("x", 100), Node: "n1"},
 		{Kind: "answer", Time: 1764000060000, Request: "a1", Type: "approval", Value: json.RawMessage(`"no"`), Outcome: "answered", Decider: "human:ana", Latency: 60000, Node: "n1"},
 	}
-	printAudit(&b, records, false)
+	printAudit(&b, records, false, false)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 4 || !strings.Contains(lines[1], `question: Which db? → "postgres" answered by rule:db in 1ms`) ||
 		!strings.Contains(lines[2], "approval: rm -rf build") || !strings.Contains(lines[3], `"no" answered by human:ana in 60000ms`) ||
@@ -48,7 +48,7 @@ func TestPrintAuditShowsWhatAnAnswerStandsFor(t *testing.T) {
 	}
 	// Wide: the node of each record, and nothing cut short.
 	b.Reset()
-	printAudit(&b, records, true)
+	printAudit(&b, records, true, false)
 	lines = strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 4 || !strings.Contains(lines[0], "NODE") || !strings.Contains(lines[2], " n1 ") ||
 		!strings.Contains(lines[2], strings.Repeat("x", 100)) || !strings.Contains(lines[1], "2025-11-24T16:00:00.000Z") {

@@ -232,3 +232,102 @@ func steer(verb, path, id, text string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s on %s: %s\n", s.Session, s.Node, reply.Effect)
 	return exitOK
 }
+
+// cancel ends a running or queued session for good, or takes a task that waits in the
+// work queue out of it.
+func cancel(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("cancel", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	reason := fs.String("reason", "", "why, for the session's error and its audit")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "agentmux cancel: want a session or task id (or the start of one): cancel -c <manifest> <id> [--reason why]")
+		return exitUsage
+	}
+	c, code := client("cancel", *path, stderr)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	who, err := responder(c, "")
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux cancel:", err)
+		return exitUsage
+	}
+	why := "by " + who
+	if *reason != "" {
+		why += ": " + *reason
+	}
+	ctx, cancelCtx := c.timeout(clientTimeout)
+	defer cancelCtx()
+	live, _, err := fleetSessions(ctx, c)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux cancel:", c.explain(err))
+		return exitError
+	}
+	if s, err := resolveSession(live, pos[0]); err == nil {
+		return cancelOn(ctx, c, s, why, stdout, stderr)
+	}
+	// Not on a node: a task that waits in the work queue.
+	queued, err := store.ReadTasks(ctx, c.nc)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux cancel:", c.explain(err))
+		return exitError
+	}
+	var match []store.QueuedTask
+	for _, t := range queued {
+		if t.ID == pos[0] {
+			match = []store.QueuedTask{t}
+			break
+		}
+		if strings.HasPrefix(t.ID, pos[0]) {
+			match = append(match, t)
+		}
+	}
+	switch len(match) {
+	case 0:
+		fmt.Fprintf(stderr, "agentmux cancel: no running or queued session, and no task in the work queue, is %q or starts with it; `agentmux sessions` and `agentmux tasks` list them\n", pos[0])
+		return exitError
+	case 1:
+	default:
+		fmt.Fprintf(stderr, "agentmux cancel: %q starts %d queued tasks' ids: give more of it\n", pos[0], len(match))
+		return exitError
+	}
+	t := match[0]
+	if err := store.RemoveTask(ctx, c.js, t.Seq); err != nil {
+		fmt.Fprintln(stderr, "agentmux cancel:", c.explain(err))
+		return exitError
+	}
+	// A node may have taken it as it was removed: then it runs, and is cancelled there.
+	if live, _, err := fleetSessions(ctx, c); err == nil {
+		if s, err := resolveSession(live, t.ID); err == nil && s.Session == t.ID {
+			return cancelOn(ctx, c, s, why, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stdout, "%s: taken out of the work queue of %s; no node had started it\n", t.ID, t.Queue)
+	return exitOK
+}
+
+// cancelOn asks the node running s to cancel it.
+func cancelOn(ctx context.Context, c *busClient, s liveSession, why string, stdout, stderr io.Writer) int {
+	req, _ := json.Marshal(map[string]string{"session": s.Session, "text": why})
+	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(s.Node, "cancel"), req)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentmux cancel: node %s did not answer: %v\n", s.Node, c.explain(err))
+		return exitError
+	}
+	var reply wire.Delivery
+	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
+		why := reply.Error
+		if why == "" {
+			why = string(msg.Data)
+		}
+		fmt.Fprintf(stderr, "agentmux cancel: session %s on %s: %s\n", s.Session, s.Node, why)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s on %s: %s\n", s.Session, s.Node, reply.Effect)
+	return exitOK
+}
