@@ -104,7 +104,9 @@ func GrantsFor(u User) Grants {
 }
 
 // CtlVerbs are the control requests a node answers on agentmux.ctl.<node>.<verb>.
-func CtlVerbs() []string { return []string{"list", "interrupt", "message", "cancel", "drain", "undrain"} }
+func CtlVerbs() []string {
+	return []string{"list", "interrupt", "message", "cancel", "drain", "undrain"}
+}
 
 // permissions turns grants into the server's subject permissions; an empty list allows
 // nothing.

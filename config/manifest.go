@@ -87,11 +87,11 @@ const MemoryStore = ":memory:"
 
 // NATS says where the node's NATS is. An empty URL runs an embedded server.
 type NATS struct {
-	URL         string `toml:"url"`
-	Listen      string `toml:"listen"`      // embedded server's client listener
+	URL    string `toml:"url"`
+	Listen string `toml:"listen"` // embedded server's client listener
 	// StoreDir is the embedded server's JetStream store. Empty: `up` keeps it in its state
 	// directory, <state>/<node>/nats; MemoryStore: a temporary one, gone with the node.
-	StoreDir string `toml:"store_dir"`
+	StoreDir    string `toml:"store_dir"`
 	Credentials string `toml:"credentials"` // a .creds file for an external server
 	// ServerName names the embedded server; a cluster needs one per server.
 	ServerName string `toml:"server_name"`
