@@ -22,6 +22,7 @@ import (
 type file struct {
 	NATS        NATS                   `toml:"nats"`
 	Metrics     Metrics                `toml:"metrics"`
+	Audit       Audit                  `toml:"audit"`
 	Hosts       map[string]*Host       `toml:"hosts"`
 	Agents      map[string]*Host       `toml:"agents"`
 	Supervisors map[string]*Supervisor `toml:"supervisors"`
@@ -94,7 +95,7 @@ func decodeProblem(file string, err error) *Problem {
 func knownKeys(section string) ([]string, bool) {
 	types := map[string]reflect.Type{
 		"nats": reflect.TypeFor[NATS](), "nats.users": reflect.TypeFor[User](), "nats.cluster": reflect.TypeFor[Cluster](),
-		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "hosts": reflect.TypeFor[Host](),
+		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "audit": reflect.TypeFor[Audit](), "hosts": reflect.TypeFor[Host](),
 		"supervisors": reflect.TypeFor[Supervisor](), "routes": reflect.TypeFor[Route](), "tools": reflect.TypeFor[Tool](),
 		"pipelines": reflect.TypeFor[Pipeline](), "notify": reflect.TypeFor[Notify](), "stages": reflect.TypeFor[Stage](),
 		"connections": reflect.TypeFor[Connection](),
@@ -169,7 +170,7 @@ func suggestion(key toml.Key) string {
 	}
 	keys, ok := knownKeys(section)
 	if !ok {
-		return "the sections are nats, metrics, hosts (or agents), supervisors, routes, tools, connections, pipelines, notify, project"
+		return "the sections are nats, metrics, audit, hosts (or agents), supervisors, routes, tools, connections, pipelines, notify, project"
 	}
 	return "known keys here: " + strings.Join(keys, ", ")
 }
@@ -195,6 +196,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		Path:        path,
 		NATS:        f.NATS,
 		Metrics:     f.Metrics,
+		Audit:       f.Audit,
 		Hosts:       map[string]*Host{},
 		Supervisors: map[string]*Supervisor{},
 		Tools:       map[string]*Tool{},
@@ -208,6 +210,12 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	v.nats(&m.NATS)
 	if m.Metrics.Addr == "" {
 		m.Metrics.Addr = DefaultMetricsAddr
+	}
+	if !v.written("audit", "max_age") {
+		m.Audit.MaxAge = Duration(DefaultAuditMaxAge)
+	}
+	if m.Audit.MaxBytes < 0 {
+		v.add([]string{"audit", "max_bytes"}, "%d is negative; use a number of bytes, or 0 for no limit of size", m.Audit.MaxBytes)
 	}
 	for section, hosts := range map[string]map[string]*Host{"hosts": f.Hosts, "agents": f.Agents} {
 		for name, h := range hosts {

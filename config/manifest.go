@@ -69,6 +69,7 @@ type Manifest struct {
 	Path        string
 	NATS        NATS
 	Metrics     Metrics
+	Audit       Audit
 	Hosts       map[string]*Host
 	Supervisors map[string]*Supervisor
 	Routes      Routes
@@ -159,6 +160,16 @@ type TLS struct {
 	Verify     bool   `toml:"verify"` // clients and routes must present a certificate ca signed
 	ClientCert string `toml:"client_cert"`
 	ClientKey  string `toml:"client_key"`
+}
+
+// DefaultAuditMaxAge is how long the audit keeps a record unless [audit] max_age says.
+const DefaultAuditMaxAge = 90 * 24 * time.Hour
+
+// Audit says how much of the audit the fleet keeps: records older than MaxAge, and the
+// oldest beyond MaxBytes, are removed by the NATS server. 0 is no limit.
+type Audit struct {
+	MaxAge   Duration `toml:"max_age"`   // default DefaultAuditMaxAge; "0s" keeps every record
+	MaxBytes int64    `toml:"max_bytes"` // default 0: no limit of size
 }
 
 // Metrics says where /metrics, /healthz and /readyz are served.

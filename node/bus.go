@@ -65,7 +65,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.Bus = b
-	if n.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, n.log); err != nil {
+	if n.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, store.Retention{MaxAge: m.Audit.MaxAge.D(), MaxBytes: m.Audit.MaxBytes}, n.log); err != nil {
 		b.Close()
 		return err
 	}

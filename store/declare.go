@@ -41,12 +41,19 @@ const (
 // a task submitted again under its id is not queued again.
 const DuplicateWindow = 2 * time.Minute
 
+// Retention bounds a stream: what is older than MaxAge, and the oldest beyond MaxBytes,
+// the server removes. Zero is no bound.
+type Retention struct {
+	MaxAge   time.Duration
+	MaxBytes int64
+}
+
 // Declare creates or updates every stream and bucket agentmux uses, with replicas
-// copies (0: chosen from the cluster), retrying while a cluster is still forming, and
-// returns how many copies each has. A node declares them as it starts; every other
-// user of the bus only opens them.
-func Declare(ctx context.Context, js jetstream.JetStream, replicas int, log *slog.Logger) (int, error) {
-	d := declarer{js: js, log: log}
+// copies (0: chosen from the cluster) and the audit kept as audit says, retrying while a
+// cluster is still forming, and returns how many copies each has. A node declares them
+// as it starts; every other user of the bus only opens them.
+func Declare(ctx context.Context, js jetstream.JetStream, replicas int, audit Retention, log *slog.Logger) (int, error) {
+	d := declarer{js: js, log: log, audit: audit}
 	ctx, cancel := context.WithTimeout(ctx, declareTimeout)
 	defer cancel()
 	auto := replicas == 0
@@ -91,8 +98,18 @@ func Declare(ctx context.Context, js jetstream.JetStream, replicas int, log *slo
 
 // declarer declares streams and buckets on js.
 type declarer struct {
-	js  jetstream.JetStream
-	log *slog.Logger
+	js    jetstream.JetStream
+	log   *slog.Logger
+	audit Retention
+}
+
+// auditDuplicates is the audit's duplicate window: DuplicateWindow, or its max_age when
+// shorter (the server takes no window longer than what it keeps).
+func (d declarer) auditDuplicates() time.Duration {
+	if d.audit.MaxAge > 0 && d.audit.MaxAge < DuplicateWindow {
+		return d.audit.MaxAge
+	}
+	return DuplicateWindow
 }
 
 func (d declarer) all(ctx context.Context, replicas int) error {
@@ -110,7 +127,9 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Subjects:    []string{wire.AuditSubjects},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
-		Duplicates:  DuplicateWindow,
+		Duplicates:  d.auditDuplicates(),
+		MaxAge:      d.audit.MaxAge,
+		MaxBytes:    d.audit.MaxBytes,
 	}} {
 		cfg.Replicas = replicas
 		if err := d.stream(ctx, cfg); err != nil {
@@ -155,8 +174,14 @@ func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error 
 	if s, err := d.js.Stream(ctx, cfg.Name); err == nil {
 		have := s.CachedInfo().Config
 		if have.Description == cfg.Description && slices.Equal(have.Subjects, cfg.Subjects) && have.Retention == cfg.Retention &&
-			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas && have.AllowMsgTTL == cfg.AllowMsgTTL {
+			have.Storage == cfg.Storage && have.Duplicates == cfg.Duplicates && have.Replicas == cfg.Replicas && have.AllowMsgTTL == cfg.AllowMsgTTL &&
+			have.MaxAge == cfg.MaxAge && byteLimit(have.MaxBytes) == byteLimit(cfg.MaxBytes) {
 			return nil
+		}
+		if have.MaxAge != cfg.MaxAge || byteLimit(have.MaxBytes) != byteLimit(cfg.MaxBytes) {
+			// Records beyond a new limit are removed for good: say so, with both.
+			d.log.Warn("changing what a stream keeps ([audit] max_age, max_bytes; 0 is no limit): records beyond the new limits are removed",
+				"stream", cfg.Name, "max_age_from", have.MaxAge, "max_age_to", cfg.MaxAge, "max_bytes_from", have.MaxBytes, "max_bytes_to", cfg.MaxBytes)
 		}
 		if have.Replicas != cfg.Replicas {
 			d.log.Info("changing the replicas of a stream", "stream", cfg.Name, "from", have.Replicas, "to", cfg.Replicas)
@@ -166,6 +191,15 @@ func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error 
 		return fmt.Errorf("bus: declare stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
 	}
 	return nil
+}
+
+// byteLimit is a stream's MaxBytes as the server keeps it: -1 for no limit, which a
+// config says with 0.
+func byteLimit(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // bucket creates the bucket, or updates it when it differs from cfg, as

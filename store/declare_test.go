@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -23,7 +24,7 @@ func open(t testing.TB) *bus.Bus {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	if _, err := Declare(context.Background(), b.JS, 0, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := Declare(context.Background(), b.JS, 0, Retention{}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -59,10 +60,10 @@ func TestReplicasOnALoneServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if n, err := Declare(context.Background(), b.JS, 0, slog.New(slog.DiscardHandler)); err != nil || n != 1 {
+	if n, err := Declare(context.Background(), b.JS, 0, Retention{}, slog.New(slog.DiscardHandler)); err != nil || n != 1 {
 		t.Fatalf("a lone server's streams have %d replicas (%v); want 1", n, err)
 	}
-	_, err = Declare(context.Background(), b.JS, 3, slog.New(slog.DiscardHandler))
+	_, err = Declare(context.Background(), b.JS, 3, Retention{}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "this server is not in a cluster: set [nats] replicas = 1") {
 		t.Fatalf("replicas = 3 on a lone server: %v", err)
 	}
@@ -91,4 +92,43 @@ func TestReadAuditReturnsEverySessionRecord(t *testing.T) {
 	if records, err := ReadAudit(ctx, b.JS, "nobody"); err != nil || len(records) != 0 {
 		t.Fatalf("a session without records: %v %v", records, err)
 	}
+}
+
+// The audit keeps what [audit] says: a record older than max_age is removed by the
+// server; a node started again with other limits changes them, saying so, and a start
+// with the same ones changes nothing.
+func TestAuditRetention(t *testing.T) {
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	if _, err := Declare(ctx, b.JS, 0, Retention{}, log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Declare(ctx, b.JS, 0, Retention{}, log); err != nil || strings.Contains(logged.String(), "changing what a stream keeps") {
+		t.Fatalf("declared again with the same limits: %v\n%s", err, logged.String())
+	}
+	if _, err := b.JS.Publish(ctx, wire.AuditSubject("w", "s1"), []byte(`{"kind":"answer"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Declare(ctx, b.JS, 0, Retention{MaxAge: time.Second, MaxBytes: 1 << 20}, log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logged.String(), "changing what a stream keeps") || !strings.Contains(logged.String(), "max_age_to=1s") {
+		t.Fatalf("the new limits were not said:\n%s", logged.String())
+	}
+	s, err := b.JS.Stream(ctx, wire.AuditStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config; c.MaxAge != time.Second || c.MaxBytes != 1<<20 {
+		t.Fatalf("audit stream keeps max_age %v, max_bytes %d", c.MaxAge, c.MaxBytes)
+	}
+	proctest.Eventually(t, "the record older than max_age removed", func() bool {
+		return proctest.StreamMsgs(t, b.JS, wire.AuditStream) == 0
+	})
 }
