@@ -351,7 +351,7 @@ func TestAuditRetentionKeys(t *testing.T) {
 		t.Fatalf("[audit] max_age 0s: %+v %v", m.Audit, err)
 	}
 	for src, want := range map[string]string{
-		"[audit]\nmax_bytes = -1\n": "audit.max_bytes (agentmux.toml:5:1): -1 is negative",
+		"[audit]\nmax_bytes = -1\n":    "audit.max_bytes (agentmux.toml:5:1): -1 is negative",
 		"[audit]\nmax_ages = \"1h\"\n": `unknown key "max_ages"; known keys here: max_age, max_bytes`,
 	} {
 		if _, err := Parse("agentmux.toml", []byte(sup+src)); err == nil || !strings.Contains(err.Error(), want) {
