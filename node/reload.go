@@ -26,7 +26,7 @@ import (
 //   - hosts: each changed host's next sessions run on processes started from its new
 //     table (its idle processes stop now, its busy ones when their session ends).
 //
-// What a node cannot change while it runs — [nats], [metrics], which hosts there are,
+// What a node cannot change while it runs — [nats], [metrics], [audit], which hosts there are,
 // a host's pool, pipelines — is refused, and so is a manifest whose sandboxes or
 // supervisors cannot start: the error says what, and the manifest before runs on.
 func (n *Node) Reload(ctx context.Context, m *config.Manifest) error {
@@ -131,6 +131,9 @@ func needsRestart(old, m *config.Manifest) []string {
 	}
 	if !reflect.DeepEqual(old.Metrics, m.Metrics) {
 		out = append(out, "[metrics] changed (its listener is opened at start)")
+	}
+	if old.Audit != m.Audit {
+		out = append(out, "[audit] changed (a node sets the audit stream's limits as it starts)")
 	}
 	added, removed := diffKeys(old.Hosts, m.Hosts)
 	if len(added) > 0 {

@@ -112,9 +112,9 @@ func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
 	base := reloadBase("yes", "")
 	f := start(t, base)
 	changed := strings.Replace(base, "[hosts.u]", "[hosts.u]\npool = 3", 1) +
-		"[metrics]\naddr = \"127.0.0.1:0\"\n" + simHost("v", "")
+		"[metrics]\naddr = \"127.0.0.1:0\"\n[audit]\nmax_age = \"720h\"\n" + simHost("v", "")
 	err := f.n.Reload(context.Background(), f.parsed(changed))
-	for _, want := range []string{"manifest not reloaded, the one before runs on", "hosts.u.pool 1 → 3", "[metrics] changed", "hosts added: v"} {
+	for _, want := range []string{"manifest not reloaded, the one before runs on", "hosts.u.pool 1 → 3", "[metrics] changed", "[audit] changed", "hosts added: v"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("reload error %v; want it to say %q", err, want)
 		}
