@@ -105,20 +105,11 @@ func undrain(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(node, "undrain"), nil)
+	effect, err := ctl(ctx, c, node, "undrain", nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "agentmux undrain: node %q did not answer: %v; `agentmux nodes` lists the live ones\n", node, c.explain(err))
+		fmt.Fprintf(stderr, "agentmux undrain: %s: %v\n", node, err)
 		return exitError
 	}
-	var reply wire.DrainReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
-		why := reply.Effect
-		if why == "" {
-			why = string(msg.Data)
-		}
-		fmt.Fprintf(stderr, "agentmux undrain: %s: %s\n", node, why)
-		return exitError
-	}
-	fmt.Fprintf(stdout, "%s: %s\n", node, reply.Effect)
+	fmt.Fprintf(stdout, "%s: %s\n", node, effect)
 	return exitOK
 }

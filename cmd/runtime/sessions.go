@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -214,23 +215,43 @@ func steer(verb, path, id, text string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentmux %s: %v\n", verb, err)
 		return exitError
 	}
-	req, _ := json.Marshal(map[string]string{"session": s.Session, "text": text})
-	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(s.Node, verb), req)
+	return steerWith(ctx, c, verb, s, text, stdout, stderr)
+}
+
+// steerWith sends verb with text to the node running s, and prints what it did.
+func steerWith(ctx context.Context, c *busClient, verb string, s liveSession, text string, stdout, stderr io.Writer) int {
+	effect, err := ctl(ctx, c, s.Node, verb, map[string]string{"session": s.Session, "text": text})
 	if err != nil {
-		fmt.Fprintf(stderr, "agentmux %s: node %s did not answer: %v\n", verb, s.Node, c.explain(err))
+		fmt.Fprintf(stderr, "agentmux %s: session %s on %s: %v\n", verb, s.Session, s.Node, err)
 		return exitError
 	}
-	var reply wire.Delivery
-	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
-		why := reply.Error
-		if why == "" {
-			why = string(msg.Data)
-		}
-		fmt.Fprintf(stderr, "agentmux %s: session %s on %s: %s\n", verb, s.Session, s.Node, why)
-		return exitError
-	}
-	fmt.Fprintf(stdout, "%s on %s: %s\n", s.Session, s.Node, reply.Effect)
+	fmt.Fprintf(stdout, "%s on %s: %s\n", s.Session, s.Node, effect)
 	return exitOK
+}
+
+// ctl sends node the control request verb with req (nil: none) as JSON, and returns what
+// it did: the reply's effect, or its error (a node that did not answer, or said no).
+func ctl(ctx context.Context, c *busClient, node, verb string, req any) (string, error) {
+	var data []byte
+	if req != nil {
+		data, _ = json.Marshal(req)
+	}
+	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(node, verb), data)
+	if err != nil {
+		return "", fmt.Errorf("node %s did not answer: %w; `agentmux nodes` lists the live ones", node, c.explain(err))
+	}
+	var reply struct {
+		OK     bool   `json:"ok"`
+		Effect string `json:"effect"`
+		Error  string `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return "", fmt.Errorf("node %s answered %q, which is not a control reply", node, msg.Data)
+	}
+	if !reply.OK {
+		return "", errors.New(cmp.Or(reply.Error, reply.Effect, "refused"))
+	}
+	return reply.Effect, nil
 }
 
 // cancel ends a running or queued session for good, or takes a task that waits in the
@@ -269,7 +290,7 @@ func cancel(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	if s, err := resolveSession(live, pos[0]); err == nil {
-		return cancelOn(ctx, c, s, why, stdout, stderr)
+		return steerWith(ctx, c, "cancel", s, why, stdout, stderr)
 	}
 	// Not on a node: a task that waits in the work queue.
 	queued, err := store.ReadTasks(ctx, c.nc)
@@ -304,30 +325,9 @@ func cancel(args []string, stdout, stderr io.Writer) int {
 	// A node may have taken it as it was removed: then it runs, and is cancelled there.
 	if live, _, err := fleetSessions(ctx, c); err == nil {
 		if s, err := resolveSession(live, t.ID); err == nil && s.Session == t.ID {
-			return cancelOn(ctx, c, s, why, stdout, stderr)
+			return steerWith(ctx, c, "cancel", s, why, stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stdout, "%s: taken out of the work queue of %s; no node had started it\n", t.ID, t.Queue)
-	return exitOK
-}
-
-// cancelOn asks the node running s to cancel it.
-func cancelOn(ctx context.Context, c *busClient, s liveSession, why string, stdout, stderr io.Writer) int {
-	req, _ := json.Marshal(map[string]string{"session": s.Session, "text": why})
-	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(s.Node, "cancel"), req)
-	if err != nil {
-		fmt.Fprintf(stderr, "agentmux cancel: node %s did not answer: %v\n", s.Node, c.explain(err))
-		return exitError
-	}
-	var reply wire.Delivery
-	if err := json.Unmarshal(msg.Data, &reply); err != nil || !reply.OK {
-		why := reply.Error
-		if why == "" {
-			why = string(msg.Data)
-		}
-		fmt.Fprintf(stderr, "agentmux cancel: session %s on %s: %s\n", s.Session, s.Node, why)
-		return exitError
-	}
-	fmt.Fprintf(stdout, "%s on %s: %s\n", s.Session, s.Node, reply.Effect)
 	return exitOK
 }
