@@ -47,6 +47,9 @@ func (c *Config) manifest() string {
 		return fmt.Sprintf("[hosts.%s]\ncommand = %q\nargs = %s\nenv = %s\npool = %d\nquestion_timeout = %q\nstop_grace = \"2s\"\n\n",
 			name, command, argsJSON, env, pool, c.QuestionTimeout.String())
 	}
+	// A node keeps every event in the history stream unless told not to: so does the
+	// scenario, unless --keep-events=false.
+	m += fmt.Sprintf("[audit]\nkeep_events = %t\n\n", c.KeepEvents)
 	// warmup is the same agent on its own host: the probes run a session there first,
 	// so what the runtime sets up once is not counted per session.
 	return m + host(loadHost, c.Sessions) + host(warmupHost, 1) + loadSupervisors

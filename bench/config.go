@@ -44,6 +44,9 @@ type Config struct {
 	NodeBinary    string // node, for the Node.js harness
 	NodeModules   string // the harness's node_modules (nats.js): `npm ci --prefix bench/nodeharness`
 	Probes        bool   // also measure memory per session, idle CPU and start rate
+	// KeepEvents keeps every event in the history stream, as a node does by default
+	// ([audit] keep_events): what it costs is in the figures.
+	KeepEvents bool
 	ProbeSessions int    // sessions of the memory, idle-CPU and start-rate probes
 }
 
@@ -52,7 +55,7 @@ func Defaults() Config {
 	return Config{
 		Sessions: 200, Progress: 200, Questions: 3, Approvals: 1, Unrouted: 1,
 		Think: 20 * time.Millisecond, QuestionTimeout: 500 * time.Millisecond,
-		Agent: AgentInProc, Timeout: 5 * time.Minute, NodeBinary: "node", NodeModules: filepath.Join("bench", "nodeharness", "node_modules"), ProbeSessions: 500,
+		Agent: AgentInProc, Timeout: 5 * time.Minute, KeepEvents: true, NodeBinary: "node", NodeModules: filepath.Join("bench", "nodeharness", "node_modules"), ProbeSessions: 500,
 	}
 }
 

@@ -125,7 +125,7 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 		return nil, err
 	}
 	defer b.Close()
-	if _, err := store.Declare(ctx, b.JS, 0, store.Retention{}, log); err != nil {
+	if _, err := store.Declare(ctx, b.JS, 0, store.Keep{}, log); err != nil {
 		return nil, err
 	}
 	manifest := filepath.Join(dir, "agentmux.toml")

@@ -114,7 +114,7 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 		return err
 	}
 	defer b.Close()
-	if _, err := store.Declare(ctx, b.JS, 0, store.Retention{}, log); err != nil {
+	if _, err := store.Declare(ctx, b.JS, 0, store.Keep{}, log); err != nil {
 		return err
 	}
 	peer, err := bus.Connect(bus.Client{URL: b.ClientURL(), Name: "loadgen-responder", Identity: id})

@@ -211,12 +211,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	if m.Metrics.Addr == "" {
 		m.Metrics.Addr = DefaultMetricsAddr
 	}
-	if !v.written("audit", "max_age") {
-		m.Audit.MaxAge = Duration(DefaultAuditMaxAge)
-	}
-	if m.Audit.MaxBytes < 0 {
-		v.add([]string{"audit", "max_bytes"}, "%d is negative; use a number of bytes, or 0 for no limit of size", m.Audit.MaxBytes)
-	}
+	v.audit(&m.Audit)
 	for section, hosts := range map[string]map[string]*Host{"hosts": f.Hosts, "agents": f.Agents} {
 		for name, h := range hosts {
 			if _, dup := m.Hosts[name]; dup {
@@ -400,6 +395,24 @@ func (v *validator) runnable(path []string, command, dir string) {
 func (v *validator) warn(path []string, format string, args ...any) {
 	line, col := v.loc.find(path)
 	v.warnings = append(v.warnings, &Problem{File: v.file, Line: line, Col: col, Key: strings.Join(path, "."), Msg: fmt.Sprintf(format, args...)})
+}
+
+// audit gives [audit] its defaults and checks its sizes.
+func (v *validator) audit(a *Audit) {
+	if !v.written("audit", "max_age") {
+		a.MaxAge = Duration(DefaultAuditMaxAge)
+	}
+	if !v.written("audit", "events_max_age") {
+		a.EventsMaxAge = Duration(DefaultEventsMaxAge)
+	}
+	if !v.written("audit", "keep_events") {
+		a.KeepEvents = true
+	}
+	for key, n := range map[string]int64{"max_bytes": a.MaxBytes, "events_max_bytes": a.EventsMaxBytes} {
+		if n < 0 {
+			v.add([]string{"audit", key}, "%d is negative; use a number of bytes, or 0 for no limit of size", n)
+		}
+	}
 }
 
 // written reports whether the manifest sets the key at path (hosts under [agents] too).

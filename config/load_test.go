@@ -343,16 +343,17 @@ func TestUnknownKeyInManyTablesIsReportedOncePerTable(t *testing.T) {
 func TestAuditRetentionKeys(t *testing.T) {
 	const sup = "[supervisors.s]\nstrategy = \"static\"\nanswers = { question = \"x\" }\n"
 	m, err := Parse("agentmux.toml", []byte(sup))
-	if err != nil || m.Audit.MaxAge.D() != DefaultAuditMaxAge || m.Audit.MaxBytes != 0 {
-		t.Fatalf("no [audit]: %+v %v; want 90 days and no size limit", m.Audit, err)
+	if err != nil || m.Audit.MaxAge.D() != DefaultAuditMaxAge || m.Audit.MaxBytes != 0 || !m.Audit.KeepEvents || m.Audit.EventsMaxAge.D() != DefaultEventsMaxAge {
+		t.Fatalf("no [audit]: %+v %v; want 90 days of audit, 7 of events, and no size limit", m.Audit, err)
 	}
 	m, err = Parse("agentmux.toml", []byte(sup+"[audit]\nmax_age = \"0s\"\nmax_bytes = 10_000_000_000\n"))
 	if err != nil || m.Audit.MaxAge != 0 || m.Audit.MaxBytes != 10_000_000_000 {
 		t.Fatalf("[audit] max_age 0s: %+v %v", m.Audit, err)
 	}
 	for src, want := range map[string]string{
-		"[audit]\nmax_bytes = -1\n":    "audit.max_bytes (agentmux.toml:5:1): -1 is negative",
-		"[audit]\nmax_ages = \"1h\"\n": `unknown key "max_ages"; known keys here: max_age, max_bytes`,
+		"[audit]\nmax_bytes = -1\n":        "audit.max_bytes (agentmux.toml:5:1): -1 is negative",
+		"[audit]\nmax_ages = \"1h\"\n":     `unknown key "max_ages"; known keys here: max_age, max_bytes, keep_events, events_max_age, events_max_bytes`,
+		"[audit]\nevents_max_bytes = -2\n": "audit.events_max_bytes (agentmux.toml:5:1): -2 is negative",
 	} {
 		if _, err := Parse("agentmux.toml", []byte(sup+src)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want %q", src, err, want)

@@ -162,14 +162,23 @@ type TLS struct {
 	ClientKey  string `toml:"client_key"`
 }
 
-// DefaultAuditMaxAge is how long the audit keeps a record unless [audit] max_age says.
-const DefaultAuditMaxAge = 90 * 24 * time.Hour
+// How long the fleet keeps its history unless [audit] says: the audit, and the sessions'
+// events (many more, and read mostly while they are fresh).
+const (
+	DefaultAuditMaxAge  = 90 * 24 * time.Hour
+	DefaultEventsMaxAge = 7 * 24 * time.Hour
+)
 
-// Audit says how much of the audit the fleet keeps: records older than MaxAge, and the
-// oldest beyond MaxBytes, are removed by the NATS server. 0 is no limit.
+// Audit says how much history the fleet keeps: records older than a max_age, and the
+// oldest beyond a max_bytes, are removed by the NATS server. 0 is no limit.
 type Audit struct {
 	MaxAge   Duration `toml:"max_age"`   // default DefaultAuditMaxAge; "0s" keeps every record
 	MaxBytes int64    `toml:"max_bytes"` // default 0: no limit of size
+	// KeepEvents keeps every session's events, for `agentmux logs` after the session
+	// and across restarts (default true).
+	KeepEvents     bool     `toml:"keep_events"`
+	EventsMaxAge   Duration `toml:"events_max_age"`   // default DefaultEventsMaxAge
+	EventsMaxBytes int64    `toml:"events_max_bytes"` // default 0: no limit of size
 }
 
 // Metrics says where /metrics, /healthz and /readyz are served.

@@ -65,7 +65,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.Bus = b
-	if n.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, store.Retention{MaxAge: m.Audit.MaxAge.D(), MaxBytes: m.Audit.MaxBytes}, n.log); err != nil {
+	if n.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, keep(m.Audit), n.log); err != nil {
 		b.Close()
 		return err
 	}
@@ -147,4 +147,13 @@ func (n *Node) storeDir(opts Options) string {
 	}
 	n.log.Warn("no state directory and no [nats] store_dir: this node keeps its store in a temporary directory; the audit, queued tasks and pending requests are gone when it stops")
 	return ""
+}
+
+// keep is the history [audit] asks the fleet to keep.
+func keep(a config.Audit) store.Keep {
+	k := store.Keep{Audit: store.Retention{MaxAge: a.MaxAge.D(), MaxBytes: a.MaxBytes}}
+	if a.KeepEvents {
+		k.Events = &store.Retention{MaxAge: a.EventsMaxAge.D(), MaxBytes: a.EventsMaxBytes}
+	}
+	return k
 }

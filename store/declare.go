@@ -48,12 +48,20 @@ type Retention struct {
 	MaxBytes int64
 }
 
+// Keep says what history the fleet keeps: the audit, and the sessions' events.
+type Keep struct {
+	Audit Retention
+	// Events bounds the events' history; nil keeps none (and removes a history kept
+	// before).
+	Events *Retention
+}
+
 // Declare creates or updates every stream and bucket agentmux uses, with replicas
-// copies (0: chosen from the cluster) and the audit kept as audit says, retrying while a
+// copies (0: chosen from the cluster) and the history keep says, retrying while a
 // cluster is still forming, and returns how many copies each has. A node declares them
 // as it starts; every other user of the bus only opens them.
-func Declare(ctx context.Context, js jetstream.JetStream, replicas int, audit Retention, log *slog.Logger) (int, error) {
-	d := declarer{js: js, log: log, audit: audit}
+func Declare(ctx context.Context, js jetstream.JetStream, replicas int, keep Keep, log *slog.Logger) (int, error) {
+	d := declarer{js: js, log: log, audit: keep.Audit, events: keep.Events}
 	ctx, cancel := context.WithTimeout(ctx, declareTimeout)
 	defer cancel()
 	auto := replicas == 0
@@ -98,16 +106,17 @@ func Declare(ctx context.Context, js jetstream.JetStream, replicas int, audit Re
 
 // declarer declares streams and buckets on js.
 type declarer struct {
-	js    jetstream.JetStream
-	log   *slog.Logger
-	audit Retention
+	js     jetstream.JetStream
+	log    *slog.Logger
+	audit  Retention
+	events *Retention
 }
 
-// auditDuplicates is the audit's duplicate window: DuplicateWindow, or its max_age when
+// duplicatesWithin is a stream's duplicate window: DuplicateWindow, or its max_age when
 // shorter (the server takes no window longer than what it keeps).
-func (d declarer) auditDuplicates() time.Duration {
-	if d.audit.MaxAge > 0 && d.audit.MaxAge < DuplicateWindow {
-		return d.audit.MaxAge
+func duplicatesWithin(maxAge time.Duration) time.Duration {
+	if maxAge > 0 && maxAge < DuplicateWindow {
+		return maxAge
 	}
 	return DuplicateWindow
 }
@@ -127,7 +136,7 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Subjects:    []string{wire.AuditSubjects},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
-		Duplicates:  d.auditDuplicates(),
+		Duplicates:  duplicatesWithin(d.audit.MaxAge),
 		MaxAge:      d.audit.MaxAge,
 		MaxBytes:    d.audit.MaxBytes,
 	}} {
@@ -135,6 +144,9 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		if err := d.stream(ctx, cfg); err != nil {
 			return err
 		}
+	}
+	if err := d.eventHistory(ctx, replicas); err != nil {
+		return err
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{{
 		Bucket:      wire.PendingBucket,
@@ -180,7 +192,7 @@ func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error 
 		}
 		if have.MaxAge != cfg.MaxAge || byteLimit(have.MaxBytes) != byteLimit(cfg.MaxBytes) {
 			// Records beyond a new limit are removed for good: say so, with both.
-			d.log.Warn("changing what a stream keeps ([audit] max_age, max_bytes; 0 is no limit): records beyond the new limits are removed",
+			d.log.Warn("changing what a stream keeps ([audit]: max_age and max_bytes, events_max_age and events_max_bytes; 0 is no limit): what is beyond the new limits is removed",
 				"stream", cfg.Name, "max_age_from", have.MaxAge, "max_age_to", cfg.MaxAge, "max_bytes_from", have.MaxBytes, "max_bytes_to", cfg.MaxBytes)
 		}
 		if have.Replicas != cfg.Replicas {
@@ -191,6 +203,34 @@ func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error 
 		return fmt.Errorf("bus: declare stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
 	}
 	return nil
+}
+
+// eventHistory keeps every event the nodes publish in a stream, as d.events bounds it,
+// or removes that stream when no history is wanted. The server does not acknowledge
+// what it stores there (NoAck): an event is published once, at most, as ever.
+func (d declarer) eventHistory(ctx context.Context, replicas int) error {
+	if d.events == nil {
+		err := d.js.DeleteStream(ctx, wire.EventStream)
+		switch {
+		case err == nil:
+			d.log.Warn("[audit] keep_events = false: the history of events is removed", "stream", wire.EventStream)
+		case !errors.Is(err, jetstream.ErrStreamNotFound):
+			return fmt.Errorf("bus: remove the history of events: %w", err)
+		}
+		return nil
+	}
+	return d.stream(ctx, jetstream.StreamConfig{
+		Name:        wire.EventStream,
+		Description: "agentmux sessions' events, as published: what agentmux logs reads",
+		Subjects:    []string{wire.AllEvents},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		NoAck:       true,
+		Duplicates:  duplicatesWithin(d.events.MaxAge),
+		MaxAge:      d.events.MaxAge,
+		MaxBytes:    d.events.MaxBytes,
+		Replicas:    replicas,
+	})
 }
 
 // byteLimit is a stream's MaxBytes as the server keeps it: -1 for no limit, which a

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -24,7 +25,7 @@ func open(t testing.TB) *bus.Bus {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	if _, err := Declare(context.Background(), b.JS, 0, Retention{}, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := Declare(context.Background(), b.JS, 0, Keep{}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -60,10 +61,10 @@ func TestReplicasOnALoneServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if n, err := Declare(context.Background(), b.JS, 0, Retention{}, slog.New(slog.DiscardHandler)); err != nil || n != 1 {
+	if n, err := Declare(context.Background(), b.JS, 0, Keep{}, slog.New(slog.DiscardHandler)); err != nil || n != 1 {
 		t.Fatalf("a lone server's streams have %d replicas (%v); want 1", n, err)
 	}
-	_, err = Declare(context.Background(), b.JS, 3, Retention{}, slog.New(slog.DiscardHandler))
+	_, err = Declare(context.Background(), b.JS, 3, Keep{}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "this server is not in a cluster: set [nats] replicas = 1") {
 		t.Fatalf("replicas = 3 on a lone server: %v", err)
 	}
@@ -106,16 +107,16 @@ func TestAuditRetention(t *testing.T) {
 	ctx := context.Background()
 	var logged strings.Builder
 	log := slog.New(slog.NewTextHandler(&logged, nil))
-	if _, err := Declare(ctx, b.JS, 0, Retention{}, log); err != nil {
+	if _, err := Declare(ctx, b.JS, 0, Keep{}, log); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Declare(ctx, b.JS, 0, Retention{}, log); err != nil || strings.Contains(logged.String(), "changing what a stream keeps") {
+	if _, err := Declare(ctx, b.JS, 0, Keep{}, log); err != nil || strings.Contains(logged.String(), "changing what a stream keeps") {
 		t.Fatalf("declared again with the same limits: %v\n%s", err, logged.String())
 	}
 	if _, err := b.JS.Publish(ctx, wire.AuditSubject("w", "s1"), []byte(`{"kind":"answer"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Declare(ctx, b.JS, 0, Retention{MaxAge: time.Second, MaxBytes: 1 << 20}, log); err != nil {
+	if _, err := Declare(ctx, b.JS, 0, Keep{Audit: Retention{MaxAge: time.Second, MaxBytes: 1 << 20}}, log); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(logged.String(), "changing what a stream keeps") || !strings.Contains(logged.String(), "max_age_to=1s") {
@@ -131,4 +132,49 @@ func TestAuditRetention(t *testing.T) {
 	proctest.Eventually(t, "the record older than max_age removed", func() bool {
 		return proctest.StreamMsgs(t, b.JS, wire.AuditStream) == 0
 	})
+}
+
+// The events' history is a stream of every event, as bounded; a fleet that keeps none
+// has the stream removed, saying so.
+func TestEventHistory(t *testing.T) {
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	if _, err := Declare(ctx, b.JS, 0, Keep{Events: &Retention{MaxAge: time.Hour}}, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"session.started", "progress", "session.ended"} {
+		if err := b.Conn.PublishRequest(wire.EventSubject("w", "s-1", typ), wire.EventMark, []byte(`{"n":1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	proctest.Eventually(t, "three events in the history", func() bool {
+		got = got[:0]
+		err := Events(ctx, b.Conn, "s-1", 0, func(e SessionEvent) error {
+			got = append(got, e.Type)
+			return nil
+		})
+		return err == nil && strings.Join(got, ",") == "session.started,progress,session.ended"
+	})
+	if has, err := HasEvents(ctx, b.Conn, "s-1"); !has || err != nil {
+		t.Fatalf("HasEvents(s-1) = %v, %v", has, err)
+	}
+	if has, err := HasEvents(ctx, b.Conn, "s-2"); has || err != nil {
+		t.Fatalf("HasEvents(s-2) = %v, %v", has, err)
+	}
+	if ids, err := EventSessions(ctx, b.JS, "s-"); err != nil || len(ids) != 1 || ids[0] != "s-1" {
+		t.Fatalf("sessions of the history: %v %v", ids, err)
+	}
+	if _, err := Declare(ctx, b.JS, 0, Keep{}, log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Stream(ctx, wire.EventStream); !errors.Is(err, jetstream.ErrStreamNotFound) || !strings.Contains(logged.String(), "the history of events is removed") {
+		t.Fatalf("keep_events = false: the stream %v; log:\n%s", err, logged.String())
+	}
 }

@@ -133,7 +133,7 @@ func openCluster(t *testing.T, cfg bus.Config) *bus.Bus {
 		return nil
 	}
 	t.Cleanup(b.Close)
-	if _, err := Declare(context.Background(), b.JS, 0, Retention{}, slog.New(slog.DiscardHandler)); err != nil {
+	if _, err := Declare(context.Background(), b.JS, 0, Keep{}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Errorf("declare on %s: %v", cfg.ServerName, err)
 	}
 	return b

@@ -57,7 +57,16 @@ func scan(ctx context.Context, nc *nats.Conn, stream, filter string, each func(m
 
 // scanFrom is scan from the first message stored at or after since (zero: the first).
 func scanFrom(ctx context.Context, nc *nats.Conn, stream, filter string, since time.Time, each func(m *storedMsg) error) error {
-	for seq := uint64(0); ; seq++ {
+	return scanAt(ctx, nc, stream, filter, 0, since, each)
+}
+
+// scanSeq is scan from sequence from on.
+func scanSeq(ctx context.Context, nc *nats.Conn, stream, filter string, from uint64, each func(m *storedMsg) error) error {
+	return scanAt(ctx, nc, stream, filter, from, time.Time{}, each)
+}
+
+func scanAt(ctx context.Context, nc *nats.Conn, stream, filter string, from uint64, since time.Time, each func(m *storedMsg) error) error {
+	for seq := from; ; seq++ {
 		req := msgGetRequest{Seq: seq, NextFor: filter}
 		if seq == 0 && !since.IsZero() {
 			req.StartTime = &since

@@ -13,6 +13,8 @@ import (
 const (
 	TaskStream  = "AGENTMUX_TASKS"
 	AuditStream = "AGENTMUX_AUDIT"
+	// EventStream keeps every session's events (the history `agentmux logs` reads).
+	EventStream = "AGENTMUX_EVENTS"
 
 	taskPrefix    = "agentmux.task."
 	evtPrefix     = "agentmux.evt."

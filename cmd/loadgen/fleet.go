@@ -27,6 +27,7 @@ func scenarioFlags(fs *flag.FlagSet, c *bench.Config) {
 	fs.DurationVar(&c.Think, "think", c.Think, "time between a session's requests")
 	fs.DurationVar(&c.QuestionTimeout, "question-timeout", c.QuestionTimeout, "question timeout (the unrouted questions' deadline)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up after this long (each fleet shape, with fleet)")
+	fs.BoolVar(&c.KeepEvents, "keep-events", c.KeepEvents, "keep every event in the history stream, as a node does by default ([audit] keep_events)")
 }
 
 // fleet runs the scaling curve: the scenario on fleets of node processes of each shape.

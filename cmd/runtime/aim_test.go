@@ -45,10 +45,10 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 	id := waitPending(t, s, "t-aim")
 	targets := aimTargets(id)
 	streams := []string{wire.AuditStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket}
-	// Readers read the work queue too (agentmux tasks); the node's own consumers on it
+	// Readers read the work queue and the events' history too (tasks, logs); the node's own consumers on the queue
 	// are its task pullers, and a push consumer there would take tasks, so it is tried
 	// by the readers only.
-	readerStreams := append(slices.Clone(streams), wire.TaskStream)
+	readerStreams := append(slices.Clone(streams), wire.TaskStream, wire.EventStream)
 
 	// No reader makes a consumer, push or pull, in any form of the request.
 	for _, user := range []string{"view", "ops", "desk"} {

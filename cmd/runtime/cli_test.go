@@ -577,6 +577,27 @@ func TestUpKeepsItsStoreAndNameByDefault(t *testing.T) {
 	if code := audit.wait(t, 10*time.Second); code != exitOK || !strings.Contains(audit.stdout.String(), "session.ended") || !strings.Contains(audit.stdout.String(), "ok on node "+name) {
 		t.Fatalf("audit after a kill -9 and a restart: exit %d\n%s%s", code, audit.stdout, audit.stderr)
 	}
+	// The session's events are kept too: logs shows a finished session's, after the
+	// restart, by the start of its id.
+	logs := withState("logs", "-c", path, "t-ke")
+	if code := logs.wait(t, 10*time.Second); code != exitOK || !regexp.MustCompile(`(?s)session.started.*progress .*working.*question .*Run the tests.*request.answered.*session.ended`).MatchString(logs.stdout.String()) {
+		t.Fatalf("logs of a finished session after a restart: exit %d\n%s%s", code, logs.stdout, logs.stderr)
+	}
+	// logs -f waits for a session not started yet, follows it, and ends with it.
+	follow := withState("logs", "-c", path, "-f", "t-later", "-o", "json")
+	run = withState("submit", "-c", path, "--id", "t-later", "w", okScript)
+	if code := run.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("submit t-later: exit %d\n%s", code, run.stderr)
+	}
+	if code := follow.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("logs -f: exit %d\n%s", code, follow.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(follow.stdout.String()), "\n")
+	var first, last struct{ Type, Session string }
+	if json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[len(lines)-1]), &last) != nil ||
+		first.Type != "session.started" || last.Type != "session.ended" || last.Session != "t-later" {
+		t.Fatalf("logs -f -o json: from %+v to %+v\n%s", first, last, follow.stdout)
+	}
 }
 
 // TestSteeringTheFleetFromTheCLI: sessions and tasks list what runs and what waits;

@@ -30,6 +30,8 @@ func commands() []command {
 			[]string{"agentmux undrain -c agentmux.toml node-a"}, undrain},
 		{"submit", "queue a task or a pipeline run", "-c <manifest> <host> <prompt> | <pipeline> name=value… [--id id] [--ttl 1h] [--follow [--timeout 5m]]",
 			[]string{`agentmux submit -c agentmux.toml worker "add login" --follow`, `agentmux submit -c agentmux.toml --id t-42 worker "fix the flaky test"`}, submit},
+		{"logs", "print a session's events from the history (finished, or -f as they come)", "-c <manifest> <session> [-f] [-o text|wide|json]",
+			[]string{"agentmux logs -c agentmux.toml s-4Xk", "agentmux logs -c agentmux.toml -f t-42   # a task just submitted: waits for it, then follows it to its end"}, logs},
 		{"interrupt", "ask a running session's agent to stop early", "-c <manifest> <session> [--reason why]",
 			[]string{`agentmux interrupt -c agentmux.toml s-4Xk --reason "wrong branch"   # an id's start will do`}, interrupt},
 		{"cancel", "end a session for good (not retried), or take a waiting task out of the queue", "-c <manifest> <session|task> [--reason why]",

@@ -63,8 +63,8 @@ func TestEveryCommandHelps(t *testing.T) {
 			listings++
 		}
 	}
-	if listings != 5 { // nodes, sessions, tasks, pending, audit
-		t.Errorf("%d commands take -o; want every listing: nodes, sessions, tasks, pending and audit", listings)
+	if listings != 6 { // nodes, sessions, tasks, pending, audit, logs
+		t.Errorf("%d commands take -o; want every listing: nodes, sessions, tasks, pending, audit and logs", listings)
 	}
 	var stdout, stderr strings.Builder
 	if code := dispatch([]string{"--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "respond ") || stderr.Len() != 0 {

@@ -19,7 +19,7 @@ func Open(t testing.TB, name string, log *slog.Logger) *bus.Bus {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close)
-	if _, err := store.Declare(context.Background(), b.JS, 0, store.Retention{}, log); err != nil {
+	if _, err := store.Declare(context.Background(), b.JS, 0, store.Keep{}, log); err != nil {
 		t.Fatal(err)
 	}
 	return b
