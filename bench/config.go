@@ -40,14 +40,14 @@ type Config struct {
 	Nodes   int
 	Timeout time.Duration
 
-	Baselines     bool   // also run B0, B1, B2 and the Node.js harness
-	NodeBinary    string // node, for the Node.js harness
-	NodeModules   string // the harness's node_modules (nats.js): `npm ci --prefix bench/nodeharness`
-	Probes        bool   // also measure memory per session, idle CPU and start rate
+	Baselines   bool   // also run B0, B1, B2 and the Node.js harness
+	NodeBinary  string // node, for the Node.js harness
+	NodeModules string // the harness's node_modules (nats.js): `npm ci --prefix bench/nodeharness`
+	Probes      bool   // also measure memory per session, idle CPU and start rate
 	// KeepEvents keeps every event in the history stream, as a node does by default
 	// ([audit] keep_events): what it costs is in the figures.
-	KeepEvents bool
-	ProbeSessions int    // sessions of the memory, idle-CPU and start-rate probes
+	KeepEvents    bool
+	ProbeSessions int // sessions of the memory, idle-CPU and start-rate probes
 }
 
 // Defaults is a short scenario that runs in seconds on two cores.
