@@ -347,7 +347,7 @@ func (s *Server) trail(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, records)
 }
 
-// sessionStream sends a session's events as they arrive.
+// sessionStream sends a session's events: those kept, then each as it arrives.
 func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	flusher, ok := w.(http.Flusher)
@@ -356,26 +356,10 @@ func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := make(chan []byte, sessionEvents)
-	done := make(chan struct{})
-	defer close(done)
-	subject := "agentmux.evt.*." + id + ".>"
-	sub, err := s.cfg.Conn.Subscribe(subject, func(m *nats.Msg) {
-		if bus.CheckEvent(m, subject) != nil {
-			return
-		}
-		_, _, typ, _ := wire.ParseEventSubject(m.Subject)
-		data, _ := json.Marshal(map[string]any{"type": typ, "time": time.Now().UnixMilli(), "data": rawOrString(m.Data)})
-		select {
-		case c <- data:
-		case <-done:
-		default: // the page is too far behind; it misses this one
-		}
-	})
-	if err != nil {
+	if err := s.sessionEvents(r.Context(), id, c); err != nil {
 		errorf(w, http.StatusBadGateway, "%v", err)
 		return
 	}
-	defer func() { _ = sub.Unsubscribe() }()
 	sse(w, flusher, r.Context(), c)
 }
 

@@ -570,4 +570,13 @@ func TestConsoleOutlivesANodeRestart(t *testing.T) {
 		audit.wait(t, 10*time.Second)
 		return strings.Contains(audit.stdout.String(), `"yes" answered by human:ana`)
 	})
+	// The page of a session that has ended, opened afresh, shows the events the history
+	// kept: none of them happens while it is open.
+	do(t, ctx, "open the ended session's page", chromedp.Navigate(url+"/#/session/t-after"),
+		chromedp.WaitVisible(chromedp.CSS(`#events li[data-type="session.ended"]`)))
+	for _, typ := range []string{"session.started", "approval", "request.answered"} {
+		if n := get(t, ctx, "events of "+typ, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('#events li[data-type=%q]').length`, typ))); n != 1 {
+			t.Errorf("the ended session's page shows %d %s events; want 1", n, typ)
+		}
+	}
 }

@@ -217,6 +217,8 @@ function openSession(id) {
   document.querySelector("#trail tbody").replaceChildren();
   if (sessionStream) sessionStream.close();
   sessionStream = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/stream");
+  // Each (re)connection sends the session's kept events first: start the list afresh.
+  sessionStream.onopen = () => document.getElementById("events").replaceChildren();
   sessionStream.onmessage = (m) => {
     const e = JSON.parse(m.data);
     document.getElementById("events").append(el("li", { "data-type": e.type }, new Date(e.time).toLocaleTimeString() + " " + e.type + " " + JSON.stringify(e.data)));
