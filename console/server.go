@@ -152,6 +152,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/me", s.me)
 	m.HandleFunc("GET /api/stream", s.stream)
 	m.HandleFunc("POST /api/respond", s.respond)
+	m.HandleFunc("GET /api/audit", s.searchAudit)
 	m.HandleFunc("GET /api/sessions/{id}", s.trail)
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.sessionStream)
 	s.mux = m

@@ -62,16 +62,46 @@ func streamSessions(ctx context.Context, js jetstream.JetStream, stream, filter,
 	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-// AuditQuery says which audit records SearchAudit reads: stored within [Since, Until)
-// (a zero Until: up to now), of one host or all ("").
+// AuditQuery says which audit records a search keeps: stored within [Since, Until)
+// (zero: no bound), and, where set, of that host, kind, request type, decider (a kind,
+// "human", or one, "human:alice") and person (decider human:<User>).
 type AuditQuery struct {
-	Host         string
-	Since, Until time.Time
+	Host, Kind, Type, Decider, User string
+	Since, Until                    time.Time
 }
 
-// SearchAudit calls each with the audit's records the query covers, oldest first, with
+// Keeps reports whether r is one the query asks for.
+func (q AuditQuery) Keeps(r *wire.AuditRecord) bool {
+	at := time.UnixMilli(r.Time)
+	switch {
+	case q.Host != "" && r.Host != q.Host, q.Kind != "" && r.Kind != q.Kind, q.Type != "" && r.Type != q.Type,
+		q.User != "" && r.Decider != "human:"+q.User,
+		q.Decider != "" && r.Decider != q.Decider && !strings.HasPrefix(r.Decider, q.Decider+":"),
+		!q.Since.IsZero() && at.Before(q.Since), !q.Until.IsZero() && !at.Before(q.Until):
+		return false
+	}
+	return true
+}
+
+// ParseTimeBound reads a search's --since or --until: a duration before now ("24h") or
+// an RFC 3339 time; empty is no bound.
+func ParseTimeBound(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want a duration before now (24h, 90m) or an RFC 3339 time (2026-11-26T09:00:00Z)", v)
+}
+
+// SearchAudit calls each with the audit's records the query keeps, oldest first, with
 // message gets from the first one stored at Since. It reads one record a request: a
-// day of a busy fleet takes a while, and a narrower --since is quicker.
+// day of a busy fleet takes a while, and a narrower Since is quicker. each may end the
+// search early with ErrEnough.
 func SearchAudit(ctx context.Context, nc *nats.Conn, q AuditQuery, each func(*wire.AuditRecord) error) error {
 	host := "*"
 	if q.Host != "" {
@@ -86,13 +116,19 @@ func SearchAudit(ctx context.Context, nc *nats.Conn, q AuditQuery, each func(*wi
 		if err := json.Unmarshal(m.msg.Data, &r); err != nil {
 			return fmt.Errorf("audit record %s is not JSON: %w", m.msg.Subject, err)
 		}
+		if !q.Keeps(&r) {
+			return nil
+		}
 		return each(&r)
 	})
-	if err != nil && !errors.Is(err, errStop) {
+	if err != nil && !errors.Is(err, errStop) && !errors.Is(err, ErrEnough) {
 		return fmt.Errorf("search the audit: %w", err)
 	}
 	return nil
 }
+
+// ErrEnough, from SearchAudit's each, ends the search without an error.
+var ErrEnough = errors.New("enough records")
 
 // SessionEvent is one event of a session's history, as the node published it.
 type SessionEvent struct {

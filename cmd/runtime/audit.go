@@ -21,12 +21,12 @@ const searchTimeout = 5 * time.Minute
 func audit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("audit", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	var q auditFilter
-	fs.StringVar(&q.host, "host", "", "only the records of this `host`")
-	fs.StringVar(&q.kind, "kind", "", "only records of this `kind`: session.started, request, answer, answer.refused or session.ended")
-	fs.StringVar(&q.typ, "type", "", "only requests of this `type`: question, approval or tool_call")
-	fs.StringVar(&q.decider, "decider", "", "only answers by this `decider`: a kind (human, rule, llm, default, …) or one (human:alice, rule:policy)")
-	fs.StringVar(&q.user, "user", "", "only answers this `person` gave (decider human:<person>)")
+	var q store.AuditQuery
+	fs.StringVar(&q.Host, "host", "", "only the records of this `host`")
+	fs.StringVar(&q.Kind, "kind", "", "only records of this `kind`: session.started, request, answer, answer.refused or session.ended")
+	fs.StringVar(&q.Type, "type", "", "only requests of this `type`: question, approval or tool_call")
+	fs.StringVar(&q.Decider, "decider", "", "only answers by this `decider`: a kind (human, rule, llm, default, …) or one (human:alice, rule:policy)")
+	fs.StringVar(&q.User, "user", "", "only answers this `person` gave (decider human:<person>)")
 	since := fs.String("since", "", "from this `time`: a duration before now (24h) or an RFC 3339 time; without a session, 24h unless given")
 	until := fs.String("until", "", "before this `time`, as --since; default now")
 	out := newOutputFlags(fs, outCSV)
@@ -43,15 +43,14 @@ func audit(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	now := time.Now()
-	defaultSince := ""
-	if len(pos) == 0 {
-		defaultSince = "24h"
+	if *since == "" && len(pos) == 0 {
+		*since = "24h"
 	}
-	if q.since, err = timeFlag("--since", *since, defaultSince, now); err == nil {
-		q.until, err = timeFlag("--until", *until, "", now)
+	if q.Since, err = store.ParseTimeBound(*since, now); err != nil {
+		return usageError(stderr, fmt.Errorf("--since %w", err))
 	}
-	if err != nil {
-		return usageError(stderr, err)
+	if q.Until, err = store.ParseTimeBound(*until, now); err != nil {
+		return usageError(stderr, fmt.Errorf("--until %w", err))
 	}
 	c, code := client("audit", *path, stderr)
 	if c == nil {
@@ -67,17 +66,15 @@ func audit(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		for _, r := range all {
-			if q.keeps(r) {
+			if q.Keeps(r) {
 				records = append(records, r)
 			}
 		}
 	} else {
 		ctx, cancel := c.timeout(searchTimeout)
 		defer cancel()
-		err := store.SearchAudit(ctx, c.nc, store.AuditQuery{Host: q.host, Since: q.since, Until: q.until}, func(r *wire.AuditRecord) error {
-			if q.keeps(r) {
-				records = append(records, r)
-			}
+		err := store.SearchAudit(ctx, c.nc, q, func(r *wire.AuditRecord) error {
+			records = append(records, r)
 			return nil
 		})
 		if err != nil {
@@ -92,7 +89,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 		return auditCSV(stdout, records)
 	}
 	if len(records) == 0 && len(pos) == 0 {
-		fmt.Fprintf(stdout, "no audit records match, from %s\n", q.since.Format(time.RFC3339))
+		fmt.Fprintf(stdout, "no audit records match, from %s\n", q.Since.Format(time.RFC3339))
 		return exitOK
 	}
 	return printAudit(stdout, records, form == outWide, len(pos) == 0)
@@ -127,42 +124,6 @@ func sessionAudit(ctx context.Context, c *busClient, id string, stderr io.Writer
 	}
 	fmt.Fprintf(stderr, "agentmux audit: %q starts %d sessions' ids (%s): give more of it\n", id, len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
 	return nil, exitError
-}
-
-// auditFilter is what audit's flags keep of the records.
-type auditFilter struct {
-	host, kind, typ, decider, user string
-	since, until                   time.Time
-}
-
-func (q auditFilter) keeps(r *wire.AuditRecord) bool {
-	at := time.UnixMilli(r.Time)
-	switch {
-	case q.host != "" && r.Host != q.host, q.kind != "" && r.Kind != q.kind, q.typ != "" && r.Type != q.typ,
-		q.user != "" && r.Decider != "human:"+q.user,
-		q.decider != "" && r.Decider != q.decider && !strings.HasPrefix(r.Decider, q.decider+":"),
-		!q.since.IsZero() && at.Before(q.since), !q.until.IsZero() && !at.Before(q.until):
-		return false
-	}
-	return true
-}
-
-// timeFlag reads a --since or --until: a duration before now, or an RFC 3339 time;
-// empty is def (empty: no bound).
-func timeFlag(name, v, def string, now time.Time) (time.Time, error) {
-	if v == "" {
-		v = def
-	}
-	if v == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return now.Add(-d), nil
-	}
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t, nil
-	}
-	return time.Time{}, fmt.Errorf("%s %q: want a duration before now (24h, 90m) or an RFC 3339 time (2026-11-26T09:00:00Z)", name, v)
 }
 
 // auditCSV writes records as CSV with a header: a spreadsheet's view of the audit.

@@ -279,6 +279,27 @@ func TestConsoleInChromium(t *testing.T) {
 	if id := text(t, ctx, "#session-id"); id != "t-console-2" {
 		t.Fatalf("search opened %q", id)
 	}
+	// The audit searched across sessions: the approvals people decided, each linking
+	// to its session (a3 of t-console-2 too).
+	do(t, ctx, "search the audit for people's approvals", chromedp.Navigate(url+"/#/"), chromedp.WaitVisible(chromedp.CSS("#home")),
+		chromedp.SendKeys(chromedp.CSS(`#audit-search [name="decider"]`), "human"),
+		chromedp.SetValue(chromedp.CSS(`#audit-search [name="type"]`), "approval"),
+		chromedp.SetValue(chromedp.CSS(`#audit-search [name="kind"]`), "answer"),
+		chromedp.Click(chromedp.CSS(`#audit-search button`)), chromedp.WaitVisible(chromedp.CSS("#audit-results")))
+	found := get(t, ctx, "the search's rows", chromedp.Evaluate[[]string](
+		`Array.from(document.querySelectorAll("#audit-results tbody tr")).map(r => r.querySelector("td.session a").getAttribute("href") + " " + r.textContent)`))
+	if len(found) != 3 || !strings.Contains(text(t, ctx, "#audit-status"), "3 records") {
+		t.Fatalf("the search found %d rows (%s); want a1, a2 and a3:\n%s", len(found), text(t, ctx, "#audit-status"), strings.Join(found, "\n"))
+	}
+	for i, want := range []string{`#/session/t-console `, `#/session/t-console `, `#/session/t-console-2 `} {
+		if !strings.HasPrefix(found[i], want) || !strings.Contains(found[i], "human:ana") {
+			t.Errorf("search row %d: %q; want %s…human:ana", i, found[i], want)
+		}
+	}
+	shot(t, ctx, "6-audit-search")
+	do(t, ctx, "a search the console cannot read", chromedp.SetValue(chromedp.CSS(`#audit-search [name="since"]`), "yesterday"),
+		chromedp.Click(chromedp.CSS(`#audit-search button`)))
+	get(t, ctx, "the search's error", chromedp.Poll[bool](`document.getElementById("audit-status").textContent.includes('"yesterday": want a duration')`))
 	records, err := readAudit(t, manifest, "t-console")
 	if err != nil {
 		t.Fatal(err)

@@ -203,6 +203,29 @@ function trailRow(r) {
     el("td", {}, r.latency_ms ? r.latency_ms.toFixed(1) + " ms" : ""));
 }
 
+// ---- the audit, across sessions ----
+
+async function searchAudit(form) {
+  const q = new URLSearchParams();
+  for (const [k, v] of new FormData(form)) if (v) q.set(k, v);
+  const status = document.getElementById("audit-status");
+  status.textContent = "searching…";
+  const r = await fetch("/api/audit?" + q.toString());
+  if (!r.ok) { status.textContent = (await r.text()).trim() || r.statusText; return; }
+  const res = await r.json();
+  const table = document.getElementById("audit-results");
+  table.tBodies[0].replaceChildren(...res.records.map((rec) => {
+    const row = trailRow(rec);
+    const link = el("a", { href: "#/session/" + encodeURIComponent(rec.session) }, rec.session);
+    row.cells[1].replaceWith(el("td", { class: "session" }, link)); // the attempt's cell holds the session here
+    row.cells[7].remove(); // no latency column
+    return row;
+  }));
+  table.hidden = res.records.length === 0;
+  status.textContent = res.records.length === 0 ? "No record matches." :
+    res.records.length + " records" + (res.more ? ", and more: narrow the search to see them" : "");
+}
+
 async function loadTrail(id) {
   const r = await fetch("/api/sessions/" + encodeURIComponent(id));
   const records = r.ok ? await r.json() : [];
@@ -272,6 +295,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     if (e.key === "Enter" && /^[A-Za-z0-9_-]+$/.test(q)) location.hash = "#/session/" + q;
   });
   window.addEventListener("hashchange", route);
+  document.getElementById("audit-search").addEventListener("submit", (e) => { e.preventDefault(); searchAudit(e.target); });
   try {
     const me = await (await fetch("/api/me")).json();
     state.me = me.name;
