@@ -95,18 +95,25 @@ func TestReadAuditReturnsEverySessionRecord(t *testing.T) {
 	}
 }
 
-// The audit keeps what [audit] says: a record older than max_age is removed by the
-// server; a node started again with other limits changes them, saying so, and a start
-// with the same ones changes nothing.
-func TestAuditRetention(t *testing.T) {
+// server is an embedded server with nothing declared, and a log that keeps what
+// Declare says.
+func server(t *testing.T) (*bus.Bus, *slog.Logger, *strings.Builder) {
+	t.Helper()
 	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(b.Close)
+	logged := &strings.Builder{}
+	return b, slog.New(slog.NewTextHandler(logged, nil)), logged
+}
+
+// The audit keeps what [audit] says: a record older than max_age is removed by the
+// server; a node started again with other limits changes them, saying so, and a start
+// with the same ones changes nothing.
+func TestAuditRetention(t *testing.T) {
+	b, log, logged := server(t)
 	ctx := context.Background()
-	var logged strings.Builder
-	log := slog.New(slog.NewTextHandler(&logged, nil))
 	if _, err := Declare(ctx, b.JS, 0, Keep{}, log); err != nil {
 		t.Fatal(err)
 	}
@@ -137,14 +144,8 @@ func TestAuditRetention(t *testing.T) {
 // The events' history is a stream of every event, as bounded; a fleet that keeps none
 // has the stream removed, saying so.
 func TestEventHistory(t *testing.T) {
-	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0"}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, log, logged := server(t)
 	ctx := context.Background()
-	var logged strings.Builder
-	log := slog.New(slog.NewTextHandler(&logged, nil))
 	if _, err := Declare(ctx, b.JS, 0, Keep{Events: &Retention{MaxAge: time.Hour}}, log); err != nil {
 		t.Fatal(err)
 	}
