@@ -145,7 +145,7 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 			return err
 		}
 	}
-	if err := d.eventHistory(ctx, replicas); err != nil {
+	if err := d.eventHistory(ctx); err != nil {
 		return err
 	}
 	for _, cfg := range []jetstream.KeyValueConfig{{
@@ -208,7 +208,7 @@ func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error 
 // eventHistory keeps every event the nodes publish in a stream, as d.events bounds it,
 // or removes that stream when no history is wanted. The server does not acknowledge
 // what it stores there (NoAck): an event is published once, at most, as ever.
-func (d declarer) eventHistory(ctx context.Context, replicas int) error {
+func (d declarer) eventHistory(ctx context.Context) error {
 	if d.events == nil {
 		err := d.js.DeleteStream(ctx, wire.EventStream)
 		switch {
@@ -229,7 +229,11 @@ func (d declarer) eventHistory(ctx context.Context, replicas int) error {
 		Duplicates:  duplicatesWithin(d.events.MaxAge),
 		MaxAge:      d.events.MaxAge,
 		MaxBytes:    d.events.MaxBytes,
-		Replicas:    replicas,
+		// One copy, in a cluster too: every event is stored, and three copies would
+		// triple what the servers write for a history people read while it is fresh. A
+		// server lost loses its part of it; the audit, which keeps who decided what,
+		// has every copy.
+		Replicas: 1,
 	})
 }
 

@@ -657,6 +657,14 @@ func TestSteeringTheFleetFromTheCLI(t *testing.T) {
 		code, out, _ := cli("tasks")
 		return code == exitOK && strings.Contains(out, "the work queue is empty")
 	})
+	// Sessions that ended, from the audit: how, where, and when.
+	proctest.Eventually(t, "both ended sessions listed", func() bool {
+		code, out, _ := cli("sessions", "--state", "ended", "-o", "wide")
+		return code == exitOK && regexp.MustCompile(`t-long-1\s+w\s+steer\s+ended ok`).MatchString(out) && regexp.MustCompile(`t-next\s+w\s+steer\s+ended ok`).MatchString(out)
+	})
+	if code, _, stderr := cli("sessions", "--state", "done"); code != exitUsage || !strings.Contains(stderr, `--state "done": want running, queued or ended`) {
+		t.Errorf("sessions --state done: exit %d %s", code, stderr)
+	}
 	hold := runtimeProc(t, "submit", "-c", manifest, "--id", "t-hold", "w", pendingScript, "--follow")
 	until(t, "a session to drain around", hold.stderr, "t-hold.question")
 	if code, out, stderr := cli("drain", "steer", "--grace", "5m"); code != exitOK || !strings.Contains(out, "draining") {

@@ -103,15 +103,15 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	host := fs.String("host", "", "only this `host`'s sessions")
 	node := fs.String("node", "", "only the sessions of this `node`")
-	state := fs.String("state", "", "only sessions in this `state`: running or queued")
-	since := fs.Duration("since", 0, "only sessions asked for within this `duration` (e.g. 10m)")
+	state := fs.String("state", "", "only sessions in this `state`: running, queued, or ended (from the audit: ended within --since, 1h unless given)")
+	since := fs.Duration("since", 0, "only sessions asked for (ended, with --state ended) within this `duration` (e.g. 10m)")
 	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
 	form, err := out.form()
-	if err == nil && *state != "" && *state != "running" && *state != "queued" {
-		err = fmt.Errorf("--state %q: want running or queued", *state)
+	if err == nil && *state != "" && *state != "running" && *state != "queued" && *state != "ended" {
+		err = fmt.Errorf("--state %q: want running, queued or ended", *state)
 	}
 	if err != nil {
 		return usageError(stderr, err)
@@ -123,6 +123,9 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
+	if *state == "ended" {
+		return endedSessions(c, *host, *node, *since, form, stdout, stderr)
+	}
 	all, silent, err := fleetSessions(ctx, c)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux sessions:", c.explain(err))
@@ -162,6 +165,49 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 		rows = append(rows, row)
 	}
 	return max(table(stdout, header, rows), done)
+}
+
+// endedSessions lists the sessions whose end the audit recorded within since (1h when
+// 0): each attempt's end, with how it ended, on which node, after how long.
+func endedSessions(c *busClient, host, node string, since time.Duration, form string, stdout, stderr io.Writer) int {
+	if since == 0 {
+		since = time.Hour
+	}
+	ctx, cancel := c.timeout(searchTimeout)
+	defer cancel()
+	var ended []*wire.AuditRecord
+	q := store.AuditQuery{Host: host, Kind: "session.ended", Since: time.Now().Add(-since)}
+	err := store.SearchAudit(ctx, c.nc, q, func(r *wire.AuditRecord) error {
+		if node == "" || r.Node == node {
+			ended = append(ended, r)
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux sessions:", c.explain(err))
+		return exitError
+	}
+	if form == outJSON {
+		return jsonLines(stdout, ended)
+	}
+	if len(ended) == 0 {
+		fmt.Fprintf(stdout, "no session ended within %v\n", since)
+		return exitOK
+	}
+	header := []string{"SESSION", "HOST", "NODE", "STATE", "ENDED", "DURATION"}
+	if form == outWide {
+		header = append(header, "ATTEMPT", "ERROR")
+	}
+	rows := make([][]string, 0, len(ended))
+	for _, r := range ended {
+		row := []string{r.Session, r.Host, r.Node, "ended " + r.Outcome, time.Since(time.UnixMilli(r.Time)).Round(time.Second).String() + " ago",
+			(time.Duration(r.Duration) * time.Millisecond).Round(100 * time.Millisecond).String()}
+		if form == outWide {
+			row = append(row, strconv.Itoa(r.Attempt), dash(oneLine(r.Error, 120)))
+		}
+		rows = append(rows, row)
+	}
+	return table(stdout, header, rows)
 }
 
 // interrupt asks a session's agent to stop its current work early.
