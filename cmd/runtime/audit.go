@@ -111,19 +111,20 @@ func sessionAudit(ctx context.Context, c *busClient, id string, stderr io.Writer
 		fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
 		return nil, exitError
 	}
-	switch len(ids) {
-	case 0:
+	found, err := byPrefix(ids, id, "sessions'")
+	switch {
+	case err != nil:
+		fmt.Fprintln(stderr, "agentmux audit:", err)
+		return nil, exitError
+	case found == "":
 		fmt.Fprintf(stderr, "agentmux audit: no audit records for session %q, nor for a session whose id starts with it\n", id)
 		return nil, exitError
-	case 1:
-		if records, err = store.ReadAudit(ctx, c.js, ids[0]); err != nil {
-			fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
-			return nil, exitError
-		}
-		return records, exitOK
 	}
-	fmt.Fprintf(stderr, "agentmux audit: %q starts %d sessions' ids (%s): give more of it\n", id, len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
-	return nil, exitError
+	if records, err = store.ReadAudit(ctx, c.js, found); err != nil {
+		fmt.Fprintln(stderr, "agentmux audit:", c.explain(err))
+		return nil, exitError
+	}
+	return records, exitOK
 }
 
 // auditCSV writes records as CSV with a header: a spreadsheet's view of the audit.

@@ -196,15 +196,9 @@ func pendingByPrefix(ctx context.Context, c *busClient, prefix string) (string, 
 	}
 	var ids []string
 	for _, p := range list {
-		if strings.HasPrefix(p.ID, prefix) && p.State == wire.StatePending {
+		if p.State == wire.StatePending {
 			ids = append(ids, p.ID)
 		}
 	}
-	switch len(ids) {
-	case 0:
-		return "", nil
-	case 1:
-		return ids[0], nil
-	}
-	return "", fmt.Errorf("%q starts %d waiting requests' ids (%s): give more of it", prefix, len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
+	return byPrefix(ids, prefix, "waiting requests'")
 }

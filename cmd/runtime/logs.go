@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -94,16 +93,12 @@ func historySession(ctx context.Context, c *busClient, id string, follow bool) (
 	if err != nil {
 		return "", err
 	}
-	for _, s := range ids {
-		if s == id {
-			return id, nil
-		}
-	}
+	found, err := byPrefix(ids, id, "sessions'")
 	switch {
-	case len(ids) == 1:
-		return ids[0], nil
-	case len(ids) > 1:
-		return "", fmt.Errorf("%q starts %d sessions' ids (%s): give more of it", id, len(ids), strings.Join(ids[:min(5, len(ids))], ", "))
+	case err != nil:
+		return "", err
+	case found != "":
+		return found, nil
 	case follow:
 		return id, nil
 	}

@@ -71,30 +71,18 @@ func fleetSessions(ctx context.Context, c *busClient) ([]liveSession, map[string
 // resolveSession finds the live session whose id is id, or starts with it when no id
 // is: a prefix must name one session, or the error lists those it could be.
 func resolveSession(sessions []liveSession, id string) (liveSession, error) {
-	var matches []liveSession
-	for _, s := range sessions {
-		if s.Session == id {
-			return s, nil
-		}
-		if strings.HasPrefix(s.Session, id) {
-			matches = append(matches, s)
-		}
+	ids := make([]string, len(sessions))
+	for i, s := range sessions {
+		ids[i] = s.Session
 	}
-	switch len(matches) {
-	case 1:
-		return matches[0], nil
-	case 0:
+	found, err := byPrefix(ids, id, "sessions'")
+	switch {
+	case err != nil:
+		return liveSession{}, err
+	case found == "":
 		return liveSession{}, fmt.Errorf("no running or queued session is %q or starts with it; `agentmux sessions` lists them", id)
 	}
-	ids := make([]string, 0, len(matches))
-	for _, m := range matches[:min(5, len(matches))] {
-		ids = append(ids, m.Session)
-	}
-	more := ""
-	if len(matches) > 5 {
-		more = fmt.Sprintf(" and %d more", len(matches)-5)
-	}
-	return liveSession{}, fmt.Errorf("%q starts %d sessions' ids (%s%s): give more of it", id, len(matches), strings.Join(ids, ", "), more)
+	return sessions[slices.IndexFunc(sessions, func(s liveSession) bool { return s.Session == found })], nil
 }
 
 // sessions lists the sessions the fleet's live nodes run or have queued.
@@ -344,26 +332,20 @@ func cancel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux cancel:", c.explain(err))
 		return exitError
 	}
-	var match []store.QueuedTask
-	for _, t := range queued {
-		if t.ID == pos[0] {
-			match = []store.QueuedTask{t}
-			break
-		}
-		if strings.HasPrefix(t.ID, pos[0]) {
-			match = append(match, t)
-		}
+	ids := make([]string, len(queued))
+	for i, t := range queued {
+		ids[i] = t.ID
 	}
-	switch len(match) {
-	case 0:
+	found, err := byPrefix(ids, pos[0], "queued tasks'")
+	switch {
+	case err != nil:
+		fmt.Fprintln(stderr, "agentmux cancel:", err)
+		return exitError
+	case found == "":
 		fmt.Fprintf(stderr, "agentmux cancel: no running or queued session, and no task in the work queue, is %q or starts with it; `agentmux sessions` and `agentmux tasks` list them\n", pos[0])
 		return exitError
-	case 1:
-	default:
-		fmt.Fprintf(stderr, "agentmux cancel: %q starts %d queued tasks' ids: give more of it\n", pos[0], len(match))
-		return exitError
 	}
-	t := match[0]
+	t := queued[slices.IndexFunc(queued, func(t store.QueuedTask) bool { return t.ID == found })]
 	if err := store.RemoveTask(ctx, c.js, t.Seq); err != nil {
 		fmt.Fprintln(stderr, "agentmux cancel:", c.explain(err))
 		return exitError
