@@ -133,19 +133,32 @@ func (n *Node) Replicas() int { return n.replicas }
 // storeDir is where a node's embedded server keeps its store: [nats] store_dir, else the
 // node's own folder of its state directory, so that the audit, the queued tasks and the
 // people's pending requests outlive a restart. A temporary store (MemoryStore, or no
-// state directory) is said to be one.
+// state directory) is "" and said to be one.
 func (n *Node) storeDir(opts Options) string {
+	dir := storeFolder(opts, n.Name)
+	switch {
+	case dir != "":
+		return dir
+	case opts.Manifest.NATS.StoreDir == config.MemoryStore:
+		n.log.Warn("[nats] store_dir = \":memory:\": this node keeps its store in a temporary directory; the audit, queued tasks and pending requests are gone when it stops")
+	default:
+		n.log.Warn("no state directory and no [nats] store_dir: this node keeps its store in a temporary directory; the audit, queued tasks and pending requests are gone when it stops")
+	}
+	return ""
+}
+
+// storeFolder is the folder of the store a node named name keeps, or "" when its store
+// is temporary or another's (a node that connects to a server it does not run).
+func storeFolder(opts Options, name string) string {
 	dir := opts.Manifest.NATS.StoreDir
 	switch {
-	case dir == config.MemoryStore:
-		n.log.Warn("[nats] store_dir = \":memory:\": this node keeps its store in a temporary directory; the audit, queued tasks and pending requests are gone when it stops")
+	case opts.Ephemeral || opts.Manifest.NATS.URL != "" || dir == config.MemoryStore:
 		return ""
 	case dir != "":
 		return dir
 	case opts.StateDir != "":
-		return filepath.Join(opts.StateDir, n.Name, "nats")
+		return filepath.Join(opts.StateDir, name, "nats")
 	}
-	n.log.Warn("no state directory and no [nats] store_dir: this node keeps its store in a temporary directory; the audit, queued tasks and pending requests are gone when it stops")
 	return ""
 }
 

@@ -683,6 +683,9 @@ func TestMemoryStoreIsTemporaryAndSaysSo(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the temporary store %s outlived the node: %v", dir, err)
 	}
+	if _, err := os.Stat(config.MemoryStore); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the node made a folder named %q in its working directory (%v)", config.MemoryStore, err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if !strings.Contains(logged.String(), "are gone when it stops") {

@@ -85,11 +85,9 @@ func (n *Node) sweepOrphans(ctx context.Context) {
 // may not, a process that leaves its group (setsid) can outlive a node killed with
 // SIGKILL, which is warned about.
 func (n *Node) sweepLeftovers(opts Options) error {
-	dir := opts.Manifest.NATS.StoreDir
-	if dir != "" && !opts.Ephemeral && opts.Manifest.NATS.URL == "" {
+	dir := storeFolder(opts, n.Name)
+	if dir != "" {
 		dir = filepath.Join(dir, "agentmux-processes")
-	} else {
-		dir = ""
 	}
 	procs, err := shim.OpenRegistry(dir)
 	if err != nil {
