@@ -77,7 +77,8 @@ func GrantsFor(u User) Grants {
 			g.Publish = append(g.Publish, readStream(s)...)
 		}
 		if u.Role == RoleConsole {
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.CtlSubject("*", "list"))
+			// Answer as each person, put attached agents' requests to the nodes (the API).
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.CtlSubject("*", "list"), wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
 			g.Publish = append(g.Publish, wire.RespondSubjects)

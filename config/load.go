@@ -31,6 +31,8 @@ type file struct {
 	Connections map[string]*Connection `toml:"connections"`
 	Pipelines   map[string]*Pipeline   `toml:"pipelines"`
 	Notify      map[string]*Notify     `toml:"notify"`
+	Attached    map[string]*Attached   `toml:"attached"`
+	API         API                    `toml:"api"`
 	Project     map[string]any         `toml:"project"` // Concerto's; ignored
 	MCP         map[string]any         `toml:"mcp"`     // Concerto's; ignored
 }
@@ -98,7 +100,8 @@ func knownKeys(section string) ([]string, bool) {
 		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "audit": reflect.TypeFor[Audit](), "hosts": reflect.TypeFor[Host](),
 		"supervisors": reflect.TypeFor[Supervisor](), "routes": reflect.TypeFor[Route](), "tools": reflect.TypeFor[Tool](),
 		"pipelines": reflect.TypeFor[Pipeline](), "notify": reflect.TypeFor[Notify](), "stages": reflect.TypeFor[Stage](),
-		"connections": reflect.TypeFor[Connection](),
+		"connections": reflect.TypeFor[Connection](), "attached": reflect.TypeFor[Attached](), "api": reflect.TypeFor[API](),
+		"api.tokens": reflect.TypeFor[APIToken](),
 	}
 	t, ok := types[section]
 	if !ok {
@@ -170,7 +173,7 @@ func suggestion(key toml.Key) string {
 	}
 	keys, ok := knownKeys(section)
 	if !ok {
-		return "the sections are nats, metrics, audit, hosts (or agents), supervisors, routes, tools, connections, pipelines, notify, project"
+		return "the sections are nats, metrics, audit, hosts (or agents), attached, supervisors, routes, tools, connections, pipelines, notify, api, project"
 	}
 	return "known keys here: " + strings.Join(keys, ", ")
 }
@@ -203,6 +206,8 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		Connections: map[string]*Connection{},
 		Pipelines:   map[string]*Pipeline{},
 		Notify:      map[string]*Notify{},
+		Attached:    map[string]*Attached{},
+		API:         f.API,
 	}
 	if m.NATS.URL == "" && m.NATS.Listen == "" {
 		m.NATS.Listen = DefaultNATSListen
@@ -223,6 +228,12 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 			m.Hosts[name] = h
 		}
 	}
+	for name, a := range f.Attached {
+		a.Name = name
+		v.attached(a, m)
+		m.Attached[name] = a
+	}
+	v.api(&m.API)
 	for name, c := range f.Connections {
 		c.Name = name
 		v.connection(c)

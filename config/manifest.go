@@ -77,6 +77,10 @@ type Manifest struct {
 	Connections map[string]*Connection
 	Pipelines   map[string]*Pipeline
 	Notify      map[string]*Notify
+	// Attached are the sources of sessions agentmux did not start; each is a host of
+	// Hosts as well.
+	Attached map[string]*Attached
+	API      API
 	// Warnings are what may be wrong on this machine only: a command not found, a
 	// working directory missing. `validate` prints them; a node logs them.
 	Warnings []*Problem
@@ -237,6 +241,9 @@ type Host struct {
 	// how many new prompts a result that does not fit gets.
 	ResultSchema  map[string]any `toml:"result_schema"`
 	ResultRetries int            `toml:"result_retries"`
+	// Attached is the source whose sessions this host runs, for a host made of an
+	// [attached.X]: it has no command, and its sessions start from hooks, not tasks.
+	Attached *Attached `toml:"-"`
 
 	// Filled by Load.
 	ParamsJSON          json.RawMessage `toml:"-"` // nil when params is empty: no init line

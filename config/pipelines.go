@@ -136,6 +136,8 @@ func (v *validator) stage(base []string, p *Pipeline, s *Stage, known map[string
 		v.add(at(), "stage %q needs a host, one of %s", s.Name, names(m.Hosts))
 	case !ok:
 		v.add(at("host"), "no host %q; name one of %s", s.Host, names(m.Hosts))
+	case host.Attached != nil:
+		v.add(at("host"), "%q is an attached source: its sessions are started by people, not by agentmux; name a [hosts] entry", s.Host)
 	}
 	if s.Prompt == "" {
 		v.add(at(), `stage %q needs a prompt, e.g. prompt = "Implement: ${%s}"`, s.Name, firstOr(p.Params, "spec"))

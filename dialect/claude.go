@@ -237,20 +237,25 @@ func (c *claude) controlRequest(l *claudeLine, raw []byte) ([]*protocol.Message,
 }
 
 // describeTool is what a supervisor reads of a tool call: the tool and its input.
-func describeTool(r *canUseTool) string {
-	var input map[string]any
-	_ = json.Unmarshal(r.Input, &input)
+func describeTool(r *canUseTool) string { return DescribeTool(r.ToolName, r.Input, r.Description) }
+
+// DescribeTool is what a supervisor reads of a call of Claude Code's tool name with its
+// input, and the description Claude Code gave it: "Bash: npm test (Run the tests)",
+// "Edit: /src/a.go". Routes match it; Claude Code's hooks describe calls the same way.
+func DescribeTool(name string, input json.RawMessage, description string) string {
+	var fields map[string]any
+	_ = json.Unmarshal(input, &fields)
 	var b strings.Builder
-	b.WriteString(r.ToolName)
-	if cmd, ok := input["command"].(string); ok {
+	b.WriteString(name)
+	if cmd, ok := fields["command"].(string); ok {
 		fmt.Fprintf(&b, ": %s", cmd)
-	} else if path, ok := input["file_path"].(string); ok {
+	} else if path, ok := fields["file_path"].(string); ok {
 		fmt.Fprintf(&b, ": %s", path)
-	} else if len(r.Input) > 0 {
-		fmt.Fprintf(&b, " %s", r.Input)
+	} else if len(input) > 0 {
+		fmt.Fprintf(&b, " %s", input)
 	}
-	if r.Description != "" {
-		fmt.Fprintf(&b, " (%s)", r.Description)
+	if description != "" {
+		fmt.Fprintf(&b, " (%s)", description)
 	}
 	return b.String()
 }

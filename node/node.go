@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/agentmux/agentmux/actors/router"
 	"github.com/agentmux/agentmux/actors/supervisor"
 	"github.com/agentmux/agentmux/ask"
+	"github.com/agentmux/agentmux/attach"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
@@ -89,15 +91,18 @@ type Node struct {
 	Bus     *bus.Bus
 	Metrics *metrics.Set
 
-	log     *slog.Logger
-	system  *actor.ActorSystem
-	router  *actor.PID
-	sups    []*actor.PID
-	audit   *auditor
-	msrv    *metrics.Server
-	ctlSubs []*nats.Subscription
-	pending atomic.Pointer[store.PendingStore] // people's requests, once open
-	procs   *shim.Registry                     // the process groups started, in the store
+	log    *slog.Logger
+	system *actor.ActorSystem
+	router *actor.PID
+	// attached takes the requests of sessions agentmux did not start; nil when the node
+	// runs no [attached.X].
+	attached *attach.Hub
+	sups     []*actor.PID
+	audit    *auditor
+	msrv     *metrics.Server
+	ctlSubs  []*nats.Subscription
+	pending  atomic.Pointer[store.PendingStore] // people's requests, once open
+	procs    *shim.Registry                     // the process groups started, in the store
 	// sandboxes confine the programs the node starts, by manifest table.
 	sandboxes sandbox.Set
 	stopped   chan struct{}
@@ -304,7 +309,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
-		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: opts.InProc, Asker: n.asker,
+		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
 		Procs: n.procs, Sandboxes: n.sandboxes}
 	if len(opts.Manifest.Pipelines) > 0 {
 		runs, err := store.OpenPipelines(ctx, n.Bus.JS)
@@ -321,7 +326,39 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 		rcfg.JS, rcfg.Intake = n.Bus.JS, intake
 	}
 	n.router = n.system.Root.Spawn(router.Props(rcfg))
+	if n.attached != nil {
+		if err := n.attached.Start(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// attachSources makes the hub of the attached sources this node runs, and their
+// in-process agents beside opts' own; nil without any.
+func (n *Node) attachSources(opts Options) map[string]agent.InProc {
+	sources := map[string]*config.Host{}
+	for name, h := range n.roles.hosts {
+		if h.Attached != nil {
+			sources[name] = h
+		}
+	}
+	if len(sources) == 0 {
+		return opts.InProc
+	}
+	n.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Node: n.Name, Sources: sources, Log: n.log,
+		Submit: func(host, session, prompt string, attempt int) {
+			n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
+				Attempt: attempt, Started: time.Now()}})
+		}})
+	inproc := maps.Clone(opts.InProc)
+	if inproc == nil {
+		inproc = map[string]agent.InProc{}
+	}
+	for name := range sources {
+		inproc[name] = n.attached.Agent(name)
+	}
+	return inproc
 }
 
 // RunPipeline runs a pipeline on this node, which must run each of its stages' hosts;
@@ -451,6 +488,9 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	var err error
 	n.stopHeartbeat()
+	if n.attached != nil {
+		n.attached.Stop()
+	}
 	n.system.Root.Send(n.router, &router.Shutdown{Reason: "node stopping"})
 	select {
 	case <-n.stopped:

@@ -64,7 +64,12 @@ func chooseRoles(opts Options) (roles, error) {
 // startsProcesses reports whether the node will start processes: agents, command
 // supervisors (its own or one it falls back to), or tools its supervisors call.
 func (r roles) startsProcesses(m *config.Manifest) bool {
-	if len(r.hosts) > 0 || len(r.supervisors) > 0 && len(m.Tools) > 0 {
+	for _, h := range r.hosts {
+		if h.Attached == nil {
+			return true
+		}
+	}
+	if len(r.supervisors) > 0 && len(m.Tools) > 0 {
 		return true
 	}
 	for _, s := range r.supervisors {

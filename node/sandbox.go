@@ -26,6 +26,9 @@ type program struct {
 func (n *Node) programs(m *config.Manifest) map[string]program {
 	out := map[string]program{}
 	for name, h := range n.roles.hosts {
+		if h.Attached != nil {
+			continue // runs in the node (package attach)
+		}
 		out["hosts."+name] = program{&h.Process, h.Dialect}
 	}
 	for _, s := range n.roles.supervisors {

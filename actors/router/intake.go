@@ -32,7 +32,10 @@ func NewIntake(ctx context.Context, js jetstream.JetStream, cfg Config) (*Intake
 		return cons, err
 	}
 	hosts := hostsOf(cfg)
-	for name := range hosts {
+	for name, h := range hosts {
+		if h.Attached != nil {
+			continue // its sessions start from hooks (package attach), never from tasks
+		}
 		cons, err := consumer(taskConsumer("host_"+name, name))
 		if err != nil {
 			return nil, fmt.Errorf("router: task consumer of host %q: %w; the node cannot take its queued tasks", name, err)

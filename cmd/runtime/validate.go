@@ -55,8 +55,13 @@ func sessionArgs(cmd string, pos []string, path string, stderr io.Writer) (*conf
 	if m == nil {
 		return nil, "", "", code
 	}
-	if _, ok := m.Hosts[pos[0]]; !ok {
+	h, ok := m.Hosts[pos[0]]
+	switch {
+	case !ok:
 		fmt.Fprintf(stderr, "agentmux %s: no host %q in %s; the hosts are %s\n", cmd, pos[0], path, hostNames(m))
+		return nil, "", "", exitUsage
+	case h.Attached != nil:
+		fmt.Fprintf(stderr, "agentmux %s: %q is an attached source: its sessions are started by people, and come to agentmux through their hooks; name a [hosts] entry\n", cmd, pos[0])
 		return nil, "", "", exitUsage
 	}
 	return m, pos[0], pos[1], exitOK
