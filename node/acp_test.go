@@ -21,7 +21,7 @@ working_dir = %q
 stop_grace = "2s"
 env = { HOME = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", DISABLE_AUTOUPDATER = "1", AGENTMUX_TEST_MARK = "@MARK@" }
 %s
-`, bin, dir, t.TempDir(), f.srv.URL, extra) + agentSupervisors
+`, bin, dir, t.TempDir(), f.URL(), extra) + agentSupervisors
 }
 
 func TestACPAgentApprovedDeniedAndTwoSessionsOnOneProcess(t *testing.T) {
@@ -46,7 +46,7 @@ func TestACPAgentApprovedDeniedAndTwoSessionsOnOneProcess(t *testing.T) {
 		t.Fatalf("requests %+v", res.Requests)
 	}
 
-	f.replay(
+	f.Replay(
 		[]block{{Tool: "Bash", Input: map[string]any{"command": "rm " + victim, "description": "clean up"}}},
 		[]block{{Text: "Left it alone."}},
 	)
@@ -57,7 +57,7 @@ func TestACPAgentApprovedDeniedAndTwoSessionsOnOneProcess(t *testing.T) {
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("the denied command ran: %v", err)
 	}
-	if got, isErr := f.toolResult(0); !isErr {
+	if got, isErr := f.ToolResult(0); !isErr {
 		t.Fatalf("the model was not told the tool was refused: %s (requests %+v)", got, res.Requests)
 	}
 	if v := testutil.ToFloat64(n.n.Metrics.AgentStarts.WithLabelValues("acp")); v != 1 {

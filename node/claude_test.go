@@ -67,7 +67,7 @@ func TestClaudeCodeBashDeniedDoesNotRun(t *testing.T) {
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("the denied command ran: %v", err)
 	}
-	got, isErr := f.toolResult(0)
+	got, isErr := f.ToolResult(0)
 	if !isErr || !strings.Contains(got, `rule 1 matched`) {
 		t.Fatalf("the model was told %s (error %v); want the supervisor's reason as an error", got, isErr)
 	}
@@ -90,7 +90,7 @@ func TestClaudeCodeAskUserQuestionAnsweredByARoutedSupervisor(t *testing.T) {
 	if len(res.Requests) != 1 || res.Requests[0].Type != "question" || res.Requests[0].Decider != "rule:security" || res.Requests[0].Outcome != "answered" {
 		t.Fatalf("requests %+v", res.Requests)
 	}
-	got, isErr := f.toolResult(0)
+	got, isErr := f.ToolResult(0)
 	if isErr || !strings.Contains(got, `Which signing algorithm?`) || !strings.Contains(got, `RS256`) {
 		t.Fatalf("the model was told %s (error %v); want the answer", got, isErr)
 	}
@@ -110,7 +110,7 @@ func TestClaudeCodeApprovalTimesOut(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "prod.txt")); err == nil {
 		t.Fatal("a timed-out approval ran the command")
 	}
-	got, isErr := f.toolResult(0)
+	got, isErr := f.ToolResult(0)
 	if !isErr || !strings.Contains(got, "No answer came within the deadline") {
 		t.Fatalf("the model was told %s; want a deny that says nobody answered in time", got)
 	}
@@ -202,7 +202,7 @@ func TestClaudeCodeResumesAConversation(t *testing.T) {
 	if err := json.Unmarshal(first.Payload, &p); err != nil || !first.OK || p.SessionID == "" {
 		t.Fatalf("first session %+v %s: the result must carry Claude Code's session_id", first, first.Payload)
 	}
-	f.replay([]block{{Text: "It is swordfish."}})
+	f.Replay([]block{{Text: "It is swordfish."}})
 	results := make(chan *agent.Result, 1)
 	n.n.SubmitSession("claude", Session{Prompt: "what is the password?", Resume: p.SessionID}, results)
 	var res *agent.Result
@@ -215,9 +215,7 @@ func TestClaudeCodeResumesAConversation(t *testing.T) {
 	if !res.OK {
 		t.Fatalf("resumed session %+v", res)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	conversation, _ := json.Marshal(f.requests[len(f.requests)-1]["messages"])
+	conversation := f.LastMessages()
 	if !strings.Contains(string(conversation), "remember: the password is swordfish") || !strings.Contains(string(conversation), "what is the password?") {
 		t.Fatalf("the resumed conversation lacks the first turn: %.2000s", conversation)
 	}
@@ -238,9 +236,7 @@ result_retries = 1`))
 	if !res.OK || string(res.Data) != `{"passed":true,"failures":[]}` {
 		t.Fatalf("result %+v %s; want the second answer as data", res, res.Payload)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	last, _ := json.Marshal(f.requests[len(f.requests)-1]["messages"])
+	last := f.LastMessages()
 	for _, want := range []string{"run the tests and report", "All 12 tests pass.", "does not fit the required JSON Schema", "the result is not JSON"} {
 		if !strings.Contains(string(last), want) {
 			t.Errorf("the model's second request does not carry %q: %s", want, last)
@@ -293,7 +289,7 @@ supervisor = "policy"
 	if _, err := os.Stat(victim); err != nil {
 		t.Errorf("the denied command ran: %v", err)
 	}
-	if got, isErr := f.toolResult(1); !isErr || !strings.Contains(got, "denied by Bash(rm:*)") {
+	if got, isErr := f.ToolResult(1); !isErr || !strings.Contains(got, "denied by Bash(rm:*)") {
 		t.Errorf("the model was told %s (error %v); want the rule that denied it", got, isErr)
 	}
 	deciders := map[string]string{}

@@ -1,172 +1,34 @@
 package node
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/agentmux/agentmux/internal/agenttest"
 )
 
 // The agent CLIs the tests run, from npm (keep in step with .ci/run).
 const (
-	claudeVersion = "2.1.197" // @anthropic-ai/claude-code
-	acpVersion    = "0.100.0" // @agentclientprotocol/claude-agent-acp
+	claudeVersion = agenttest.ClaudeVersion
+	acpVersion    = agenttest.ACPVersion
 )
 
-// claudeBinary returns the real `claude` CLI.
-func claudeBinary(t *testing.T) string {
-	return npmAgent(t, "@anthropic-ai/claude-code", claudeVersion, "claude")
-}
-
-// npmAgent returns bin of the pinned npm package, installing it into .ci/agents (never
-// globally) when it is missing or another version.
-func npmAgent(t *testing.T, pkg, version, bin string) string {
-	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := filepath.Join(root, ".ci", "agents")
-	path := filepath.Join(prefix, "node_modules", ".bin", bin)
-	installMu.Lock()
-	defer installMu.Unlock()
-	manifest := filepath.Join(prefix, "node_modules", pkg, "package.json")
-	if b, err := os.ReadFile(manifest); err == nil && strings.Contains(string(b), `"version": "`+version+`"`) {
-		return path
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", pkg+"@"+version)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("install %s@%s from npm into %s: %v\n%s", pkg, version, prefix, err, out)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("npm installed %s@%s but there is no %s: %v", pkg, version, path, err)
-	}
-	return path
-}
-
-var installMu sync.Mutex
-
-// block is one content block of a scripted model turn.
-type block struct {
-	Text  string
-	Tool  string         // tool_use name
-	Input map[string]any // tool_use input
-}
-
-// fakeAnthropic is a scripted Anthropic Messages API streaming server-sent events, as
-// the CLI uses it. The conversation's turn n (its n-th assistant message) plays
-// script[n]; requests without tools (the CLI's side calls) get a short text.
-type fakeAnthropic struct {
-	t      *testing.T
-	srv    *httptest.Server
-	script [][]block
-
-	mu       sync.Mutex
-	requests []map[string]any // the main conversation's requests
-}
+// The scripted Anthropic API and the CLIs from npm are internal/agenttest's, shared
+// with the commands' tests.
+type (
+	block         = agenttest.Block
+	fakeAnthropic = agenttest.Anthropic
+)
 
 func newFakeAnthropic(t *testing.T, script ...[]block) *fakeAnthropic {
-	f := &fakeAnthropic{t: t, script: script}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
+	return agenttest.NewAnthropic(t, script...)
 }
 
-func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		w.WriteHeader(http.StatusOK) // the CLI's connectivity checks
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	var req map[string]any
-	if err := json.Unmarshal(body, &req); err != nil {
-		f.t.Errorf("fake Anthropic API: %v", err)
-		return
-	}
-	blocks := []block{{Text: "ok"}}
-	if _, main := req["tools"]; main {
-		turn := 0
-		msgs, _ := req["messages"].([]any)
-		for _, m := range msgs {
-			if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
-				turn++
-			}
-		}
-		f.mu.Lock()
-		f.requests = append(f.requests, req)
-		blocks = []block{{Text: "(the script has no more turns)"}}
-		if turn < len(f.script) {
-			blocks = f.script[turn]
-		}
-		f.mu.Unlock()
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	event := func(name string, v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
-	}
-	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_fake", "type": "message", "role": "assistant",
-		"model": req["model"], "content": []any{}, "stop_reason": nil, "usage": map[string]any{"input_tokens": 100, "output_tokens": 1}}})
-	stop := "end_turn"
-	for i, b := range blocks {
-		if b.Tool != "" {
-			stop = "tool_use"
-			input, _ := json.Marshal(b.Input)
-			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", i), "name": b.Tool, "input": map[string]any{}}})
-			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
-		} else {
-			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b.Text}})
-		}
-		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-	}
-	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 20}})
-	event("message_stop", map[string]any{"type": "message_stop"})
-}
+func claudeBinary(t *testing.T) string { return agenttest.Claude(t) }
 
-// replay starts a new script for the next conversation.
-func (f *fakeAnthropic) replay(script ...[]block) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.script, f.requests = script, nil
-}
-
-// toolResult returns what the model was told of its n-th tool call (the tool_result the
-// CLI sent back), and whether it was an error, in the latest request that carries tool
-// results: each request holds the whole conversation so far.
-func (f *fakeAnthropic) toolResult(n int) (string, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i := len(f.requests) - 1; i >= 0; i-- {
-		msgs, _ := f.requests[i]["messages"].([]any)
-		var results []map[string]any
-		for _, m := range msgs {
-			mm, _ := m.(map[string]any)
-			blocks, _ := mm["content"].([]any)
-			for _, b := range blocks {
-				if bb, _ := b.(map[string]any); bb["type"] == "tool_result" {
-					results = append(results, bb)
-				}
-			}
-		}
-		if n < len(results) {
-			content, _ := json.Marshal(results[n]["content"])
-			isErr, _ := results[n]["is_error"].(bool)
-			return string(content), isErr
-		}
-	}
-	return "", false
+func npmAgent(t *testing.T, pkg, version, bin string) string {
+	return agenttest.NPMAgent(t, pkg, version, bin)
 }
 
 // claudeHost is a host running the real CLI against the fake, in dir.
@@ -182,7 +44,7 @@ working_dir = %q
 stop_grace = "2s"
 env = { HOME = %[4]q, CLAUDE_CONFIG_DIR = %[7]q, ANTHROPIC_BASE_URL = %[5]q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_TELEMETRY = "1", DISABLE_AUTOUPDATER = "1", AGENTMUX_TEST_MARK = "@MARK@" }
 %[6]s
-`, name, claudeBinary(t), dir, home, f.srv.URL, extra, config)
+`, name, claudeBinary(t), dir, home, f.URL(), extra, config)
 }
 
 // agentSupervisors supervise the real agents' tests alike: ops allows echo and refuses

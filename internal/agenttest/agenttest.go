@@ -1,0 +1,184 @@
+package agenttest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The agent CLIs the tests run, from npm (keep in step with .ci/run).
+const (
+	ClaudeVersion = "2.1.197" // @anthropic-ai/claude-code
+	ACPVersion    = "0.100.0" // @agentclientprotocol/claude-agent-acp
+)
+
+// Claude returns the real `claude` CLI.
+func Claude(t testing.TB) string {
+	return NPMAgent(t, "@anthropic-ai/claude-code", ClaudeVersion, "claude")
+}
+
+// NPMAgent returns bin of the pinned npm package, installing it into .ci/agents (never
+// globally) when it is missing or another version.
+func NPMAgent(t testing.TB, pkg, version, bin string) string {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..")
+	prefix := filepath.Join(root, ".ci", "agents")
+	path := filepath.Join(prefix, "node_modules", ".bin", bin)
+	installMu.Lock()
+	defer installMu.Unlock()
+	manifest := filepath.Join(prefix, "node_modules", pkg, "package.json")
+	if b, err := os.ReadFile(manifest); err == nil && strings.Contains(string(b), `"version": "`+version+`"`) {
+		return path
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", pkg+"@"+version)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("install %s@%s from npm into %s: %v\n%s", pkg, version, prefix, err, out)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("npm installed %s@%s but there is no %s: %v", pkg, version, path, err)
+	}
+	return path
+}
+
+var installMu sync.Mutex
+
+// Block is one content block of a scripted model turn.
+type Block struct {
+	Text  string
+	Tool  string         // tool_use name
+	Input map[string]any // tool_use input
+}
+
+// Anthropic is a scripted Anthropic Messages API streaming server-sent events, as
+// the CLI uses it. The conversation's turn n (its n-th assistant message) plays
+// script[n]; requests without tools (the CLI's side calls) get a short text.
+type Anthropic struct {
+	t      testing.TB
+	srv    *httptest.Server
+	script [][]Block
+
+	mu       sync.Mutex
+	requests []map[string]any // the main conversation's requests
+}
+
+// NewAnthropic serves script until the test ends.
+func NewAnthropic(t testing.TB, script ...[]Block) *Anthropic {
+	f := &Anthropic{t: t, script: script}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		w.WriteHeader(http.StatusOK) // the CLI's connectivity checks
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		f.t.Errorf("fake Anthropic API: %v", err)
+		return
+	}
+	blocks := []Block{{Text: "ok"}}
+	if _, main := req["tools"]; main {
+		turn := 0
+		msgs, _ := req["messages"].([]any)
+		for _, m := range msgs {
+			if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
+				turn++
+			}
+		}
+		f.mu.Lock()
+		f.requests = append(f.requests, req)
+		blocks = []Block{{Text: "(the script has no more turns)"}}
+		if turn < len(f.script) {
+			blocks = f.script[turn]
+		}
+		f.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	event := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+	}
+	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_fake", "type": "message", "role": "assistant",
+		"model": req["model"], "content": []any{}, "stop_reason": nil, "usage": map[string]any{"input_tokens": 100, "output_tokens": 1}}})
+	stop := "end_turn"
+	for i, b := range blocks {
+		if b.Tool != "" {
+			stop = "tool_use"
+			input, _ := json.Marshal(b.Input)
+			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", i), "name": b.Tool, "input": map[string]any{}}})
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
+		} else {
+			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": b.Text}})
+		}
+		event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+	}
+	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 20}})
+	event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// Replay starts a new script for the next conversation.
+func (f *Anthropic) Replay(script ...[]Block) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script, f.requests = script, nil
+}
+
+// ToolResult returns what the model was told of its n-th tool call (the tool_result the
+// CLI sent back), and whether it was an error, in the latest request that carries tool
+// results: each request holds the whole conversation so far.
+func (f *Anthropic) ToolResult(n int) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := len(f.requests) - 1; i >= 0; i-- {
+		msgs, _ := f.requests[i]["messages"].([]any)
+		var results []map[string]any
+		for _, m := range msgs {
+			mm, _ := m.(map[string]any)
+			blocks, _ := mm["content"].([]any)
+			for _, b := range blocks {
+				if bb, _ := b.(map[string]any); bb["type"] == "tool_result" {
+					results = append(results, bb)
+				}
+			}
+		}
+		if n < len(results) {
+			content, _ := json.Marshal(results[n]["content"])
+			isErr, _ := results[n]["is_error"].(bool)
+			return string(content), isErr
+		}
+	}
+	return "", false
+}
+
+// URL is where the API is served: ANTHROPIC_BASE_URL.
+func (f *Anthropic) URL() string { return f.srv.URL }
+
+// LastMessages is the messages of the main conversation's latest request, as JSON.
+func (f *Anthropic) LastMessages() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.requests) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(f.requests[len(f.requests)-1]["messages"])
+	return b
+}
