@@ -148,9 +148,13 @@ func (b *bridge) request(req json.RawMessage, waiting map[string]*call) (string,
 	}
 	var id string
 	_ = json.Unmarshal(fields["id"], &id)
-	if id == "" || waiting[id] != nil {
+	switch {
+	case id == "":
 		b.seq++
-		id = id + "~" + strconv.Itoa(b.seq)
+		id = "h" + strconv.Itoa(b.seq)
+	case waiting[id] != nil:
+		b.seq++
+		id += "~" + strconv.Itoa(b.seq)
 	}
 	fields["id"], _ = json.Marshal(id)
 	line, err := json.Marshal(fields)

@@ -81,7 +81,7 @@ func GrantsFor(u User) Grants {
 			g.Publish = append(g.Publish, wire.RespondSubjects, wire.CtlSubject("*", "list"), wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
-			g.Publish = append(g.Publish, wire.RespondSubjects)
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).

@@ -133,6 +133,9 @@ func (m *Manifest) secretEnvs() []string {
 	for _, u := range n.Users {
 		out = append(out, u.PasswordEnv)
 	}
+	for _, t := range m.API.Tokens {
+		out = append(out, t.TokenEnv) // an operator's token answers as its name
+	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 

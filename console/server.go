@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -58,19 +58,24 @@ type Config struct {
 	// Name is who answers without a sign-in (on loopback, with no token). On a bus
 	// with users, the console's own user needs role console to answer as anyone else.
 	Name string
-	Log  *slog.Logger
+	// Tokens are the API's bearer tokens ([[api.tokens]], their secrets read).
+	Tokens []Token
+	// Manifest is what the console serves: its hosts (tasks) and attached sources
+	// (hooks). Nil: tasks to any host, and no hooks.
+	Manifest *config.Manifest
+	Log      *slog.Logger
 }
 
 // Server serves the console.
 type Server struct {
 	cfg     Config
-	waitMu  sync.Mutex
-	waiting map[string]context.CancelCauseFunc // answers in flight, by subject
+	waiting refusals // answers and attached requests in flight
 	view    *view
 	gate    *gate     // who signs in, and how
 	link    string    // the sign-in path with the token, on a console that made its own
 	tries   *throttle // sign-in tries
 	pending *store.PendingStore
+	tokens  *tokens // the API's
 	subs    []*nats.Subscription
 	cancel  context.CancelFunc
 	mux     *http.ServeMux
@@ -92,12 +97,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Token == "" && !wire.IsName(cfg.Name) {
 		return nil, fmt.Errorf("console: answers on this machine are recorded as human:%s, which cannot be part of a subject: give --as a name of letters, digits, '_' and '-'", cfg.Name)
 	}
+	toks, err := newTokens(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
 	pending, err := store.OpenPending(ctx, cfg.JS, cfg.Conn)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending,
-		waiting: map[string]context.CancelCauseFunc{}}
+	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending, tokens: toks}
 	if cfg.Token != "" {
 		s.gate = newGate(cfg.Token, "")
 	} else {
@@ -155,6 +163,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/audit", s.searchAudit)
 	m.HandleFunc("GET /api/sessions/{id}", s.trail)
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.sessionStream)
+	s.v1(m)
 	s.mux = m
 }
 
@@ -165,6 +174,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r.Host) {
 		s.cfg.Log.Warn("console request for another host refused (DNS rebinding?)", "host", r.Host, "remote", r.RemoteAddr)
 		errorf(w, http.StatusMisdirectedRequest, "this console does not answer to %q: open it by a loopback address or a name it was given (--public-host)", r.Host)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.mux.ServeHTTP(w, r) // bearer tokens, or the page's sign-in: s.api
 		return
 	}
 	if s.gate.who(r) == "" && r.URL.Path != "/login" && r.URL.Path != "/app.css" {
@@ -288,24 +301,19 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondInvalid, Error: `post {"id", "value", "reason"}`})
 		return
 	}
+	s.answer(w, r, s.name(r), a)
+}
+
+// answer gives who's answer a to a request waiting for a person.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, who string, a answerRequest) {
 	if !wire.IsName(a.ID) {
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such request " + a.ID})
 		return
 	}
-	who := s.name(r)
 	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
 	defer cancel()
-	ctx, refuse := context.WithCancelCause(ctx)
-	subject := wire.RespondSubject(who, a.ID)
-	s.waitMu.Lock()
-	s.waiting[subject] = refuse
-	s.waitMu.Unlock()
-	defer func() {
-		s.waitMu.Lock()
-		delete(s.waiting, subject)
-		s.waitMu.Unlock()
-		refuse(nil)
-	}()
+	ctx, done := s.waiting.wait(ctx, wire.RespondSubject(who, a.ID))
+	defer done()
 	reply, err := store.Answer(ctx, s.cfg.Conn, who, a.ID, wire.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope})
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
@@ -318,14 +326,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, reply)
 }
 
-// Refused tells the console that the bus refused it something: an answer waiting on
-// that subject ends with the refusal (the console's user may not answer as that person).
+// Refused tells the console that the bus refused it something: an answer or attached
+// request waiting on that subject ends with the refusal (the console's user may not
+// answer as that person, or put requests to the nodes).
 func (s *Server) Refused(r *bus.PermissionError) {
-	s.waitMu.Lock()
-	defer s.waitMu.Unlock()
-	if refuse := s.waiting[r.Subject]; refuse != nil {
-		refuse(r)
-	}
+	s.waiting.refuse(r.Subject, r)
 }
 
 // trail is a session's audit records.

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/console"
 )
 
@@ -65,8 +66,13 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	tokens, err := apiTokens(m, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux console:", err)
+		return exitUsage
+	}
 	srv, err := console.New(ctx, console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Hosts: list(*public),
-		Name: name, Log: log})
+		Name: name, Tokens: tokens, Manifest: m, Log: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux console:", c.explain(err))
 		return exitError
@@ -94,4 +100,17 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = hs.Shutdown(sctx)
 	return exitOK
+}
+
+// apiTokens reads the secrets of the manifest's [[api.tokens]] from their variables.
+func apiTokens(m *config.Manifest, getenv func(string) string) ([]console.Token, error) {
+	var out []console.Token
+	for _, t := range m.API.Tokens {
+		secret := getenv(t.TokenEnv)
+		if secret == "" {
+			return nil, fmt.Errorf("the API token %s reads its secret from %s, which is not set: set it (128 bits or more, e.g. `openssl rand -hex 16`), or remove the token from %s", t.Name, t.TokenEnv, m.Path)
+		}
+		out = append(out, console.Token{Name: t.Name, Role: t.Role, Secret: secret})
+	}
+	return out, nil
 }

@@ -73,6 +73,7 @@ type Anthropic struct {
 
 	mu       sync.Mutex
 	requests []map[string]any // the main conversation's requests
+	served   int              // responses so far: each message and tool call has an id of its own
 }
 
 // NewAnthropic serves script until the test ends.
@@ -111,19 +112,23 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Unlock()
 	}
+	f.mu.Lock()
+	f.served++
+	n := f.served
+	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	event := func(name string, v any) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
 	}
-	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_fake", "type": "message", "role": "assistant",
+	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": fmt.Sprintf("msg_fake_%d", n), "type": "message", "role": "assistant",
 		"model": req["model"], "content": []any{}, "stop_reason": nil, "usage": map[string]any{"input_tokens": 100, "output_tokens": 1}}})
 	stop := "end_turn"
 	for i, b := range blocks {
 		if b.Tool != "" {
 			stop = "tool_use"
 			input, _ := json.Marshal(b.Input)
-			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", i), "name": b.Tool, "input": map[string]any{}}})
+			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d_%d", n, i), "name": b.Tool, "input": map[string]any{}}})
 			event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(input)}})
 		} else {
 			event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})

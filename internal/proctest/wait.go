@@ -24,3 +24,23 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 	}
 }
+
+// Within polls check until it returns nil, and fails the test with its last error if
+// it has not within d.
+func Within(t testing.TB, d time.Duration, check func() error) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal(err)
+		}
+	}
+}
