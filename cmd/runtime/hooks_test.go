@@ -258,7 +258,9 @@ func TestClaudeCodeHooks(t *testing.T) {
 // sessionState checks that the console lists session in state.
 func sessionState(t *testing.T, url, session, state string) error {
 	status, body := call(t, "GET", url+"/v1/sessions", viewerToken, nil)
-	var list struct{ Sessions []struct{ ID, Host, State string } }
+	var list struct {
+		Sessions []struct{ ID, Host, State string }
+	}
 	if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil {
 		return fmt.Errorf("sessions: %d %s", status, body)
 	}
