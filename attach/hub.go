@@ -38,8 +38,8 @@ type Config struct {
 	// Sources are the attached hosts this node runs (config.Host.Attached set).
 	Sources map[string]*config.Host
 	// Submit starts session on the router (router.Submit) as attempt, with prompt as
-	// its task's text.
-	Submit func(host, session, prompt string, attempt int)
+	// its task's text, asked for by the user by.
+	Submit func(host, session, prompt, by string, attempt int)
 	Log    *slog.Logger
 }
 
@@ -235,7 +235,7 @@ func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bo
 	if first.Transcript != "" {
 		what += " (transcript " + first.Transcript + ")"
 	}
-	h.cfg.Submit(s.source, s.id, what, s.attempt)
+	h.cfg.Submit(s.source, s.id, what, s.user, s.attempt)
 }
 
 func dialectName(d string) string {

@@ -76,8 +76,8 @@ type taskRequest struct {
 	Meta   map[string]any `json:"meta"`
 }
 
-// apiSubmit queues a task, as `agentmux submit` does, recording who submitted it in
-// its meta (submitted_by).
+// apiSubmit queues a task, as `agentmux submit` does, as the caller: the audit records
+// who asked for its session.
 func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request, c *caller) {
 	var t taskRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxTaskBytes)).Decode(&t); err != nil {
@@ -99,11 +99,7 @@ func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request, c *caller) {
 	if t.ID == "" {
 		t.ID = "t-" + nuid.Next()
 	}
-	if t.Meta == nil {
-		t.Meta = map[string]any{}
-	}
-	t.Meta["submitted_by"] = c.name
-	data, _ := json.Marshal(&wire.Task{ID: t.ID, Host: t.Host, Prompt: t.Prompt, Resume: t.Resume, Meta: t.Meta})
+	data, _ := json.Marshal(&wire.Task{ID: t.ID, Host: t.Host, Prompt: t.Prompt, Resume: t.Resume, Meta: t.Meta, By: c.name})
 	ctx, cancel := context.WithTimeout(r.Context(), publishTimeout)
 	defer cancel()
 	opts := []jetstream.PublishOpt{jetstream.WithMsgID(t.ID)}

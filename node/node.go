@@ -347,9 +347,9 @@ func (n *Node) attachSources(opts Options) map[string]agent.InProc {
 		return opts.InProc
 	}
 	n.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Node: n.Name, Sources: sources, Log: n.log,
-		Submit: func(host, session, prompt string, attempt int) {
+		Submit: func(host, session, prompt, by string, attempt int) {
 			n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
-				Attempt: attempt, Started: time.Now()}})
+				By: by, Attempt: attempt, Started: time.Now()}})
 		}})
 	inproc := maps.Clone(opts.InProc)
 	if inproc == nil {

@@ -62,8 +62,8 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), Kind: ReplyDefault, Decider: "rule:x",
 			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session"},
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
-			Request: "q1", Type: "question", Text: "Which?", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
-			Claimed: "c", Member: "m", Reason: "r", Latency: 0.123, Duration: 1e-7, Error: "e\x00"},
+			Request: "q1", Type: "question", Text: "Which?", By: "alice", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
+			Claimed: "c", Member: "m", Reason: "r", Latency: 0.123, Duration: 1e-7, Error: "e\x00", Truncated: 512},
 		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
 			Claimed: "c", Reason: "no answer within 500ms", Latency: 12.5},
 	}
@@ -72,6 +72,15 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&SessionEnded{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 2, Pipeline: "p", Stage: "st", Outcome: "ok",
 			Result: json.RawMessage(`{"type":"result","text":"done <ok>","load":{"questions_us":[1,2]}}`), Data: json.RawMessage(`{"passed": true}`),
 			Error: "e", Duration: 1234.5})
+	for _, rec := range full {
+		// Every field is set, so a field added to a type without its appender fails here.
+		v := reflect.ValueOf(rec).Elem()
+		for i := range v.NumField() {
+			if f := v.Type().Field(i); f.IsExported() && f.Tag.Get("json") != "-" && v.Field(i).IsZero() {
+				t.Errorf("%T.%s is not set in the test's full record: set it, so that its encoding is checked", rec, f.Name)
+			}
+		}
+	}
 	empty := []appender{&Ask{}, &Reply{}, &AuditRecord{}, &RequestAnswered{}, &SessionStarted{}, &SessionEnded{}}
 	for _, rec := range append(full, empty...) {
 		sameAsEncodingJSON(t, rec)

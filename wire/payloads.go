@@ -17,6 +17,9 @@ type Task struct {
 	// an earlier result's payload, or "last".
 	Resume string         `json:"resume,omitempty"`
 	Meta   map[string]any `json:"meta,omitempty"`
+	// By is who queued it (an API token's name, the CLI's user), recorded with the
+	// session's start in the audit.
+	By string `json:"by,omitempty"`
 }
 
 // Ask is what a supervisor receives on agentmux.ask.<supervisor>.
@@ -109,6 +112,9 @@ type AuditRecord struct {
 	Request  string `json:"request,omitempty"`
 	Type     string `json:"type,omitempty"`
 	Text     string `json:"text,omitempty"`
+	// By, on a session's start, is who asked for the session: who submitted its task,
+	// or the user of an attached agent.
+	By string `json:"by,omitempty"`
 	// Asked, on an answer, is when its request was read (unix milliseconds): the
 	// answer came soon enough to be written as the request's one record, in place of a
 	// request record and an answer record.

@@ -19,7 +19,9 @@ type StartSession struct {
 	Prompt  string
 	// Resume continues an agent's earlier conversation: its session id, or "last"
 	// (dialects that can: Claude Code's --resume and --continue).
-	Resume  string
+	Resume string
+	// By is who asked for the session (wire.Task.By), for its start's audit record.
+	By      string
 	Attempt int
 	Reply   chan<- *Result // buffered by the sender; may be nil
 	Notify  *actor.PID     // an actor the Result is sent to as well; may be nil

@@ -321,7 +321,7 @@ func (r *Router) onTask(m *taskArrived) {
 		return
 	}
 	s := &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt,
-		Resume: task.Resume, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now()}}
+		Resume: task.Resume, By: task.By, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now()}}
 	if s.start.Attempt == 0 {
 		r.enqueue(p, s)
 		return

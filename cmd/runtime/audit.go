@@ -170,6 +170,9 @@ func printAudit(w io.Writer, records []*wire.AuditRecord, wide, sessions bool) i
 		switch r.Kind {
 		case "session.started":
 			detail = fmt.Sprintf("host %s on node %s: %s", r.Host, r.Node, oneLine(r.Text, 60))
+			if r.By != "" {
+				detail += " (by " + r.By + ")"
+			}
 		case "request":
 			detail = fmt.Sprintf("%s: %s", r.Type, oneLine(r.Text, 80))
 		case "answer":
