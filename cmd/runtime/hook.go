@@ -39,6 +39,10 @@ func hookCommand(args []string, stdout, stderr io.Writer) int {
 	case len(args) > 1 && args[0] == "install" && args[1] == "claude-code":
 		return hookInstallClaudeCode(args[2:], stdout, stderr)
 	}
+	fs := newFlags("hook", stdout, stderr) // --help, and a flag before the subcommand
+	if _, err := parse(fs, args); err != nil {
+		return usageError(stderr, err)
+	}
 	return usageError(stderr, errors.New("want `agentmux hook claude-code` (the hook itself) or `agentmux hook install claude-code`"))
 }
 
