@@ -77,8 +77,9 @@ func GrantsFor(u User) Grants {
 			g.Publish = append(g.Publish, readStream(s)...)
 		}
 		if u.Role == RoleConsole {
-			// Answer as each person, put attached agents' requests to the nodes (the API).
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.CtlSubject("*", "list"), wire.AttachSubjects)
+			// Answer as each person; for the API's tokens, queue tasks and put attached
+			// agents' requests to the nodes.
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
 			g.Publish = append(g.Publish, wire.RespondSubjects, wire.AttachSubjects)

@@ -46,7 +46,8 @@ func TestRolesAllowing(t *testing.T) {
 		subject string
 		want    []Role
 	}{
-		{"view", true, wire.TaskSubject("w"), []Role{RoleNode, RoleOperator}},
+		{"view", true, wire.TaskSubject("w"), []Role{RoleNode, RoleOperator, RoleConsole}}, // the console queues its API's tasks
+		{"x", true, wire.AttachSubject("laptops"), []Role{RoleNode, RoleConsole}},
 		{"view", true, wire.RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator, RoleConsole}},
 		{"ops", true, wire.RespondSubject("alice", "h-1"), []Role{RoleNode, RoleConsole}}, // another's name: the console answers for those it signed in
 		{"pager", false, wire.AskSubject("oncall"), []Role{RoleNode}},                     // supervisors are named per user
