@@ -3,6 +3,7 @@ package attach
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,10 @@ const (
 	maxSessionID = 128              // bytes of an agent's session id
 	rememberEnds = 24 * time.Hour   // how long an ended session's attempt is kept in memory
 	pruneEvery   = 10 * time.Minute // how often those are pruned
+	// forwardMargin is how much longer than the deadline a request sent on to its
+	// session's holder is waited for.
+	forwardMargin = 5 * time.Second
+	claimTries    = 3 // races for a session's claim before this node takes it anyway
 )
 
 // Config is what a Hub needs.
@@ -33,8 +38,11 @@ type Config struct {
 	Conn *nats.Conn
 	// JS reads the audit of a session opened again after this node started, to number
 	// its attempt after the ones before.
-	JS   jetstream.JetStream
-	Node string
+	JS jetstream.JetStream
+	// Holders records which node holds each session, so that a request another node
+	// takes is sent on to it; nil on a node alone.
+	Holders *store.Holders
+	Node    string
 	// Sources are the attached hosts this node runs (config.Host.Attached set).
 	Sources map[string]*config.Host
 	// Submit starts session on the router (router.Submit) as attempt, with prompt as
@@ -86,7 +94,8 @@ func (h *Hub) Start() error {
 			{wire.AttachSubject(name), wire.AttachQueue},
 			{wire.AttachNodeSubject(name, h.cfg.Node), ""},
 		} {
-			handler := func(m *nats.Msg) { h.onRequest(name, m) }
+			forwarded := sub.queue == ""
+			handler := func(m *nats.Msg) { h.onRequest(name, m, forwarded) }
 			var s *nats.Subscription
 			var err error
 			if sub.queue != "" {
@@ -129,8 +138,10 @@ func (h *Hub) Agent(source string) func(stdin io.Reader, stdout io.Writer) error
 	}
 }
 
-// onRequest takes one request off the bus (a NATS callback: it never waits).
-func (h *Hub) onRequest(source string, m *nats.Msg) {
+// onRequest takes one request off the bus (a NATS callback: it never waits). One taken
+// in the queue group for a session this node does not hold goes to its holder, when
+// another node holds it; one sent to this node alone is this node's.
+func (h *Hub) onRequest(source string, m *nats.Msg, forwarded bool) {
 	if m.Reply == "" {
 		return // only a request with an inbox is one (bus.CheckEvent's rule for events)
 	}
@@ -148,6 +159,23 @@ func (h *Hub) onRequest(source string, m *nats.Msg) {
 		reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachInvalid, Error: err.Error()})
 		return
 	}
+	key := source + "/" + req.Session
+	if !forwarded && h.cfg.Holders != nil && !h.holds(key) {
+		go h.route(source, m, &req, reply)
+		return
+	}
+	h.take(source, m, &req, reply)
+}
+
+// holds reports whether this node holds the session of key open.
+func (h *Hub) holds(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[key] != nil
+}
+
+// take puts req to its session on this node, opening the session when it is not.
+func (h *Hub) take(source string, m *nats.Msg, req *wire.AttachRequest, reply func(*wire.AttachReply)) {
 	host := h.cfg.Sources[source]
 	key := source + "/" + req.Session
 	h.mu.Lock()
@@ -171,15 +199,56 @@ func (h *Hub) onRequest(source string, m *nats.Msg) {
 		s = &session{key: key, source: source, id: req.Session, user: req.User, calls: make(chan *call, queuedCalls)}
 		h.sessions[key] = s
 		prior, known := h.ended[key]
-		go h.begin(s, &req, prior.attempt, known)
+		go h.begin(s, req, prior.attempt, known)
 	}
 	h.mu.Unlock()
 	select {
-	case s.calls <- &call{req: &req, msg: m, reply: reply}:
+	case s.calls <- &call{req: req, msg: m, reply: reply}:
 	default:
 		reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachBusy,
 			Error: fmt.Sprintf("attach: session %s has %d requests waiting already", req.Session, queuedCalls)})
 	}
+}
+
+// route sends req to the node that holds its session, or claims the session for this
+// node when none does or its holder no longer answers.
+func (h *Hub) route(source string, m *nats.Msg, req *wire.AttachRequest, reply func(*wire.AttachReply)) {
+	host := h.cfg.Sources[source]
+	ctx, cancel := context.WithTimeout(context.Background(), host.QuestionTimeout.D()+forwardMargin)
+	defer cancel()
+	for range claimTries {
+		holder, rev, err := h.cfg.Holders.Holder(ctx, source, req.Session)
+		if err != nil {
+			h.cfg.Log.Warn("attached session's holder not read; this node takes the request", "session", req.Session, "err", err)
+			break
+		}
+		if holder == "" && req.End {
+			break // nothing is open to end: take says so, and claims nothing
+		}
+		if holder == "" || holder == h.cfg.Node {
+			if err := h.cfg.Holders.Claim(ctx, source, req.Session, h.cfg.Node, 0); errors.Is(err, store.ErrHeld) {
+				continue // another node claimed it meanwhile: send it there
+			}
+			break
+		}
+		resp, err := h.cfg.Conn.RequestWithContext(ctx, wire.AttachNodeSubject(source, holder), m.Data)
+		if err == nil {
+			_ = m.Respond(resp.Data)
+			return
+		}
+		if !errors.Is(err, nats.ErrNoResponders) {
+			reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachEnded,
+				Error: fmt.Sprintf("attach: node %s holds session %s and did not answer: %v", holder, req.Session, err)})
+			return
+		}
+		// Its holder is gone: this node takes the session over.
+		if err := h.cfg.Holders.Claim(ctx, source, req.Session, h.cfg.Node, rev); errors.Is(err, store.ErrHeld) {
+			continue
+		}
+		h.cfg.Log.Info("attached session taken over from a node that no longer answers", "session", req.Session, "from", holder)
+		break
+	}
+	h.take(source, m, req, reply)
 }
 
 // check refuses a request agentmux cannot decide, saying why.
@@ -228,6 +297,15 @@ func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bo
 		}
 	}
 	s.attempt = attempt + 1
+	if h.cfg.Holders != nil {
+		// A session opened by a request sent here alone is this node's too (its holder
+		// ended it meanwhile); a claim another node holds stays theirs.
+		ctx, cancel := context.WithTimeout(context.Background(), auditRead)
+		if err := h.cfg.Holders.Claim(ctx, s.source, s.id, h.cfg.Node, 0); err != nil && !errors.Is(err, store.ErrHeld) {
+			h.cfg.Log.Warn("attached session opened without recording this node as its holder", "session", s.id, "err", err)
+		}
+		cancel()
+	}
 	what := fmt.Sprintf("%s session of %s", dialectName(h.cfg.Sources[s.source].Attached.Dialect), first.User)
 	if first.Cwd != "" {
 		what += " in " + first.Cwd
@@ -264,6 +342,15 @@ func (h *Hub) finish(s *session, drop bool) bool {
 	delete(h.sessions, s.key)
 	h.ended[s.key] = ended{attempt: s.attempt, at: time.Now()}
 	h.mu.Unlock()
+	if h.cfg.Holders != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), auditRead)
+			defer cancel()
+			if err := h.cfg.Holders.Release(ctx, s.source, s.id, h.cfg.Node); err != nil {
+				h.cfg.Log.Warn("attached session ended, but its record still names this node; a request that finds it gone takes it over", "session", s.id, "err", err)
+			}
+		}()
+	}
 	for {
 		select {
 		case c := <-s.calls:

@@ -346,7 +346,12 @@ func (n *Node) attachSources(opts Options) map[string]agent.InProc {
 	if len(sources) == 0 {
 		return opts.InProc
 	}
-	n.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Node: n.Name, Sources: sources, Log: n.log,
+	holders, err := store.OpenHolders(context.Background(), n.Bus.JS)
+	if err != nil {
+		n.log.Warn("attached sessions are not recorded by node: with several nodes running a source, a session's requests may open it on each", "err", err)
+		holders = nil
+	}
+	n.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Holders: holders, Node: n.Name, Sources: sources, Log: n.log,
 		Submit: func(host, session, prompt, by string, attempt int) {
 			n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
 				By: by, Attempt: attempt, Started: time.Now()}})

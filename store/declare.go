@@ -165,6 +165,11 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		TTL:         pipelineTTL,
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      wire.AttachedBucket,
+		Description: "agentmux attached sessions: the node that holds each open one (agentmux hook)",
+		TTL:         attachedTTL,
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      wire.NodesBucket,
 		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (agentmux nodes)",
 		TTL:         nodesTTL,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/hook"
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
@@ -328,5 +329,53 @@ func TestClaudeCodeCommandHookFallsBack(t *testing.T) {
 	}
 	if told, isErr := api.ToolResult(0); !isErr || !strings.Contains(told, "agentmux could not decide") || !strings.Contains(told, "connection refused") {
 		t.Errorf("the model was told %s (error %v); want the command hook's own fallback, saying the console could not be reached", told, isErr)
+	}
+}
+
+// TestFleetAttachedSessionStaysOnOneNode: two nodes run the same source on a
+// three-server cluster; every request of a session, whichever node the queue group
+// hands it to, is answered in the one session on the node that holds it. Killed with
+// SIGKILL, that node's sessions are taken over by the other at their next request.
+func TestFleetAttachedSessionStaysOnOneNode(t *testing.T) {
+	f := startFleet(t, `
+[attached.laptops]
+dialect = "claude-code"
+[supervisors.policy]
+strategy = "rule"
+allow = ["Bash(mkdir:*)"]
+[[routes]]
+supervisor = "policy"
+`)
+	nodes := map[string]*proc{"a": f.node(t, "a"), "b": f.node(t, "b")}
+	nc, _ := f.conn(t)
+	ask := func(i int) *wire.AttachReply {
+		t.Helper()
+		in, _ := json.Marshal(map[string]any{"session_id": "s-fleet", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+			"tool_input": map[string]any{"command": fmt.Sprintf("mkdir d%d", i)}, "tool_use_id": fmt.Sprintf("toolu_%d", i)})
+		req, err := hook.ClaudeRequest(in, "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(req)
+		m, err := nc.Request(wire.AttachSubject("laptops"), data, time.Minute)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		var r wire.AttachReply
+		if err := json.Unmarshal(m.Data, &r); err != nil || hook.VerdictOf(&r).Decision != hook.Allow {
+			t.Fatalf("request %d: %s (%v); want it allowed", i, m.Data, err)
+		}
+		return &r
+	}
+	first := ask(0)
+	for i := 1; i < 12; i++ {
+		if r := ask(i); r.Node != first.Node || r.Attempt != 1 {
+			t.Fatalf("request %d was answered by %s in attempt %d; want every one by %s in attempt 1", i, r.Node, r.Attempt, first.Node)
+		}
+	}
+	kill(t, nodes[first.Node])
+	after := ask(12)
+	if after.Node == first.Node || after.Attempt != 2 {
+		t.Errorf("after %s was killed: answered by %s in attempt %d; want the other node, attempt 2", first.Node, after.Node, after.Attempt)
 	}
 }
