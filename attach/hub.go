@@ -64,6 +64,7 @@ type Hub struct {
 
 type ended struct {
 	attempt int
+	user    string
 	at      time.Time
 }
 
@@ -181,6 +182,11 @@ func (h *Hub) take(source string, m *nats.Msg, req *wire.AttachRequest, reply fu
 	h.mu.Lock()
 	s := h.sessions[key]
 	switch {
+	case s == nil && h.ended[key].user != "" && h.ended[key].user != req.User:
+		h.mu.Unlock()
+		reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachForbidden,
+			Error: fmt.Sprintf("attach: session %s of %s was %s's; a token of another user cannot open it again", req.Session, source, h.ended[key].user)})
+		return
 	case s != nil && s.user != req.User:
 		h.mu.Unlock()
 		reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachForbidden,
@@ -340,7 +346,7 @@ func (h *Hub) finish(s *session, drop bool) bool {
 		return false
 	}
 	delete(h.sessions, s.key)
-	h.ended[s.key] = ended{attempt: s.attempt, at: time.Now()}
+	h.ended[s.key] = ended{attempt: s.attempt, user: s.user, at: time.Now()}
 	h.mu.Unlock()
 	if h.cfg.Holders != nil {
 		go func() {

@@ -129,6 +129,10 @@ func TestAttachedSessionsAreSupervised(t *testing.T) {
 		t.Errorf("the audit's answers:\n%s\nwant:\n%s", strings.Join(answers, "\n"), strings.Join(want, "\n"))
 	}
 
+	// Nor can another user open it again once it ended.
+	if r := askAttached(t, nc, "mallory", "sess-a", hook.PreToolUse, "npm test"); r.Code != wire.AttachForbidden {
+		t.Errorf("mallory reopening alice's ended session: %+v; want it refused as forbidden", r)
+	}
 	// Its next request opens it again, as attempt 2.
 	again := askAttached(t, nc, "alice", "sess-a", hook.PreToolUse, "npm test")
 	if again.Attempt != 2 || hook.VerdictOf(again).Decision != hook.Allow {

@@ -348,7 +348,7 @@ func TestSecureCLI(t *testing.T) {
 	}
 
 	code, _, stderr = s.cli(t, "view", "submit", "-c", s.manifest, "w", okScript)
-	if code != exitError || !strings.Contains(stderr, `permission denied: user "view" may not publish to "agentmux.task.w"; role node or operator may`) {
+	if code != exitError || !strings.Contains(stderr, `permission denied: user "view" may not publish to "agentmux.task.w"; role node, operator or console may`) {
 		t.Fatalf("viewer submit: exit %d, %s", code, stderr)
 	}
 	code, _, stderr = s.cli(t, "view", "respond", "-c", s.manifest, "h-none", "yes")
