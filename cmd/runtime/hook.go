@@ -147,6 +147,7 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	source := fs.String("source", "", "the [attached.X] `source`")
 	events := fs.String("events", "permission-request,session-end", "the hook `events`: pre-tool-use (every tool call), permission-request (those Claude Code would ask about), session-end")
 	command := fs.Bool("command", false, "install `agentmux hook claude-code` as a command hook, for where an http hook cannot reach the console")
+	unreachable := fs.String("unreachable", config.UnreachableDeny, "with --command, what Claude Code is told when the console cannot be reached: `deny` or ask")
 	tokenEnv := fs.String("token-env", envAPIToken, "the `variable` Claude Code reads the API token from")
 	timeout := fs.Int("timeout", int(hookWait/time.Second), "the hook's timeout in `seconds`: longer than the source's question_timeout, so a person can answer")
 	if _, err := parse(fs, args); err != nil {
@@ -166,7 +167,7 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	}
 	h := hook.ClaudeHook{URL: target, TokenEnv: *tokenEnv, Timeout: *timeout}
 	if *command {
-		if h.Command, err = hookCommandLine(*base, *source); err != nil {
+		if h.Command, err = hookCommandLine(*base, *source, *unreachable); err != nil {
 			fmt.Fprintln(stderr, "agentmux hook install:", err)
 			return exitError
 		}
@@ -189,8 +190,12 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// writeFileAtomic replaces path with data, keeping its mode (0600 for a new file).
+// writeFileAtomic replaces path with data, keeping its mode (0600 for a new file); a
+// symbolic link (a dotfiles manager's) keeps pointing at the file it names.
 func writeFileAtomic(path string, data []byte) error {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	mode := os.FileMode(0o600)
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
@@ -219,7 +224,10 @@ func writeFileAtomic(path string, data []byte) error {
 
 // hookCommandLine is the command hook's line: this binary, as a POSIX shell (which
 // Claude Code runs it with) reads it.
-func hookCommandLine(base, source string) (string, error) {
+func hookCommandLine(base, source, unreachable string) (string, error) {
+	if unreachable != config.UnreachableDeny && unreachable != config.UnreachableAsk {
+		return "", fmt.Errorf("--unreachable %q: use deny or ask", unreachable)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("where this binary is, for the command hook: %w", err)
@@ -230,6 +238,9 @@ func hookCommandLine(base, source string) (string, error) {
 	words := []string{self, "hook", "claude-code", "--url", base}
 	if source != "" {
 		words = append(words, "--source", source)
+	}
+	if unreachable == config.UnreachableAsk {
+		words = append(words, "--unreachable", unreachable)
 	}
 	for i, w := range words {
 		if words[i], err = syntax.Quote(w, syntax.LangPOSIX); err != nil {

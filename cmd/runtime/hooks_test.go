@@ -379,3 +379,41 @@ supervisor = "policy"
 		t.Errorf("after %s was killed: answered by %s in attempt %d; want the other node, attempt 2", first.Node, after.Node, after.Attempt)
 	}
 }
+
+// TestHookInstallKeepsTheFileWhereItIs: a settings file that is a symbolic link (a
+// dotfiles manager's) stays one, and the file it names gets the hooks, its mode kept;
+// a command hook carries --unreachable ask when asked to.
+func TestHookInstallKeepsTheFileWhereItIs(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "dotfiles", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, []byte(`{"model": "sonnet"}`), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, ".claude", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	p := runtimeProc(t, "hook", "install", "claude-code", "--settings", link, "--command", "--unreachable", "ask", "--source", "laptops")
+	if code := p.wait(t, 20*time.Second); code != exitOK {
+		t.Fatalf("hook install: exit %d\n%s", code, p.stderr)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the settings link was replaced by a file: %v", err)
+	}
+	b, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"model": "sonnet"`) || !strings.Contains(string(b), "hook claude-code --url http://127.0.0.1:9470 --source laptops --unreachable ask") {
+		t.Errorf("the file the link names:\n%s", b)
+	}
+	if st, _ := os.Stat(real); st.Mode().Perm() != 0o640 {
+		t.Errorf("its mode is %v; want 0640 kept", st.Mode().Perm())
+	}
+}
