@@ -181,11 +181,12 @@ func (h *Hub) take(source string, m *nats.Msg, req *wire.AttachRequest, reply fu
 	key := source + "/" + req.Session
 	h.mu.Lock()
 	s := h.sessions[key]
+	prior, known := h.ended[key]
 	switch {
-	case s == nil && h.ended[key].user != "" && h.ended[key].user != req.User:
+	case s == nil && known && prior.user != req.User:
 		h.mu.Unlock()
 		reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachForbidden,
-			Error: fmt.Sprintf("attach: session %s of %s was %s's; a token of another user cannot open it again", req.Session, source, h.ended[key].user)})
+			Error: fmt.Sprintf("attach: session %s of %s was %s's; a token of another user cannot open it again", req.Session, source, prior.user)})
 		return
 	case s != nil && s.user != req.User:
 		h.mu.Unlock()
@@ -204,7 +205,6 @@ func (h *Hub) take(source string, m *nats.Msg, req *wire.AttachRequest, reply fu
 	case s == nil:
 		s = &session{key: key, source: source, id: req.Session, user: req.User, calls: make(chan *call, queuedCalls)}
 		h.sessions[key] = s
-		prior, known := h.ended[key]
 		go h.begin(s, req, prior.attempt, known)
 	}
 	h.mu.Unlock()

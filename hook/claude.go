@@ -17,9 +17,19 @@ const (
 	SessionEnd        = "SessionEnd"
 )
 
-// ClaudeEvents are the events `agentmux hook install claude-code --events` names, by
-// the name it takes.
-var ClaudeEvents = map[string]string{"pre-tool-use": PreToolUse, "permission-request": PermissionRequest, "session-end": SessionEnd}
+// ClaudeEvent is the event `agentmux hook install claude-code --events` names by flag,
+// e.g. "pre-tool-use" for PreToolUse.
+func ClaudeEvent(flag string) (string, bool) {
+	switch flag {
+	case "pre-tool-use":
+		return PreToolUse, true
+	case "permission-request":
+		return PermissionRequest, true
+	case "session-end":
+		return SessionEnd, true
+	}
+	return "", false
+}
 
 // ClaudeInput is what Claude Code sends a hook on stdin, or an http hook in its body.
 type ClaudeInput struct {

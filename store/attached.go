@@ -54,7 +54,7 @@ func (h *Holders) Claim(ctx context.Context, source, session, node string, rev u
 	} else {
 		_, err = h.kv.Update(ctx, holderKey(source, session), []byte(node), rev)
 	}
-	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
+	if errors.Is(err, jetstream.ErrKeyExists) || casConflict(err) {
 		return ErrHeld
 	}
 	return err
@@ -67,14 +67,8 @@ func (h *Holders) Release(ctx context.Context, source, session, node string) err
 		return err
 	}
 	err = h.kv.Delete(ctx, holderKey(source, session), jetstream.LastRevision(rev))
-	if isWrongSequence(err) {
+	if casConflict(err) {
 		return nil // claimed by another meanwhile
 	}
 	return err
-}
-
-// isWrongSequence reports a write refused because the key changed since its revision.
-func isWrongSequence(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }

@@ -155,7 +155,7 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	}
 	var names []string
 	for _, e := range strings.Split(*events, ",") {
-		name, ok := hook.ClaudeEvents[strings.TrimSpace(e)]
+		name, ok := hook.ClaudeEvent(strings.TrimSpace(e))
 		if !ok {
 			return usageError(stderr, fmt.Errorf("--events: %q is not pre-tool-use, permission-request or session-end", e))
 		}

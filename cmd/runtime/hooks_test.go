@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,29 +88,10 @@ func apiNode(t *testing.T, manifest string, upArgs ...string) (url string, up, c
 	return fmt.Sprintf("http://127.0.0.1:%d", port), up, con
 }
 
-// call makes one API call with token and returns the status and body.
+// call makes one API call with token and returns the status and body, unchecked.
 func call(t *testing.T, method, url, token string, body any) (int, []byte) {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, url, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	return (&apiClient{t: t}).send(method, url, token, body, false)
 }
 
 // claudeRun is the real Claude Code, run the way a person runs it (claude -p), in dir,
