@@ -32,7 +32,7 @@ func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
 	if len(res.Requests) != 2 || res.Requests[0].Decider != "rule:ops" || res.Requests[1].Decider != "rule:ops" {
 		t.Fatalf("requests %+v", res.Requests)
 	}
-	if told := f.output(1); !strings.Contains(told, "rejected") {
+	if told := f.Output(1); !strings.Contains(told, "rejected") {
 		t.Fatalf("the model was told %s; want the refusal", told)
 	}
 }

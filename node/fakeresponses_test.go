@@ -3,114 +3,27 @@ package node
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
+
+	"github.com/agentmux/agentmux/internal/agenttest"
 )
 
-// codexVersion is the Codex CLI the tests run (keep in step with .ci/run).
-const codexVersion = "0.169.0"
-
-// call is one scripted model turn of the fake Responses API: a function call, or text.
-type call struct {
-	Name string         // function name (exec_command, request_user_input)
-	Args map[string]any // its arguments
-	Text string         // or an assistant message
-}
-
-// fakeResponses is a scripted OpenAI Responses API streaming server-sent events, as
-// Codex uses it. Turn n (after n function calls in the input) plays script[n].
-type fakeResponses struct {
-	t      *testing.T
-	srv    *httptest.Server
-	mu     sync.Mutex
-	script []call
-	inputs [][]any // every request's input items
-}
+// The scripted Responses API and Codex are internal/agenttest's, shared with the
+// commands' tests.
+type (
+	call          = agenttest.Call
+	fakeResponses = agenttest.Responses
+)
 
 func newFakeResponses(t *testing.T, script ...call) *fakeResponses {
-	f := &fakeResponses{t: t, script: script}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeResponses) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/responses" {
-		http.NotFound(w, r)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		Input []any `json:"input"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		f.t.Errorf("fake Responses API: %v", err)
-		return
-	}
-	turn := 0
-	for _, it := range req.Input {
-		if m, _ := it.(map[string]any); m["type"] == "function_call" {
-			turn++
-		}
-	}
-	f.mu.Lock()
-	f.inputs = append(f.inputs, req.Input)
-	c := call{Text: "(the script has no more turns)"}
-	if turn < len(f.script) {
-		c = f.script[turn]
-	}
-	f.mu.Unlock()
-	var item map[string]any
-	if c.Name != "" {
-		args, _ := json.Marshal(c.Args)
-		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", turn), "call_id": fmt.Sprintf("call_%d", turn), "name": c.Name, "arguments": string(args), "status": "completed"}
-	} else {
-		item = map[string]any{"type": "message", "id": fmt.Sprintf("msg_%d", turn), "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": c.Text, "annotations": []any{}}}}
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	event := func(v map[string]any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", v["type"], b)
-	}
-	resp := map[string]any{"id": fmt.Sprintf("resp_%d", turn), "object": "response", "status": "in_progress", "model": "gpt-fake", "output": []any{}}
-	event(map[string]any{"type": "response.created", "response": resp})
-	event(map[string]any{"type": "response.output_item.added", "output_index": 0, "item": item})
-	event(map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
-	resp["status"], resp["output"] = "completed", []any{item}
-	resp["usage"] = map[string]any{"input_tokens": 100, "output_tokens": 20, "total_tokens": 120,
-		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
-	event(map[string]any{"type": "response.completed", "response": resp})
-}
-
-// output returns what the model was told of its n-th function call.
-func (f *fakeResponses) output(n int) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i := len(f.inputs) - 1; i >= 0; i-- {
-		var outs []string
-		for _, it := range f.inputs[i] {
-			if m, _ := it.(map[string]any); m["type"] == "function_call_output" {
-				b, _ := json.Marshal(m["output"])
-				outs = append(outs, string(b))
-			}
-		}
-		if n < len(outs) {
-			return outs[n]
-		}
-	}
-	return ""
+	return agenttest.NewResponses(t, script...)
 }
 
 // codexHost runs the real `codex app-server` against the fake, in dir, with
 // agentSupervisors.
 func codexHost(t *testing.T, f *fakeResponses, dir, extra string) string {
-	bin := npmAgent(t, "@openai/codex", codexVersion, "codex")
-	provider := fmt.Sprintf(`model_providers.fake={ name = "fake", base_url = "%s/v1", env_key = "FAKE_MODEL_KEY", wire_api = "responses" }`, f.srv.URL)
-	args, _ := json.Marshal([]string{"-c", `model_provider="fake"`, "-c", `model="gpt-fake"`, "-c", provider})
+	bin := agenttest.Codex(t)
+	args, _ := json.Marshal(agenttest.CodexProvider(f))
 	return fmt.Sprintf(`[hosts.codex]
 command = %q
 args = %s

@@ -21,6 +21,7 @@ import (
 const (
 	ClaudeVersion = "2.1.197" // @anthropic-ai/claude-code
 	ACPVersion    = "0.100.0" // @agentclientprotocol/claude-agent-acp
+	CodexVersion  = "0.169.0" // @openai/codex
 )
 
 // Claude returns the real `claude` CLI.
