@@ -28,46 +28,49 @@ const (
 	keptField = 4 << 10
 )
 
-// claudeCodeHook answers a Claude Code hook (an http hook posting here, or `agentmux
-// hook claude-code`): its approval is decided by the fleet's supervisors within the
-// source's deadline, and the answer is Claude Code's hook output. When no node
-// decides, the source's unreachable says what it gets, and the reason says why.
-func (s *Server) claudeCodeHook(w http.ResponseWriter, r *http.Request, c *caller) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBytes+1))
-	if err != nil || len(body) > maxHookBytes {
-		apiErrorf(w, http.StatusRequestEntityTooLarge, "invalid", "a hook's input of more than %d bytes", maxHookBytes)
-		return
+// agentHook is the handler of the hook endpoint of an agent of dialect: Claude Code's
+// (an http hook posting here, or `agentmux hook claude-code`) or Codex's (`agentmux
+// hook codex`). Its approval is decided by the fleet's supervisors within the source's
+// deadline, and the answer is the agent's hook output. When no node decides, the
+// source's unreachable says what it gets, and the reason says why.
+func (s *Server) agentHook(dialect string) func(http.ResponseWriter, *http.Request, *caller) {
+	return func(w http.ResponseWriter, r *http.Request, c *caller) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBytes+1))
+		if err != nil || len(body) > maxHookBytes {
+			apiErrorf(w, http.StatusRequestEntityTooLarge, "invalid", "a hook's input of more than %d bytes", maxHookBytes)
+			return
+		}
+		source, err := s.source(r.URL.Query().Get("source"), dialect)
+		if err != nil {
+			apiErrorf(w, http.StatusBadRequest, "invalid", "%v", err)
+			return
+		}
+		req, err := hook.Request(dialect, body, c.name)
+		switch {
+		case errors.Is(err, hook.ErrNotDecided):
+			writeJSON(w, http.StatusOK, json.RawMessage(hook.Output(dialect, "", hook.Verdict{})))
+			return
+		case err != nil:
+			apiErrorf(w, http.StatusBadRequest, "invalid", "%v", err)
+			return
+		}
+		reply, err := s.attach(r.Context(), source, req)
+		var v hook.Verdict
+		switch {
+		case err != nil:
+			v = hook.Unreachable(source.Unreachable, err.Error())
+			s.cfg.Log.Warn("an attached request got its fallback", "source", source.Name, "session", req.Session, "by", c.name, "why", err, "fallback", v.Decision)
+		case reply.Code == wire.AttachForbidden:
+			v = hook.Verdict{Decision: hook.Deny, Reason: "agentmux refused this: " + reply.Error}
+		case reply.Code != "":
+			v = hook.Unreachable(source.Unreachable, reply.Error)
+		case req.End:
+			v = hook.Verdict{}
+		default:
+			v = hook.VerdictOf(reply)
+		}
+		writeJSON(w, http.StatusOK, json.RawMessage(hook.Output(dialect, req.Event, v)))
 	}
-	source, err := s.source(r.URL.Query().Get("source"), config.AttachedClaudeCode)
-	if err != nil {
-		apiErrorf(w, http.StatusBadRequest, "invalid", "%v", err)
-		return
-	}
-	req, err := hook.ClaudeRequest(body, c.name)
-	switch {
-	case errors.Is(err, hook.ErrNotDecided):
-		writeJSON(w, http.StatusOK, json.RawMessage(hook.ClaudeOutput("", hook.Verdict{})))
-		return
-	case err != nil:
-		apiErrorf(w, http.StatusBadRequest, "invalid", "%v", err)
-		return
-	}
-	reply, err := s.attach(r.Context(), source, req)
-	var v hook.Verdict
-	switch {
-	case err != nil:
-		v = hook.Unreachable(source.Unreachable, err.Error())
-		s.cfg.Log.Warn("an attached request got its fallback", "source", source.Name, "session", req.Session, "by", c.name, "why", err, "fallback", v.Decision)
-	case reply.Code == wire.AttachForbidden:
-		v = hook.Verdict{Decision: hook.Deny, Reason: "agentmux refused this: " + reply.Error}
-	case reply.Code != "":
-		v = hook.Unreachable(source.Unreachable, reply.Error)
-	case req.End:
-		v = hook.Verdict{}
-	default:
-		v = hook.VerdictOf(reply)
-	}
-	writeJSON(w, http.StatusOK, json.RawMessage(hook.ClaudeOutput(req.Event, v)))
 }
 
 // source is the attached source named, or the only one of dialect when none is.

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -35,7 +36,8 @@ func (s *Server) v1(m *http.ServeMux) {
 	m.HandleFunc("GET /v1/sessions/{id}/audit", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.trail(w, r) }))
 	m.HandleFunc("GET /v1/events", s.api(readers, s.apiEvents))
 	m.HandleFunc("POST /v1/tasks", s.api(writers, s.apiSubmit))
-	m.HandleFunc("POST /v1/hooks/claude-code", s.api(hooks, s.claudeCodeHook))
+	m.HandleFunc("POST /v1/hooks/claude-code", s.api(hooks, s.agentHook(config.AttachedClaudeCode)))
+	m.HandleFunc("POST /v1/hooks/codex", s.api(hooks, s.agentHook(config.AttachedCodex)))
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		apiErrorf(w, http.StatusNotFound, "not_found", "no %s %s in the API; /v1/openapi.json lists what there is", r.Method, r.URL.Path)
 	})

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/agentmux/agentmux/config"
 )
 
 // ClaudeHook is the hook `agentmux hook install claude-code` writes for each event: an
@@ -17,12 +19,21 @@ type ClaudeHook struct {
 	Timeout  int
 }
 
-// ours reports whether a hook entry of a settings file is one agentmux wrote: an http
-// hook to a console's Claude Code endpoint, or the `agentmux hook claude-code` command.
-func ours(entry map[string]any) bool {
-	url, _ := entry["url"].(string)
-	cmd, _ := entry["command"].(string)
-	return strings.Contains(url, "/v1/hooks/claude-code") || strings.Contains(cmd, "hook claude-code")
+// CodexHook is the hook `agentmux hook install codex` writes for each event: Codex has
+// only command hooks, so it runs Command (`agentmux hook codex`); Timeout in seconds.
+type CodexHook struct {
+	Command string
+	Timeout int
+}
+
+// oursFor is whether a hook entry is one agentmux wrote for dialect: an http hook to
+// the console's endpoint, or the `agentmux hook <dialect>` command.
+func oursFor(dialect string) func(map[string]any) bool {
+	return func(entry map[string]any) bool {
+		url, _ := entry["url"].(string)
+		cmd, _ := entry["command"].(string)
+		return strings.Contains(url, "/v1/hooks/"+dialect) || strings.Contains(cmd, "hook "+dialect)
+	}
 }
 
 func (h ClaudeHook) entry() map[string]any {
@@ -41,6 +52,19 @@ func (h ClaudeHook) entry() map[string]any {
 // the hook of each of events, in place of any agentmux hook there was: every other key,
 // event and hook stays as it was, in its order.
 func InstallClaude(settings []byte, events []string, h ClaudeHook) ([]byte, error) {
+	return install(settings, events, h.entry(), "*", oursFor(config.AttachedClaudeCode))
+}
+
+// InstallCodex is InstallClaude for a Codex hooks.json: the same shape, no matcher (all
+// tools), command hooks only.
+func InstallCodex(hooksFile []byte, events []string, h CodexHook) ([]byte, error) {
+	entry := map[string]any{"type": "command", "command": h.Command, "timeout": h.Timeout}
+	return install(hooksFile, events, entry, "", oursFor(config.AttachedCodex))
+}
+
+// install writes entry as the hook of each of events into settings, under matcher (none
+// when empty; SessionEnd never has one), in place of the hooks ours picks out.
+func install(settings []byte, events []string, entry map[string]any, matcher string, ours func(map[string]any) bool) ([]byte, error) {
 	if len(bytes.TrimSpace(settings)) == 0 {
 		settings = []byte("{}")
 	}
@@ -75,9 +99,9 @@ func InstallClaude(settings []byte, events []string, h ClaudeHook) ([]byte, erro
 				kept = append(kept, g)
 			}
 		}
-		group := map[string]any{"hooks": []any{h.entry()}}
-		if event != SessionEnd {
-			group["matcher"] = "*"
+		group := map[string]any{"hooks": []any{entry}}
+		if event != SessionEnd && matcher != "" {
+			group["matcher"] = matcher
 		}
 		raw, err := json.Marshal(append(kept, group))
 		if err != nil {

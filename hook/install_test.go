@@ -63,3 +63,32 @@ func TestInstallClaudeKeepsTheRest(t *testing.T) {
 		t.Error("a settings file that is not an object was taken")
 	}
 }
+
+// Codex's hooks.json takes command hooks only, and no matcher means every tool; a
+// Claude Code hook in the same file is not agentmux's Codex hook, so it stays.
+func TestInstallCodexReplacesOnlyItsOwn(t *testing.T) {
+	file := `{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "./audit.sh"}, {"type": "command", "command": "/old/agentmux hook codex --url http://old"}]}]}}`
+	out, err := InstallCodex([]byte(file), []string{PreToolUse, SessionEnd}, CodexHook{Command: "/bin/agentmux hook codex --url http://127.0.0.1:9470", Timeout: 600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Hooks map[string][]struct {
+			Matcher *string `json:"matcher"`
+			Hooks   []struct{ Type, Command string }
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	pre := got.Hooks[PreToolUse]
+	if len(pre) != 2 || len(pre[0].Hooks) != 1 || pre[0].Hooks[0].Command != "./audit.sh" {
+		t.Fatalf("the other PreToolUse hook is not kept alone in its group: %s", out)
+	}
+	if pre[1].Matcher != nil || pre[1].Hooks[0].Type != "command" || !strings.HasPrefix(pre[1].Hooks[0].Command, "/bin/agentmux hook codex") {
+		t.Fatalf("agentmux's PreToolUse hook: %s", out)
+	}
+	if strings.Contains(string(out), "/old/agentmux") || len(got.Hooks[SessionEnd]) != 1 {
+		t.Fatalf("the old hook stayed, or SessionEnd is missing: %s", out)
+	}
+}

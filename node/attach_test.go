@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/hook"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
@@ -42,7 +43,7 @@ func askAttached(t *testing.T, nc *nats.Conn, user, session, event, command stri
 	t.Helper()
 	in, _ := json.Marshal(map[string]any{"session_id": session, "cwd": "/home/" + user + "/proj", "hook_event_name": event,
 		"tool_name": "Bash", "tool_input": map[string]string{"command": command}, "tool_use_id": "toolu_" + command[:3]})
-	req, err := hook.ClaudeRequest(in, user)
+	req, err := hook.Request(config.AttachedClaudeCode, in, user)
 	if err != nil {
 		t.Fatal(err)
 	}

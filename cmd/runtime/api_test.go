@@ -130,6 +130,7 @@ func TestAPITokensAndRoles(t *testing.T) {
 		{"POST", "/v1/tasks", task, []string{operatorToken}},
 		{"POST", "/v1/pending/h-none/answer", answer, []string{operatorToken}},
 		{"POST", "/v1/hooks/claude-code", hookInput, []string{operatorToken, hookToken}},
+		{"POST", "/v1/hooks/codex", hookInput, []string{operatorToken, hookToken}},
 	}
 	for _, e := range endpoints {
 		if status, body := a.attack(e.method, e.path, "", e.body); status != http.StatusUnauthorized {

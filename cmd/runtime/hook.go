@@ -34,27 +34,29 @@ const (
 
 func hookCommand(args []string, stdout, stderr io.Writer) int {
 	switch {
-	case len(args) > 0 && args[0] == "claude-code":
-		return hookClaudeCode(args[1:], os.Stdin, stdout, stderr)
-	case len(args) > 1 && args[0] == "install" && args[1] == "claude-code":
+	case len(args) > 0 && (args[0] == config.AttachedClaudeCode || args[0] == config.AttachedCodex):
+		return hookAgent(args[0], args[1:], os.Stdin, stdout, stderr)
+	case len(args) > 1 && args[0] == "install" && args[1] == config.AttachedClaudeCode:
 		return hookInstallClaudeCode(args[2:], stdout, stderr)
+	case len(args) > 1 && args[0] == "install" && args[1] == config.AttachedCodex:
+		return hookInstallCodex(args[2:], stdout, stderr)
 	}
 	fs := newFlags("hook", stdout, stderr) // --help, and a flag before the subcommand
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	return usageError(stderr, errors.New("want `agentmux hook claude-code` (the hook itself) or `agentmux hook install claude-code`"))
+	return usageError(stderr, errors.New("want `agentmux hook claude-code|codex` (the hook itself) or `agentmux hook install claude-code|codex`"))
 }
 
-// hookClaudeCode is Claude Code's command hook: its input on stdin goes to the
-// console's /v1/hooks/claude-code, and the console's answer to stdout. When the console
-// cannot be reached, --unreachable says what Claude Code is told: deny (the default)
-// or ask, its own prompt.
-func hookClaudeCode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// hookAgent is the command hook of an agent of dialect (Claude Code's or Codex's): its
+// input on stdin goes to the console's /v1/hooks/<dialect>, and the console's answer to
+// stdout. When the console cannot be reached, --unreachable says what the agent is
+// told: deny (the default) or ask, its own prompt.
+func hookAgent(dialect string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("hook", stdout, stderr)
 	base := fs.String("url", os.Getenv(envURL), "the console's `URL` (default $"+envURL+", else http://"+config.DefaultConsoleAddr+")")
-	source := fs.String("source", "", "the [attached.X] `source` (may be left out when the manifest has one of dialect claude-code)")
-	unreachable := fs.String("unreachable", config.UnreachableDeny, "what Claude Code is told when the console cannot be reached: `deny` or ask")
+	source := fs.String("source", "", "the [attached.X] `source` (may be left out when the manifest has one of dialect "+dialect+")")
+	unreachable := fs.String("unreachable", config.UnreachableDeny, "what the agent is told when the console cannot be reached: `deny` or ask")
 	wait := fs.Duration("timeout", hookWait, "give up on the console after this `long`")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
@@ -64,19 +66,19 @@ func hookClaudeCode(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	}
 	input, err := io.ReadAll(io.LimitReader(stdin, 16<<20))
 	if err != nil {
-		fmt.Fprintln(stderr, "agentmux hook: read Claude Code's input:", err)
+		fmt.Fprintln(stderr, "agentmux hook: read the hook's input:", err)
 		return exitError
 	}
-	var in hook.ClaudeInput
+	var in hook.Input
 	_ = json.Unmarshal(input, &in)
-	target, err := hookURL(*base, "/v1/hooks/claude-code", *source)
+	target, err := hookURL(*base, "/v1/hooks/"+dialect, *source)
 	if err != nil {
 		return usageError(stderr, err)
 	}
 	out, err := postHook(target, input, os.Getenv(envAPIToken), *wait)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux hook:", err)
-		out = hook.ClaudeOutput(in.HookEventName, hook.Unreachable(*unreachable, err.Error()))
+		out = hook.Output(dialect, in.HookEventName, hook.Unreachable(*unreachable, err.Error()))
 	}
 	_, _ = stdout.Write(append(out, '\n'))
 	return exitOK
@@ -153,13 +155,9 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	var names []string
-	for _, e := range strings.Split(*events, ",") {
-		name, ok := hook.ClaudeEvent(strings.TrimSpace(e))
-		if !ok {
-			return usageError(stderr, fmt.Errorf("--events: %q is not pre-tool-use, permission-request or session-end", e))
-		}
-		names = append(names, name)
+	names, err := hookEvents(*events)
+	if err != nil {
+		return usageError(stderr, err)
 	}
 	target, err := hookURL(*base, "/v1/hooks/claude-code", *source)
 	if err != nil {
@@ -167,7 +165,7 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	}
 	h := hook.ClaudeHook{URL: target, TokenEnv: *tokenEnv, Timeout: *timeout}
 	if *command {
-		if h.Command, err = hookCommandLine(*base, *source, *unreachable); err != nil {
+		if h.Command, err = hookCommandLine(config.AttachedClaudeCode, *base, *source, *unreachable); err != nil {
 			fmt.Fprintln(stderr, "agentmux hook install:", err)
 			return exitError
 		}
@@ -222,9 +220,22 @@ func writeFileAtomic(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// hookCommandLine is the command hook's line: this binary, as a POSIX shell (which
-// Claude Code runs it with) reads it.
-func hookCommandLine(base, source, unreachable string) (string, error) {
+// hookEvents is the hook events --events names.
+func hookEvents(flag string) ([]string, error) {
+	var names []string
+	for _, e := range strings.Split(flag, ",") {
+		name, ok := hook.Event(strings.TrimSpace(e))
+		if !ok {
+			return nil, fmt.Errorf("--events: %q is not pre-tool-use, permission-request or session-end", e)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// hookCommandLine is the command hook's line for an agent of dialect: this binary, as a
+// POSIX shell (which Claude Code and Codex run it with) reads it.
+func hookCommandLine(dialect, base, source, unreachable string) (string, error) {
 	if unreachable != config.UnreachableDeny && unreachable != config.UnreachableAsk {
 		return "", fmt.Errorf("--unreachable %q: use deny or ask", unreachable)
 	}
@@ -235,7 +246,7 @@ func hookCommandLine(base, source, unreachable string) (string, error) {
 	if base == "" {
 		base = "http://" + config.DefaultConsoleAddr
 	}
-	words := []string{self, "hook", "claude-code", "--url", base}
+	words := []string{self, "hook", dialect, "--url", base}
 	if source != "" {
 		words = append(words, "--source", source)
 	}

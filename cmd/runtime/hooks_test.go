@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/hook"
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
@@ -24,9 +25,9 @@ const (
 	viewerToken   = "99887766554433221100ffeeddccbbaa"
 )
 
-// apiManifest is a node with a host of scripted agents (w) and an attached source of
-// Claude Codes (laptops): a policy allows mkdir and refuses rm, and a person decides
-// touch; three API tokens, one per role.
+// apiManifest is a node with a host of scripted agents (w) and attached sources of
+// Claude Codes (laptops) and of Codexes (desks): a policy allows mkdir and refuses rm,
+// and a person decides touch; three API tokens, one per role.
 func apiManifest(t *testing.T, unreachable string) string {
 	dir := t.TempDir()
 	m := fmt.Sprintf(`[nats]
@@ -42,7 +43,11 @@ stop_grace = "2s"
 [attached.laptops]
 dialect = "claude-code"
 question_timeout = "2m"
-unreachable = %q
+unreachable = %[4]q
+[attached.desks]
+dialect = "codex"
+question_timeout = "2m"
+unreachable = %[4]q
 [supervisors.policy]
 strategy = "rule"
 allow = ["Bash(mkdir:*)"]
@@ -203,7 +208,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 		}
 		return nil
 	})
-	proctest.Within(t, 10*time.Second, func() error { return sessionState(t, url, session, "ok") })
+	proctest.Within(t, 10*time.Second, func() error { return sessionState(t, url, session, "laptops", "ok") })
 
 	// A person answers from the API after 20 s: the hook waits for them, and the call runs.
 	touched := filepath.Join(c.dir, "touched")
@@ -235,8 +240,8 @@ func TestClaudeCodeHooks(t *testing.T) {
 	}
 }
 
-// sessionState checks that the console lists session in state.
-func sessionState(t *testing.T, url, session, state string) error {
+// sessionState checks that the console lists session of host in state.
+func sessionState(t *testing.T, url, session, host, state string) error {
 	status, body := call(t, "GET", url+"/v1/sessions", viewerToken, nil)
 	var list struct {
 		Sessions []struct{ ID, Host, State string }
@@ -246,8 +251,8 @@ func sessionState(t *testing.T, url, session, state string) error {
 	}
 	for _, s := range list.Sessions {
 		if s.ID == session {
-			if s.State != state || s.Host != "laptops" {
-				return fmt.Errorf("session %s is %s on %s; want %s on laptops", session, s.State, s.Host, state)
+			if s.State != state || s.Host != host {
+				return fmt.Errorf("session %s is %s on %s; want %s on %s", session, s.State, s.Host, state, host)
 			}
 			return nil
 		}
@@ -331,7 +336,7 @@ supervisor = "policy"
 		t.Helper()
 		in, _ := json.Marshal(map[string]any{"session_id": "s-fleet", "hook_event_name": "PreToolUse", "tool_name": "Bash",
 			"tool_input": map[string]any{"command": fmt.Sprintf("mkdir d%d", i)}, "tool_use_id": fmt.Sprintf("toolu_%d", i)})
-		req, err := hook.ClaudeRequest(in, "alice")
+		req, err := hook.Request(config.AttachedClaudeCode, in, "alice")
 		if err != nil {
 			t.Fatal(err)
 		}
