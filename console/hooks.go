@@ -73,33 +73,38 @@ func (s *Server) agentHook(dialect string) func(http.ResponseWriter, *http.Reque
 	}
 }
 
-// source is the attached source named, or the only one of dialect when none is.
+// source is the attached source named, or the only one of dialect when none is; a
+// dialect of "" is any.
 func (s *Server) source(name, dialect string) (*config.Attached, error) {
 	var all map[string]*config.Attached
 	if s.cfg.Manifest != nil {
 		all = s.cfg.Manifest.Attached
+	}
+	of := "of dialect " + dialect
+	if dialect == "" {
+		of = "at all"
 	}
 	if name != "" {
 		a := all[name]
 		if a == nil {
 			return nil, fmt.Errorf("no attached source %q in the console's manifest; it has %s", name, sourceNames(all))
 		}
-		if a.Dialect != dialect {
+		if dialect != "" && a.Dialect != dialect {
 			return nil, fmt.Errorf("attached source %q is of dialect %s, not %s", name, a.Dialect, dialect)
 		}
 		return a, nil
 	}
 	var found *config.Attached
 	for _, a := range all {
-		if a.Dialect == dialect {
+		if dialect == "" || a.Dialect == dialect {
 			if found != nil {
-				return nil, fmt.Errorf("the manifest has several %s sources (%s): name one with ?source=", dialect, sourceNames(all))
+				return nil, fmt.Errorf("the manifest has several sources %s (%s): name one with ?source=", of, sourceNames(all))
 			}
 			found = a
 		}
 	}
 	if found == nil {
-		return nil, fmt.Errorf("the console's manifest has no [attached.X] of dialect %s", dialect)
+		return nil, fmt.Errorf("the console's manifest has no [attached.X] %s", of)
 	}
 	return found, nil
 }

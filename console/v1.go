@@ -38,6 +38,7 @@ func (s *Server) v1(m *http.ServeMux) {
 	m.HandleFunc("POST /v1/tasks", s.api(writers, s.apiSubmit))
 	m.HandleFunc("POST /v1/hooks/claude-code", s.api(hooks, s.agentHook(config.AttachedClaudeCode)))
 	m.HandleFunc("POST /v1/hooks/codex", s.api(hooks, s.agentHook(config.AttachedCodex)))
+	m.HandleFunc("/v1/mcp", s.api(hooks, s.mcp(s.mcpServers())))
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		apiErrorf(w, http.StatusNotFound, "not_found", "no %s %s in the API; /v1/openapi.json lists what there is", r.Method, r.URL.Path)
 	})
