@@ -3,6 +3,7 @@ package dialect
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/agentmux/agentmux/protocol"
@@ -26,7 +27,6 @@ type acp struct {
 	sessionID   string // the current ACP session
 	lastSession string // the session of the last turn, for Continue
 	permissions map[string]*acpPermission
-	withdrawn   map[string]bool
 }
 
 type acpPermission struct {
@@ -42,7 +42,7 @@ type acpOption struct {
 }
 
 func newACP(dir string) *acp {
-	return &acp{rpcClient: newRPCClient("acp", true), cwd: dir, permissions: map[string]*acpPermission{}, withdrawn: map[string]bool{}}
+	return &acp{rpcClient: newRPCClient("acp", true), cwd: dir, permissions: map[string]*acpPermission{}}
 }
 
 func (a *acp) Args() []string         { return nil }
@@ -81,11 +81,24 @@ func (a *acp) newSession() []byte {
 	return a.call("session/new", map[string]any{"cwd": a.cwd, "mcpServers": []any{}})
 }
 
+// Interrupt cancels the turn and, as ACP requires of a client that cancels, answers
+// each request the agent still waits on as cancelled: an agent may wait for those
+// answers before it ends the turn (Gemini CLI does). Their answers from agentmux's
+// supervisors, when they come, find nothing left to answer.
 func (a *acp) Interrupt(string) []byte {
 	if a.sessionID == "" {
 		return nil
 	}
-	return a.notify("session/cancel", map[string]any{"sessionId": a.sessionID})
+	out := a.notify("session/cancel", map[string]any{"sessionId": a.sessionID})
+	ids := make([]string, 0, len(a.permissions))
+	for id := range a.permissions {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		out = append(out, a.Answer(nil, protocol.Response{ID: id, Outcome: protocol.OutcomeCancelled}, "")...)
+	}
+	return out
 }
 
 func (a *acp) Decode(data []byte) ([]*protocol.Message, []byte, error) {
@@ -235,7 +248,10 @@ func (a *acp) elicitation(m *rpcMessage, raw []byte) ([]*protocol.Message, []byt
 }
 
 // Answer replies to a permission request with the option the answer picks: "yes" the
-// first allow option, anything else the first reject option, cancelled as cancelled; and
+// agent's allow-once option, anything else its reject-once one (an agent that offers
+// only the always kind gets that), cancelled as cancelled; never "allow always", which
+// would let the agent skip agentmux for the rest of the session ("yes for session" is
+// agentmux's own, and its supervisors see each request it covers); and
 // to a form with accept and the answer (cancel when the session ends, decline when the
 // answer is the default of a request nobody answered).
 func (a *acp) Answer(_ *protocol.Message, r protocol.Response, _ string) []byte {
@@ -262,14 +278,26 @@ func (a *acp) Answer(_ *protocol.Message, r protocol.Response, _ string) []byte 
 		if v == "yes" {
 			want = "allow"
 		}
-		for _, o := range p.options {
-			if strings.HasPrefix(o.Kind, want) {
-				outcome = map[string]any{"outcome": "selected", "optionId": o.OptionID}
-				break
-			}
+		if id, ok := pickOption(p.options, want); ok {
+			outcome = map[string]any{"outcome": "selected", "optionId": id}
 		}
 	}
 	return line(map[string]any{"jsonrpc": "2.0", "id": p.rpcID, "result": map[string]any{"outcome": outcome}})
+}
+
+// pickOption is the option of kind want+"_once", else the first of kind want+"…".
+func pickOption(options []acpOption, want string) (string, bool) {
+	for _, o := range options {
+		if o.Kind == want+"_once" {
+			return o.OptionID, true
+		}
+	}
+	for _, o := range options {
+		if strings.HasPrefix(o.Kind, want) {
+			return o.OptionID, true
+		}
+	}
+	return "", false
 }
 
 func one(m *protocol.Message, err error) ([]*protocol.Message, []byte, error) {

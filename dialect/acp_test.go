@@ -64,6 +64,18 @@ func TestACPPermissionsAndRefusals(t *testing.T) {
 	if !strings.Contains(cancelled, `"outcome":{"outcome":"cancelled"}`) {
 		t.Fatalf("cancelled %s", cancelled)
 	}
+	// Gemini CLI and claude-agent-acp offer "allow always" first: "yes" is the allow-once
+	// option all the same, and "no" the reject-once one, so each call is asked again.
+	msgs, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"toolCall":{"title":"echo"},
+		"options":[{"optionId":"proceed_always","kind":"allow_always"},{"optionId":"proceed_once","kind":"allow_once"},{"optionId":"never","kind":"reject_always"},{"optionId":"cancel","kind":"reject_once"}]}}`)
+	if yes := string(d.Answer(msgs[0], protocol.Response{ID: "perm-9", Value: json.RawMessage(`"yes"`), Outcome: protocol.OutcomeAnswered}, "")); !strings.Contains(yes, `"optionId":"proceed_once"`) {
+		t.Fatalf("yes picked %s; want the allow-once option", yes)
+	}
+	msgs, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":10,"method":"session/request_permission","params":{"toolCall":{"title":"echo"},
+		"options":[{"optionId":"never","kind":"reject_always"},{"optionId":"cancel","kind":"reject_once"},{"optionId":"ok","kind":"allow_once"}]}}`)
+	if no := string(d.Answer(msgs[0], protocol.Response{ID: "perm-10", Value: json.RawMessage(`"no"`), Outcome: protocol.OutcomeAnswered}, "")); !strings.Contains(no, `"optionId":"cancel"`) {
+		t.Fatalf("no picked %s; want the reject-once option", no)
+	}
 	_, refusal := acpDecode(t, d, `{"jsonrpc":"2.0","id":"fs1","method":"fs/read_text_file","params":{"path":"/etc/passwd"}}`)
 	if !strings.Contains(refusal, `"id":"fs1"`) || !strings.Contains(refusal, `"code":-32601`) {
 		t.Fatalf("refusal %s", refusal)
@@ -91,5 +103,22 @@ func TestACPElicitationIsAQuestionWithTheFormsSchema(t *testing.T) {
 	msgs, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":5,"method":"elicitation/create","params":{"message":"Anything?"}}`)
 	if got := string(d.Answer(msgs[0], protocol.Response{ID: "elicit-5", Outcome: protocol.OutcomeTimedOut}, "")); !strings.Contains(got, `"action":"decline"`) {
 		t.Fatalf("timed out %s", got)
+	}
+}
+
+// An interrupt cancels the turn and answers the request still open as cancelled, as ACP
+// asks of a client that cancels: Gemini CLI ends its turn only then.
+func TestACPInterruptAnswersOpenRequests(t *testing.T) {
+	d, _ := New(ACP, Options{Dir: "/repo"})
+	_ = d.Prompt(protocol.Prompt{Text: "go", Session: "s1"})
+	_, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`)
+	_, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"abc"}}`)
+	msgs, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":11,"method":"session/request_permission","params":{"sessionId":"abc","toolCall":{"title":"rm"},"options":[{"optionId":"ok","kind":"allow_once"}]}}`)
+	stop := string(d.Interrupt("stop"))
+	if !strings.Contains(stop, `"method":"session/cancel"`) || !strings.Contains(stop, `{"id":11,"jsonrpc":"2.0","result":{"outcome":{"outcome":"cancelled"}}}`) {
+		t.Fatalf("interrupt wrote %s; want the cancel and the open request answered cancelled", stop)
+	}
+	if late := d.Answer(msgs[0], protocol.Response{ID: msgs[0].ID, Value: json.RawMessage(`"yes"`), Outcome: protocol.OutcomeAnswered}, ""); late != nil {
+		t.Fatalf("a late answer was written: %s", late)
 	}
 }

@@ -10,19 +10,24 @@ func TestStateOf(t *testing.T) {
 		return func(name string) string { return vars[name] }
 	}
 	for _, c := range []struct {
-		dialect string
-		vars    map[string]string
-		want    State
+		dialect, command string
+		vars             map[string]string
+		want             State
 	}{
-		{ClaudeCode, nil, State{Dirs: []string{"/h/.claude"}, Files: []string{"/h/.claude.json"}}},
-		{ClaudeCode, map[string]string{"CLAUDE_CONFIG_DIR": "/c"}, State{Dirs: []string{"/c"}}},
-		{Codex, nil, State{Dirs: []string{"/h/.codex"}}},
-		{Codex, map[string]string{"CODEX_HOME": "/x"}, State{Dirs: []string{"/x"}}},
-		{ACP, map[string]string{"CLAUDE_CONFIG_DIR": "/c"}, State{Dirs: []string{"/c", "/h/.gemini"}}},
-		{Native, nil, State{}},
+		{ClaudeCode, "claude", nil, State{Dirs: []string{"/h/.claude"}, Files: []string{"/h/.claude.json"}}},
+		{ClaudeCode, "claude", map[string]string{"CLAUDE_CONFIG_DIR": "/c"}, State{Dirs: []string{"/c"}}},
+		{Codex, "codex", nil, State{Dirs: []string{"/h/.codex"}}},
+		{Codex, "codex", map[string]string{"CODEX_HOME": "/x"}, State{Dirs: []string{"/x"}}},
+		{ACP, "/n/.bin/claude-agent-acp", map[string]string{"CLAUDE_CONFIG_DIR": "/c"}, State{Dirs: []string{"/c"}}},
+		{ACP, "/n/.bin/gemini", nil, State{Dirs: []string{"/h/.gemini"}}},
+		{ACP, "qwen", nil, State{Dirs: []string{"/h/.qwen"}}},
+		{ACP, "opencode", map[string]string{"XDG_DATA_HOME": "/d"}, State{Dirs: []string{"/d/opencode", "/h/.config/opencode", "/h/.local/state/opencode", "/h/.cache/opencode"}}},
+		{ACP, "copilot", map[string]string{"COPILOT_HOME": "/p"}, State{Dirs: []string{"/p"}}},
+		{ACP, "my-agent", map[string]string{"CLAUDE_CONFIG_DIR": "/c"}, State{Dirs: []string{"/c", "/h/.gemini"}, Guessed: true}},
+		{Native, "python3", nil, State{}},
 	} {
-		if got := StateOf(c.dialect, env(c.vars), "/h"); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("StateOf(%q, %v) = %+v, want %+v", c.dialect, c.vars, got, c.want)
+		if got := StateOf(c.dialect, c.command, env(c.vars), "/h"); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("StateOf(%q, %q, %v) = %+v, want %+v", c.dialect, c.command, c.vars, got, c.want)
 		}
 	}
 }

@@ -161,8 +161,8 @@ func programPolicy(base sandbox.Policy, p *config.Process) sandbox.Policy {
 }
 
 // agentState is what the agent CLI of dialect d keeps its own state in, which it
-// writes (dialect.StateOf): the directories, made if missing (but an ACP agent's, which
-// may be any CLI's), and the files that exist. Claude Code with no CLAUDE_CONFIG_DIR
+// writes (dialect.StateOf): the directories, made if missing (but those guessed for an
+// ACP agent not known by its command), and the files that exist. Claude Code with no CLAUDE_CONFIG_DIR
 // keeps ~/.claude.json in the home, where the sandbox lets it rewrite the file only in
 // place: sessions at once can leave it torn, which is warned about.
 func (n *Node) agentState(key, d string, p *config.Process) []string {
@@ -175,10 +175,10 @@ func (n *Node) agentState(key, d string, p *config.Process) []string {
 		}
 		return ""
 	}
-	st := dialect.StateOf(d, getenv, getenv("HOME"))
+	st := dialect.StateOf(d, p.Command, getenv, getenv("HOME"))
 	var out []string
 	for _, dir := range st.Dirs {
-		if d != dialect.ACP {
+		if !st.Guessed {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				n.log.Warn("the agent's own state directory cannot be made: it will not start in its sandbox", "program", key, "dir", dir, "err", err)
 			}
