@@ -129,7 +129,7 @@ func TestClaudeCodeInterruptMidRun(t *testing.T) {
 // interruptAtApproval starts a session of host whose agent asks an approval nobody
 // answers, interrupts it there, and checks that the session ends in error with the
 // approval cancelled.
-func interruptAtApproval(t *testing.T, n *fixture, host string) {
+func interruptAtApproval(t *testing.T, n *fixture, host string) (why string) {
 	t.Helper()
 	approvals := make(chan *nats.Msg, 1)
 	sub, err := n.n.Bus.Conn.ChanSubscribe(wire.EventSubject(host, "*", "approval"), approvals)
@@ -153,9 +153,11 @@ func interruptAtApproval(t *testing.T, n *fixture, host string) {
 			t.Fatalf("interrupted session ok=%v requests=%+v payload=%s", res.OK, res.Requests, res.Payload)
 		}
 		t.Logf("interrupted: %s", res.Error)
+		return res.Error
 	case <-time.After(30 * time.Second):
 		t.Fatal("the session did not end after the interrupt")
 	}
+	return ""
 }
 
 func TestClaudeCode20ConcurrentSessions(t *testing.T) {
