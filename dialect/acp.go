@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentmux/agentmux/protocol"
@@ -32,7 +33,16 @@ type acp struct {
 type acpPermission struct {
 	rpcID       json.RawMessage
 	options     []acpOption
-	elicitation bool // a form: answered {action, content}
+	elicitation bool         // a form: answered {action, content}
+	questions   *acpQuestion // one of a Qwen Code question's, answered together
+}
+
+// acpQuestion is Qwen Code's ask_user_question over ACP: a permission request whose
+// toolCall._meta carries the questions (qwenInteractionKind "user_question"), answered
+// by its allow-once option with "answers" keyed by the question's index.
+type acpQuestion struct {
+	ids     []string          // the canonical questions, by index
+	answers map[string]string // by index, as they come
 }
 
 type acpOption struct {
@@ -215,11 +225,18 @@ func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, e
 			Title    string          `json:"title"`
 			Kind     string          `json:"kind"`
 			RawInput json.RawMessage `json:"rawInput"`
+			Meta     struct {
+				Kind      string         `json:"qwenInteractionKind"`
+				Questions []qwenQuestion `json:"qwenQuestions"`
+			} `json:"_meta"`
 		} `json:"toolCall"`
 		Options []acpOption `json:"options"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	id := "perm-" + strings.Trim(string(m.ID), `"`)
+	if p.ToolCall.Meta.Kind == "user_question" && len(p.ToolCall.Meta.Questions) > 0 {
+		return a.questions(id, m.ID, p.Options, p.ToolCall.Meta.Questions, raw)
+	}
 	a.permissions[id] = &acpPermission{rpcID: m.ID, options: p.Options}
 	description := p.ToolCall.Title
 	if len(p.ToolCall.RawInput) > 0 && string(p.ToolCall.RawInput) != "{}" {
@@ -228,6 +245,69 @@ func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, e
 	msg, err := canonical(map[string]any{"type": "approval", "id": id, "description": description, "tool_kind": p.ToolCall.Kind,
 		"input": p.ToolCall.RawInput, "acp_options": p.Options}, raw)
 	return one(msg, err)
+}
+
+type qwenQuestion struct {
+	Question string `json:"question"`
+	Header   string `json:"header"`
+	Options  []struct {
+		Label       string `json:"label"`
+		Description string `json:"description"`
+	} `json:"options"`
+	MultiSelect bool `json:"multiSelect"`
+}
+
+// questions turns Qwen Code's questions into agentmux's, one each, answered together.
+func (a *acp) questions(id string, rpcID json.RawMessage, options []acpOption, qs []qwenQuestion, raw []byte) ([]*protocol.Message, []byte, error) {
+	group := &acpQuestion{answers: map[string]string{}}
+	var out []*protocol.Message
+	for i, q := range qs {
+		qid := id + "#" + strconv.Itoa(i)
+		group.ids = append(group.ids, qid)
+		a.permissions[qid] = &acpPermission{rpcID: rpcID, options: options, questions: group}
+		fields := map[string]any{"type": "question", "id": qid, "question": q.Question, "context": q.Header}
+		if len(q.Options) > 0 {
+			opts := make([]map[string]string, len(q.Options))
+			for j, o := range q.Options {
+				opts[j] = map[string]string{"value": o.Label, "description": o.Description}
+			}
+			fields["kind"], fields["options"], fields["multi"] = "select", opts, q.MultiSelect
+		}
+		msg, err := canonical(fields, raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, msg)
+	}
+	return out, nil, nil
+}
+
+// answerQuestion records one of a Qwen Code question's answers and, once all are in
+// (or one is cancelled), writes the reply.
+func (a *acp) answerQuestion(p *acpPermission, r protocol.Response) []byte {
+	g := p.questions
+	index := strings.TrimPrefix(r.ID[strings.LastIndex(r.ID, "#"):], "#")
+	if r.Outcome == protocol.OutcomeCancelled {
+		for _, id := range g.ids {
+			delete(a.permissions, id)
+		}
+		return line(map[string]any{"jsonrpc": "2.0", "id": p.rpcID, "result": map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}})
+	}
+	var answer string
+	if json.Unmarshal(r.Value, &answer) != nil {
+		var many []string
+		_ = json.Unmarshal(r.Value, &many)
+		answer = strings.Join(many, ", ")
+	}
+	g.answers[index] = answer
+	if len(g.answers) < len(g.ids) {
+		return nil
+	}
+	outcome := map[string]any{"outcome": "cancelled"}
+	if option, ok := pickOption(p.options, "allow"); ok {
+		outcome = map[string]any{"outcome": "selected", "optionId": option}
+	}
+	return line(map[string]any{"jsonrpc": "2.0", "id": p.rpcID, "result": map[string]any{"outcome": outcome, "answers": g.answers}})
 }
 
 // elicitation turns a form request into a question whose answer must fit its schema.
@@ -260,6 +340,9 @@ func (a *acp) Answer(_ *protocol.Message, r protocol.Response, _ string) []byte 
 		return nil
 	}
 	delete(a.permissions, r.ID)
+	if p.questions != nil {
+		return a.answerQuestion(p, r)
+	}
 	if p.elicitation {
 		result := map[string]any{"action": "accept", "content": r.Value}
 		switch r.Outcome {

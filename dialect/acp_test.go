@@ -122,3 +122,25 @@ func TestACPInterruptAnswersOpenRequests(t *testing.T) {
 		t.Fatalf("a late answer was written: %s", late)
 	}
 }
+
+// Qwen Code's ask_user_question comes as a permission request carrying its questions:
+// each is a question of agentmux's, and the reply, once all are answered, selects the
+// allow-once option with the answers by index.
+func TestACPQwenQuestions(t *testing.T) {
+	d, _ := New(ACP, Options{Dir: "/repo"})
+	msgs, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":4,"method":"session/request_permission","params":{"sessionId":"abc",
+		"toolCall":{"title":"Questions","_meta":{"qwenInteractionKind":"user_question","qwenQuestions":[
+			{"question":"Which algorithm?","header":"Auth","options":[{"label":"RS256","description":"a"},{"label":"HS256","description":"b"}]},
+			{"question":"Which regions?","header":"Regions","multiSelect":true,"options":[{"label":"eu","description":""},{"label":"us","description":""}]}]}},
+		"options":[{"optionId":"proceed_once","kind":"allow_once"},{"optionId":"cancel","kind":"reject_once"}]}}`)
+	if len(msgs) != 2 || msgs[0].Type != protocol.TypeQuestion || msgs[0].Question != "Which algorithm?" || len(msgs[0].Options) != 2 || !msgs[1].Multi {
+		t.Fatalf("questions %+v", msgs)
+	}
+	if first := d.Answer(msgs[0], protocol.Response{ID: msgs[0].ID, Value: json.RawMessage(`"RS256"`), Outcome: protocol.OutcomeAnswered}, ""); first != nil {
+		t.Fatalf("replied before every question was answered: %s", first)
+	}
+	reply := string(d.Answer(msgs[1], protocol.Response{ID: msgs[1].ID, Value: json.RawMessage(`["eu","us"]`), Outcome: protocol.OutcomeAnswered}, ""))
+	if !strings.Contains(reply, `"id":4`) || !strings.Contains(reply, `"optionId":"proceed_once"`) || !strings.Contains(reply, `"answers":{"0":"RS256","1":"eu, us"}`) {
+		t.Fatalf("reply %s", reply)
+	}
+}

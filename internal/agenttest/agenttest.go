@@ -19,9 +19,12 @@ import (
 
 // The agent CLIs the tests run, from npm (keep in step with .ci/run).
 const (
-	ClaudeVersion = "2.1.197" // @anthropic-ai/claude-code
-	ACPVersion    = "0.100.0" // @agentclientprotocol/claude-agent-acp
-	CodexVersion  = "0.169.0" // @openai/codex
+	ClaudeVersion   = "2.1.197" // @anthropic-ai/claude-code
+	ACPVersion      = "0.100.0" // @agentclientprotocol/claude-agent-acp
+	CodexVersion    = "0.169.0" // @openai/codex
+	QwenVersion     = "0.24.4"  // @qwen-code/qwen-code
+	OpenCodeVersion = "1.18.33" // opencode-ai
+	CopilotVersion  = "1.0.102" // @github/copilot
 )
 
 // Claude returns the real `claude` CLI.
