@@ -20,7 +20,7 @@ type State struct {
 // CLAUDE_CONFIG_DIR, else ~/.claude and ~/.claude.json; Codex's CODEX_HOME, else
 // ~/.codex. An ACP agent's is its CLI's, known by the command's name (claude-agent-acp:
 // Claude Code's; gemini: ~/.gemini; qwen: ~/.qwen; opencode: its XDG directories;
-// copilot: COPILOT_HOME, else ~/.copilot), or, for another, Claude Code's or Gemini
+// copilot: COPILOT_HOME, else ~/.copilot, and its cache), or, for another, Claude Code's or Gemini
 // CLI's, guessed. The native protocol's agent keeps none known here.
 func StateOf(name, command string, getenv func(string) string, home string) State {
 	claude := func() State {
@@ -59,10 +59,11 @@ func StateOf(name, command string, getenv func(string) string, home string) Stat
 			return State{Dirs: []string{xdg("XDG_DATA_HOME", ".local/share", "opencode"), xdg("XDG_CONFIG_HOME", ".config", "opencode"),
 				xdg("XDG_STATE_HOME", ".local/state", "opencode"), xdg("XDG_CACHE_HOME", ".cache", "opencode")}}
 		case "copilot":
+			dirs := []string{filepath.Join(home, ".copilot"), xdg("XDG_CACHE_HOME", ".cache", "copilot")}
 			if d := getenv("COPILOT_HOME"); d != "" {
-				return State{Dirs: []string{d}}
+				dirs[0] = d
 			}
-			return State{Dirs: []string{filepath.Join(home, ".copilot")}}
+			return State{Dirs: dirs}
 		}
 		s := claude()
 		s.Dirs = append(s.Dirs, filepath.Join(home, ".gemini"))

@@ -22,7 +22,7 @@ func TestStateOf(t *testing.T) {
 		{ACP, "/n/.bin/gemini", nil, State{Dirs: []string{"/h/.gemini"}}},
 		{ACP, "qwen", nil, State{Dirs: []string{"/h/.qwen"}}},
 		{ACP, "opencode", map[string]string{"XDG_DATA_HOME": "/d"}, State{Dirs: []string{"/d/opencode", "/h/.config/opencode", "/h/.local/state/opencode", "/h/.cache/opencode"}}},
-		{ACP, "copilot", map[string]string{"COPILOT_HOME": "/p"}, State{Dirs: []string{"/p"}}},
+		{ACP, "copilot", map[string]string{"COPILOT_HOME": "/p"}, State{Dirs: []string{"/p", "/h/.cache/copilot"}}},
 		{ACP, "my-agent", map[string]string{"CLAUDE_CONFIG_DIR": "/c"}, State{Dirs: []string{"/c", "/h/.gemini"}, Guessed: true}},
 		{Native, "python3", nil, State{}},
 	} {
