@@ -292,14 +292,24 @@ func (h *Hub) open(source string) int {
 // starts it on the router.
 func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bool) {
 	if !known && h.cfg.JS != nil {
+		// Its earlier attempts, and whose it was, from the audit: this node may have
+		// restarted, or taken the session over from a node that died.
 		ctx, cancel := context.WithTimeout(context.Background(), auditRead)
 		records, err := store.ReadAudit(ctx, h.cfg.JS, s.id)
 		cancel()
 		if err != nil {
 			h.cfg.Log.Warn("attached session opened without reading its earlier attempts from the audit; it starts as attempt 1", "session", s.id, "err", err)
 		}
+		owner := ""
 		for _, r := range records {
 			attempt = max(attempt, r.Attempt)
+			if r.Kind == wire.EventSessionStarted && r.Host == s.source && r.By != "" {
+				owner = r.By
+			}
+		}
+		if owner != "" && owner != s.user {
+			h.refuse(s, owner, attempt)
+			return
 		}
 	}
 	s.attempt = attempt + 1
@@ -320,6 +330,25 @@ func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bo
 		what += " (transcript " + first.Transcript + ")"
 	}
 	h.cfg.Submit(s.source, s.id, what, s.user, s.attempt)
+}
+
+// refuse closes s, which the audit says is owner's, not its user's: its requests, and
+// any later one of another user, are refused as forbidden.
+func (h *Hub) refuse(s *session, owner string, attempt int) {
+	h.mu.Lock()
+	delete(h.sessions, s.key)
+	h.ended[s.key] = ended{attempt: attempt, user: owner, at: time.Now()}
+	h.mu.Unlock()
+	h.cfg.Log.Warn("an attached request refused: the session is another user's", "session", s.id, "user", s.user, "owner", owner)
+	for {
+		select {
+		case c := <-s.calls:
+			c.reply(&wire.AttachReply{Session: s.id, Code: wire.AttachForbidden,
+				Error: fmt.Sprintf("attach: session %s of %s was %s's; a token of another user cannot open it again", s.id, s.source, owner)})
+		default:
+			return
+		}
+	}
 }
 
 func dialectName(d string) string {

@@ -319,7 +319,8 @@ func TestClaudeCodeCommandHookFallsBack(t *testing.T) {
 // TestFleetAttachedSessionStaysOnOneNode: two nodes run the same source on a
 // three-server cluster; every request of a session, whichever node the queue group
 // hands it to, is answered in the one session on the node that holds it. Killed with
-// SIGKILL, that node's sessions are taken over by the other at their next request.
+// SIGKILL, that node's sessions are taken over by the other at their next request, but
+// only by the user whose session it was.
 func TestFleetAttachedSessionStaysOnOneNode(t *testing.T) {
 	f := startFleet(t, `
 [attached.laptops]
@@ -332,11 +333,11 @@ supervisor = "policy"
 `)
 	nodes := map[string]*proc{"a": f.node(t, "a"), "b": f.node(t, "b")}
 	nc, _ := f.conn(t)
-	ask := func(i int) *wire.AttachReply {
+	send := func(i int, user string) *wire.AttachReply {
 		t.Helper()
 		in, _ := json.Marshal(map[string]any{"session_id": "s-fleet", "hook_event_name": "PreToolUse", "tool_name": "Bash",
 			"tool_input": map[string]any{"command": fmt.Sprintf("mkdir d%d", i)}, "tool_use_id": fmt.Sprintf("toolu_%d", i)})
-		req, err := hook.Request(config.AttachedClaudeCode, in, "alice")
+		req, err := hook.Request(config.AttachedClaudeCode, in, user)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,10 +347,18 @@ supervisor = "policy"
 			t.Fatalf("request %d: %v", i, err)
 		}
 		var r wire.AttachReply
-		if err := json.Unmarshal(m.Data, &r); err != nil || hook.VerdictOf(&r).Decision != hook.Allow {
-			t.Fatalf("request %d: %s (%v); want it allowed", i, m.Data, err)
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			t.Fatalf("request %d: %s (%v)", i, m.Data, err)
 		}
 		return &r
+	}
+	ask := func(i int) *wire.AttachReply {
+		t.Helper()
+		r := send(i, "alice")
+		if hook.VerdictOf(r).Decision != hook.Allow {
+			t.Fatalf("request %d: %+v; want it allowed", i, r)
+		}
+		return r
 	}
 	first := ask(0)
 	for i := 1; i < 12; i++ {
@@ -358,7 +367,12 @@ supervisor = "policy"
 		}
 	}
 	kill(t, nodes[first.Node])
-	after := ask(12)
+	// The node that takes the session over knows whose it is from the audit: another
+	// user's request cannot take alice's session.
+	if r := send(12, "mallory"); r.Code != wire.AttachForbidden || !strings.Contains(r.Error, "alice") {
+		t.Errorf("mallory's request after %s was killed: %+v; want it refused as alice's session", first.Node, r)
+	}
+	after := ask(13)
 	if after.Node == first.Node || after.Attempt != 2 {
 		t.Errorf("after %s was killed: answered by %s in attempt %d; want the other node, attempt 2", first.Node, after.Node, after.Attempt)
 	}
