@@ -244,6 +244,15 @@ func TestSecureRoles(t *testing.T) {
 		{"watch events", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			return subscribeOnce(nc, wire.AllEvents, "")
 		}},
+		{"put an attached agent's request, as anyone", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// Only a console (and the local CLI) puts these, as the API token's user; a
+			// reader of the bus that could would ask in anyone's session.
+			req, _ := json.Marshal(&wire.AttachRequest{Session: "s-forged", User: "alice", Request: json.RawMessage(`{"type":"approval","description":"rm -rf /"}`)})
+			if err := nc.Publish(wire.AttachSubject("laptops"), req); err != nil {
+				return err
+			}
+			return nc.Flush()
+		}},
 		{"publish an event", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			if err := nc.Publish(wire.EventSubject("w", "forged", "progress"), []byte(`{}`)); err != nil {
 				return err
