@@ -2,8 +2,6 @@ package node
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentmux/agentmux/internal/agenttest"
@@ -26,64 +24,18 @@ env = { HOME = %q, COPILOT_PROVIDER_BASE_URL = %q, COPILOT_PROVIDER_API_KEY = "s
 
 func TestCopilotApprovedAndDenied(t *testing.T) {
 	dir := t.TempDir()
-	target, victim := filepath.Join(dir, "hello.txt"), filepath.Join(dir, "keep.txt")
-	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f := agenttest.NewChatCompletions(t,
-		agenttest.Call{Name: "bash", Args: map[string]any{"command": "echo hi > " + target, "description": "write a greeting"}},
-		agenttest.Call{Name: "bash", Args: map[string]any{"command": "echo again >> " + target, "description": "write more"}},
-		agenttest.Call{Text: "Written."},
-	)
-	n := start(t, copilotHost(t, f, dir, ""))
-	res := n.run("copilot", "write hi")
-	if !res.OK {
-		t.Fatalf("result %+v %s", res, res.Payload)
-	}
-	if b, err := os.ReadFile(target); err != nil || string(b) != "hi\nagain\n" {
-		t.Fatalf("the approved commands did not run: %q %v", b, err)
-	}
-	if len(res.Requests) != 2 || res.Requests[0].Decider != "rule:ops" || res.Requests[1].Decider != "rule:ops" {
-		t.Fatalf("requests %+v; want each command asked", res.Requests)
-	}
-	f.Replay(
-		agenttest.Call{Name: "bash", Args: map[string]any{"command": "rm " + victim, "description": "clean up"}},
-		agenttest.Call{Text: "Left it alone."},
-	)
-	res = n.run("copilot", "clean up")
-	if !res.OK || len(res.Requests) != 1 || string(res.Requests[0].Value) != `"no"` {
-		t.Fatalf("second session %+v", res)
-	}
-	if _, err := os.Stat(victim); err != nil {
-		t.Fatalf("the denied command ran: %v", err)
-	}
-	// Copilot CLI ends its turn at a refused call ("Operation cancelled by user").
-	if told := f.Output(0); told != "" {
-		t.Fatalf("the model was told %s; Copilot CLI 1.0.102 ends the turn at a refusal", told)
-	}
+	f := agenttest.NewChatCompletions(t)
+	approvedThenDenied(t, start(t, copilotHost(t, f, dir, "")), "copilot", f, "bash", dir)
+	endsTurnAtRefusal(t, f, "Copilot CLI 1.0.102") // "Operation cancelled by user"
 }
 
 func TestCopilotCancelledByInterrupt(t *testing.T) {
 	dir := t.TempDir()
-	f := agenttest.NewChatCompletions(t,
-		agenttest.Call{Name: "bash", Args: map[string]any{"command": "echo x > prod.txt", "description": "touch prod"}},
-		agenttest.Call{Text: "never reached"},
-	)
-	n := start(t, copilotHost(t, f, dir, `question_timeout = "1m"`))
-	if why := interruptAtApproval(t, n, "copilot"); why != "acp turn ended: cancelled" {
-		t.Errorf("the session ended with %q; want Copilot CLI's own end of the turn", why)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "prod.txt")); err == nil {
-		t.Fatal("the interrupted command ran")
-	}
+	f := agenttest.NewChatCompletions(t)
+	interruptedByItself(t, start(t, copilotHost(t, f, dir, `question_timeout = "1m"`)), "copilot", f, "bash", dir)
 }
 
 func TestCopilot10ConcurrentSessions(t *testing.T) {
-	dir := t.TempDir()
-	f := agenttest.NewChatCompletions(t,
-		agenttest.Call{Name: "bash", Args: map[string]any{"command": "echo hi > concurrent.txt", "description": "write"}},
-		agenttest.Call{Text: "Done."},
-	)
-	n := start(t, copilotHost(t, f, dir, "pool = 10"))
-	concurrently(t, n, "copilot", 10)
+	f := agenttest.NewChatCompletions(t)
+	tenAtOnce(t, start(t, copilotHost(t, f, t.TempDir(), "pool = 10")), "copilot", f, "bash")
 }

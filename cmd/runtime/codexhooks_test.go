@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
-	"github.com/agentmux/agentmux/wire"
 )
 
 // codexRun is the real Codex, run the way a person runs it, in dir, against the
@@ -124,19 +122,7 @@ func TestCodexHooks(t *testing.T) {
 	}
 	api.Replay(escalated("touch "+touched), escalated("rm "+kept), agenttest.Call{Text: "Done."})
 	turn := startCodexIDE(t, ide, "touch it, then clean up")
-	var pending wire.PendingRequest
-	proctest.Within(t, time.Minute, func() error {
-		status, body := call(t, "GET", url+"/v1/pending", operatorToken, nil)
-		var list struct{ Pending []wire.PendingRequest }
-		if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil || len(list.Pending) == 0 {
-			return fmt.Errorf("no request waits for a person yet: %d %s", status, body)
-		}
-		pending = list.Pending[0]
-		return nil
-	})
-	if status, body := call(t, "POST", url+"/v1/pending/"+pending.ID+"/answer", operatorToken, map[string]any{"value": "yes"}); status != http.StatusOK {
-		t.Fatalf("the operator's answer: %d %s", status, body)
-	}
+	answerAsOps(t, url, waitsForPerson(t, url, turn.session).ID, "yes")
 	asked := turn.wait(t)
 	if len(asked) > 0 {
 		t.Errorf("the IDE was asked %v; the hook should have answered", asked)

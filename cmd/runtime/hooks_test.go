@@ -217,26 +217,45 @@ func TestClaudeCodeHooks(t *testing.T) {
 		[]agenttest.Block{{Text: "Touched."}},
 	)
 	p := c.start(t, "touch it")
-	var pending wire.PendingRequest
-	proctest.Within(t, time.Minute, func() error {
-		status, body := call(t, "GET", url+"/v1/pending", operatorToken, nil)
-		var list struct{ Pending []wire.PendingRequest }
-		if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil || len(list.Pending) == 0 {
-			return fmt.Errorf("no request waits for a person yet: %d %s", status, body)
-		}
-		pending = list.Pending[0]
-		return nil
-	})
+	pending := waitsForPerson(t, url, "")
 	<-time.After(20 * time.Second) // a person takes their time; the hook is still waiting
-	if status, body := call(t, "POST", url+"/v1/pending/"+pending.ID+"/answer", operatorToken, map[string]any{"value": "yes"}); status != http.StatusOK || !strings.Contains(string(body), `"ok":true`) {
-		t.Fatalf("the operator's answer: %d %s", status, body)
-	}
+	answerAsOps(t, url, pending.ID, "yes")
 	second := c.result(t, p)
 	if _, err := os.Stat(touched); err != nil {
 		t.Errorf("the call a person approved after 20 s did not run: %v", err)
 	}
 	if got := answers(t, url, second); len(got) != 1 || !strings.HasSuffix(got[0], `"yes" by human:ops`) {
 		t.Errorf("the person's answer in the audit: %v; want it by human:ops", got)
+	}
+}
+
+// waitsForPerson waits for a request of session (any, when "") to wait for a person in
+// the console, and returns it.
+func waitsForPerson(t *testing.T, url, session string) wire.PendingRequest {
+	t.Helper()
+	var pending wire.PendingRequest
+	proctest.Within(t, time.Minute, func() error {
+		status, body := call(t, "GET", url+"/v1/pending", operatorToken, nil)
+		var list struct{ Pending []wire.PendingRequest }
+		if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil {
+			return fmt.Errorf("pending: %d %s", status, body)
+		}
+		for _, r := range list.Pending {
+			if session == "" || r.Session == session {
+				pending = r
+				return nil
+			}
+		}
+		return fmt.Errorf("no request of session %q waits for a person yet: %s", session, body)
+	})
+	return pending
+}
+
+// answerAsOps answers a request waiting for a person with an operator's token.
+func answerAsOps(t *testing.T, url, id string, value any) {
+	t.Helper()
+	if status, body := call(t, "POST", url+"/v1/pending/"+id+"/answer", operatorToken, map[string]any{"value": value}); status != http.StatusOK || !strings.Contains(string(body), `"ok":true`) {
+		t.Fatalf("the operator's answer: %d %s", status, body)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
-	"github.com/agentmux/agentmux/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -104,24 +103,7 @@ func TestClaudeCodePermissionPromptTool(t *testing.T) {
 		p := claudeWithMCP(t, c, tr.servers, "clean up, make a folder, pick a database")
 		session := mcpSession(t, url, seen...)
 		seen = append(seen, session)
-		var pending wire.PendingRequest
-		proctest.Within(t, time.Minute, func() error {
-			status, body := call(t, "GET", url+"/v1/pending", operatorToken, nil)
-			var list struct{ Pending []wire.PendingRequest }
-			if err := json.Unmarshal(body, &list); status != http.StatusOK || err != nil {
-				return fmt.Errorf("%s: pending: %d %s", tr.name, status, body)
-			}
-			for _, r := range list.Pending {
-				if r.Session == session {
-					pending = r
-					return nil
-				}
-			}
-			return fmt.Errorf("%s: no question of %s waits for a person yet: %s", tr.name, session, body)
-		})
-		if status, body := call(t, "POST", url+"/v1/pending/"+pending.ID+"/answer", operatorToken, map[string]any{"value": "sqlite"}); status != http.StatusOK || !strings.Contains(string(body), `"ok":true`) {
-			t.Fatalf("%s: the operator's answer: %d %s", tr.name, status, body)
-		}
+		answerAsOps(t, url, waitsForPerson(t, url, session).ID, "sqlite")
 		if code := p.wait(t, 3*time.Minute); code != 0 {
 			t.Fatalf("%s: claude -p: exit %d\nstdout:\n%s\nstderr:\n%s", tr.name, code, p.stdout, p.stderr)
 		}
