@@ -71,7 +71,7 @@ func hookAgent(dialect string, args []string, stdin io.Reader, stdout, stderr io
 	}
 	var in hook.Input
 	_ = json.Unmarshal(input, &in)
-	target, err := hookURL(*base, "/v1/hooks/"+dialect, *source)
+	target, err := endpointURL(*base, "/v1/hooks/"+dialect, *source)
 	if err != nil {
 		return usageError(stderr, err)
 	}
@@ -84,8 +84,8 @@ func hookAgent(dialect string, args []string, stdin io.Reader, stdout, stderr io
 	return exitOK
 }
 
-// hookURL is the console's endpoint path under base, with the source.
-func hookURL(base, path, source string) (string, error) {
+// endpointURL is the console's endpoint at path under base, with the source.
+func endpointURL(base, path, source string) (string, error) {
 	if base == "" {
 		base = "http://" + config.DefaultConsoleAddr
 	}
@@ -159,7 +159,7 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	target, err := hookURL(*base, "/v1/hooks/claude-code", *source)
+	target, err := endpointURL(*base, "/v1/hooks/claude-code", *source)
 	if err != nil {
 		return usageError(stderr, err)
 	}

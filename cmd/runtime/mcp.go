@@ -29,7 +29,7 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	if *unreachable != config.UnreachableDeny && *unreachable != config.UnreachableAsk {
 		return usageError(stderr, fmt.Errorf("--unreachable %q: use deny or ask", *unreachable))
 	}
-	endpoint, err := hookURL(*base, "/v1/mcp", *source)
+	endpoint, err := endpointURL(*base, "/v1/mcp", *source)
 	if err != nil {
 		return usageError(stderr, err)
 	}
