@@ -56,7 +56,7 @@ func commands() []command {
 				"agentmux hook install codex --url http://127.0.0.1:9470 --source desks --trust   # every Codex of this user, trusted in Codex",
 				"echo \"$HOOK_INPUT\" | AGENTMUX_API_TOKEN=… agentmux hook claude-code --source laptops"}, hookCommand},
 		{"mcp", "serve agentmux's MCP tools over stdio: approve (Claude Code's --permission-prompt-tool) and ask", "[--url URL] [--source s] [--unreachable deny|ask]",
-			[]string{`claude -p "fix it" --mcp-config '{"mcpServers":{"agentmux":{"command":"agentmux","args":["mcp","--source","laptops"]}}}' --permission-prompt-tool mcp__agentmux__approve`}, mcpCommand},
+			[]string{"agentmux mcp --url http://127.0.0.1:9470 --source laptops   # as Claude Code's MCP server, with --permission-prompt-tool mcp__agentmux__approve (docs/attached.md)"}, mcpCommand},
 		{"validate", "check a manifest", "-c <manifest>",
 			[]string{"agentmux validate -c agentmux.toml && systemctl reload agentmux"}, validate},
 		{"nats-auth", "print an external NATS server's users for the manifest", "-c <manifest> [--helm]",

@@ -40,6 +40,7 @@ args = ["sim"]
 env = { AGENTMUX_RUNTIME_MAIN = "1" }
 question_timeout = "5m"
 stop_grace = "2s"
+pool = 2
 [supervisors.oncall]
 strategy = "human"
 [[routes]]
@@ -582,6 +583,8 @@ func TestConsoleOutlivesANodeRestart(t *testing.T) {
 	up.wait(t, 10*time.Second)
 	again := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up again", again.stderr, "node up")
+	// t-before runs again on the restarted node (its next attempt asks deploy v1 again,
+	// and waits); the host's pool of 2 runs t-after beside it.
 	ask("t-after", "deploy v2")
 	card := cardFor(t, ctx, "deploy v2")
 	do(t, ctx, "approve the request asked after the restart", chromedp.Click(chromedp.CSS(card+" button.approve")))
