@@ -185,8 +185,7 @@ func (h *Hub) take(source string, m *nats.Msg, req *wire.AttachRequest, reply fu
 	switch {
 	case s == nil && known && prior.user != req.User:
 		h.mu.Unlock()
-		reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachForbidden,
-			Error: fmt.Sprintf("attach: session %s of %s was %s's; a token of another user cannot open it again", req.Session, source, prior.user)})
+		reply(othersEnded(req.Session, source, prior.user))
 		return
 	case s != nil && s.user != req.User:
 		h.mu.Unlock()
@@ -322,7 +321,7 @@ func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bo
 		}
 		cancel()
 	}
-	what := fmt.Sprintf("%s session of %s", dialectName(h.cfg.Sources[s.source].Attached.Dialect), first.User)
+	what := fmt.Sprintf("%s session of %s", config.AttachedAgent(h.cfg.Sources[s.source].Attached.Dialect), first.User)
 	if first.Cwd != "" {
 		what += " in " + first.Cwd
 	}
@@ -330,6 +329,12 @@ func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bo
 		what += " (transcript " + first.Transcript + ")"
 	}
 	h.cfg.Submit(s.source, s.id, what, s.user, s.attempt)
+}
+
+// othersEnded refuses a request to open again session id of source, which was owner's.
+func othersEnded(id, source, owner string) *wire.AttachReply {
+	return &wire.AttachReply{Session: id, Code: wire.AttachForbidden,
+		Error: fmt.Sprintf("attach: session %s of %s was %s's; a token of another user cannot open it again", id, source, owner)}
 }
 
 // refuse closes s, which the audit says is owner's, not its user's: its requests, and
@@ -343,20 +348,11 @@ func (h *Hub) refuse(s *session, owner string, attempt int) {
 	for {
 		select {
 		case c := <-s.calls:
-			c.reply(&wire.AttachReply{Session: s.id, Code: wire.AttachForbidden,
-				Error: fmt.Sprintf("attach: session %s of %s was %s's; a token of another user cannot open it again", s.id, s.source, owner)})
+			c.reply(othersEnded(s.id, s.source, owner))
 		default:
 			return
 		}
 	}
-}
-
-func dialectName(d string) string {
-	switch d {
-	case config.AttachedCodex:
-		return "Codex"
-	}
-	return "Claude Code"
 }
 
 // bind gives the bridge that started session id of source its session.

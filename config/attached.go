@@ -73,3 +73,11 @@ func (v *validator) attached(a *Attached, m *Manifest) {
 		MaxLineBytes: DefaultMaxLineBytes, Pool: a.MaxSessions, ApprovalDefault: a.ApprovalDefault,
 		ApprovalDefaultJSON: approve, QuestionDefault: "", QuestionDefaultJSON: json.RawMessage(`""`), Attached: a}
 }
+
+// AttachedAgent is the agent of an attached source's dialect, as messages name it.
+func AttachedAgent(dialect string) string {
+	if dialect == AttachedCodex {
+		return "Codex"
+	}
+	return "Claude Code"
+}

@@ -55,19 +55,12 @@ func (s *Server) agentHook(dialect string) func(http.ResponseWriter, *http.Reque
 			return
 		}
 		reply, err := s.attach(r.Context(), source, req)
-		var v hook.Verdict
+		v := hook.VerdictFor(reply, err, func(why string) hook.Verdict { return hook.Unreachable(source.Unreachable, why) })
 		switch {
 		case err != nil:
-			v = hook.Unreachable(source.Unreachable, err.Error())
 			s.cfg.Log.Warn("an attached request got its fallback", "source", source.Name, "session", req.Session, "by", c.name, "why", err, "fallback", v.Decision)
-		case reply.Code == wire.AttachForbidden:
-			v = hook.Verdict{Decision: hook.Deny, Reason: "agentmux refused this: " + reply.Error}
-		case reply.Code != "":
-			v = hook.Unreachable(source.Unreachable, reply.Error)
-		case req.End:
-			v = hook.Verdict{}
-		default:
-			v = hook.VerdictOf(reply)
+		case req.End && reply.Code == "":
+			v = hook.Verdict{} // the session's end: nothing to decide
 		}
 		writeJSON(w, http.StatusOK, json.RawMessage(hook.Output(dialect, req.Event, v)))
 	}

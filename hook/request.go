@@ -53,7 +53,7 @@ var ErrNotDecided = errors.New("hook: not an event agentmux decides")
 // PermissionRequest) in the words routes match ("Bash: npm test"), or the session's end
 // (SessionEnd).
 func Request(agentDialect string, body []byte, user string) (*wire.AttachRequest, error) {
-	agent := agentName(agentDialect)
+	agent := config.AttachedAgent(agentDialect)
 	var in Input
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("hook: %s's input is not JSON: %w", agent, err)
@@ -125,6 +125,21 @@ func VerdictOf(r *wire.AttachReply) Verdict {
 	return Verdict{Decision: Deny, Reason: "agentmux denied this: " + why + " (session " + r.Session + ")"}
 }
 
+// VerdictFor is what the fleet's reply to an approval means for a hook, or, when err
+// kept it from coming or a node could not take it, fallback's verdict saying why: a
+// refusal (another user's session) denies, anything else answered is VerdictOf.
+func VerdictFor(r *wire.AttachReply, err error, fallback func(why string) Verdict) Verdict {
+	switch {
+	case err != nil:
+		return fallback(err.Error())
+	case r.Code == wire.AttachForbidden:
+		return Verdict{Decision: Deny, Reason: "agentmux refused this: " + r.Error}
+	case r.Code != "":
+		return fallback(r.Error)
+	}
+	return VerdictOf(r)
+}
+
 // Unreachable is the verdict when agentmux cannot decide: the host's default for
 // "deny" (fail closed), or the agent's own prompt for "ask", saying why.
 func Unreachable(mode, why string) Verdict {
@@ -140,12 +155,4 @@ func Output(dialect, event string, v Verdict) []byte {
 		return CodexOutput(event, v)
 	}
 	return ClaudeOutput(event, v)
-}
-
-// agentName is the agent of a dialect, as its errors name it.
-func agentName(dialect string) string {
-	if dialect == config.AttachedCodex {
-		return "Codex"
-	}
-	return "Claude Code"
 }

@@ -71,17 +71,7 @@ func (t *tools) approve(ctx context.Context, req *mcp.CallToolRequest, in Approv
 		return nil, nil, err
 	}
 	reply, err := t.d.Ask(ctx, ar)
-	var v hook.Verdict
-	switch {
-	case err != nil:
-		v = unreachable(t.d.Unreachable, err.Error())
-	case reply.Code == wire.AttachForbidden:
-		v = hook.Verdict{Decision: hook.Deny, Reason: "agentmux refused this: " + reply.Error}
-	case reply.Code != "":
-		v = unreachable(t.d.Unreachable, reply.Error)
-	default:
-		v = hook.VerdictOf(reply)
-	}
+	v := hook.VerdictFor(reply, err, func(why string) hook.Verdict { return unreachable(t.d.Unreachable, why) })
 	return permissionResult(permissionOf(v, in.Input)), nil, nil
 }
 
