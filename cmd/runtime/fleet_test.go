@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,6 +176,26 @@ func kill(t *testing.T, p *proc) {
 		t.Fatal(err)
 	}
 	<-p.done
+}
+
+// forgotten waits until every server of the fleet has dropped node's subscriptions, as
+// the cluster does when it reads the killed node's connection closed. Until then a
+// request a server hands to the dead node's queue subscription is lost; on a loaded
+// machine a server can take a moment to get there.
+func (f *fleet) forgotten(t *testing.T, node string) {
+	t.Helper()
+	id := bus.Identity{User: "fleet", Password: os.Getenv("AGENTMUX_TEST_FLEET_PASSWORD")}
+	for i, url := range f.urls {
+		nc, err := bus.Connect(bus.Client{URL: url, Name: "fleet-test-" + f.names[i], Identity: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		poll(t, 30*time.Second, f.names[i]+" forgets node "+node, func() bool {
+			_, err := nc.Request(wire.CtlSubject(node, "list"), nil, time.Second)
+			return errors.Is(err, nats.ErrNoResponders)
+		})
+		nc.Close()
+	}
 }
 
 // auditRecords reads every audit record of the fleet, by sequence; it fails the test

@@ -386,6 +386,7 @@ supervisor = "policy"
 		}
 	}
 	kill(t, nodes[first.Node])
+	f.forgotten(t, first.Node)
 	// The node that takes the session over knows whose it is from the audit: another
 	// user's request cannot take alice's session.
 	if r := send(12, "mallory"); r.Code != wire.AttachForbidden || !strings.Contains(r.Error, "alice") {
