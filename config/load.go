@@ -333,6 +333,7 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	}
 	v.hostResult(at, h)
 	v.process([]string{section, h.Name}, &h.Process, manifestPath)
+	v.workspace(at, h, manifestPath)
 }
 
 // process checks how a program runs, the same for agents, command supervisors and

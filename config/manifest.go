@@ -214,6 +214,7 @@ type Process struct {
 type Host struct {
 	Name string `toml:"-"`
 	Process
+	Workspace
 	Transport       string         `toml:"transport"` // Concerto's; only "stdio"
 	Dialect         string         `toml:"dialect"`
 	InputFormat     string         `toml:"input_format"`

@@ -72,6 +72,7 @@ func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o.FloatOmit("duration_ms", r.Duration)
 	o.StringOmit("error", r.Error)
 	o.IntOmit("truncated", int64(r.Truncated))
+	o.RawOmit("workspace", r.Workspace.raw())
 	return o.End()
 }
 
@@ -293,5 +294,6 @@ func (e *SessionEnded) AppendJSON(dst []byte) []byte {
 	o.RawOmit("data", e.Data)
 	o.StringOmit("error", e.Error)
 	o.Float("duration_ms", e.Duration)
+	o.RawOmit("workspace", e.Workspace.raw())
 	return o.End()
 }

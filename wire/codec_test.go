@@ -63,7 +63,8 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session"},
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
 			Request: "q1", Type: "question", Text: "Which?", By: "alice", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
-			Claimed: "c", Member: "m", Reason: "r", Latency: 0.123, Duration: 1e-7, Error: "e\x00", Truncated: 512},
+			Claimed: "c", Member: "m", Reason: "r", Latency: 0.123, Duration: 1e-7, Error: "e\x00", Truncated: 512,
+			Workspace: &Workspace{Mode: "worktree", Branch: "agentmux/s", Base: "b", Head: "h", Files: 1}},
 		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
 			Claimed: "c", Reason: "no answer within 500ms", Latency: 12.5},
 	}
@@ -71,7 +72,8 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&SessionStarted{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 1, Pipeline: "p", Stage: "st"},
 		&SessionEnded{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 2, Pipeline: "p", Stage: "st", Outcome: "ok",
 			Result: json.RawMessage(`{"type":"result","text":"done <ok>","load":{"questions_us":[1,2]}}`), Data: json.RawMessage(`{"passed": true}`),
-			Error: "e", Duration: 1234.5})
+			Error: "e", Duration: 1234.5, Workspace: &Workspace{Mode: "clone", Branch: "agentmux/s", Base: "b", Head: "h", Dirty: true,
+				Committed: true, Files: 2, Insertions: 3, Deletions: 4, Pushed: "origin", Path: "/w", Bytes: 5, Error: "e"}})
 	for _, rec := range full {
 		// Every field is set, so a field added to a type without its appender fails here.
 		v := reflect.ValueOf(rec).Elem()

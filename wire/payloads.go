@@ -131,6 +131,8 @@ type AuditRecord struct {
 	// Truncated is how many bytes the record had before its text, value, reason and
 	// error were cut to fit the server's payload limit (Fit); 0 when it was whole.
 	Truncated int `json:"truncated,omitempty"`
+	// Workspace, on a session's end, is what it left in its workspace.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // Fit cuts the record's text, reason and error to keep bytes each, and drops its value
@@ -171,6 +173,9 @@ type SessionEnded struct {
 	Data     json.RawMessage `json:"data,omitempty"` // a typed result: the JSON that fit its schema
 	Error    string          `json:"error,omitempty"`
 	Duration float64         `json:"duration_ms"`
+	// Workspace is what the session left in its workspace, on a host that gives each
+	// session one.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // SessionStarted is the payload of a session.started event.

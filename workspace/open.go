@@ -1,0 +1,151 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// Provider opens and closes the workspaces of one host table (Root.Provider).
+type Provider struct {
+	root *Root
+	host string
+	spec config.Workspace
+	git  git
+}
+
+// Workspace is one session attempt's checkout.
+type Workspace struct {
+	Session string
+	Attempt int
+	Mode    string
+	Path    string // the checkout's top
+	Cwd     string // where the agent starts: Path, or the working_dir's place in it
+	Branch  string
+	Base    string // the commit the branch started from
+	opened  time.Time
+}
+
+// Root is the root p's workspaces are in.
+func (p *Provider) Root() *Root { return p.root }
+
+// Open makes attempt's workspace of session: it fetches the repository into the mirror,
+// and checks the session's branch out at base in a checkout of its own. An attempt after
+// the first starts from base again, on a fresh checkout.
+func (p *Provider) Open(ctx context.Context, session string, attempt int) (*Workspace, error) {
+	if !wire.IsName(session) {
+		return nil, fmt.Errorf("workspace: session id %q is not a name a directory can take", session)
+	}
+	ws := &Workspace{Session: session, Attempt: attempt, Mode: p.spec.Mode, Branch: p.spec.BranchOf(session), opened: time.Now(),
+		Path: filepath.Join(p.root.Work(), name(session, attempt))}
+	ws.Cwd = ws.Path
+	if p.spec.Subdir != "" {
+		ws.Cwd = filepath.Join(ws.Path, p.spec.Subdir)
+	}
+	// Recorded first: a node that dies from here on finds the checkout and removes it.
+	if err := p.root.write(ws.record(p.host, StateOpen, nil)); err != nil {
+		return nil, err
+	}
+	if err := p.checkout(ctx, ws); err != nil {
+		p.remove(context.WithoutCancel(ctx), ws)
+		p.root.forget(session, attempt)
+		return nil, err
+	}
+	if err := p.root.write(ws.record(p.host, StateOpen, nil)); err != nil {
+		p.remove(context.WithoutCancel(ctx), ws)
+		p.root.forget(session, attempt)
+		return nil, err
+	}
+	if st, err := os.Stat(ws.Cwd); err != nil || !st.IsDir() {
+		p.remove(context.WithoutCancel(ctx), ws)
+		p.root.forget(session, attempt)
+		return nil, fmt.Errorf("workspace: the host's working_dir is %s in the repository, which base %s does not have", p.spec.Subdir, p.baseName())
+	}
+	return ws, nil
+}
+
+func (ws *Workspace) record(host, state string, res *wire.Workspace) *Record {
+	return &Record{Session: ws.Session, Attempt: ws.Attempt, Host: host, Mode: ws.Mode, Path: ws.Path, Branch: ws.Branch,
+		Base: ws.Base, State: state, Opened: ws.opened, Result: res}
+}
+
+// checkout fetches and checks ws's branch out at base.
+func (p *Provider) checkout(ctx context.Context, ws *Workspace) error {
+	p.root.mu.Lock()
+	defer p.root.mu.Unlock()
+	if err := p.fetch(ctx); err != nil {
+		return err
+	}
+	base, err := p.resolveBase(ctx)
+	if err != nil {
+		return err
+	}
+	ws.Base = base
+	mirror := "--git-dir=" + p.root.mirror()
+	if err := os.RemoveAll(ws.Path); err != nil { // an attempt's number is used once, but a crash may have left it
+		return fmt.Errorf("workspace: clear %s: %w", ws.Path, err)
+	}
+	if ws.Mode == config.WorkspaceClone {
+		if _, err := p.git.run(ctx, localTimeout, "", "clone", "--quiet", "--no-checkout", "--", p.root.mirror(), ws.Path); err != nil {
+			return fmt.Errorf("workspace: clone the mirror: %w", err)
+		}
+		if _, err := p.git.run(ctx, localTimeout, ws.Path, "checkout", "--quiet", "-B", ws.Branch, base); err != nil {
+			return fmt.Errorf("workspace: check out %s: %w", ws.Branch, err)
+		}
+		return nil
+	}
+	// -B: an attempt after the first resets the branch to base. The attempt before has
+	// let go of it (Close detaches its checkout), or its node died and Reclaim pruned it.
+	if _, err := p.git.run(ctx, localTimeout, "", mirror, "worktree", "add", "--quiet", "-B", ws.Branch, ws.Path, base); err != nil {
+		return fmt.Errorf("workspace: add a worktree on %s: %w", ws.Branch, err)
+	}
+	return nil
+}
+
+// fetch brings the mirror up to the repository's branches, tags and HEAD, making the
+// mirror the first time. The repository is named on the command line, never as a
+// remote of the mirror's configuration, which the agents may write.
+func (p *Provider) fetch(ctx context.Context) error {
+	mirror := p.root.mirror()
+	if _, err := os.Stat(filepath.Join(mirror, "HEAD")); errors.Is(err, os.ErrNotExist) {
+		if _, err := p.git.run(ctx, localTimeout, "", "init", "--quiet", "--bare", mirror); err != nil {
+			return fmt.Errorf("workspace: make the mirror: %w", err)
+		}
+	}
+	_, err := p.git.run(ctx, fetchTimeout, "", "--git-dir="+mirror, "fetch", "--quiet", "--no-tags", "--force", "--", p.spec.Repo,
+		"+HEAD:refs/remotes/origin/HEAD", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*")
+	if err != nil {
+		return fmt.Errorf("workspace: fetch %s: %w; check repo (a path or URL of a repository with at least one commit)", p.spec.Repo, err)
+	}
+	return nil
+}
+
+// resolveBase is the commit base names: the repository's HEAD by default, else its
+// branch, its tag or a commit of that name.
+func (p *Provider) resolveBase(ctx context.Context) (string, error) {
+	candidates := []string{"refs/remotes/origin/HEAD"}
+	if b := p.spec.Base; b != "" {
+		candidates = []string{"refs/remotes/origin/" + b, "refs/tags/" + b, b}
+	}
+	for _, c := range candidates {
+		out, err := p.git.run(ctx, localTimeout, "", "--git-dir="+p.root.mirror(), "rev-parse", "--verify", "--quiet", "--end-of-options", c+"^{commit}")
+		if err == nil {
+			return strings.TrimSpace(out), nil
+		}
+	}
+	return "", fmt.Errorf("workspace: base %s is not a branch, tag or commit of %s; check base", p.baseName(), p.spec.Repo)
+}
+
+func (p *Provider) baseName() string {
+	if p.spec.Base == "" {
+		return "HEAD"
+	}
+	return p.spec.Base
+}
