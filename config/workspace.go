@@ -80,7 +80,7 @@ func (v *validator) workspace(at func(string) []string, h *Host, manifestPath st
 	if !w.Isolated() {
 		for _, key := range []string{"repo", "base", "branch", "keep", "push", "commit", "max_workspace_bytes", "workspace_dir"} {
 			if v.written(at(key)...) {
-				v.add(at(key), "is for a workspace of its own per session; set workspace = %q or %q, or leave %s out", WorkspaceWorktree, WorkspaceClone, key)
+				v.add(at(key), "%s is for a workspace of its own per session; set workspace = %q or %q, or leave %s out", key, WorkspaceWorktree, WorkspaceClone, key)
 			}
 		}
 		return
@@ -92,8 +92,10 @@ func (v *validator) workspace(at func(string) []string, h *Host, manifestPath st
 	if !strings.Contains(w.Branch, "{session}") {
 		v.add(at("branch"), "%q has no {session}: sessions at once would share one branch; e.g. %q", w.Branch, DefaultBranch)
 	}
-	if strings.HasPrefix(w.Base, "-") || strings.HasPrefix(w.Push, "-") || strings.HasPrefix(w.Branch, "-") {
-		v.add(at("base"), "base, branch and push may not start with '-' (git would read them as options)")
+	for key, value := range map[string]string{"base": w.Base, "branch": w.Branch, "push": w.Push, "repo": w.Repo} {
+		if strings.HasPrefix(value, "-") {
+			v.add(at(key), "%q starts with '-', which git would read as an option; name a ref, a path or a URL", value)
+		}
 	}
 	if w.MaxBytes < 0 {
 		v.add(at("max_workspace_bytes"), "%d is negative; use 0 for no cap", w.MaxBytes)

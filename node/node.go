@@ -33,6 +33,7 @@ import (
 	"github.com/agentmux/agentmux/notify"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
+	"github.com/agentmux/agentmux/workspace"
 )
 
 const (
@@ -137,6 +138,8 @@ type Node struct {
 	// retiredSandboxes are the sets reloads replaced: agents started before may still
 	// use them, so they are closed when the node stops.
 	retiredSandboxes []sandbox.Set
+	// wsRoots are the hosts' workspace roots, by directory (workspaces.go).
+	wsRoots map[string]*workspace.Root
 }
 
 // Start builds and starts a node: metrics server, bus, actor system, supervisors,
@@ -169,7 +172,15 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
+	if err := n.openWorkspaces(n.roles.hosts); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if err := n.startSandboxes(opts); err != nil {
+		n.abort()
+		return nil, err
+	}
+	if err := n.reclaimWorkspaces(ctx); err != nil {
 		n.abort()
 		return nil, err
 	}
@@ -310,7 +321,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes}
+		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders()}
 	if len(opts.Manifest.Pipelines) > 0 {
 		runs, err := store.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {

@@ -81,6 +81,9 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 		n.setRoles(oldRoles)
 		n.sandboxes, n.sups, n.notifiers = oldSandboxes, oldSups, oldNotifiers
 	}
+	if err := n.openWorkspaces(roles.hosts); err != nil {
+		return fmt.Errorf("node: manifest not reloaded: %w", err)
+	}
 	n.setRoles(roles)
 	n.sups, n.notifiers = nil, nil
 	if err := n.startSandboxes(opts); err != nil {
@@ -97,7 +100,7 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
 	// The new members are subscribed: the old ones may let go.
-	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes})
+	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders()})
 	for _, pid := range oldSups {
 		n.stopSupervisor(pid)
 	}

@@ -15,10 +15,12 @@ import (
 )
 
 // program is one program this node may start, with its host's dialect ("" for
-// command supervisors and tools).
+// command supervisors and tools) and the directories it works in, when they are not its
+// working_dir (a host's workspaces).
 type program struct {
 	*config.Process
 	dialect string
+	workIn  []string
 }
 
 // programs are what this node may start, by manifest table: its hosts' agents, its
@@ -29,7 +31,7 @@ func (n *Node) programs(m *config.Manifest) map[string]program {
 		if h.Attached != nil {
 			continue // runs in the node (package attach)
 		}
-		out["hosts."+name] = program{&h.Process, h.Dialect}
+		out["hosts."+name] = program{Process: &h.Process, dialect: h.Dialect, workIn: n.workspaceWrite(h)}
 	}
 	for _, s := range n.roles.supervisors {
 		if s.Strategy == config.StrategyCommand {
@@ -66,7 +68,7 @@ func (n *Node) startSandboxes(opts Options) error {
 			unsandboxed = append(unsandboxed, key)
 			continue
 		}
-		policy := programPolicy(base, p.Process)
+		policy := programPolicy(base, p.Process, p.workIn)
 		if p.dialect != "" {
 			policy.Write = append(policy.Write, n.agentState(key, p.dialect, p.Process)...)
 		}
@@ -141,16 +143,20 @@ func (n *Node) sandboxBase(opts Options) sandbox.Policy {
 	return p
 }
 
-// programPolicy is base with what p may do besides: write its working directory (the
-// node's when it names none), its sandbox_write paths, and a temporary directory of
-// its own unless its env names one, which it may write instead.
-func programPolicy(base sandbox.Policy, p *config.Process) sandbox.Policy {
+// programPolicy is base with what p may do besides: write where it works (workIn, or
+// else its working directory, the node's when it names none), its sandbox_write paths,
+// and a temporary directory of its own unless its env names one, which it may write
+// instead.
+func programPolicy(base sandbox.Policy, p *config.Process, workIn []string) sandbox.Policy {
 	out := base
-	dir := p.WorkingDir
-	if dir == "" {
-		dir, _ = os.Getwd()
+	if len(workIn) == 0 {
+		dir := p.WorkingDir
+		if dir == "" {
+			dir, _ = os.Getwd()
+		}
+		workIn = []string{dir}
 	}
-	out.Write = append([]string{dir}, p.SandboxWrite...)
+	out.Write = append(slices.Clone(workIn), p.SandboxWrite...)
 	out.ReadDeny = append(append([]string(nil), base.ReadDeny...), p.SandboxReadDeny...)
 	if tmp := p.Env["TMPDIR"]; tmp != "" {
 		out.Write = append(out.Write, tmp)

@@ -73,7 +73,7 @@ func TestReclaimAfterACrash(t *testing.T) {
 	if err := os.MkdirAll(stray, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	removed, err := p.root.Reclaim(ctx, p.git.env, nil)
+	removed, err := p.Reclaim(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,11 +117,12 @@ func (r *Root) Records() ([]*Record, error) {
 	return out, nil
 }
 
-// Reclaim removes what a node that died left: every checkout whose record says its
-// session was running (none runs before the node starts its sessions) and every
-// checkout without a record, then prunes the mirror's worktrees. start starts git where
-// the host's agents start. It returns the checkouts it removed.
-func (r *Root) Reclaim(ctx context.Context, env []string, start func(*exec.Cmd) error) ([]string, error) {
+// Reclaim removes what a node that died left in p's root: every checkout whose record
+// says its session was running (none runs before the node starts its sessions) and
+// every checkout without a record, then prunes the mirror's worktrees. It returns the
+// checkouts it removed.
+func (p *Provider) Reclaim(ctx context.Context) ([]string, error) {
+	r := p.root
 	recs, err := r.Records()
 	if err != nil {
 		return nil, err
@@ -150,9 +151,8 @@ func (r *Root) Reclaim(ctx context.Context, env []string, start func(*exec.Cmd) 
 		removed = append(removed, path)
 	}
 	if _, err := os.Stat(r.mirror()); err == nil {
-		g := git{env: env, start: start}
 		r.mu.Lock()
-		_, err = g.run(ctx, localTimeout, "", "--git-dir="+r.mirror(), "worktree", "prune")
+		_, err = p.git.run(ctx, localTimeout, "", "--git-dir="+r.mirror(), "worktree", "prune")
 		r.mu.Unlock()
 		if err != nil {
 			return removed, fmt.Errorf("workspace: prune the mirror's worktrees: %w", err)

@@ -26,6 +26,7 @@ import (
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
+	"github.com/agentmux/agentmux/workspace"
 )
 
 // Defaults for Config fields left zero.
@@ -70,6 +71,9 @@ type Config struct {
 	Procs *shim.Registry
 	// Sandbox confines the agent's process (nil: unsandboxed).
 	Sandbox *sandbox.Sandbox
+	// Workspace gives each session a workspace of its own, where its process starts
+	// (nil: the host's working_dir, shared).
+	Workspace *workspace.Provider
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration
@@ -122,22 +126,53 @@ type Agent struct {
 
 	waiting *StartSession // arrived before the process was ready
 	sess    *session
+	ws      *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
+	wsState wsState
+	held    []*SessionEnded // the session's end, reported once its workspace is closed
 	stream  *stream // the stdout reader's short way for a session's stream lines
 }
 
 func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }
 
+// workDir is where the agent starts: its session's workspace, or the host's
+// working_dir, or the node's own directory.
+func (a *Agent) workDir() string {
+	switch {
+	case a.ws != nil:
+		return a.ws.Cwd
+	case a.host.WorkingDir != "":
+		return a.host.WorkingDir
+	}
+	dir, _ := os.Getwd()
+	return dir
+}
+
+// newDialect makes the host's dialect for an agent started in dir.
+func (a *Agent) newDialect(dir string) error {
+	d, err := dialect.New(a.host.Dialect, dialect.Options{Dir: dir, Params: a.host.ParamsJSON,
+		TextInput: a.host.InputFormat == "text", PlainText: plainText(a.host)})
+	if err != nil {
+		return err
+	}
+	a.dialect, a.caps = d, map[string]bool{}
+	for _, c := range d.Capabilities() {
+		a.caps[c] = true
+	}
+	return nil
+}
+
 // spawn starts the process on a goroutine; it reports with processStarted. extra are
 // the session's own args (a dialect's resume).
 func (a *Agent) spawn(extra []string) {
 	a.to(phaseStarting)
+	dir := a.workDir()
 	go func() {
 		var p *process
 		var err error
 		if a.cfg.InProc != nil {
 			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		} else {
-			p, err = startProcess(a.host, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startProcess(a.host, dir, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()
@@ -148,27 +183,23 @@ func (a *Agent) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
-		dir := a.host.WorkingDir
-		if dir == "" {
-			dir, _ = os.Getwd() // where the agent starts, too
-		}
-		d, err := dialect.New(a.host.Dialect, dialect.Options{Dir: dir, Params: a.host.ParamsJSON,
-			TextInput: a.host.InputFormat == "text", PlainText: plainText(a.host)})
-		if err != nil {
+		if err := a.newDialect(a.workDir()); err != nil {
 			a.onStarted(&processStarted{err: err})
 			return
 		}
-		a.dialect, a.caps = d, map[string]bool{}
-		for _, c := range d.Capabilities() {
-			a.caps[c] = true
-		}
-		if !d.Reusable() {
-			a.to(phaseUnspawned) // one process per session: started with the session's own args
+		if !a.dialect.Reusable() || a.cfg.Workspace != nil {
+			// One process per session: started with the session's own args, in its
+			// own workspace.
+			a.to(phaseUnspawned)
 			return
 		}
 		a.spawn(nil)
 	case *processStarted:
 		a.onStarted(m)
+	case *workspaceOpened:
+		a.onWorkspaceOpened(m)
+	case *workspaceClosed:
+		a.onWorkspaceClosed(m)
 	case *StartSession:
 		a.startSession(m)
 	case *linesRead:
@@ -288,7 +319,12 @@ func (a *Agent) failWaiting(text string) {
 }
 
 func (a *Agent) report(r *Result, start *StartSession, reusable bool) {
-	a.system.Root.Send(a.parent, &SessionEnded{PID: a.self, Result: r, Reusable: reusable, Start: start})
+	m := &SessionEnded{PID: a.self, Result: r, Reusable: reusable, Start: start}
+	if a.ws != nil && a.wsState != wsClosed {
+		a.held = append(a.held, m) // sent with what the workspace holds, once it is closed
+		return
+	}
+	a.system.Root.Send(a.parent, m)
 }
 
 func (a *Agent) onExited(m *processExited) {
@@ -375,6 +411,10 @@ func (a *Agent) finish(reason string) {
 	if a.requests != nil {
 		a.requests.Stop()
 	}
+	if a.ws != nil && a.wsState == wsOpen {
+		a.closeWorkspace(reason) // AgentExited follows its close
+		return
+	}
 	a.system.Root.Send(a.parent, &AgentExited{PID: a.self, Reason: reason})
 }
 
@@ -382,6 +422,10 @@ func (a *Agent) finish(reason string) {
 func (a *Agent) stop() {
 	switch a.phase {
 	case phaseNew, phaseUnspawned:
+		if a.wsState == wsOpening {
+			a.wsState = wsStopOpened // stopped once the workspace it is opening is there
+			return
+		}
 		a.failWaiting("agent stopped before its process started")
 		a.finish("stopped before its process started")
 	case phaseStarting:

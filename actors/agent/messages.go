@@ -99,6 +99,8 @@ type Result struct {
 	// Retryable is set when the session failed before the agent said anything of it on a
 	// reused process: the router runs it again on a fresh process without counting a retry.
 	Retryable bool
+	// Workspace is what the session left in its workspace (Config.Workspace).
+	Workspace *wire.Workspace
 }
 
 // RequestRecord is how one request of a session ended.

@@ -74,7 +74,11 @@ func (a *Agent) startSession(m *StartSession) {
 	case a.phase == phaseIdle:
 	case a.phase < phaseIdle && a.waiting == nil:
 		a.waiting = m // started once the process is ready
-		if a.phase == phaseUnspawned {
+		switch {
+		case a.phase != phaseUnspawned:
+		case a.cfg.Workspace != nil:
+			a.openWorkspace(m) // the process starts in it
+		default:
 			a.spawn(a.dialect.SessionArgs(m.Resume))
 		}
 		return
@@ -136,7 +140,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
 	r.Duration = time.Since(s.start.Started)
 	r.Requests = s.records
-	oneShot := !a.dialect.Reusable()
+	oneShot := !a.dialect.Reusable() || a.cfg.Workspace != nil
 	reusable = reusable && a.phase == phaseBusy && !oneShot
 	if reusable {
 		a.to(phaseIdle)

@@ -8,6 +8,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/sandbox"
+	"github.com/agentmux/agentmux/workspace"
 )
 
 // Reload gives the router a reloaded manifest. The node has checked that it changes
@@ -17,13 +18,14 @@ import (
 // table: its idle processes are stopped now, its busy ones when their session ends.
 // Every live agent routes its next request by the new routes, in a running session too.
 type Reload struct {
-	Manifest  *config.Manifest
-	Hosts     map[string]*config.Host // nil: every host of the manifest
-	Sandboxes sandbox.Set
+	Manifest   *config.Manifest
+	Hosts      map[string]*config.Host // nil: every host of the manifest
+	Sandboxes  sandbox.Set
+	Workspaces map[string]*workspace.Provider
 }
 
 func (r *Router) reload(m *Reload) {
-	r.cfg.Manifest, r.cfg.Hosts, r.cfg.Sandboxes = m.Manifest, m.Hosts, m.Sandboxes
+	r.cfg.Manifest, r.cfg.Hosts, r.cfg.Sandboxes, r.cfg.Workspaces = m.Manifest, m.Hosts, m.Sandboxes, m.Workspaces
 	hosts := hostsOf(r.cfg)
 	changed := &agent.RoutesChanged{Routes: m.Manifest.Routes}
 	for name, p := range r.pools {

@@ -66,13 +66,13 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.cfg.Metrics.SessionDuration.WithLabelValues(p.host.Name).Observe(res.Duration.Seconds())
 	ms := float64(res.Duration.Microseconds()) / 1000
 	ended := &wire.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
-		Pipeline: s.start.Pipeline, Stage: s.start.Stage, Outcome: outcome, Error: res.Error, Duration: ms, Data: res.Data}
+		Pipeline: s.start.Pipeline, Stage: s.start.Stage, Outcome: outcome, Error: res.Error, Duration: ms, Data: res.Data, Workspace: res.Workspace}
 	if res.OK {
 		ended.Result = res.Payload
 	}
 	r.publish(p.host.Name, res.Session, wire.EventSessionEnded, ended)
 	rec := r.record(s, "session.ended")
-	rec.Outcome, rec.Error, rec.Duration, rec.Value = outcome, res.Error, ms, ended.Result
+	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace = outcome, res.Error, ms, ended.Result, res.Workspace
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	p.leave(s.start.Session)
 	if s.task != nil {

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/agentmux/agentmux/wire"
+	"github.com/agentmux/agentmux/workspace"
+)
+
+// A session on a host that gives each session a workspace of its own runs on a process
+// of its own: the workspace is opened before the process starts, in it, and closed once
+// the process is gone; the session's end is reported with what the workspace holds.
+//
+//	none ──► opening ──► open ──► closing ──► closed
+//	            │
+//	            └─► stopOpened: the agent was stopped meanwhile; closed once it is there
+
+type wsState uint8
+
+const (
+	wsNone wsState = iota
+	wsOpening
+	wsStopOpened
+	wsOpen
+	wsClosing
+	wsClosed
+)
+
+type (
+	workspaceOpened struct {
+		ws  *workspace.Workspace
+		err error
+	}
+	workspaceClosed struct {
+		res    *wire.Workspace
+		reason string // the agent's reason for going: its AgentExited's
+	}
+)
+
+// openWorkspace opens m's workspace off the actor; workspaceOpened says when it is there.
+func (a *Agent) openWorkspace(m *StartSession) {
+	a.wsState = wsOpening
+	p, session, attempt := a.cfg.Workspace, m.Session, m.Attempt
+	go func() {
+		ws, err := p.Open(context.Background(), session, attempt)
+		a.send(&workspaceOpened{ws: ws, err: err})
+	}()
+}
+
+// onWorkspaceOpened starts the waiting session's process in its workspace.
+func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
+	stopped := a.wsState == wsStopOpened
+	if m.err != nil {
+		a.wsState = wsNone
+		a.log.Error("session's workspace not made", "err", m.err)
+		a.failWaiting(m.err.Error())
+		a.finish(m.err.Error())
+		return
+	}
+	a.ws, a.wsState = m.ws, wsOpen
+	if stopped || a.waiting == nil {
+		a.failWaiting("agent stopped before its process started")
+		a.finish("stopped before its process started") // closes the workspace
+		return
+	}
+	if err := a.newDialect(a.ws.Cwd); err != nil {
+		a.onStarted(&processStarted{err: err})
+		return
+	}
+	a.spawn(a.dialect.SessionArgs(a.waiting.Resume))
+}
+
+// closeWorkspace closes the workspace off the actor, now that the process is gone: the
+// session ended ok if the end held says so.
+func (a *Agent) closeWorkspace(reason string) {
+	a.wsState = wsClosing
+	ok := len(a.held) > 0 && a.held[len(a.held)-1].Result.OK
+	p, ws := a.cfg.Workspace, a.ws
+	go func() {
+		a.send(&workspaceClosed{res: p.Close(context.Background(), ws, ok), reason: reason})
+	}()
+}
+
+// onWorkspaceClosed reports the session's end, with what its workspace holds, and then
+// that the agent is gone.
+func (a *Agent) onWorkspaceClosed(m *workspaceClosed) {
+	a.wsState = wsClosed
+	if m.res.Error != "" {
+		a.log.Warn("session's workspace closed, not all of it well", "branch", m.res.Branch, "err", m.res.Error)
+	}
+	for _, ended := range a.held {
+		ended.Result.Workspace = m.res
+		a.system.Root.Send(a.parent, ended)
+	}
+	a.held = nil
+	a.system.Root.Send(a.parent, &AgentExited{PID: a.self, Reason: m.reason})
+}

@@ -1,0 +1,235 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// editor is an agent of the native protocol that edits its working directory: it writes
+// attempt-<n>.txt there (n: its attempt, from the prompt's previous_attempt), and with
+// "crash" in its prompt it exits on its first attempt without a result. A prompt
+// "escape PATH…" has it try to write each path too. Its result says where it ran, what
+// it found there and which paths it wrote.
+const editor = `
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") != "prompt":
+        continue
+    prev = m.get("previous_attempt")
+    n = prev["attempt"] + 1 if prev else 0
+    saw = sorted(os.listdir("."))
+    with open("attempt-%d.txt" % n, "w") as f:
+        f.write(m["session"] + "\n")
+    if "crash" in m["text"] and not prev:
+        sys.exit(3)
+    wrote = []
+    if m["text"].startswith("escape "):
+        for path in m["text"].split()[1:]:
+            try:
+                with open(path, "w") as f:
+                    f.write("planted\n")
+                wrote.append(path)
+            except OSError:
+                pass
+    print(json.dumps({"type": "result", "text": json.dumps({"cwd": os.getcwd(), "saw": saw, "wrote": wrote})}), flush=True)
+    break
+`
+
+// gitRepo makes a repository with one commit on main, as a person's checkout.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitOut(t, dir, "init", "--quiet", "--initial-branch=main")
+	gitOut(t, dir, "add", ".")
+	gitOut(t, dir, "commit", "--quiet", "-m", "first")
+	return dir
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// editorHost is a host of editor agents in workspaces of mode over repo.
+func editorHost(mode, repo, dir, extra string) string {
+	return fmt.Sprintf("[hosts.edit]\ncommand = \"python3\"\nargs = [\"-c\", %q]\nworking_dir = %q\nworkspace = %q\nworkspace_dir = %q\nenv = { AGENTMUX_TEST_MARK = \"@MARK@\" }\n%s\n",
+		editor, repo, mode, dir, extra)
+}
+
+type editorSaw struct {
+	Cwd   string   `json:"cwd"`
+	Saw   []string `json:"saw"`
+	Wrote []string `json:"wrote"`
+}
+
+func sawOf(t *testing.T, res *agent.Result) editorSaw {
+	t.Helper()
+	var s editorSaw
+	if err := json.Unmarshal([]byte(res.Text), &s); err != nil {
+		t.Fatalf("session %s: result %q (%s): %v", res.Session, res.Text, res.Error, err)
+	}
+	return s
+}
+
+// TestTwentySessionsInWorktrees: twenty sessions of one host at once, each in a worktree
+// of its own of the repository the host's working_dir is; each writes its own file.
+// Every session's branch holds its file alone, its end says so (result, session.ended,
+// audit), and the person's checkout is untouched, in its sandbox where there is one.
+func TestTwentySessionsInWorktrees(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	refs := gitOut(t, repo, "for-each-ref")
+	f := start(t, editorHost("worktree", repo, dir, "pool = 20"))
+	ended := collect[wire.SessionEnded](t, f, wire.EventSubject("edit", "*", wire.EventSessionEnded))
+	const n = 20
+	results := make([]*agent.Result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := f.n.Run(ctx, "edit", "", "edit")
+			if err != nil {
+				t.Errorf("session %d: %v", i, err)
+				return
+			}
+			results[i] = res
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	cwds := map[string]bool{}
+	for _, res := range results {
+		saw, ws := sawOf(t, res), res.Workspace
+		if !res.OK || ws == nil || ws.Branch != "agentmux/"+res.Session || ws.Files != 1 || !ws.Committed || ws.Path != "" {
+			t.Errorf("session %s: ok %v, workspace %+v; want ok, its branch with one file committed, the worktree removed", res.Session, res.OK, ws)
+			continue
+		}
+		if !strings.HasPrefix(saw.Cwd, filepath.Join(dir, "test", "edit", "work")+"/") || cwds[saw.Cwd] {
+			t.Errorf("session %s ran in %s; want a worktree of its own under the workspace_dir", res.Session, saw.Cwd)
+		}
+		cwds[saw.Cwd] = true
+		if !slices.Equal(saw.Saw, []string{".git", "README"}) {
+			t.Errorf("session %s found %v; want the repository's README alone", res.Session, saw.Saw)
+		}
+		mirror := filepath.Join(dir, "test", "edit", "work", "mirror.git")
+		if files := gitOut(t, "", "--git-dir="+mirror, "ls-tree", "--name-only", ws.Branch); files != "README\nattempt-0.txt" {
+			t.Errorf("branch %s holds %q", ws.Branch, files)
+		}
+		f.checkAudit(res.Session)
+		recs, err := store.ReadAudit(context.Background(), f.n.Bus.JS, res.Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := recs[len(recs)-1]; last.Kind != "session.ended" || last.Workspace == nil || last.Workspace.Head != ws.Head {
+			t.Errorf("session %s: its audit ends with %+v; want session.ended with its workspace", res.Session, last)
+		}
+	}
+	for i := range n {
+		e := <-ended
+		if e.Workspace == nil || e.Workspace.Branch != "agentmux/"+e.Session || e.Workspace.Files != 1 {
+			t.Errorf("session.ended %d: workspace %+v", i, e.Workspace)
+		}
+	}
+	if after := gitOut(t, repo, "for-each-ref"); after != refs {
+		t.Errorf("the repository's refs changed:\n%s", after)
+	}
+	if st := gitOut(t, repo, "status", "--porcelain"); st != "" {
+		t.Errorf("the person's checkout changed:\n%s", st)
+	}
+}
+
+// TestRetryInAFreshWorkspace: an attempt that crashes leaves its workspace (keep =
+// on_failure); the retry starts from base in a fresh one, which does not hold the
+// crashed attempt's file, and the branch is the retry's work.
+func TestRetryInAFreshWorkspace(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	f := start(t, editorHost("clone", repo, dir, "retries = 1"))
+	res := f.run("edit", "crash")
+	saw, ws := sawOf(t, res), res.Workspace
+	if !res.OK || ws == nil || ws.Files != 1 {
+		t.Fatalf("ok %v, workspace %+v (%s)", res.OK, ws, res.Error)
+	}
+	if slices.Contains(saw.Saw, "attempt-0.txt") {
+		t.Errorf("the retry found the crashed attempt's file: %v", saw.Saw)
+	}
+	if files := gitOut(t, "", "--git-dir="+filepath.Join(dir, "test", "edit", "work", "mirror.git"), "ls-tree", "--name-only", ws.Branch); files != "README\nattempt-1.txt" {
+		t.Errorf("branch %s holds %q; want the retry's file alone", ws.Branch, files)
+	}
+	kept := filepath.Join(dir, "test", "edit", "work", res.Session+".0", "attempt-0.txt")
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("the crashed attempt's workspace was not kept: %v", err)
+	}
+}
+
+// collect decodes every event on subject of f's bus into a channel, until the test ends.
+func collect[T any](t *testing.T, f *fixture, subject string) <-chan T {
+	t.Helper()
+	out := make(chan T, 256)
+	sub, err := f.n.Bus.Conn.Subscribe(subject, func(m *nats.Msg) {
+		var v T
+		if json.Unmarshal(m.Data, &v) == nil {
+			out <- v
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := f.n.Bus.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestWorkspaceAgentCannotWriteTheRepository plays an agent in a worktree that tries to
+// write the person's checkout, plant a hook in the repository, and forge the node's
+// record of the workspaces (which the node reads to remove them): its sandbox refuses
+// all three, and its own work still lands on its branch.
+func TestWorkspaceAgentCannotWriteTheRepository(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	f := start(t, editorHost("worktree", repo, dir, ""))
+	records := filepath.Join(dir, "test", "edit", "records")
+	targets := []string{filepath.Join(repo, "README"), filepath.Join(repo, ".git", "hooks", "post-checkout"), filepath.Join(records, "forged.1.json")}
+	res := f.run("edit", "escape "+strings.Join(targets, " "))
+	saw := sawOf(t, res)
+	if len(saw.Wrote) > 0 {
+		t.Errorf("the agent wrote %v", saw.Wrote)
+	}
+	if b, _ := os.ReadFile(targets[0]); string(b) != "hello\n" {
+		t.Errorf("the person's README is now %q", b)
+	}
+	if res.Workspace == nil || res.Workspace.Files != 1 || !res.OK {
+		t.Errorf("its own work: ok %v, workspace %+v; want its file on its branch", res.OK, res.Workspace)
+	}
+}
