@@ -129,7 +129,7 @@ type Agent struct {
 	ws      *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
 	wsState wsState
 	held    []*SessionEnded // the session's end, reported once its workspace is closed
-	stream  *stream // the stdout reader's short way for a session's stream lines
+	stream  *stream         // the stdout reader's short way for a session's stream lines
 }
 
 func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }
