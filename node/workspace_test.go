@@ -21,7 +21,8 @@ import (
 )
 
 // editor is an agent of the native protocol that edits its working directory: it writes
-// attempt-<n>.txt there (n: its attempt, from the prompt's previous_attempt), and with
+// attempt-<n>.txt there (n: its attempt, from the prompt's previous_attempt), or the
+// file a prompt "write NAME" names, and with
 // "crash" in its prompt it exits on its first attempt without a result. A prompt
 // "escape PATH…" has it try to write each path too. Its result says where it ran, what
 // it found there and which paths it wrote.
@@ -34,7 +35,8 @@ for line in sys.stdin:
     prev = m.get("previous_attempt")
     n = prev["attempt"] + 1 if prev else 0
     saw = sorted(os.listdir("."))
-    with open("attempt-%d.txt" % n, "w") as f:
+    name = m["text"].split()[1] if m["text"].startswith("write ") else "attempt-%d.txt" % n
+    with open(name, "w") as f:
         f.write(m["session"] + "\n")
     if "crash" in m["text"] and not prev:
         sys.exit(3)
@@ -231,5 +233,42 @@ func TestWorkspaceAgentCannotWriteTheRepository(t *testing.T) {
 	}
 	if res.Workspace == nil || res.Workspace.Files != 1 || !res.OK {
 		t.Errorf("its own work: ok %v, workspace %+v; want its file on its branch", res.OK, res.Workspace)
+	}
+}
+
+// TestPipelineStagesShareAWorkspace: a pipeline's second stage finds the first stage's
+// file in its workspace, and the run's branch holds both stages' files, each stage's
+// end naming it.
+func TestPipelineStagesShareAWorkspace(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	f := start(t, editorHost("worktree", repo, dir, "")+`
+[pipelines.two]
+[[pipelines.two.stages]]
+name = "first"
+host = "edit"
+prompt = "write first.txt"
+[[pipelines.two.stages]]
+name = "second"
+host = "edit"
+prompt = "write second.txt"
+`)
+	run := f.runPipeline("two", nil)
+	if run.Outcome != wire.StageOK {
+		t.Fatalf("run %+v", run)
+	}
+	var saw editorSaw
+	if err := json.Unmarshal([]byte(run.Stages[1].Text), &saw); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(saw.Saw, "first.txt") {
+		t.Errorf("the second stage found %v; want the first stage's file", saw.Saw)
+	}
+	first, second := run.Stages[0].Workspace, run.Stages[1].Workspace
+	if first == nil || second == nil || first.Branch != "agentmux/"+run.ID || second.Branch != first.Branch || second.Base != first.Head {
+		t.Fatalf("stages' workspaces %+v and %+v; want one branch, the second from the first's head", first, second)
+	}
+	mirror := filepath.Join(dir, "test", "edit", "work", "mirror.git")
+	if files := gitOut(t, "", "--git-dir="+mirror, "ls-tree", "--name-only", second.Branch); files != "README\nfirst.txt\nsecond.txt" {
+		t.Errorf("the run's branch holds %q", files)
 	}
 }

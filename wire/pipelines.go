@@ -41,6 +41,9 @@ type StageRun struct {
 	Data     json.RawMessage `json:"data,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Duration float64         `json:"duration_ms,omitempty"`
+	// Workspace is what an ended stage left in its workspace: the next stage on a host
+	// with workspaces starts from its head, on the same branch.
+	Workspace *Workspace `json:"workspace,omitempty"`
 }
 
 // PipelineTask is what `agentmux submit` queues on agentmux.task.<pipeline>.

@@ -17,7 +17,7 @@ func TestRetryStartsFresh(t *testing.T) {
 	src := repo(t)
 	p := provider(t, spec(config.WorkspaceWorktree, src))
 	ctx := context.Background()
-	first, err := p.Open(ctx, "s-r", 1)
+	first, err := p.Open(ctx, "s-r", 1, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestRetryStartsFresh(t *testing.T) {
 	if res.Path != first.Path || !res.Committed || res.Error != "" {
 		t.Fatalf("failed attempt: %+v; want it kept, its work committed", res)
 	}
-	second, err := p.Open(ctx, "s-r", 2)
+	second, err := p.Open(ctx, "s-r", 2, From{})
 	if err != nil {
 		t.Fatalf("the retry's workspace: %v", err)
 	}
@@ -60,12 +60,12 @@ func TestReclaimAfterACrash(t *testing.T) {
 	s.Keep = config.KeepAlways
 	p := provider(t, s)
 	ctx := context.Background()
-	kept, err := p.Open(ctx, "s-kept", 1)
+	kept, err := p.Open(ctx, "s-kept", 1, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Close(ctx, kept, true)
-	open, err := p.Open(ctx, "s-crash", 1)
+	open, err := p.Open(ctx, "s-crash", 1, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestReclaimAfterACrash(t *testing.T) {
 	if wt := gitIn(t, "", "--git-dir="+p.root.mirror(), "worktree", "list"); strings.Contains(wt, "s-crash") {
 		t.Errorf("the mirror still lists the crashed worktree:\n%s", wt)
 	}
-	again, err := p.Open(ctx, "s-crash", 2)
+	again, err := p.Open(ctx, "s-crash", 2, From{})
 	if err != nil {
 		t.Fatalf("the next attempt after the crash: %v", err)
 	}
@@ -110,7 +110,7 @@ func TestBaseBranchAndSubdir(t *testing.T) {
 	s.Base, s.Subdir, s.Push, s.Keep = "release", "svc", target, config.KeepNever
 	p := provider(t, s)
 	ctx := context.Background()
-	ws, err := p.Open(ctx, "s-b", 1)
+	ws, err := p.Open(ctx, "s-b", 1, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestBaseBranchAndSubdir(t *testing.T) {
 	if head := gitIn(t, "", "--git-dir="+target, "rev-parse", "agentmux/s-b"); head != res.Head {
 		t.Errorf("the push target has agentmux/s-b at %s; want %s", head, res.Head)
 	}
-	failed, err := p.Open(ctx, "s-f", 1)
+	failed, err := p.Open(ctx, "s-f", 1, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestAgentsHooksDoNotRunForAgentmux(t *testing.T) {
 	src := repo(t)
 	p := provider(t, spec(config.WorkspaceWorktree, src))
 	ctx := context.Background()
-	ws, err := p.Open(ctx, "s-h", 1)
+	ws, err := p.Open(ctx, "s-h", 1, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLeftUncommitted(t *testing.T) {
 	s.Commit, s.Keep = &no, config.KeepAlways
 	p := provider(t, s)
 	ctx := context.Background()
-	ws, err := p.Open(ctx, "s-u", 1)
+	ws, err := p.Open(ctx, "s-u", 1, From{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestLeftUncommitted(t *testing.T) {
 		t.Fatalf("%+v; want it dirty, not committed, the branch at base, the checkout kept", res)
 	}
 	s.Base = "no-such-branch"
-	_, err = provider(t, s).Open(ctx, "s-x", 1)
+	_, err = provider(t, s).Open(ctx, "s-x", 1, From{})
 	if err == nil || !strings.Contains(err.Error(), "base no-such-branch is not a branch, tag or commit") {
 		t.Errorf("a missing base: %v", err)
 	}

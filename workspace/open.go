@@ -36,14 +36,27 @@ type Workspace struct {
 // Root is the root p's workspaces are in.
 func (p *Provider) Root() *Root { return p.root }
 
+// From is where a workspace starts when not at the host's base on its session's branch.
+type From struct {
+	// Name names the branch in place of the session's id (a pipeline run's id).
+	Name string
+	// Commit is the commit the branch starts at, in place of base (the head an earlier
+	// stage of the run left).
+	Commit string
+}
+
 // Open makes attempt's workspace of session: it fetches the repository into the mirror,
 // and checks the session's branch out at base in a checkout of its own. An attempt after
 // the first starts from base again, on a fresh checkout.
-func (p *Provider) Open(ctx context.Context, session string, attempt int) (*Workspace, error) {
+func (p *Provider) Open(ctx context.Context, session string, attempt int, from From) (*Workspace, error) {
 	if !wire.IsName(session) {
 		return nil, fmt.Errorf("workspace: session id %q is not a name a directory can take", session)
 	}
-	ws := &Workspace{Session: session, Attempt: attempt, Mode: p.spec.Mode, Branch: p.spec.BranchOf(session), opened: time.Now(),
+	branch := p.spec.BranchOf(session)
+	if from.Name != "" {
+		branch = p.spec.BranchOf(from.Name)
+	}
+	ws := &Workspace{Session: session, Attempt: attempt, Mode: p.spec.Mode, Branch: branch, opened: time.Now(),
 		Path: filepath.Join(p.root.Work(), name(session, attempt))}
 	ws.Cwd = ws.Path
 	if p.spec.Subdir != "" {
@@ -53,7 +66,7 @@ func (p *Provider) Open(ctx context.Context, session string, attempt int) (*Work
 	if err := p.root.write(ws.record(p.host, StateOpen, nil)); err != nil {
 		return nil, err
 	}
-	if err := p.checkout(ctx, ws); err != nil {
+	if err := p.checkout(ctx, ws, from.Commit); err != nil {
 		p.remove(context.WithoutCancel(ctx), ws)
 		p.root.forget(session, attempt)
 		return nil, err
@@ -76,14 +89,14 @@ func (ws *Workspace) record(host, state string, res *wire.Workspace) *Record {
 		Base: ws.Base, State: state, Opened: ws.opened, Result: res}
 }
 
-// checkout fetches and checks ws's branch out at base.
-func (p *Provider) checkout(ctx context.Context, ws *Workspace) error {
+// checkout fetches and checks ws's branch out at base, or at commit when one is given.
+func (p *Provider) checkout(ctx context.Context, ws *Workspace, commit string) error {
 	p.root.mu.Lock()
 	defer p.root.mu.Unlock()
 	if err := p.fetch(ctx); err != nil {
 		return err
 	}
-	base, err := p.resolveBase(ctx)
+	base, err := p.resolveBase(ctx, commit)
 	if err != nil {
 		return err
 	}
@@ -128,11 +141,17 @@ func (p *Provider) fetch(ctx context.Context) error {
 }
 
 // resolveBase is the commit base names: the repository's HEAD by default, else its
-// branch, its tag or a commit of that name.
-func (p *Provider) resolveBase(ctx context.Context) (string, error) {
+// branch, its tag or a commit of that name; or commit, when one is given.
+func (p *Provider) resolveBase(ctx context.Context, commit string) (string, error) {
 	candidates := []string{"refs/remotes/origin/HEAD"}
 	if b := p.spec.Base; b != "" {
 		candidates = []string{"refs/remotes/origin/" + b, "refs/tags/" + b, b}
+	}
+	if commit != "" {
+		if _, err := p.git.run(ctx, localTimeout, "", "--git-dir="+p.root.mirror(), "cat-file", "-e", "--end-of-options", commit+"^{commit}"); err != nil {
+			return "", fmt.Errorf("workspace: commit %s, where the earlier stage ended, is not in this node's mirror: that stage ran on another node; set push on the host so that its branch reaches the repository", commit)
+		}
+		return commit, nil
 	}
 	for _, c := range candidates {
 		out, err := p.git.run(ctx, localTimeout, "", "--git-dir="+p.root.mirror(), "rev-parse", "--verify", "--quiet", "--end-of-options", c+"^{commit}")

@@ -80,7 +80,7 @@ func TestTwentySessionsAtOnce(t *testing.T) {
 			for i := range n {
 				wg.Go(func() {
 					session := fmt.Sprintf("s-%02d", i)
-					ws, err := p.Open(ctx, session, 1)
+					ws, err := p.Open(ctx, session, 1, From{})
 					if err != nil {
 						errs <- err
 						return

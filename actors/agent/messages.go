@@ -9,6 +9,7 @@ import (
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
+	"github.com/agentmux/agentmux/workspace"
 )
 
 // StartSession asks the agent to run one session. The agent answers its parent with
@@ -36,6 +37,10 @@ type StartSession struct {
 	// Previous is what the attempts before this one did: sent with the prompt, and its
 	// answers given again to the same requests.
 	Previous *protocol.PreviousAttempt
+	// From is where the session's workspace starts, when not from the host's base on a
+	// branch of its own: a pipeline's stages share the run's branch, each starting
+	// where the one before ended.
+	From workspace.From
 }
 
 // Interrupt asks the agent to end its current session early.

@@ -40,9 +40,9 @@ type (
 // openWorkspace opens m's workspace off the actor; workspaceOpened says when it is there.
 func (a *Agent) openWorkspace(m *StartSession) {
 	a.wsState = wsOpening
-	p, session, attempt := a.cfg.Workspace, m.Session, m.Attempt
+	p, session, attempt, from := a.cfg.Workspace, m.Session, m.Attempt, m.From
 	go func() {
-		ws, err := p.Open(context.Background(), session, attempt)
+		ws, err := p.Open(context.Background(), session, attempt, from)
 		a.send(&workspaceOpened{ws: ws, err: err})
 	}()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
+	"github.com/agentmux/agentmux/workspace"
 )
 
 // storeTimeout bounds each read or write of the run's record.
@@ -250,7 +251,8 @@ func (r *Run) startStage(i int) {
 		}
 		stage := &RunStage{Host: spec.Host, Start: &agent.StartSession{
 			Session: st.Session, Task: r.run.ID, Prompt: prompt, Attempt: (st.Attempts - 1) * (retries + 1),
-			Pipeline: r.run.Pipeline, Stage: st.Name, Routes: spec.Routes, Result: spec.Result, Notify: r.self}}
+			Pipeline: r.run.Pipeline, Stage: st.Name, Routes: spec.Routes, Result: spec.Result, Notify: r.self,
+			From: r.workspaceFrom()}}
 		if st.Attempts == 1 || r.cfg.ReadAudit == nil {
 			r.system.Root.Send(r.parent, stage)
 			return
@@ -260,6 +262,19 @@ func (r *Run) startStage(i int) {
 			return &earlier{stage: stage, records: records, err: err}
 		})
 	})
+}
+
+// workspaceFrom is where the next stage's workspace starts, on a host with workspaces:
+// on the run's branch, where the last stage that had a workspace left it (the run's
+// base, before any).
+func (r *Run) workspaceFrom() workspace.From {
+	from := workspace.From{Name: r.run.ID}
+	for _, st := range r.run.Stages {
+		if st.Outcome == wire.StageOK && st.Workspace != nil && st.Workspace.Head != "" {
+			from.Commit = st.Workspace.Head
+		}
+	}
+	return from
 }
 
 // outputs are the finished stages' results, for the next prompt.
@@ -286,6 +301,7 @@ func (r *Run) onStageEnded(res *agent.Result) {
 	} else {
 		st.Outcome, st.Error = wire.StageError, res.Error
 	}
+	st.Workspace = res.Workspace
 	st.Duration = float64(time.Since(r.begun).Microseconds()) / 1000
 	r.stageEnded(st, res.Attempt)
 	if !res.OK {
