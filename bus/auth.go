@@ -107,7 +107,7 @@ func GrantsFor(u User) Grants {
 
 // CtlVerbs are the control requests a node answers on agentmux.ctl.<node>.<verb>.
 func CtlVerbs() []string {
-	return []string{"list", "interrupt", "message", "cancel", "drain", "undrain"}
+	return []string{"list", "interrupt", "message", "cancel", "drain", "undrain", "workspaces", "workspace-diff", "workspace-clean"}
 }
 
 // permissions turns grants into the server's subject permissions; an empty list allows

@@ -138,8 +138,10 @@ type Node struct {
 	// retiredSandboxes are the sets reloads replaced: agents started before may still
 	// use them, so they are closed when the node stops.
 	retiredSandboxes []sandbox.Set
-	// wsRoots are the hosts' workspace roots, by directory (workspaces.go).
-	wsRoots map[string]*workspace.Root
+	// wsRoots are the hosts' workspace roots, by directory (workspaces.go), and
+	// wsProviders what opens and closes them, by host, as of the last reload.
+	wsRoots     map[string]*workspace.Root
+	wsProviders atomic.Pointer[map[string]*workspace.Provider]
 }
 
 // Start builds and starts a node: metrics server, bus, actor system, supervisors,
@@ -202,7 +204,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.router, n.Name, n.log)
-	n.ctlSubs = subs
+	n.ctlSubs = append(n.ctlSubs, subs...)
+	if err == nil {
+		err = n.serveWorkspaces()
+	}
 	if err != nil {
 		_ = n.Stop(ctx)
 		return nil, fmt.Errorf("node: control subjects: %w", err)

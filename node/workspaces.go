@@ -84,9 +84,11 @@ func (n *Node) workspaceWrite(h *config.Host) []string {
 }
 
 // workspaceProviders makes, for each host with workspaces, what opens and closes them:
-// its git commands start in the host's sandbox, with its agents' environment.
+// its git commands start in the host's sandbox, with its agents' environment. The
+// node's workspace requests are answered with them from now on.
 func (n *Node) workspaceProviders() map[string]*workspace.Provider {
 	out := map[string]*workspace.Provider{}
+	defer n.wsProviders.Store(&out)
 	for name, h := range n.roles.hosts {
 		dir, err := n.workspaceDir(h)
 		root := n.wsRoots[dir]

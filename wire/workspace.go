@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Workspace is what a session left in a workspace of its own (a host with workspace =
 // "worktree" or "clone"), in its session.ended event and audit record.
@@ -33,4 +36,56 @@ func (w *Workspace) raw() json.RawMessage {
 	}
 	b, _ := json.Marshal(w)
 	return b
+}
+
+// WorkspaceRecord is a node's record of one workspace it holds: a running session's,
+// or one kept after its session ended (keep). agentmux.ctl.<node>.workspaces answers a
+// list of them.
+type WorkspaceRecord struct {
+	Node    string     `json:"node,omitempty"` // set by the node that answers
+	Host    string     `json:"host"`
+	Session string     `json:"session"`
+	Attempt int        `json:"attempt"`
+	Mode    string     `json:"mode"`
+	Path    string     `json:"path"`
+	Branch  string     `json:"branch"`
+	Base    string     `json:"base,omitempty"`
+	State   string     `json:"state"` // open (its session runs) or kept
+	Opened  time.Time  `json:"opened"`
+	Bytes   int64      `json:"bytes,omitempty"`  // its size when asked
+	Result  *Workspace `json:"result,omitempty"` // once its session ended
+}
+
+// Workspace states.
+const (
+	WorkspaceOpen = "open"
+	WorkspaceKept = "kept"
+)
+
+// WorkspaceDiff asks a node (agentmux.ctl.<node>.workspace-diff) for what a session
+// changed in its workspace: from Base to Head in the host's mirror, or, without Head,
+// from the workspace's base to what its open checkout holds now.
+type WorkspaceDiff struct {
+	Host    string `json:"host"`
+	Session string `json:"session"`
+	Attempt int    `json:"attempt"`
+	Base    string `json:"base,omitempty"`
+	Head    string `json:"head,omitempty"`
+	Stat    bool   `json:"stat,omitempty"` // a summary of files, not the patch
+}
+
+// WorkspaceClean asks a node (agentmux.ctl.<node>.workspace-clean) to remove the kept
+// workspaces of Host, or of Session alone when named.
+type WorkspaceClean struct {
+	Host    string `json:"host,omitempty"`
+	Session string `json:"session,omitempty"`
+}
+
+// WorkspaceReply is a node's answer to a workspace request: the records it holds (list,
+// clean: those removed), a diff's text, or why not.
+type WorkspaceReply struct {
+	Records   []WorkspaceRecord `json:"records,omitempty"`
+	Diff      string            `json:"diff,omitempty"`
+	Truncated bool              `json:"truncated,omitempty"` // the diff was cut to fit a message
+	Error     string            `json:"error,omitempty"`
 }

@@ -12,16 +12,18 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/wire"
 )
 
+// Record is the node's record of one workspace, kept while its checkout is.
+type Record = wire.WorkspaceRecord
+
 // States of a workspace's record.
 const (
-	StateOpen = "open" // its session runs (or its node died while it ran)
-	StateKept = "kept" // its session ended; the checkout is kept (keep)
+	StateOpen = wire.WorkspaceOpen // its session runs (or its node died while it ran)
+	StateKept = wire.WorkspaceKept // its session ended; the checkout is kept (keep)
 )
 
 // Root is a node's workspaces of one host, on disk: the mirror, the checkouts, and the
@@ -31,20 +33,6 @@ type Root struct {
 	dir string
 	log *slog.Logger
 	mu  sync.Mutex // held by the commands that write the mirror's refs and worktrees
-}
-
-// Record is the node's record of one workspace, kept while its checkout is.
-type Record struct {
-	Session string          `json:"session"`
-	Attempt int             `json:"attempt"`
-	Host    string          `json:"host"`
-	Mode    string          `json:"mode"`
-	Path    string          `json:"path"`
-	Branch  string          `json:"branch"`
-	Base    string          `json:"base,omitempty"`
-	State   string          `json:"state"`
-	Opened  time.Time       `json:"opened"`
-	Result  *wire.Workspace `json:"result,omitempty"` // once its session ended
 }
 
 // OpenRoot opens (making it if need be) the root at dir.
