@@ -101,6 +101,7 @@ func (p *Provider) Clean(ctx context.Context, session string) ([]Record, error) 
 			continue
 		}
 		ws := &Workspace{Session: r.Session, Attempt: r.Attempt, Mode: r.Mode, Path: r.Path}
+		r.Bytes = Size(r.Path)
 		if err := p.within(r.Path); err != nil {
 			return out, err
 		}
