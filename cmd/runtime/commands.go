@@ -57,7 +57,7 @@ func commands() []command {
 				"echo \"$HOOK_INPUT\" | AGENTMUX_API_TOKEN=… agentmux hook claude-code --source laptops"}, hookCommand},
 		{"mcp", "serve agentmux's MCP tools over stdio: approve (Claude Code's --permission-prompt-tool) and ask", "[--url URL] [--source s] [--unreachable deny|ask]",
 			[]string{"agentmux mcp --url http://127.0.0.1:9470 --source laptops   # as Claude Code's MCP server, with --permission-prompt-tool mcp__agentmux__approve (docs/attached.md)"}, mcpCommand},
-		{"workspace", "list, show, diff and clean the workspaces of sessions (hosts with workspace = worktree or clone)", "list [--host h] [--node n] [-o text|wide|json] | show <session> | diff <session> [--attempt n] [--stat] | clean [--session s] [--host h] [--node n]",
+		{"workspace", "list, show, diff and clean the workspaces of sessions (hosts with workspace = worktree or clone)", "[list] -c <manifest> [--host h] [--node n] [-o text|wide|json] | show <session> | diff <session> [--attempt n] [--stat] | clean [--session s] [--host h] [--node n]",
 			[]string{"agentmux workspace list -c agentmux.toml -o wide", "agentmux workspace diff -c agentmux.toml s-4Xk | git apply   # bring a session's work into this checkout",
 				"agentmux workspace clean -c agentmux.toml --host coder   # remove the workspaces kept after failures"}, workspaceCommand},
 		{"validate", "check a manifest", "-c <manifest>",

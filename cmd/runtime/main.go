@@ -68,8 +68,9 @@ func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
 		if errs.wrote { // a bad flag, said just now
 			out = stderr
 		}
+		command, _, _ := strings.Cut(name, " ") // a subcommand's help is its command's
 		for _, c := range commands() {
-			if c.name == name {
+			if c.name == command {
 				fmt.Fprintf(out, "usage: %s\n\n%s.\n", strings.TrimSpace("agentmux "+c.name+" "+c.synopsis), c.summary)
 				if len(c.examples) > 0 {
 					fmt.Fprintln(out, "\nexamples:")

@@ -21,25 +21,22 @@ import (
 const workspaceWait = 2 * time.Minute
 
 // workspaceCommand lists, shows, diffs and cleans the workspaces of the fleet's sessions
-// (hosts with workspace = "worktree" or "clone").
+// (hosts with workspace = "worktree" or "clone"); with flags alone, it lists.
 func workspaceCommand(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "list":
-			return workspaceList(args[1:], stdout, stderr)
-		case "show":
-			return workspaceShow(args[1:], stdout, stderr)
-		case "diff":
-			return workspaceDiff(args[1:], stdout, stderr)
-		case "clean":
-			return workspaceClean(args[1:], stdout, stderr)
-		}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return workspaceList(args, stdout, stderr)
 	}
-	fs := newFlags("workspace", stdout, stderr)
-	if _, err := parse(fs, args); err != nil {
-		return usageError(stderr, err)
+	switch args[0] {
+	case "list":
+		return workspaceList(args[1:], stdout, stderr)
+	case "show":
+		return workspaceShow(args[1:], stdout, stderr)
+	case "diff":
+		return workspaceDiff(args[1:], stdout, stderr)
+	case "clean":
+		return workspaceClean(args[1:], stdout, stderr)
 	}
-	return usageError(stderr, errors.New("want `agentmux workspace list`, `show <session>`, `diff <session>` or `clean`"))
+	return usageError(stderr, fmt.Errorf("%q: want `agentmux workspace list`, `show <session>`, `diff <session>` or `clean`", args[0]))
 }
 
 // fleetWorkspaces asks every live node (or the one named) for the workspaces it holds,
