@@ -26,6 +26,7 @@ type Set struct {
 	BusMetrics
 	ActorMetrics
 	ManifestMetrics
+	WorkspaceMetrics
 }
 
 // Family is one metric family a node exports: what dashboards, alerts and
@@ -56,6 +57,7 @@ func New() *Set {
 		BusMetrics:        newBusMetrics(f),
 		ActorMetrics:      newActorMetrics(f),
 		ManifestMetrics:   newManifestMetrics(f),
+		WorkspaceMetrics:  newWorkspaceMetrics(f),
 	}
 	s.ManifestReloadedOK.Set(1)
 	f.note("build_info", "gauge", "Build information; always 1.", []string{"version", "revision", "goversion"})

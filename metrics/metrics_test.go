@@ -34,6 +34,8 @@ func TestFamiliesLintClean(t *testing.T) {
 	s.DecisionTime.WithLabelValues("s").Observe(0.001)
 	s.Tasks.WithLabelValues("w", "ok").Inc()
 	s.PublishErrors.WithLabelValues("event").Inc()
+	s.WorkspaceBytes.WithLabelValues("w").Set(1)
+	s.WorkspaceOver.WithLabelValues("w").Inc()
 	problems, err := testutil.GatherAndLint(s.Registry)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/store"
@@ -24,7 +25,8 @@ import (
 // attempt-<n>.txt there (n: its attempt, from the prompt's previous_attempt), or the
 // file a prompt "write NAME" names, and with
 // "crash" in its prompt it exits on its first attempt without a result. A prompt
-// "escape PATH…" has it try to write each path too. Its result says where it ran, what
+// "escape PATH…" has it try to write each path too; "big" has it write a MiB and ask
+// an approval. Its result says where it ran, what
 // it found there and which paths it wrote.
 const editor = `
 import json, os, sys
@@ -40,6 +42,11 @@ for line in sys.stdin:
         f.write(m["session"] + "\n")
     if "crash" in m["text"] and not prev:
         sys.exit(3)
+    if m["text"] == "big":
+        with open("big.bin", "wb") as f:
+            f.write(b"x" * (1 << 20))
+        print(json.dumps({"type": "approval", "id": "a1", "description": "keep big.bin?"}), flush=True)
+        sys.stdin.readline()
     wrote = []
     if m["text"].startswith("escape "):
         for path in m["text"].split()[1:]:
@@ -270,5 +277,26 @@ prompt = "write second.txt"
 	mirror := filepath.Join(dir, "test", "edit", "work", "mirror.git")
 	if files := gitOut(t, "", "--git-dir="+mirror, "ls-tree", "--name-only", second.Branch); files != "README\nfirst.txt\nsecond.txt" {
 		t.Errorf("the run's branch holds %q", files)
+	}
+}
+
+// TestWorkspaceOverItsCap: a session whose workspace grows over max_workspace_bytes is
+// stopped, at its next request, with an error that says so; the host's gauge of
+// workspace bytes goes back to 0 when its workspace is closed.
+func TestWorkspaceOverItsCap(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	f := start(t, editorHost("worktree", repo, dir, "max_workspace_bytes = 100000"))
+	res := f.run("edit", "big")
+	if res.OK || !strings.Contains(res.Error, "over the host's max_workspace_bytes (100000); the session was stopped") {
+		t.Fatalf("ok %v, error %q; want the session stopped for its workspace's size", res.OK, res.Error)
+	}
+	if res.Workspace == nil || res.Workspace.Bytes < 1<<20 || res.Workspace.Path == "" {
+		t.Errorf("workspace %+v; want its size and its path, kept on failure", res.Workspace)
+	}
+	if got := testutil.ToFloat64(f.n.Metrics.WorkspaceOver.WithLabelValues("edit")); got != 1 {
+		t.Errorf("agentmux_workspace_over_cap_total = %v; want 1", got)
+	}
+	if got := testutil.ToFloat64(f.n.Metrics.WorkspaceBytes.WithLabelValues("edit")); got != 0 {
+		t.Errorf("agentmux_workspace_bytes = %v with no workspace open; want 0", got)
 	}
 }

@@ -129,6 +129,8 @@ type Agent struct {
 	ws      *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
 	wsState wsState
 	held    []*SessionEnded // the session's end, reported once its workspace is closed
+	measure *measurer       // measures the open workspace's size
+	wsBytes int64           // its size as last measured
 	stream  *stream         // the stdout reader's short way for a session's stream lines
 }
 
@@ -200,6 +202,8 @@ func (a *Agent) Receive(c actor.Context) {
 		a.onWorkspaceOpened(m)
 	case *workspaceClosed:
 		a.onWorkspaceClosed(m)
+	case *workspaceMeasured:
+		a.onWorkspaceMeasured(m)
 	case *StartSession:
 		a.startSession(m)
 	case *linesRead:
@@ -447,6 +451,9 @@ func (a *Agent) climbLadder() {
 
 // forceStop kills what is left when the actor stops for any reason.
 func (a *Agent) forceStop() {
+	if a.measure != nil {
+		a.stopMeasuring()
+	}
 	if a.proc != nil && a.phase.live() {
 		a.killed = true
 		if err := signalGroup(a.proc.pid, syscall.SIGKILL); err != nil {

@@ -46,6 +46,7 @@ func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
 }
 
 func (a *Agent) onRequest(s *session, msg *protocol.Message) {
+	a.pokeMeasure()
 	p := a.newPending(s, msg)
 	id := p.id
 	_, dup := s.pending[id]

@@ -2,10 +2,16 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
 )
+
+// measureEvery is how often an open workspace's size is measured; a request of its
+// session has it measured at once too.
+const measureEvery = 5 * time.Second
 
 // A session on a host that gives each session a workspace of its own runs on a process
 // of its own: the workspace is opened before the process starts, in it, and closed once
@@ -35,7 +41,74 @@ type (
 		res    *wire.Workspace
 		reason string // the agent's reason for going: its AgentExited's
 	}
+	workspaceMeasured struct {
+		bytes int64
+	}
 )
+
+// measurer measures an open workspace's size off the actor, every measureEvery and when
+// poked, until stopped.
+type measurer struct {
+	poke chan struct{}
+	stop chan struct{}
+}
+
+func (a *Agent) startMeasuring(path string) {
+	m := &measurer{poke: make(chan struct{}, 1), stop: make(chan struct{})}
+	a.measure = m
+	go func() {
+		t := time.NewTicker(measureEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-t.C:
+			case <-m.poke:
+			}
+			a.send(&workspaceMeasured{bytes: workspace.Size(path)})
+		}
+	}()
+}
+
+// pokeMeasure has the workspace measured now (a request of its session came).
+func (a *Agent) pokeMeasure() {
+	if a.measure == nil {
+		return
+	}
+	select {
+	case a.measure.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (a *Agent) stopMeasuring() {
+	if a.measure != nil {
+		close(a.measure.stop)
+		a.measure = nil
+	}
+	a.measured(0)
+}
+
+// measured notes the workspace's size on the host's gauge.
+func (a *Agent) measured(bytes int64) {
+	a.cfg.Metrics.WorkspaceBytes.WithLabelValues(a.host.Name).Add(float64(bytes - a.wsBytes))
+	a.wsBytes = bytes
+}
+
+// onWorkspaceMeasured ends the session whose workspace grew over the host's cap.
+func (a *Agent) onWorkspaceMeasured(m *workspaceMeasured) {
+	if a.measure == nil {
+		return // closed meanwhile
+	}
+	a.measured(m.bytes)
+	max := a.host.Workspace.MaxBytes
+	if max <= 0 || m.bytes <= max || a.sess == nil {
+		return
+	}
+	a.cfg.Metrics.WorkspaceOver.WithLabelValues(a.host.Name).Inc()
+	a.timeOut(fmt.Sprintf("workspace: %s holds %d bytes, over the host's max_workspace_bytes (%d); the session was stopped: raise the cap or have the agent keep its build output out of the checkout", a.ws.Path, m.bytes, max))
+}
 
 // openWorkspace opens m's workspace off the actor; workspaceOpened says when it is there.
 func (a *Agent) openWorkspace(m *StartSession) {
@@ -67,6 +140,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 		a.onStarted(&processStarted{err: err})
 		return
 	}
+	a.startMeasuring(a.ws.Path)
 	a.spawn(a.dialect.SessionArgs(a.waiting.Resume))
 }
 
@@ -74,6 +148,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 // session ended ok if the end held says so.
 func (a *Agent) closeWorkspace(reason string) {
 	a.wsState = wsClosing
+	a.stopMeasuring()
 	ok := len(a.held) > 0 && a.held[len(a.held)-1].Result.OK
 	p, ws := a.cfg.Workspace, a.ws
 	go func() {

@@ -1,0 +1,17 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// WorkspaceMetrics are the metric families of sessions' workspaces (hosts with
+// workspace = "worktree" or "clone").
+type WorkspaceMetrics struct {
+	WorkspaceBytes *prometheus.GaugeVec   // host
+	WorkspaceOver  *prometheus.CounterVec // host
+}
+
+func newWorkspaceMetrics(f *families) WorkspaceMetrics {
+	return WorkspaceMetrics{
+		WorkspaceBytes: f.gauge("workspace_bytes", "Bytes the host's open workspaces on this node hold, as last measured (every few seconds and at each request).", "host"),
+		WorkspaceOver:  f.counter("workspace_over_cap_total", "Sessions stopped because their workspace grew over max_workspace_bytes.", "host"),
+	}
+}
