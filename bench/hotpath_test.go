@@ -74,7 +74,7 @@ supervisor = "s"
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if m.Routes.Match("w", string(msg.Type), msg.RequestText()) == nil {
+		if m.Routes.Match("w", string(msg.Type), msg.RequestText(), false) == nil {
 			b.Fatal("no route")
 		}
 	}

@@ -37,7 +37,7 @@ supervisor = "default"
 		return
 	}
 	for _, text := range []string{"rm -rf build", "npm test"} {
-		fmt.Printf("approval %q → %s\n", text, m.Routes.Match("worker", "approval", text).Supervisor)
+		fmt.Printf("approval %q → %s\n", text, m.Routes.Match("worker", "approval", text, false).Supervisor)
 	}
 	// Output:
 	// approval "rm -rf build" → security

@@ -325,6 +325,9 @@ type Route struct {
 	Supervisor string `toml:"supervisor"`
 	// PostProcess lets an llm supervisor rework a tool's result before the agent gets it.
 	PostProcess bool `toml:"post_process"`
+	// Conflict: the route takes only requests to change files another live session on
+	// the same repository has touched (the conflict radar, hosts with workspaces).
+	Conflict bool `toml:"conflict"`
 
 	Re *regexp.Regexp `toml:"-"`
 	// Failover: the supervisor is run by agentmux nodes, whose members acknowledge asks

@@ -52,11 +52,35 @@ supervisor = "other"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.Routes.Match(tc.host, string(msg.Type), msg.RequestText()); got == nil || got.Supervisor != tc.want {
+		if got := m.Routes.Match(tc.host, string(msg.Type), msg.RequestText(), false); got == nil || got.Supervisor != tc.want {
 			t.Errorf("Match(%s, %s) = %+v; want %q", tc.host, tc.line, got, tc.want)
 		}
 	}
-	if r := config.Routes(nil).Match("a", "question", ""); r != nil {
+	conflict, err := config.Parse("m.toml", []byte(`
+[hosts.a]
+command = "x"
+[supervisors.hold]
+strategy = "static"
+answers = { approval = "no" }
+[supervisors.allow]
+strategy = "static"
+answers = { approval = "yes" }
+[[routes]]
+conflict = true
+supervisor = "hold"
+[[routes]]
+supervisor = "allow"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := conflict.Routes.Match("a", "approval", "Edit x.go", false); r == nil || r.Supervisor != "allow" {
+		t.Errorf("a request without a conflict went to %+v; want allow", r)
+	}
+	if r := conflict.Routes.Match("a", "approval", "Edit x.go", true); r == nil || r.Supervisor != "hold" {
+		t.Errorf("a request with a conflict went to %+v; want hold", r)
+	}
+	if r := config.Routes(nil).Match("a", "question", "", false); r != nil {
 		t.Fatal("no routes must match nothing")
 	}
 }

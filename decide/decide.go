@@ -14,6 +14,7 @@ import (
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // ErrUnknownStrategy is returned by New for a strategy this package does not provide.
@@ -38,6 +39,9 @@ type Request struct {
 	// Node asked, for the session's Attempt.
 	Node    string
 	Attempt int
+	// Conflicts are the other live sessions that touched the files the request would
+	// change (wire.Ask.Conflicts).
+	Conflicts []wire.WorkspaceConflict
 }
 
 // Message decodes the request as the agent sent it; a request without a body gets one

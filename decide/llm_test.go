@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -351,5 +352,24 @@ func TestPlainTextReplyAnswersAFreeFormQuestion(t *testing.T) {
 	dec = decideOK(t, d, request(t, "s1", `{"type":"question","id":"q5","question":"Which environment?","options":["staging","prod"]}`, time.Minute))
 	if string(dec.Value) != `"prod"` || dec.Reason != "the fix is for prod" {
 		t.Fatalf("prompt question answered in an approval's shape: %+v; want its decision as the answer", dec)
+	}
+}
+
+// TestModelIsToldOfConflicts: the model deciding a request to change files another live
+// session on the repository touched is told which session, on which branch, and which
+// files, over the real OpenAI client.
+func TestModelIsToldOfConflicts(t *testing.T) {
+	f := newFakeModel(t, config.ProviderOpenAI, turn{text: `{"decision":"deny","reason":"s-other is editing it","risk_level":"medium"}`})
+	d := newArchitect(t, llmManifest(t, f, ""), nil)
+	r := request(t, "s1", `{"type":"approval","id":"a1","description":"Edit main.go","tool":"Edit","input":{"file_path":"main.go"}}`, time.Minute)
+	r.Conflicts = []wire.WorkspaceConflict{{Paths: []string{"main.go"}, Session: "s-other", Host: "coder", Branch: "agentmux/s-other",
+		Kind: wire.TouchChanged, Time: time.Now().Add(-40 * time.Second).UnixMilli()}}
+	if dec := decideOK(t, d, r); string(dec.Value) != `"no"` {
+		t.Fatalf("%+v", dec)
+	}
+	body, _ := json.Marshal(f.request(0))
+	want := regexp.MustCompile(`Beware: session s-other \(host coder, branch agentmux/s-other\) has changed main.go, 4\ds ago`)
+	if !want.Match(body) {
+		t.Errorf("the model was not told %s:\n%s", want, body)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // instructions open every system prompt: what the model is for and how it answers.
@@ -47,6 +49,14 @@ func render(r *Request, m *protocol.Message) string {
 			}
 			b.WriteByte('\n')
 		}
+	}
+	for _, c := range r.Conflicts {
+		verb := "is about to change"
+		if c.Kind == wire.TouchChanged {
+			verb = "has changed"
+		}
+		fmt.Fprintf(&b, "Beware: session %s (host %s, branch %s) %s %s, %s ago, on the same repository.\n", c.Session, c.Host, c.Branch, verb,
+			strings.Join(c.Paths, ", "), time.Since(time.UnixMilli(c.Time)).Round(time.Second))
 	}
 	if len(r.Default) > 0 && string(r.Default) != `""` {
 		fmt.Fprintf(&b, "If you cannot decide, the answer will be the default: %s\n", compact(r.Default))

@@ -12,7 +12,7 @@ import (
 func RequestOf(ask *wire.Ask, replyTo string, arrived time.Time) *Request {
 	return &Request{Host: ask.Host, Session: ask.Session, Type: ask.Type, ID: ask.ID, Text: ask.Text,
 		Request: ask.Request, Default: ask.Default, ReplyTo: replyTo, PostProcess: ask.PostProcess,
-		Node: ask.Node, Attempt: ask.Attempt, Deadline: ask.DeadlineFrom(arrived)}
+		Node: ask.Node, Attempt: ask.Attempt, Deadline: ask.DeadlineFrom(arrived), Conflicts: ask.Conflicts}
 }
 
 // Reply is the decision as the asker reads it: the one conversion from the strategies

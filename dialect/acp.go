@@ -222,10 +222,13 @@ func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, e
 	}
 	var p struct {
 		ToolCall struct {
-			Title    string          `json:"title"`
-			Kind     string          `json:"kind"`
-			RawInput json.RawMessage `json:"rawInput"`
-			Meta     struct {
+			Title     string          `json:"title"`
+			Kind      string          `json:"kind"`
+			RawInput  json.RawMessage `json:"rawInput"`
+			Locations []struct {
+				Path string `json:"path"`
+			} `json:"locations"`
+			Meta struct {
 				Kind      string         `json:"qwenInteractionKind"`
 				Questions []qwenQuestion `json:"qwenQuestions"`
 			} `json:"_meta"`
@@ -242,8 +245,18 @@ func (a *acp) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, e
 	if len(p.ToolCall.RawInput) > 0 && string(p.ToolCall.RawInput) != "{}" {
 		description += " " + string(p.ToolCall.RawInput)
 	}
-	msg, err := canonical(map[string]any{"type": "approval", "id": id, "description": description, "tool_kind": p.ToolCall.Kind,
-		"input": p.ToolCall.RawInput, "acp_options": p.Options}, raw)
+	fields := map[string]any{"type": "approval", "id": id, "description": description, "tool_kind": p.ToolCall.Kind,
+		"input": p.ToolCall.RawInput, "acp_options": p.Options}
+	var paths []string
+	for _, l := range p.ToolCall.Locations {
+		if l.Path != "" {
+			paths = append(paths, l.Path)
+		}
+	}
+	if len(paths) > 0 {
+		fields["paths"] = paths // the files the call touches, for the conflict radar
+	}
+	msg, err := canonical(fields, raw)
 	return one(msg, err)
 }
 

@@ -59,7 +59,10 @@ func TestACPPermissionsAndRefusals(t *testing.T) {
 	if !strings.Contains(deny, `"id":7`) || !strings.Contains(deny, `"optionId":"no-once"`) {
 		t.Fatalf("deny %s", deny)
 	}
-	msgs, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":8,"method":"session/request_permission","params":{"toolCall":{"title":"edit"},"options":[{"optionId":"a","kind":"allow_always"},{"optionId":"r","kind":"reject_once"}]}}`)
+	msgs, _ = acpDecode(t, d, `{"jsonrpc":"2.0","id":8,"method":"session/request_permission","params":{"toolCall":{"title":"edit","kind":"edit","locations":[{"path":"/w/a.go","line":3}]},"options":[{"optionId":"a","kind":"allow_always"},{"optionId":"r","kind":"reject_once"}]}}`)
+	if !strings.Contains(string(msgs[0].Raw), `"paths":["/w/a.go"]`) {
+		t.Fatalf("an edit's approval does not name the file of its location: %s", msgs[0].Raw)
+	}
 	cancelled := string(d.Answer(msgs[0], protocol.Response{ID: "perm-8", Outcome: protocol.OutcomeCancelled}, ""))
 	if !strings.Contains(cancelled, `"outcome":{"outcome":"cancelled"}`) {
 		t.Fatalf("cancelled %s", cancelled)

@@ -27,6 +27,7 @@ type codex struct {
 	inputs      map[string]*codexInput     // canonical question id → its request
 	withdrawn   map[string]bool
 	byRPC       map[string][]string // the server request's id → canonical ids, for resolved
+	changing    map[string][]string // a file change item's id → the paths it changes, until it completes
 }
 
 type codexInput struct {
@@ -38,7 +39,7 @@ type codexInput struct {
 
 func newCodex(dir string) *codex {
 	return &codex{rpcClient: newRPCClient("codex", false), cwd: dir, approvals: map[string]json.RawMessage{}, inputs: map[string]*codexInput{},
-		withdrawn: map[string]bool{}, byRPC: map[string][]string{}}
+		withdrawn: map[string]bool{}, byRPC: map[string][]string{}, changing: map[string][]string{}}
 }
 
 // Args starts the app server with the working directory writable by the commands a
@@ -146,10 +147,14 @@ func (c *codex) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte
 }
 
 type codexItem struct {
+	ID      string `json:"id"`
 	Type    string `json:"type"`
 	Text    string `json:"text"`
 	Command string `json:"command"`
 	Status  string `json:"status"`
+	Changes []struct {
+		Path string `json:"path"`
+	} `json:"changes"` // a fileChange's
 }
 
 func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
@@ -174,6 +179,13 @@ func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []
 		if p.Item.Type != "commandExecution" && p.Item.Type != "fileChange" {
 			return nil, nil, nil
 		}
+		if p.Item.Type == "fileChange" && p.Item.ID != "" {
+			var paths []string
+			for _, ch := range p.Item.Changes {
+				paths = append(paths, ch.Path)
+			}
+			c.changing[p.Item.ID] = paths // its approval names the item, not the files
+		}
 		fields = map[string]any{"type": "progress", "message": strings.TrimSpace(p.Item.Type + " " + p.Item.Command)}
 	case "item/completed":
 		switch p.Item.Type {
@@ -181,6 +193,7 @@ func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []
 			c.lastMessage = p.Item.Text
 			fields = map[string]any{"type": "partial", "text": p.Item.Text}
 		case "commandExecution", "fileChange":
+			delete(c.changing, p.Item.ID)
 			fields = map[string]any{"type": "progress", "message": strings.TrimSpace(p.Item.Type + " " + p.Item.Status)}
 		default:
 			return nil, nil, nil
@@ -215,6 +228,7 @@ func (c *codex) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte,
 			Command string `json:"command"`
 			Reason  string `json:"reason"`
 			Cwd     string `json:"cwd"`
+			ItemID  string `json:"itemId"`
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		id := "codex-" + rpc
@@ -229,7 +243,11 @@ func (c *codex) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte,
 		if p.Reason != "" {
 			desc += " (" + p.Reason + ")"
 		}
-		msgs, _, err := one(canonical(map[string]any{"type": "approval", "id": id, "description": desc, "cwd": p.Cwd, "tool": tool, "input": input}, raw))
+		fields := map[string]any{"type": "approval", "id": id, "description": desc, "cwd": p.Cwd, "tool": tool, "input": input}
+		if paths := c.changing[p.ItemID]; m.Method == "item/fileChange/requestApproval" && len(paths) > 0 {
+			fields["paths"] = paths // the files the change touches, for the conflict radar
+		}
+		msgs, _, err := one(canonical(fields, raw))
 		return msgs, nil, err
 	case "item/tool/requestUserInput":
 		return c.userInput(m, rpc, raw)

@@ -36,6 +36,7 @@ func TestFamiliesLintClean(t *testing.T) {
 	s.PublishErrors.WithLabelValues("event").Inc()
 	s.WorkspaceBytes.WithLabelValues("w").Set(1)
 	s.WorkspaceOver.WithLabelValues("w").Inc()
+	s.WorkspaceConflicts.WithLabelValues("w").Inc()
 	problems, err := testutil.GatherAndLint(s.Registry)
 	if err != nil {
 		t.Fatal(err)

@@ -142,6 +142,7 @@ type Node struct {
 	// wsProviders what opens and closes them, by host, as of the last reload.
 	wsRoots     map[string]*workspace.Root
 	wsProviders atomic.Pointer[map[string]*workspace.Provider]
+	radar       *workspace.Radar // nil without hosts with workspaces (radar.go)
 }
 
 // Start builds and starts a node: metrics server, bus, actor system, supervisors,
@@ -185,6 +186,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := n.reclaimWorkspaces(ctx); err != nil {
 		n.abort()
 		return nil, err
+	}
+	if err := n.watchConflicts(); err != nil {
+		n.abort()
+		return nil, fmt.Errorf("node: the conflict radar: %w", err)
 	}
 	n.startActorSystem()
 	if err := n.serveRespond(ctx); err != nil {
@@ -326,7 +331,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders()}
+		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar}
 	if len(opts.Manifest.Pipelines) > 0 {
 		runs, err := store.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {

@@ -99,8 +99,13 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 		undo()
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
+	if n.radar == nil {
+		if err := n.watchConflicts(); err != nil {
+			n.log.Warn("the conflict radar did not start; sessions in workspaces are not told of each other", "err", err)
+		}
+	}
 	// The new members are subscribed: the old ones may let go.
-	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders()})
+	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar})
 	for _, pid := range oldSups {
 		n.stopSupervisor(pid)
 	}

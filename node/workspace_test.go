@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -299,4 +300,116 @@ func TestWorkspaceOverItsCap(t *testing.T) {
 	if got := testutil.ToFloat64(f.n.Metrics.WorkspaceBytes.WithLabelValues("edit")); got != 0 {
 		t.Errorf("agentmux_workspace_bytes = %v with no workspace open; want 0", got)
 	}
+}
+
+// collider asks to edit the file its prompt names ("edit PATH [wait FILE]"), writes it
+// when allowed, and with wait stays until FILE exists. Its result says whether it was
+// allowed.
+const collider = `
+import json, os, sys, time
+m = json.loads(sys.stdin.readline())
+args = m["text"].split()
+path = args[1]
+print(json.dumps({"type": "approval", "id": "e1", "description": "Edit " + path, "tool": "Edit", "input": {"file_path": path}}), flush=True)
+answer = json.loads(sys.stdin.readline())
+allowed = answer.get("value") == "yes"
+if allowed:
+    with open(path, "w") as f:
+        f.write(m["session"] + "\n")
+if len(args) > 3:
+    while not os.path.exists(args[3]):
+        time.sleep(0.02)
+print(json.dumps({"type": "result", "text": json.dumps({"allowed": allowed, "reason": answer.get("reason", "")})}), flush=True)
+`
+
+// TestConflictRadarHoldsTheSecondEdit: two live sessions in worktrees of one repository
+// ask to edit the same file. The first is allowed; the second's request carries the
+// conflict, so the route for conflicts takes it and denies it; one workspace.conflict
+// event names both, and it is counted once. Once the first session has ended, a third
+// may edit the file.
+func TestConflictRadarHoldsTheSecondEdit(t *testing.T) {
+	repo, dir, out := gitRepo(t), t.TempDir(), t.TempDir()
+	release := filepath.Join(out, "release")
+	f := start(t, fmt.Sprintf(`[hosts.edit]
+command = "python3"
+args = ["-c", %q]
+working_dir = %q
+workspace = "worktree"
+workspace_dir = %q
+pool = 3
+sandbox_write = [%q]
+[supervisors.allow]
+strategy = "static"
+answers = { approval = "yes" }
+[supervisors.hold]
+strategy = "static"
+answers = { approval = "no" }
+[[routes]]
+conflict = true
+supervisor = "hold"
+[[routes]]
+supervisor = "allow"
+`, collider, repo, dir, out))
+	conflicts := collect[wire.ConflictEvent](t, f, wire.EventSubject("edit", "*", wire.EventWorkspaceConflict))
+	first := make(chan *agent.Result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := f.n.Run(ctx, "edit", "", "edit shared.txt wait "+release)
+		if err != nil {
+			t.Error(err)
+		}
+		first <- res
+	}()
+	waitFor(t, 20*time.Second, func() error {
+		if len(f.n.radar.With(repo, "someone-else", []string{"shared.txt"})) == 0 {
+			return errors.New("the radar has not heard of the first session's edit")
+		}
+		return nil
+	})
+	second := f.run("edit", "edit shared.txt")
+	if allowed := editAllowed(t, second); allowed {
+		t.Errorf("the second session was allowed to edit the file the first one edits")
+	}
+	select {
+	case c := <-conflicts:
+		if c.Session != second.Session || c.With.Paths[0] != "shared.txt" || len(c.With.Paths) != 1 || c.With.Branch == "" {
+			t.Errorf("conflict %+v; want session %s with the first on shared.txt", c, second.Session)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no workspace.conflict event")
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := <-first
+	if res == nil || !editAllowed(t, res) {
+		t.Fatalf("the first session: %+v", res)
+	}
+	if got := testutil.ToFloat64(f.n.Metrics.WorkspaceConflicts.WithLabelValues("edit")); got != 1 {
+		t.Errorf("agentmux_workspace_conflicts_total = %v; want 1", got)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if c := f.n.radar.With(repo, "someone-else", []string{"shared.txt"}); len(c) > 0 {
+			return fmt.Errorf("the radar still holds %+v after both sessions ended", c)
+		}
+		return nil
+	})
+	if third := f.run("edit", "edit shared.txt"); !editAllowed(t, third) {
+		t.Error("a session after the others ended was not allowed to edit the file")
+	}
+	select {
+	case c := <-conflicts:
+		t.Errorf("another conflict: %+v", c)
+	default:
+	}
+}
+
+func editAllowed(t *testing.T, res *agent.Result) bool {
+	t.Helper()
+	var r struct{ Allowed bool }
+	if err := json.Unmarshal([]byte(res.Text), &r); err != nil {
+		t.Fatalf("session %s: result %q (%s)", res.Session, res.Text, res.Error)
+	}
+	return r.Allowed
 }

@@ -28,6 +28,10 @@ func (a *Ask) AppendJSON(dst []byte) []byte {
 	o.BoolOmit("post_process", a.PostProcess)
 	o.StringOmit("node", a.Node)
 	o.IntOmit("attempt", int64(a.Attempt))
+	if len(a.Conflicts) > 0 {
+		b, _ := json.Marshal(a.Conflicts)
+		o.Raw("conflicts", b)
+	}
 	return o.End()
 }
 
@@ -134,6 +138,8 @@ func (a *Ask) field(c *rawjson.Copy, key, value []byte) bool {
 	case "request":
 		a.Request = c.Raw(value)
 		return true
+	case "conflicts":
+		return false // rare: encoding/json reads the ask
 	}
 	return !foldsTo(key, askKeys)
 }
@@ -223,7 +229,7 @@ func (r *Reply) field(c *rawjson.Copy, kind *replyFlags, key, value []byte) bool
 }
 
 var (
-	askKeys   = []string{"session", "host", "type", "id", "text", "timeout_ms", "deadline", "default", "request", "post_process", "node", "attempt"}
+	askKeys   = []string{"session", "host", "type", "id", "text", "timeout_ms", "deadline", "default", "request", "post_process", "node", "attempt", "conflicts"}
 	replyKeys = []string{"value", "use_default", "cancelled", "decider", "reason", "member", "claimed", "scope"}
 )
 

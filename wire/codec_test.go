@@ -58,7 +58,8 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 	full := []appender{
 		&Ask{Session: "s-1", Host: "w", Type: "approval", ID: "a<1>", Text: "rm -rf \"build\"\n", Timeout: 29_500, Deadline: 1764000000123,
 			Default: json.RawMessage(`"no"`), Request: json.RawMessage(`{"type":"approval","id":"a<1>", "description":"rm"}`),
-			PostProcess: true, Node: "n1", Attempt: 3},
+			PostProcess: true, Node: "n1", Attempt: 3,
+			Conflicts: []WorkspaceConflict{{Paths: []string{"a.go"}, Session: "s-2", Host: "w", Node: "n2", Branch: "agentmux/s-2", Kind: TouchChanged, Time: 1}}},
 		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), Kind: ReplyDefault, Decider: "rule:x",
 			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session"},
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",

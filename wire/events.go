@@ -17,4 +17,10 @@ const (
 	EventStderr          = "agent.stderr"
 	// EventResultInvalid: a result did not fit the session's schema; a new prompt says why.
 	EventResultInvalid = "result.invalid"
+	// EventWorkspaceTouched: a session in a workspace is about to change files, or has
+	// (WorkspaceTouch); every node's conflict radar reads them.
+	EventWorkspaceTouched = "workspace.touched"
+	// EventWorkspaceConflict: two live sessions on one repository touch the same files
+	// (WorkspaceConflict).
+	EventWorkspaceConflict = "workspace.conflict"
 )

@@ -44,6 +44,9 @@ type Ask struct {
 	// Node is the asking node, Attempt the session's attempt.
 	Node    string `json:"node,omitempty"`
 	Attempt int    `json:"attempt,omitempty"`
+	// Conflicts are the other live sessions on the same repository that touched the
+	// files this request would change (a host with workspaces).
+	Conflicts []WorkspaceConflict `json:"conflicts,omitempty"`
 }
 
 // DeadlineFrom is the ask's deadline for a supervisor that received it at arrived, by

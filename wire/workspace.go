@@ -89,3 +89,45 @@ type WorkspaceReply struct {
 	Truncated bool              `json:"truncated,omitempty"` // the diff was cut to fit a message
 	Error     string            `json:"error,omitempty"`
 }
+
+// Kinds of touch.
+const (
+	TouchEditing = "editing" // a request asks to change the files
+	TouchChanged = "changed" // the workspace's files differ from its base
+)
+
+// WorkspaceTouch is the payload of a workspace.touched event: files a session in a
+// workspace is about to change, or has changed, by their path in the repository.
+type WorkspaceTouch struct {
+	Repo    string   `json:"repo"` // the host's repo, as the manifest names it
+	Session string   `json:"session"`
+	Host    string   `json:"host"`
+	Node    string   `json:"node"`
+	Branch  string   `json:"branch"`
+	Kind    string   `json:"kind"` // TouchEditing or TouchChanged
+	Paths   []string `json:"paths"`
+	Time    int64    `json:"time"` // unix milliseconds, by the touching node's clock
+}
+
+// WorkspaceConflict is another live session's touch of files a session touches too:
+// the payload of a workspace.conflict event, and what the supervisors of a request
+// that touches them are told (Ask.Conflicts).
+type WorkspaceConflict struct {
+	Paths   []string `json:"paths"`
+	Session string   `json:"session"` // the other session
+	Host    string   `json:"host"`
+	Node    string   `json:"node"`
+	Branch  string   `json:"branch"`
+	Kind    string   `json:"kind"`
+	Time    int64    `json:"time"`
+}
+
+// ConflictEvent is the payload of a workspace.conflict event: Session, on Branch, now
+// touches what With touched.
+type ConflictEvent struct {
+	Repo    string            `json:"repo"`
+	Session string            `json:"session"`
+	Host    string            `json:"host"`
+	Branch  string            `json:"branch"`
+	With    WorkspaceConflict `json:"with"`
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,6 +100,28 @@ func (p *Provider) settle(ctx context.Context, ws *Workspace, res *wire.Workspac
 		}
 	}
 	return nil
+}
+
+// Changed are the files of ws that differ from its base now, committed or not, by
+// their path in the repository.
+func (p *Provider) Changed(ctx context.Context, ws *Workspace) ([]string, error) {
+	committed, err := p.git.run(ctx, localTimeout, ws.Path, "diff", "--name-only", "--no-renames", "-z", ws.Base, "--")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: what the session changed: %w", err)
+	}
+	untracked, err := p.git.run(ctx, localTimeout, ws.Path, "ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: what the session made: %w", err)
+	}
+	var out []string
+	for _, list := range []string{committed, untracked} {
+		for _, p := range strings.Split(list, "\x00") {
+			if p != "" && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // diffStat counts the files, insertions and deletions from base to head.

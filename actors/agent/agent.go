@@ -74,6 +74,9 @@ type Config struct {
 	// Workspace gives each session a workspace of its own, where its process starts
 	// (nil: the host's working_dir, shared).
 	Workspace *workspace.Provider
+	// Radar is the node's conflict radar: what other sessions touched of the files a
+	// request would change goes with its ask (nil: none).
+	Radar *workspace.Radar
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration
@@ -124,14 +127,15 @@ type Agent struct {
 	stderrTail []string // the last stderr lines, for the error of a crash
 	diedInInit bool     // the process exited while initializing: a waiting session says so
 
-	waiting *StartSession // arrived before the process was ready
-	sess    *session
-	ws      *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
-	wsState wsState
-	held    []*SessionEnded // the session's end, reported once its workspace is closed
-	measure *measurer       // measures the open workspace's size
-	wsBytes int64           // its size as last measured
-	stream  *stream         // the stdout reader's short way for a session's stream lines
+	waiting   *StartSession // arrived before the process was ready
+	sess      *session
+	ws        *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
+	wsState   wsState
+	held      []*SessionEnded // the session's end, reported once its workspace is closed
+	measure   *measurer       // measures the open workspace's size
+	wsBytes   int64           // its size as last measured
+	wsTouched map[string]bool // the touches published, by kind and path
+	stream    *stream         // the stdout reader's short way for a session's stream lines
 }
 
 func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }

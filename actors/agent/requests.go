@@ -76,9 +76,13 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		return
 	}
 	now := p.readAt
-	route := s.start.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
+	var conflicts []wire.WorkspaceConflict
+	if a.ws != nil && msg.Type == protocol.TypeApproval {
+		conflicts = a.editing(s, raw)
+	}
+	route := s.start.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText(), len(conflicts) > 0)
 	if route == nil {
-		route = a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText())
+		route = a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText(), len(conflicts) > 0)
 	}
 	if route == nil {
 		s.pending[id] = p
@@ -98,7 +102,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	// the rest of the message.
 	ask := &wire.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
 		Text: msg.RequestText(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
-		Node: a.cfg.Node, Attempt: s.start.Attempt}
+		Node: a.cfg.Node, Attempt: s.start.Attempt, Conflicts: conflicts}
 	gen, session, attempt := s.gen, s.id, s.start.Attempt
 	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Supervisor), ask, p.deadline, route.Failover, func(r *wire.Reply) {
 		if route.External {

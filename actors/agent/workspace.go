@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
 )
@@ -42,7 +44,9 @@ type (
 		reason string // the agent's reason for going: its AgentExited's
 	}
 	workspaceMeasured struct {
-		bytes int64
+		bytes   int64
+		changed []string // the files that differ from its base
+		err     error    // why changed could not be read
 	}
 )
 
@@ -53,12 +57,18 @@ type measurer struct {
 	stop chan struct{}
 }
 
-func (a *Agent) startMeasuring(path string) {
+func (a *Agent) startMeasuring(p *workspace.Provider, ws *workspace.Workspace) {
 	m := &measurer{poke: make(chan struct{}, 1), stop: make(chan struct{})}
 	a.measure = m
 	go func() {
 		t := time.NewTicker(measureEvery)
 		defer t.Stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-m.stop
+			cancel()
+		}()
 		for {
 			select {
 			case <-m.stop:
@@ -66,7 +76,8 @@ func (a *Agent) startMeasuring(path string) {
 			case <-t.C:
 			case <-m.poke:
 			}
-			a.send(&workspaceMeasured{bytes: workspace.Size(path)})
+			changed, err := p.Changed(ctx, ws)
+			a.send(&workspaceMeasured{bytes: workspace.Size(ws.Path), changed: changed, err: err})
 		}
 	}()
 }
@@ -102,6 +113,11 @@ func (a *Agent) onWorkspaceMeasured(m *workspaceMeasured) {
 		return // closed meanwhile
 	}
 	a.measured(m.bytes)
+	if m.err != nil {
+		a.log.Warn("the files a session changed could not be read; the conflict radar misses them", "err", m.err)
+	} else if s := a.sess; s != nil {
+		a.touched(s, wire.TouchChanged, m.changed)
+	}
 	max := a.host.Workspace.MaxBytes
 	if max <= 0 || m.bytes <= max || a.sess == nil {
 		return
@@ -130,7 +146,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 		a.finish(m.err.Error())
 		return
 	}
-	a.ws, a.wsState = m.ws, wsOpen
+	a.ws, a.wsState, a.wsTouched = m.ws, wsOpen, map[string]bool{}
 	if stopped || a.waiting == nil {
 		a.failWaiting("agent stopped before its process started")
 		a.finish("stopped before its process started") // closes the workspace
@@ -140,7 +156,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 		a.onStarted(&processStarted{err: err})
 		return
 	}
-	a.startMeasuring(a.ws.Path)
+	a.startMeasuring(a.cfg.Workspace, a.ws)
 	a.spawn(a.dialect.SessionArgs(a.waiting.Resume))
 }
 
@@ -169,4 +185,39 @@ func (a *Agent) onWorkspaceClosed(m *workspaceClosed) {
 	}
 	a.held = nil
 	a.system.Root.Send(a.parent, &AgentExited{PID: a.self, Reason: m.reason})
+}
+
+// editing tells the fleet's conflict radar which files the approval raw asks to change,
+// and returns what other live sessions on the repository touched of them.
+func (a *Agent) editing(s *session, raw []byte) []wire.WorkspaceConflict {
+	paths := a.ws.RequestPaths(raw)
+	if len(paths) == 0 {
+		return nil
+	}
+	a.touched(s, wire.TouchEditing, paths)
+	if a.cfg.Radar == nil {
+		return nil
+	}
+	return a.cfg.Radar.With(a.host.Workspace.Repo, s.id, paths)
+}
+
+// touched publishes a workspace.touched event for the paths of kind not published yet
+// in this session.
+func (a *Agent) touched(s *session, kind string, paths []string) {
+	var fresh []string
+	for _, p := range paths {
+		key := kind + "\x00" + p
+		if !a.wsTouched[key] {
+			a.wsTouched[key] = true
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	data, _ := json.Marshal(&wire.WorkspaceTouch{Repo: a.host.Workspace.Repo, Session: s.id, Host: a.host.Name, Node: a.cfg.Node,
+		Branch: a.ws.Branch, Kind: kind, Paths: fresh, Time: time.Now().UnixMilli()})
+	if err := bus.PublishEvent(a.cfg.Conn, a.host.Name, s.id, wire.EventWorkspaceTouched, data); err != nil {
+		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+	}
 }

@@ -22,10 +22,11 @@ type Reload struct {
 	Hosts      map[string]*config.Host // nil: every host of the manifest
 	Sandboxes  sandbox.Set
 	Workspaces map[string]*workspace.Provider
+	Radar      *workspace.Radar
 }
 
 func (r *Router) reload(m *Reload) {
-	r.cfg.Manifest, r.cfg.Hosts, r.cfg.Sandboxes, r.cfg.Workspaces = m.Manifest, m.Hosts, m.Sandboxes, m.Workspaces
+	r.cfg.Manifest, r.cfg.Hosts, r.cfg.Sandboxes, r.cfg.Workspaces, r.cfg.Radar = m.Manifest, m.Hosts, m.Sandboxes, m.Workspaces, m.Radar
 	hosts := hostsOf(r.cfg)
 	changed := &agent.RoutesChanged{Routes: m.Manifest.Routes}
 	for name, p := range r.pools {
