@@ -24,8 +24,8 @@ const (
 type Radar struct {
 	mu      sync.Mutex
 	repos   map[string]map[string]map[string]*wire.WorkspaceConflict // repo → path → session → its last touch
-	seen    map[[4]string]bool                                        // conflicts found: repo, session, other, path
-	last    map[string]time.Time                                      // when each session was last heard of
+	seen    map[[4]string]bool                                       // conflicts found: repo, session, other, path
+	last    map[string]time.Time                                     // when each session was last heard of
 	pruned  time.Time
 	session map[string]string // each session's repo
 }
