@@ -413,3 +413,49 @@ func editAllowed(t *testing.T, res *agent.Result) bool {
 	}
 	return r.Allowed
 }
+
+// TestClaudeCodeWritesInItsWorktree: the real Claude Code CLI, started in its session's
+// worktree, writes a file there with its Write tool once the fleet approves; the
+// approval tells the conflict radar which file, the branch holds the file, and the
+// person's checkout does not.
+func TestClaudeCodeWritesInItsWorktree(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	const session = "s-claude-ws"
+	file := filepath.Join(dir, "test", "claude", "work", session+".0", "hello.txt")
+	f := newFakeAnthropic(t,
+		[]block{{Text: "I will write the file."}, {Tool: "Write", Input: map[string]any{"file_path": file, "content": "hi\n"}}},
+		[]block{{Text: "Done: hello.txt is written."}},
+	)
+	n := start(t, claudeHost(t, "claude", f, repo, fmt.Sprintf("workspace = \"worktree\"\nworkspace_dir = %q", dir))+`
+[supervisors.ops]
+strategy = "static"
+answers = { approval = "yes" }
+[[routes]]
+supervisor = "ops"
+`)
+	touched := collect[wire.WorkspaceTouch](t, n, wire.EventSubject("claude", session, wire.EventWorkspaceTouched))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := n.n.Run(ctx, "claude", session, "write hi to hello.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Workspace == nil || res.Workspace.Files != 1 || res.Workspace.Insertions != 1 || !res.Workspace.Committed {
+		t.Fatalf("ok %v (%s), workspace %+v; want hello.txt committed on the branch", res.OK, res.Error, res.Workspace)
+	}
+	mirror := filepath.Join(dir, "test", "claude", "work", "mirror.git")
+	if text := gitOut(t, "", "--git-dir="+mirror, "show", res.Workspace.Branch+":hello.txt"); text != "hi" {
+		t.Errorf("the branch's hello.txt is %q", text)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "hello.txt")); err == nil {
+		t.Error("Claude Code wrote the person's checkout")
+	}
+	select {
+	case tc := <-touched:
+		if tc.Kind != wire.TouchEditing || !slices.Equal(tc.Paths, []string{"hello.txt"}) || tc.Branch != "agentmux/"+session {
+			t.Errorf("touch %+v; want editing hello.txt on the session's branch", tc)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the Write approval told the radar nothing")
+	}
+}
