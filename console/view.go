@@ -2,7 +2,9 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,9 @@ type Session struct {
 	Stage    string  `json:"stage,omitempty"`
 	Last     string  `json:"last"` // the type of its last event
 	LastAt   int64   `json:"last_at"`
+	// Conflict says which other session touched the same files, and which files
+	// (workspace.conflict), while both ran.
+	Conflict string `json:"conflict,omitempty"`
 }
 
 // update is one message of a page's stream.
@@ -148,7 +153,19 @@ func (v *view) onEvent(subject string, data []byte) {
 		v.sessions[id] = s
 	}
 	s.Last, s.LastAt = typ, now
+	var touched []*Session // the other sessions an event changes
 	switch typ {
+	case wire.EventWorkspaceConflict:
+		var e wire.ConflictEvent
+		if json.Unmarshal(data, &e) == nil {
+			files := strings.Join(e.With.Paths, ", ")
+			s.Conflict = fmt.Sprintf("touches %s, as %s does", files, e.With.Session)
+			if o := v.sessions[e.With.Session]; o != nil && o.State == "running" {
+				o.Conflict = fmt.Sprintf("touches %s, as %s does", files, id)
+				c := *o
+				touched = append(touched, &c)
+			}
+		}
 	case "session.started":
 		var e wire.SessionStarted
 		if json.Unmarshal(data, &e) == nil {
@@ -163,7 +180,7 @@ func (v *view) onEvent(subject string, data []byte) {
 		v.pruneSessions()
 	}
 	c := *s
-	v.broadcast(&update{Type: "session", Sessions: []*Session{&c}})
+	v.broadcast(&update{Type: "session", Sessions: append([]*Session{&c}, touched...)})
 }
 
 // pruneSessions keeps the most recent ended sessions; callers hold mu.

@@ -67,7 +67,8 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	m := r.Message()
 	p := &wire.PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
-		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: wire.StatePending, Node: r.Node, Attempt: r.Attempt}
+		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: wire.StatePending, Node: r.Node, Attempt: r.Attempt,
+		Conflicts: r.Conflicts}
 	for _, o := range m.Options {
 		p.Options = append(p.Options, o.Value)
 	}

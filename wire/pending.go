@@ -48,6 +48,9 @@ type PendingRequest struct {
 	Attempt int    `json:"attempt,omitempty"`
 	// Cancelled says why a cancelled request ended before a person answered.
 	Cancelled string `json:"cancelled,omitempty"`
+	// Conflicts are the other live sessions that touched the files the request would
+	// change (Ask.Conflicts): the person sees them.
+	Conflicts []WorkspaceConflict `json:"conflicts,omitempty"`
 }
 
 // Message is the request as the agent sent it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
+	"github.com/chromedp/chromedp"
 )
 
 // stubborn is an agent that writes first.txt and hangs the first time it runs (it
@@ -174,4 +175,108 @@ func workspaceRecords(t *testing.T, manifest string) []wire.WorkspaceRecord {
 		out = append(out, r)
 	}
 	return out
+}
+
+// collider asks to edit the file its prompt names ("edit PATH [wait FILE]"), writes it
+// when allowed, and with wait stays until FILE exists.
+const colliderAgent = `
+import json, os, sys, time
+m = json.loads(sys.stdin.readline())
+args = m["text"].split()
+print(json.dumps({"type": "approval", "id": "e1", "description": "Edit " + args[1], "tool": "Edit", "input": {"file_path": args[1]}}), flush=True)
+answer = json.loads(sys.stdin.readline())
+if answer.get("value") == "yes":
+    open(args[1], "w").write(m["session"] + "\n")
+while len(args) > 3 and not os.path.exists(args[3]):
+    time.sleep(0.02)
+print(json.dumps({"type": "result", "text": str(answer.get("value"))}), flush=True)
+`
+
+// TestConsoleShowsAConflict: a session asks to edit a file another running session in
+// a worktree of the same repository edits; the conflict route hands it to a person,
+// whose card on the console page says which session touched the file, on which branch;
+// the sessions table marks both sessions; the person denies it.
+func TestConsoleShowsAConflict(t *testing.T) {
+	dir := t.TempDir()
+	repo, out := filepath.Join(dir, "repo"), filepath.Join(dir, "out")
+	for _, d := range []string{repo, out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "shared.txt"), []byte("base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "init", "--quiet", "--initial-branch=main")
+	gitRun(t, repo, "add", ".")
+	gitRun(t, repo, "commit", "--quiet", "-m", "first")
+	release := filepath.Join(out, "release")
+	manifest := filepath.Join(dir, "agentmux.toml")
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
+[hosts.edit]
+command = "python3"
+args = ["-c", %q]
+sandbox_write = [%q]
+working_dir = %q
+workspace = "worktree"
+workspace_dir = %q
+pool = 2
+question_timeout = "5m"
+[supervisors.allow]
+strategy = "static"
+answers = { approval = "yes" }
+[supervisors.desk]
+strategy = "human"
+[[routes]]
+conflict = true
+supervisor = "desk"
+[[routes]]
+supervisor = "allow"
+`, proctest.FreePort(t), filepath.Join(dir, "store"), colliderAgent, out, repo, filepath.Join(dir, "ws"))
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest, "--name", "c1")
+	until(t, "agentmux up", up.stderr, "node up")
+	url := fmt.Sprintf("http://127.0.0.1:%d", proctest.FreePort(t))
+	con := runtimeProc(t, "console", "-c", manifest, "--addr", strings.TrimPrefix(url, "http://"), "--as", "ana")
+	until(t, "agentmux console", con.stderr, "console up")
+	ctx := browser(t)
+	do(t, ctx, "open the console's link", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+
+	first := runtimeProc(t, "submit", "-c", manifest, "--id", "t-first", "--follow", "edit", "edit shared.txt wait "+release)
+	poll(t, 30*time.Second, "the first session editing shared.txt", func() bool {
+		recs := workspaceRecords(t, manifest)
+		if len(recs) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(filepath.Join(recs[0].Path, "shared.txt"))
+		return string(b) == "t-first\n"
+	})
+	second := runtimeProc(t, "submit", "-c", manifest, "--id", "t-second", "--follow", "edit", "edit shared.txt")
+	card := cardFor(t, ctx, "Edit shared.txt")
+	warning := text(t, ctx, card+" .conflict")
+	if !strings.HasPrefix(warning, "Beware: session t-first (host edit, branch agentmux/t-first) ") || !strings.Contains(warning, "shared.txt") {
+		t.Errorf("the card's warning: %q", warning)
+	}
+	get(t, ctx, "the sessions table marks the conflict", chromedp.Poll[bool](
+		`["t-first", "t-second"].every(id => ((document.querySelector('#sessions tr[data-session="' + id + '"] .conflict') || {}).textContent || "").includes("shared.txt"))`,
+		chromedp.WithPollingTimeout(20*time.Second)))
+	shot(t, ctx, "conflict")
+	do(t, ctx, "deny the second edit, saying why", chromedp.Click(chromedp.CSS(card+" button.deny")),
+		chromedp.WaitVisible(chromedp.CSS(card+" input.reason")), chromedp.SendKeys(chromedp.CSS(card+" input.reason"), "t-first edits it\r"))
+	outcome(t, ctx, card, `answered "no" by human:ana (t-first edits it)`)
+	if code := second.wait(t, 60*time.Second); code != exitOK || !strings.Contains(second.stdout.String(), `"no"`) {
+		t.Errorf("the second session: exit %d, %s; want the person's no", code, second.stdout)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := first.wait(t, 60*time.Second); code != exitOK || !strings.Contains(first.stdout.String(), `"yes"`) {
+		t.Errorf("the first session: exit %d, %s", code, first.stdout)
+	}
 }

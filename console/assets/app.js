@@ -131,6 +131,10 @@ function card(p) {
     c.append(el("div", { class: "suggestion" },
       p.suggestion ? "Suggested: " + show(p.suggestion) + ". " : "", p.escalation ? "Escalated: " + p.escalation : ""));
   }
+  for (const k of p.conflicts || []) {
+    c.append(el("div", { class: "conflict" }, `Beware: session ${k.session} (host ${k.host}, branch ${k.branch}) ` +
+      (k.kind === "changed" ? "has changed " : "is about to change ") + k.paths.join(", ") + ", " + seconds(Date.now() - k.time) + " ago."));
+  }
   if (!settled) c.append(actionsFor(p, c));
   c.append(el("div", { class: "outcome" }, settledText(p)));
   return c;
@@ -184,7 +188,7 @@ function renderSessions() {
     el("td", { class: "state-" + s.state }, s.state + (s.error ? ": " + s.error : "")),
     s.state === "running" ? el("td", { class: "duration", "data-started": String(s.started) }, seconds(Date.now() - s.started))
       : el("td", { class: "duration" }, seconds(s.duration_ms || 0)),
-    el("td", {}, s.last))));
+    el("td", {}, s.last, s.conflict && s.state === "running" ? el("span", { class: "conflict" }, " ⚠ " + s.conflict) : null))));
 }
 
 // ---- one session ----
