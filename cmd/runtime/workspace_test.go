@@ -280,3 +280,74 @@ supervisor = "allow"
 		t.Errorf("the first session: exit %d, %s", code, first.stdout)
 	}
 }
+
+// TestFleetConflictAcrossNodes: two nodes of a three-server cluster each run one
+// session of a host in worktrees of the same repository; the second session's request
+// to edit the file the first one, on the other node, edits is held by the conflict
+// route, through the bus.
+func TestFleetConflictAcrossNodes(t *testing.T) {
+	dir := t.TempDir()
+	repo, out := filepath.Join(dir, "repo"), filepath.Join(dir, "out")
+	for _, d := range []string{repo, out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "shared.txt"), []byte("base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "init", "--quiet", "--initial-branch=main")
+	gitRun(t, repo, "add", ".")
+	gitRun(t, repo, "commit", "--quiet", "-m", "first")
+	release := filepath.Join(out, "release")
+	f := startFleet(t, fmt.Sprintf(`[hosts.edit]
+command = "python3"
+args = ["-c", %q]
+sandbox_write = [%q]
+working_dir = %q
+workspace = "worktree"
+workspace_dir = %q
+pool = 1
+[supervisors.allow]
+strategy = "static"
+answers = { approval = "yes" }
+[supervisors.hold]
+strategy = "static"
+answers = { approval = "no" }
+[[routes]]
+conflict = true
+supervisor = "hold"
+[[routes]]
+supervisor = "allow"
+`, colliderAgent, out, repo, filepath.Join(dir, "ws")))
+	f.node(t, "a")
+	f.node(t, "b")
+	first := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-a", "--follow", "edit", "edit shared.txt wait "+release)
+	var holder string
+	poll(t, 60*time.Second, "the first session editing shared.txt", func() bool {
+		recs := workspaceRecords(t, f.manifest)
+		if len(recs) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(filepath.Join(recs[0].Path, "shared.txt"))
+		holder = recs[0].Node
+		return string(b) == "t-a\n"
+	})
+	second := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-b", "--follow", "edit", "edit shared.txt")
+	if code := second.wait(t, 60*time.Second); code != exitOK || !strings.Contains(second.stdout.String(), `"no"`) {
+		t.Fatalf("the second session: exit %d, %s; want the conflict route's no\n%s", code, second.stdout, second.stderr)
+	}
+	events := second.stderr.String()
+	if !strings.Contains(events, `"workspace.conflict"`) && !strings.Contains(events, ".workspace.conflict") {
+		t.Errorf("no workspace.conflict event in the second session's events:\n%s", events)
+	}
+	if strings.Contains(events, `"node":"`+holder+`","attempt"`) {
+		t.Errorf("both sessions ran on %s; the test wants them on two nodes:\n%s", holder, events)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := first.wait(t, 60*time.Second); code != exitOK || !strings.Contains(first.stdout.String(), `"yes"`) {
+		t.Errorf("the first session: exit %d, %s", code, first.stdout)
+	}
+}
