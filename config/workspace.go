@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -115,6 +116,9 @@ func (v *validator) workspace(at func(string) []string, h *Host, manifestPath st
 		return
 	}
 	w.Repo = filepath.Clean(v.dir(w.Repo, manifestPath))
+	if _, err := os.Stat(w.Repo); err != nil {
+		v.warn(at("repo"), "%q is not here; a session cannot start until it is a git repository", w.Repo)
+	}
 	if dir != "" {
 		rel, err := filepath.Rel(w.Repo, dir)
 		if err == nil && rel != "." && !strings.HasPrefix(rel, "..") {

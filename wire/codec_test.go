@@ -74,7 +74,7 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&SessionEnded{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 2, Pipeline: "p", Stage: "st", Outcome: "ok",
 			Result: json.RawMessage(`{"type":"result","text":"done <ok>","load":{"questions_us":[1,2]}}`), Data: json.RawMessage(`{"passed": true}`),
 			Error: "e", Duration: 1234.5, Workspace: &Workspace{Mode: "clone", Branch: "agentmux/s", Base: "b", Head: "h", Dirty: true,
-				Committed: true, Files: 2, Insertions: 3, Deletions: 4, Pushed: "origin", Path: "/w", Bytes: 5, Error: "e"}})
+				Committed: true, Files: 2, Insertions: 3, Deletions: 4, Pushed: "origin", Mirror: "/m.git", Path: "/w", Bytes: 5, Error: "e"}})
 	for _, rec := range full {
 		// Every field is set, so a field added to a type without its appender fails here.
 		v := reflect.ValueOf(rec).Elem()

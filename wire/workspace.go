@@ -22,6 +22,9 @@ type Workspace struct {
 	Deletions  int `json:"deletions"`
 	// Pushed is the remote the branch was pushed to.
 	Pushed string `json:"pushed,omitempty"`
+	// Mirror is the node's repository that holds the branch: on that machine,
+	// `git fetch <mirror> <branch>` brings it into a checkout.
+	Mirror string `json:"mirror,omitempty"`
 	// Path is where the workspace was kept; empty when it was removed.
 	Path  string `json:"path,omitempty"`
 	Bytes int64  `json:"bytes,omitempty"` // its size when the session ended

@@ -20,7 +20,7 @@ import (
 // checkout's HEAD is, compared with base, pushed (push, when ok), and the checkout
 // removed or kept (keep). Its result says what of that failed; the rest is done anyway.
 func (p *Provider) Close(ctx context.Context, ws *Workspace, ok bool) *wire.Workspace {
-	res := &wire.Workspace{Mode: ws.Mode, Branch: ws.Branch, Base: ws.Base, Bytes: Size(ws.Path)}
+	res := &wire.Workspace{Mode: ws.Mode, Branch: ws.Branch, Base: ws.Base, Bytes: Size(ws.Path), Mirror: p.root.mirror()}
 	var errs []string
 	fail := func(err error) { errs = append(errs, err.Error()) }
 	if err := p.settle(ctx, ws, res); err != nil {

@@ -191,6 +191,26 @@ func TestLeftUncommitted(t *testing.T) {
 	}
 }
 
+// TestRepositoryByURL: a repository named by URL is fetched into the mirror as one named
+// by path is.
+func TestRepositoryByURL(t *testing.T) {
+	src := repo(t)
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	gitIn(t, "", "clone", "--quiet", "--bare", src, bare)
+	p := provider(t, spec(config.WorkspaceWorktree, "file://"+bare))
+	ctx := context.Background()
+	ws, err := p.Open(ctx, "s-url", 1, From{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Path, "README")); err != nil {
+		t.Errorf("the checkout of the URL's repository: %v", err)
+	}
+	if res := p.Close(ctx, ws, true); res.Error != "" || res.Mirror != p.root.mirror() {
+		t.Errorf("%+v", res)
+	}
+}
+
 func execGit(args ...string) (string, error) {
 	out, err := (git{}).run(context.Background(), localTimeout, "", args...)
 	return out, err

@@ -250,6 +250,9 @@ func workspaceShow(args []string, stdout, stderr io.Writer) int {
 		w := r.Workspace
 		fmt.Fprintf(stdout, "attempt %d on %s (host %s): ended %s\n", r.Attempt, r.Node, r.Host, r.Outcome)
 		fmt.Fprintf(stdout, "  branch %s  base %s  head %s\n", w.Branch, short(w.Base), short(w.Head))
+		if w.Mirror != "" {
+			fmt.Fprintf(stdout, "  in %s on %s\n", w.Mirror, r.Node)
+		}
 		fmt.Fprintf(stdout, "  %d files changed, +%d -%d", w.Files, w.Insertions, w.Deletions)
 		if w.Dirty {
 			fmt.Fprint(stdout, map[bool]string{true: "; what it left uncommitted was committed", false: "; it left changes uncommitted"}[w.Committed])
