@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/retry"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
 )
@@ -94,7 +97,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 // startAsker starts the node's Asker, which asks again after a reconnect, and the
 // directory of live supervisor members its re-asks go to, watching the nodes bucket.
 func (n *Node) startAsker(ctx context.Context) error {
-	nodes, err := store.OpenNodes(ctx, n.Bus.JS)
+	nodes, err := openDeclared(ctx, func() (*store.Nodes, error) { return store.OpenNodes(ctx, n.Bus.JS) })
 	if err != nil {
 		return err
 	}
@@ -169,4 +172,21 @@ func keep(a config.Audit) store.Keep {
 		k.Events = &store.Retention{MaxAge: a.EventsMaxAge.D(), MaxBytes: a.EventsMaxBytes}
 	}
 	return k
+}
+
+// declaredWait is how long a bucket this node has just declared may read as not found:
+// a forming cluster's servers learn of it one after another.
+const declaredWait = 30 * time.Second
+
+// openDeclared opens a bucket this node has just declared, trying again while the
+// server it asks does not know of it yet.
+func openDeclared[T any](ctx context.Context, open func() (T, error)) (T, error) {
+	deadline := time.Now().Add(declaredWait)
+	pace := retry.Backoff{Min: 100 * time.Millisecond, Max: time.Second}
+	for {
+		v, err := open()
+		if err == nil || !errors.Is(err, jetstream.ErrBucketNotFound) || time.Now().After(deadline) || !retry.Sleep(ctx, pace.Next(0)) {
+			return v, err
+		}
+	}
 }

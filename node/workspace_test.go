@@ -286,7 +286,14 @@ prompt = "write second.txt"
 // workspace bytes goes back to 0 when its workspace is closed.
 func TestWorkspaceOverItsCap(t *testing.T) {
 	repo, dir := gitRepo(t), t.TempDir()
-	f := start(t, editorHost("worktree", repo, dir, "max_workspace_bytes = 100000"))
+	// The approval waits for a supervisor that never answers, so the session is still
+	// running when the measurement its request asked for arrives.
+	f := start(t, editorHost("worktree", repo, dir, "max_workspace_bytes = 100000\nquestion_timeout = \"25s\"")+`
+[supervisors.nobody]
+strategy = "external"
+[[routes]]
+supervisor = "nobody"
+`)
 	res := f.run("edit", "big")
 	if res.OK || !strings.Contains(res.Error, "over the host's max_workspace_bytes (100000); the session was stopped") {
 		t.Fatalf("ok %v, error %q; want the session stopped for its workspace's size", res.OK, res.Error)

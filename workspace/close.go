@@ -55,6 +55,13 @@ func (p *Provider) Close(ctx context.Context, ws *Workspace, ok bool) *wire.Work
 	return res
 }
 
+// Discard removes ws, whose session never ran (its agent was stopped first): no
+// branch work to keep.
+func (p *Provider) Discard(ctx context.Context, ws *Workspace) {
+	p.remove(ctx, ws)
+	p.root.forget(ws.Session, ws.Attempt)
+}
+
 // settle commits what the session left (when configured), sets its branch to the
 // checkout's HEAD, whichever branch the agent moved to, and lets go of the branch, so
 // that a later attempt may check it out again. In a clone, the branch is fetched into

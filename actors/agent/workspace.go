@@ -146,12 +146,18 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 		a.finish(m.err.Error())
 		return
 	}
-	a.ws, a.wsState, a.wsTouched = m.ws, wsOpen, map[string]bool{}
 	if stopped || a.waiting == nil {
+		// Stopped while it was made: the session never ran in it.
+		a.wsState = wsClosing
+		p, ws := a.cfg.Workspace, m.ws
+		go func() {
+			p.Discard(context.Background(), ws)
+			a.send(&workspaceClosed{reason: "stopped before its process started"})
+		}()
 		a.failWaiting("agent stopped before its process started")
-		a.finish("stopped before its process started") // closes the workspace
 		return
 	}
+	a.ws, a.wsState, a.wsTouched = m.ws, wsOpen, map[string]bool{}
 	if err := a.newDialect(a.ws.Cwd); err != nil {
 		a.onStarted(&processStarted{err: err})
 		return
@@ -176,6 +182,10 @@ func (a *Agent) closeWorkspace(reason string) {
 // that the agent is gone.
 func (a *Agent) onWorkspaceClosed(m *workspaceClosed) {
 	a.wsState = wsClosed
+	if m.res == nil { // discarded: the agent goes
+		a.finish(m.reason)
+		return
+	}
 	if m.res.Error != "" {
 		a.log.Warn("session's workspace closed, not all of it well", "branch", m.res.Branch, "err", m.res.Error)
 	}
