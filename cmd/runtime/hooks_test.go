@@ -163,10 +163,20 @@ func answers(t *testing.T, url, session string) []string {
 	if err := json.Unmarshal(body, &records); err != nil {
 		t.Fatal(err)
 	}
+	// A request answered soon has one record, its answer, with its text; one answered
+	// later (by a person) has a request record with the text, then its answer.
+	texts := map[string]string{}
 	var out []string
 	for _, r := range records {
-		if r.Kind == "answer" {
-			out = append(out, r.Text+" → "+string(r.Value)+" by "+r.Decider)
+		switch {
+		case r.Kind == "request":
+			texts[fmt.Sprint(r.Attempt, r.Request)] = r.Text
+		case r.Kind == "answer":
+			text := r.Text
+			if text == "" {
+				text = texts[fmt.Sprint(r.Attempt, r.Request)]
+			}
+			out = append(out, text+" → "+string(r.Value)+" by "+r.Decider)
 		}
 	}
 	return out
