@@ -26,6 +26,30 @@ type liveSession struct {
 // fleetSessions asks every live node for its sessions, all at once. Nodes that did not
 // answer are returned by name, with why.
 func fleetSessions(ctx context.Context, c *busClient) ([]liveSession, map[string]error, error) {
+	out, silent, err := askLiveNodes(ctx, c, "", func(node string) ([]liveSession, error) {
+		msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(node, "list"), nil)
+		if err != nil {
+			return nil, err
+		}
+		var infos []wire.SessionInfo
+		if err := json.Unmarshal(msg.Data, &infos); err != nil {
+			return nil, err
+		}
+		out := make([]liveSession, 0, len(infos))
+		for _, s := range infos {
+			out = append(out, liveSession{SessionInfo: s, Node: node})
+		}
+		return out, nil
+	})
+	slices.SortFunc(out, func(a, b liveSession) int {
+		return cmp.Or(cmp.Compare(b.AgeMS, a.AgeMS), strings.Compare(a.Session, b.Session)) // oldest first
+	})
+	return out, silent, err
+}
+
+// askLiveNodes asks every live node (or only the one named) with ask, all at once, and
+// gathers what they answer. Nodes that did not answer are returned by name, with why.
+func askLiveNodes[T any](ctx context.Context, c *busClient, only string, ask func(node string) ([]T, error)) ([]T, map[string]error, error) {
 	nodes, err := store.OpenNodes(ctx, c.js)
 	if err != nil {
 		return nil, nil, err
@@ -36,35 +60,26 @@ func fleetSessions(ctx context.Context, c *busClient) ([]liveSession, map[string
 	}
 	var (
 		mu     sync.Mutex
-		out    []liveSession
+		out    []T
 		silent = map[string]error{}
 		wg     sync.WaitGroup
 	)
 	for _, n := range list {
-		if !n.Alive(now) {
+		if !n.Alive(now) || (only != "" && n.Name != only) {
 			continue
 		}
 		wg.Go(func() {
-			msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(n.Name, "list"), nil)
-			var infos []wire.SessionInfo
-			if err == nil {
-				err = json.Unmarshal(msg.Data, &infos)
-			}
+			got, err := ask(n.Name)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				silent[n.Name] = err
 				return
 			}
-			for _, s := range infos {
-				out = append(out, liveSession{SessionInfo: s, Node: n.Name})
-			}
+			out = append(out, got...)
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(out, func(a, b liveSession) int {
-		return cmp.Or(cmp.Compare(b.AgeMS, a.AgeMS), strings.Compare(a.Session, b.Session)) // oldest first
-	})
 	return out, silent, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentmux/agentmux/store"
@@ -42,40 +41,17 @@ func workspaceCommand(args []string, stdout, stderr io.Writer) int {
 // fleetWorkspaces asks every live node (or the one named) for the workspaces it holds,
 // all at once. Nodes that did not answer are returned by name, with why.
 func fleetWorkspaces(ctx context.Context, c *busClient, only string) ([]wire.WorkspaceRecord, map[string]error, error) {
-	nodes, err := store.OpenNodes(ctx, c.js)
-	if err != nil {
-		return nil, nil, err
-	}
-	list, now, err := nodes.List(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var (
-		mu     sync.Mutex
-		out    []wire.WorkspaceRecord
-		silent = map[string]error{}
-		wg     sync.WaitGroup
-	)
-	for _, n := range list {
-		if !n.Alive(now) || (only != "" && n.Name != only) {
-			continue
+	out, silent, err := askLiveNodes(ctx, c, only, func(node string) ([]wire.WorkspaceRecord, error) {
+		reply, err := workspaceRequest(ctx, c, node, "workspaces", nil)
+		if err != nil {
+			return nil, err
 		}
-		wg.Go(func() {
-			reply, err := workspaceRequest(ctx, c, n.Name, "workspaces", nil)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				silent[n.Name] = err
-				return
-			}
-			out = append(out, reply.Records...)
-		})
-	}
-	wg.Wait()
+		return reply.Records, nil
+	})
 	slices.SortFunc(out, func(a, b wire.WorkspaceRecord) int {
 		return cmp.Or(a.Opened.Compare(b.Opened), strings.Compare(a.Session, b.Session))
 	})
-	return out, silent, nil
+	return out, silent, err
 }
 
 // workspaceRequest sends node the workspace request verb with req (nil: none), and

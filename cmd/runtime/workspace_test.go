@@ -31,6 +31,26 @@ open("second.txt", "w").write("second\n")
 print(json.dumps({"type": "result", "text": json.dumps(saw)}), flush=True)
 `
 
+// repoDir makes a test's folder with a repository in it ("repo") whose one commit holds
+// file, and a folder the test's agents may write besides ("out").
+func repoDir(t *testing.T, file, text string) (dir, repo, out string) {
+	t.Helper()
+	dir = t.TempDir()
+	repo, out = filepath.Join(dir, "repo"), filepath.Join(dir, "out")
+	for _, d := range []string{repo, out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, file), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "init", "--quiet", "--initial-branch=main")
+	gitRun(t, repo, "add", ".")
+	gitRun(t, repo, "commit", "--quiet", "-m", "first")
+	return dir, repo, out
+}
+
 func gitRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
@@ -49,19 +69,8 @@ func gitRun(t *testing.T, dir string, args ...string) string {
 // pushed to a bare repository when it ends ok. `agentmux workspace` lists the kept
 // workspace, shows and diffs the session's work, and cleans the workspace up.
 func TestWorkspaceSurvivesAKilledNode(t *testing.T) {
-	dir := t.TempDir()
-	repo, target, workspaces, out := filepath.Join(dir, "repo"), filepath.Join(dir, "target.git"), filepath.Join(dir, "ws"), filepath.Join(dir, "out")
-	for _, d := range []string{repo, out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, repo, "init", "--quiet", "--initial-branch=main")
-	gitRun(t, repo, "add", ".")
-	gitRun(t, repo, "commit", "--quiet", "-m", "first")
+	dir, repo, out := repoDir(t, "README", "hello\n")
+	target, workspaces := filepath.Join(dir, "target.git"), filepath.Join(dir, "ws")
 	gitRun(t, dir, "init", "--quiet", "--bare", target)
 	manifest := filepath.Join(dir, "agentmux.toml")
 	m := fmt.Sprintf(`[nats]
@@ -197,19 +206,7 @@ print(json.dumps({"type": "result", "text": str(answer.get("value"))}), flush=Tr
 // whose card on the console page says which session touched the file, on which branch;
 // the sessions table marks both sessions; the person denies it.
 func TestConsoleShowsAConflict(t *testing.T) {
-	dir := t.TempDir()
-	repo, out := filepath.Join(dir, "repo"), filepath.Join(dir, "out")
-	for _, d := range []string{repo, out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(repo, "shared.txt"), []byte("base\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, repo, "init", "--quiet", "--initial-branch=main")
-	gitRun(t, repo, "add", ".")
-	gitRun(t, repo, "commit", "--quiet", "-m", "first")
+	dir, repo, out := repoDir(t, "shared.txt", "base\n")
 	release := filepath.Join(out, "release")
 	manifest := filepath.Join(dir, "agentmux.toml")
 	m := fmt.Sprintf(`[nats]
@@ -286,19 +283,7 @@ supervisor = "allow"
 // to edit the file the first one, on the other node, edits is held by the conflict
 // route, through the bus.
 func TestFleetConflictAcrossNodes(t *testing.T) {
-	dir := t.TempDir()
-	repo, out := filepath.Join(dir, "repo"), filepath.Join(dir, "out")
-	for _, d := range []string{repo, out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(repo, "shared.txt"), []byte("base\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, repo, "init", "--quiet", "--initial-branch=main")
-	gitRun(t, repo, "add", ".")
-	gitRun(t, repo, "commit", "--quiet", "-m", "first")
+	dir, repo, out := repoDir(t, "shared.txt", "base\n")
 	release := filepath.Join(out, "release")
 	f := startFleet(t, fmt.Sprintf(`[hosts.edit]
 command = "python3"
