@@ -19,12 +19,14 @@ import (
 // uncommitted is committed on its branch (commit = true), the branch is set to where the
 // checkout's HEAD is, compared with base, pushed (push, when ok), and the checkout
 // removed or kept (keep). Its result says what of that failed; the rest is done anyway.
+// A checkout whose work could not be put on its branch is kept, whatever keep says.
 func (p *Provider) Close(ctx context.Context, ws *Workspace, ok bool) *wire.Workspace {
 	res := &wire.Workspace{Mode: ws.Mode, Branch: ws.Branch, Base: ws.Base, Bytes: Size(ws.Path), Mirror: p.root.mirror()}
 	var errs []string
 	fail := func(err error) { errs = append(errs, err.Error()) }
-	if err := p.settle(ctx, ws, res); err != nil {
-		fail(err)
+	settled := p.settle(ctx, ws, res)
+	if settled != nil {
+		fail(settled)
 	}
 	if res.Head != "" {
 		if err := p.diffStat(ctx, res); err != nil {
@@ -38,7 +40,7 @@ func (p *Provider) Close(ctx context.Context, ws *Workspace, ok bool) *wire.Work
 			}
 		}
 	}
-	keep := p.spec.Keep == config.KeepAlways || (p.spec.Keep == config.KeepOnFailure && !ok)
+	keep := p.spec.Keep == config.KeepAlways || (p.spec.Keep == config.KeepOnFailure && !ok) || settled != nil
 	if keep {
 		res.Path = ws.Path
 	}

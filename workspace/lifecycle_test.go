@@ -211,6 +211,29 @@ func TestRepositoryByURL(t *testing.T) {
 	}
 }
 
+// TestUnsettledWorkIsKept: a checkout whose work cannot be committed (its index is
+// locked) is kept even with keep = "never", and its result says why.
+func TestUnsettledWorkIsKept(t *testing.T) {
+	src := repo(t)
+	s := spec(config.WorkspaceClone, src)
+	s.Keep = config.KeepNever
+	p := provider(t, s)
+	ctx := context.Background()
+	ws, err := p.Open(ctx, "s-lock", 1, From{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(ws.Path, "work.txt"), "work\n")
+	write(t, filepath.Join(ws.Path, ".git", "index.lock"), "")
+	res := p.Close(ctx, ws, true)
+	if res.Path != ws.Path || !strings.Contains(res.Error, "index.lock") {
+		t.Fatalf("%+v; want the checkout kept, saying why", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws.Path, "work.txt")); err != nil {
+		t.Errorf("the work is gone: %v", err)
+	}
+}
+
 func execGit(args ...string) (string, error) {
 	out, err := (git{}).run(context.Background(), localTimeout, "", args...)
 	return out, err
