@@ -65,6 +65,6 @@ func TestFleetNodesWithSkewedClocks(t *testing.T) {
 	}
 	checkInvariants(t, js, ids...)
 	for _, name := range []string{"sup", "behind", "ahead"} {
-		poll(t, 10*time.Second, name+" listed up", func() bool { return stateOf(t, f, name) == "up" })
+		poll(t, 30*time.Second, name+" listed up", func() bool { return stateOf(t, f, name) == "up" })
 	}
 }
