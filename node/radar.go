@@ -2,10 +2,13 @@ package node
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
 )
@@ -15,7 +18,7 @@ import (
 // finds, the node whose session touched the files last publishes the workspace.conflict
 // event and counts it: every node's radar finds it, one node tells of it.
 func (n *Node) watchConflicts() error {
-	if len(n.workspaceProviders()) == 0 {
+	if !slices.ContainsFunc(slices.Collect(maps.Values(n.roles.hosts)), func(h *config.Host) bool { return h.Workspace.Isolated() }) {
 		return nil
 	}
 	radar := workspace.NewRadar()

@@ -54,24 +54,19 @@ type (
 // poked, until stopped.
 type measurer struct {
 	poke chan struct{}
-	stop chan struct{}
+	stop context.CancelFunc // ends the measuring, and a git command it runs
 }
 
 func (a *Agent) startMeasuring(p *workspace.Provider, ws *workspace.Workspace) {
-	m := &measurer{poke: make(chan struct{}, 1), stop: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	m := &measurer{poke: make(chan struct{}, 1), stop: stop}
 	a.measure = m
 	go func() {
 		t := time.NewTicker(measureEvery)
 		defer t.Stop()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			<-m.stop
-			cancel()
-		}()
 		for {
 			select {
-			case <-m.stop:
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			case <-m.poke:
@@ -95,7 +90,7 @@ func (a *Agent) pokeMeasure() {
 
 func (a *Agent) stopMeasuring() {
 	if a.measure != nil {
-		close(a.measure.stop)
+		a.measure.stop()
 		a.measure = nil
 	}
 	a.measured(0)
