@@ -2,6 +2,7 @@ package bus
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentmux/agentmux/wire"
@@ -75,6 +76,14 @@ func TestRolesAllowing(t *testing.T) {
 
 func TestParseRespondSubject(t *testing.T) {
 	if u, id, ok := wire.ParseRespondSubject(wire.RespondSubject("ops", "h-a.b")); !ok || u != "ops" || id != "h-a.b" {
+		t.Fatalf("parsed %q %q %v", u, id, ok)
+	}
+	// A person the identity provider names by email: the dots stay theirs.
+	subject := wire.RespondSubject("alice.b@example.com", "h-1")
+	if strings.Count(subject, ".") != 3 {
+		t.Fatalf("%s: an email's dots split the subject", subject)
+	}
+	if u, id, ok := wire.ParseRespondSubject(subject); !ok || u != "alice.b@example.com" || id != "h-1" {
 		t.Fatalf("parsed %q %q %v", u, id, ok)
 	}
 	for _, s := range []string{"agentmux.respond.ops", "agentmux.respond..x", "agentmux.ask.x.y"} {

@@ -33,6 +33,7 @@ type file struct {
 	Notify      map[string]*Notify     `toml:"notify"`
 	Attached    map[string]*Attached   `toml:"attached"`
 	API         API                    `toml:"api"`
+	Console     Console                `toml:"console"`
 	Project     map[string]any         `toml:"project"` // Concerto's; ignored
 	MCP         map[string]any         `toml:"mcp"`     // Concerto's; ignored
 }
@@ -208,6 +209,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		Notify:      map[string]*Notify{},
 		Attached:    map[string]*Attached{},
 		API:         f.API,
+		Console:     f.Console,
 	}
 	if m.NATS.URL == "" && m.NATS.Listen == "" {
 		m.NATS.Listen = DefaultNATSListen
@@ -234,6 +236,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		m.Attached[name] = a
 	}
 	v.api(&m.API)
+	v.console(&m.Console)
 	for name, c := range f.Connections {
 		c.Name = name
 		v.connection(c)

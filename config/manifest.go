@@ -81,6 +81,7 @@ type Manifest struct {
 	// Hosts as well.
 	Attached map[string]*Attached
 	API      API
+	Console  Console
 	// Warnings are what may be wrong on this machine only: a command not found, a
 	// working directory missing. `validate` prints them; a node logs them.
 	Warnings []*Problem

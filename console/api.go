@@ -80,8 +80,8 @@ func apiErrorf(w http.ResponseWriter, status int, code, format string, args ...a
 func (s *Server) who(w http.ResponseWriter, r *http.Request) (*caller, bool) {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
-		if name := s.gate.who(r); name != "" {
-			return &caller{name: name, role: config.APIOperator, page: true}, true
+		if p := s.gate.who(r); p != nil {
+			return &caller{name: p.name, role: p.role, page: true}, true
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentmux"`)
 		apiErrorf(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>, a token of [[api.tokens]]")

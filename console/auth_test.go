@@ -5,9 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmux/agentmux/config"
 )
 
 func TestLoopback(t *testing.T) {
@@ -20,7 +23,7 @@ func TestLoopback(t *testing.T) {
 }
 
 func TestSignInCookie(t *testing.T) {
-	g := newGate("s3cret", "")
+	g := newGate("s3cret", "", nil)
 	form := func(name, token string) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"name": {name}, "token": {token}}.Encode()))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -41,17 +44,30 @@ func TestSignInCookie(t *testing.T) {
 		r.AddCookie(&http.Cookie{Name: cookieName, Value: value})
 		return r
 	}
-	if who := g.who(with(c.Value)); who != "bo" {
-		t.Fatalf("who = %q", who)
+	if who := g.who(with(c.Value)); who == nil || who.name != "bo" || who.role != config.APIOperator {
+		t.Fatalf("who = %+v", who)
 	}
-	forged := newGate("other", "").sign("bo", time.Now().Add(time.Hour))
-	expired := g.sign("bo", time.Now().Add(-time.Second))
+	operator := person{name: "bo", role: config.APIOperator}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	forged := newGate("other", "", nil).cookie(r, operator, time.Now().Add(time.Hour)).Value
+	expired := g.cookie(r, operator, time.Now().Add(-time.Second)).Value
+	// A role the console does not know, and a person no subject could name.
+	unknownRole := g.seal("bo", "admin", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+	badName := g.seal("bo bo", config.APIOperator, strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
 	payload, sum, _ := strings.Cut(c.Value, ".")
 	for name, value := range map[string]string{"another token's": forged, "expired": expired, "garbage": "x.y", "empty": "",
-		"tampered": payload + "x." + sum} {
-		if who := g.who(with(value)); who != "" {
-			t.Errorf("a %s cookie signs in as %q", name, who)
+		"tampered": payload + "x." + sum, "unknown role's": unknownRole, "bad name's": badName} {
+		if who := g.who(with(value)); who != nil {
+			t.Errorf("a %s cookie signs in as %+v", name, who)
 		}
+	}
+	// An email names a person; a console of the identity provider only takes no token.
+	viewer := g.cookie(r, person{name: "alice.b@example.com", role: config.APIViewer}, time.Now().Add(time.Hour))
+	if who := g.who(with(viewer.Value)); who == nil || who.name != "alice.b@example.com" || who.role != config.APIViewer {
+		t.Fatalf("who = %+v", who)
+	}
+	if c, why := newGate("", "", derive("client secret", "x")).signIn(form("bo", "")); c != nil || why != "no-token" {
+		t.Fatalf("a token sign-in on a console of the identity provider only: %v %q", c, why)
 	}
 }
 
@@ -60,9 +76,9 @@ func TestSignInCookie(t *testing.T) {
 // console's own page, and a client that is not a browser, are not.
 func TestCrossSitePostsAreRefused(t *testing.T) {
 	s := &Server{cfg: Config{Addr: "127.0.0.1:9470", Log: slog.New(slog.DiscardHandler)}, view: newView(defaultRecent), tries: newThrottle(),
-		gate: newGate("s3cret", "")}
+		gate: newGate("s3cret", "", nil)}
 	s.routes()
-	cookie := &http.Cookie{Name: cookieName, Value: s.gate.sign("bo", time.Now().Add(time.Hour))}
+	cookie := s.gate.cookie(httptest.NewRequest(http.MethodGet, "/", nil), person{name: "bo", role: config.APIOperator}, time.Now().Add(time.Hour))
 	for _, c := range []struct {
 		origin, site string
 		refused      bool

@@ -58,6 +58,10 @@ type Config struct {
 	// Name is who answers without a sign-in (on loopback, with no token). On a bus
 	// with users, the console's own user needs role console to answer as anyone else.
 	Name string
+	// OIDC, when set, signs people in with the team's identity provider, its client
+	// secret OIDCSecret; a token sign-in is then only the loopback link's.
+	OIDC       *config.OIDC
+	OIDCSecret string
 	// Tokens are the API's bearer tokens ([[api.tokens]], their secrets read).
 	Tokens []Token
 	// Manifest is what the console serves: its hosts (tasks) and attached sources
@@ -71,9 +75,10 @@ type Server struct {
 	cfg     Config
 	waiting refusals // answers and attached requests in flight
 	view    *view
-	gate    *gate     // who signs in, and how
-	link    string    // the sign-in path with the token, on a console that made its own
-	tries   *throttle // sign-in tries
+	gate    *gate       // who signs in, and how
+	oidc    *oidcSignIn // nil: no identity provider
+	link    string      // the sign-in path with the token, on a console that made its own
+	tries   *throttle   // sign-in tries
 	pending *store.PendingStore
 	tokens  *tokens // the API's
 	subs    []*nats.Subscription
@@ -86,16 +91,8 @@ type Server struct {
 
 // New starts following the bus; Close stops it.
 func New(ctx context.Context, cfg Config) (*Server, error) {
-	if !Loopback(cfg.Addr) && cfg.Token == "" {
-		return nil, fmt.Errorf("console: %s is reachable beyond this machine, and people would answer as anyone: set AGENTMUX_CONSOLE_TOKEN to a secret they sign in with, or listen on 127.0.0.1", cfg.Addr)
-	}
-	if cfg.Token != "" {
-		if err := checkToken(cfg.Token); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Token == "" && !wire.IsName(cfg.Name) {
-		return nil, fmt.Errorf("console: answers on this machine are recorded as human:%s, which cannot be part of a subject: give --as a name of letters, digits, '_' and '-'", cfg.Name)
+	if err := checkSignIn(&cfg); err != nil {
+		return nil, err
 	}
 	toks, err := newTokens(cfg.Tokens)
 	if err != nil {
@@ -106,9 +103,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending, tokens: toks}
-	if cfg.Token != "" {
-		s.gate = newGate(cfg.Token, "")
-	} else {
+	var key []byte
+	if cfg.OIDC != nil {
+		key = derive(cfg.OIDCSecret, "agentmux console sign-in")
+		s.oidc = newOIDCSignIn(cfg.OIDC, cfg.OIDCSecret, cfg.Log)
+	}
+	switch {
+	case cfg.Token != "":
+		s.gate = newGate(cfg.Token, "", key)
+	case Loopback(cfg.Addr):
 		// On loopback with no token, any process of the machine could answer through
 		// the console (an agent among them): its page signs in with a token it makes,
 		// given in the link it prints, as the one person it answers for.
@@ -116,7 +119,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.gate, s.link = newGate(token, cfg.Name), "/login?token="+token
+		s.gate, s.link = newGate(token, cfg.Name, key), "/login?token="+token
+	default:
+		s.gate = newGate("", "", key) // the identity provider's only
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -157,6 +162,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /app.css", s.file("app.css", "text/css; charset=utf-8"))
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.signIn)
+	m.HandleFunc("GET /oidc/start", s.oidcStart)
+	m.HandleFunc("GET /oidc/callback", s.oidcCallback)
 	m.HandleFunc("GET /api/me", s.me)
 	m.HandleFunc("GET /api/stream", s.stream)
 	m.HandleFunc("POST /api/respond", s.respond)
@@ -180,7 +187,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r) // bearer tokens, or the page's sign-in: s.api
 		return
 	}
-	if s.gate.who(r) == "" && r.URL.Path != "/login" && r.URL.Path != "/app.css" {
+	if s.gate.who(r) == nil && !open[r.URL.Path] {
 		if r.Method == http.MethodGet && r.URL.Path == "/" {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
@@ -195,8 +202,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// name is who is answering: the signed-in person.
-func (s *Server) name(r *http.Request) string { return s.gate.who(r) }
+// open are the paths served before a sign-in.
+var open = map[string]bool{"/login": true, "/app.css": true, "/oidc/start": true, "/oidc/callback": true}
 
 // SignInLink is the path that signs the one person of a console without a token in
 // (with the token it made), or "" when people sign in with AGENTMUX_CONSOLE_TOKEN.
@@ -223,10 +230,16 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = loginTemplate.Execute(w, struct {
-		Problem string
-		Link    bool
-	}{signInProblems[r.URL.Query().Get("error")], s.link != ""})
+	page := struct {
+		Problem  string
+		Link     bool
+		Token    bool
+		Provider string // the identity provider's host, when people sign in there
+	}{Problem: signInProblems[r.URL.Query().Get("error")], Link: s.link != "", Token: s.gate.token != nil}
+	if s.oidc != nil {
+		page.Provider = s.oidc.host()
+	}
+	_ = loginTemplate.Execute(w, page)
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
@@ -247,7 +260,8 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"name": s.name(r), "decider": "human:" + s.name(r), "signed_in": s.link == ""})
+	p := s.gate.who(r)
+	writeJSON(w, http.StatusOK, map[string]any{"name": p.name, "decider": "human:" + p.name, "role": p.role, "signed_in": s.link == ""})
 }
 
 // stream sends the page its view, then every change, as server-sent events.
@@ -301,7 +315,13 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondInvalid, Error: `post {"id", "value", "reason"}`})
 		return
 	}
-	s.answer(w, r, s.name(r), a)
+	p := s.gate.who(r)
+	if p.role != config.APIOperator {
+		writeJSON(w, http.StatusForbidden, &wire.RespondReply{Code: wire.RespondForbidden,
+			Error: p.name + " may look, not answer: answering takes one of the console's operator_groups"})
+		return
+	}
+	s.answer(w, r, p.name, a)
 }
 
 // answer gives who's answer a to a request waiting for a person.

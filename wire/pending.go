@@ -73,6 +73,7 @@ const (
 	RespondPastDeadline = "past_deadline"
 	RespondCancelled    = "cancelled"
 	RespondFailed       = "failed"
+	RespondForbidden    = "forbidden" // the person may look, not answer
 )
 
 // RespondReply says whether the answer was taken; Code and Error say why not.

@@ -106,9 +106,12 @@ const HumanSubjects = humanPrefix + ">"
 // keeps one user's replies from every other user.
 func InboxPrefix(name string) string { return "_INBOX_" + name }
 
-// RespondSubject is where the user name answers the request waiting for a person id;
+// RespondSubject is where the person name answers the request waiting for a person id;
 // only that user may publish there, so a node records who answered from the subject.
-func RespondSubject(name, id string) string { return respondPrefix + name + "." + id }
+// A person's dots (an email's) are written %2E, as a subject's token holds none.
+func RespondSubject(name, id string) string {
+	return respondPrefix + strings.ReplaceAll(name, ".", personDot) + "." + id
+}
 
 // RespondSubjects matches every answer of every user.
 const RespondSubjects = respondPrefix + "*.>"
@@ -120,6 +123,7 @@ func ParseRespondSubject(subject string) (user, id string, ok bool) {
 		return "", "", false
 	}
 	user, id, ok = strings.Cut(rest, ".")
+	user = strings.ReplaceAll(user, personDot, ".")
 	return user, id, ok && user != "" && id != ""
 }
 

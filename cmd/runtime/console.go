@@ -71,8 +71,12 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux console:", err)
 		return exitUsage
 	}
-	srv, err := console.New(ctx, console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Hosts: list(*public),
-		Name: name, Tokens: tokens, Manifest: m, Log: log})
+	cfg := console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Hosts: list(*public),
+		Name: name, Tokens: tokens, Manifest: m, Log: log}
+	if o := m.Console.OIDC; o != nil {
+		cfg.OIDC, cfg.OIDCSecret = o, os.Getenv(o.ClientSecretEnv)
+	}
+	srv, err := console.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux console:", c.explain(err))
 		return exitError
@@ -87,7 +91,13 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("console up", "url", "http://"+ln.Addr().String()+srv.SignInLink(), "answering_as", "human:"+name)
+	if link := srv.SignInLink(); link != "" {
+		log.Info("console up", "url", "http://"+ln.Addr().String()+link, "answering_as", "human:"+name)
+	} else if o := m.Console.OIDC; o != nil {
+		log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in", o.Issuer)
+	} else {
+		log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in", "AGENTMUX_CONSOLE_TOKEN and a name")
+	}
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {

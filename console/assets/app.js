@@ -1,7 +1,7 @@
 // agentmux console: the view streamed from /api/stream, answers posted to /api/respond.
 "use strict";
 
-const state = { pending: new Map(), sessions: new Map(), me: "", focused: "", wanted: "" };
+const state = { pending: new Map(), sessions: new Map(), me: "", role: "operator", focused: "", wanted: "" };
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -75,6 +75,10 @@ function deny(p, card) {
 
 function actionsFor(p, card) {
   const acts = el("div", { class: "actions" });
+  if (state.role !== "operator") {
+    acts.append(el("p", { class: "viewer" }, "You may look, not answer: answering takes one of the console's operator groups."));
+    return acts;
+  }
   switch (kindOf(p)) {
     case "approval":
       acts.append(el("button", { class: "approve", onclick: () => answer(p, "yes") }, "Approve"),
@@ -286,7 +290,7 @@ document.addEventListener("keydown", (e) => {
   const c = document.activeElement && document.activeElement.closest && document.activeElement.closest(".request");
   if (!c) return;
   const p = state.pending.get(c.dataset.id);
-  if (!p || p.state !== "pending") return;
+  if (!p || p.state !== "pending" || state.role !== "operator") return;
   const key = e.key.toLowerCase();
   if (key === "a" && kindOf(p) === "approval") { e.preventDefault(); answer(p, "yes"); }
   if (key === "d" && kindOf(p) === "approval") { e.preventDefault(); deny(p, c); }
@@ -303,7 +307,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   try {
     const me = await (await fetch("/api/me")).json();
     state.me = me.name;
-    document.getElementById("me").textContent = "answering as " + me.decider;
+    state.role = me.role;
+    document.getElementById("me").textContent = me.role === "operator" ? "answering as " + me.decider : me.name + " (viewer)";
+    document.body.classList.toggle("viewer", me.role !== "operator");
   } catch (e) { /* the stream says whether the console is reachable */ }
   connect();
   route();

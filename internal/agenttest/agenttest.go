@@ -36,15 +36,24 @@ func Claude(t testing.TB) string {
 // globally) when it is missing or another version.
 func NPMAgent(t testing.TB, pkg, version, bin string) string {
 	t.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..")
-	prefix := filepath.Join(root, ".ci", "agents")
-	path := filepath.Join(prefix, "node_modules", ".bin", bin)
+	NPMPackage(t, pkg, version)
+	path := filepath.Join(npmPrefix(), "node_modules", ".bin", bin)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("npm installed %s@%s but there is no %s: %v", pkg, version, path, err)
+	}
+	return path
+}
+
+// NPMPackage returns the folder of the pinned npm package, installing it into
+// .ci/agents (never globally) when it is missing or another version.
+func NPMPackage(t testing.TB, pkg, version string) string {
+	t.Helper()
+	prefix := npmPrefix()
+	dir := filepath.Join(prefix, "node_modules", pkg)
 	installMu.Lock()
 	defer installMu.Unlock()
-	manifest := filepath.Join(prefix, "node_modules", pkg, "package.json")
-	if b, err := os.ReadFile(manifest); err == nil && strings.Contains(string(b), `"version": "`+version+`"`) {
-		return path
+	if b, err := os.ReadFile(filepath.Join(dir, "package.json")); err == nil && strings.Contains(string(b), `"version": "`+version+`"`) {
+		return dir
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -52,10 +61,13 @@ func NPMAgent(t testing.TB, pkg, version, bin string) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("install %s@%s from npm into %s: %v\n%s", pkg, version, prefix, err, out)
 	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("npm installed %s@%s but there is no %s: %v", pkg, version, path, err)
-	}
-	return path
+	return dir
+}
+
+// npmPrefix is the folder the tests' npm packages are installed in: .ci/agents.
+func npmPrefix() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", ".ci", "agents")
 }
 
 var installMu sync.Mutex
