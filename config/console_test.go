@@ -62,3 +62,21 @@ command = "w"
 		}
 	}
 }
+
+// What lets people act from a notification is checked with the key.
+func TestNotifyActions(t *testing.T) {
+	const hook = "[notify.n]\nwebhook = \"https://hooks.example/x\"\nevents = [\"human.pending\"]\n"
+	for _, tc := range []struct{ name, src, want string }{
+		{"people without a key", hook + "secret_env = \"S\"\nconsole_url = \"https://c.example\"\npeople = [\"alice@example.com\"]\n", `set action_key_env`},
+		{"people without the console", hook + "secret_env = \"S\"\naction_key_env = \"K\"\npeople = [\"alice@example.com\"]\n", `set console_url`},
+		{"a person no subject can name", hook + "secret_env = \"S\"\naction_key_env = \"K\"\nconsole_url = \"https://c.example\"\npeople = [\"alice smith\"]\n", `"alice smith" cannot name a person`},
+		{"people on slack", hook + "format = \"slack\"\naction_key_env = \"K\"\nconsole_url = \"https://c.example\"\npeople = [\"a@x.io\"]\n", `a slack notify acts through its buttons`},
+		{"users without the signing secret", hook + "format = \"slack\"\nusers = { U1 = \"a@x.io\" }\n", `set signing_secret_env`},
+		{"users of a json notify", hook + "secret_env = \"S\"\nusers = { U1 = \"a@x.io\" }\nsigning_secret_env = \"G\"\n", `users maps Slack users, for format = "slack"`},
+	} {
+		e := parseErr(t, tc.src)
+		if !strings.Contains(e.Error(), tc.want) {
+			t.Errorf("%s: %v\nwant it to say %q", tc.name, e, tc.want)
+		}
+	}
+}

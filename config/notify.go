@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Notify sends events to a webhook: [notify.X].
@@ -20,10 +22,23 @@ type Notify struct {
 	ConsoleURL string   `toml:"console_url"`
 	Timeout    Duration `toml:"timeout"`   // one delivery attempt
 	RetryFor   Duration `toml:"retry_for"` // how long an event without a deadline is retried
-	// AllowPrivate lets the webhook lead to a loopback, private, link-local or
-	// cloud-metadata address, which it may not otherwise.
+	// AllowPrivate lets the webhook (and a Slack response_url) lead to a loopback,
+	// private, link-local or cloud-metadata address, which it may not otherwise.
 	AllowPrivate bool `toml:"allow_private"`
+	// People each get, in a human.pending notification, links that act on the
+	// request as them (approve, deny, each option), signed with the key in
+	// ActionKeyEnv, which the console holds too.
+	People       []string `toml:"people"`
+	ActionKeyEnv string   `toml:"action_key_env"`
+	// Users maps Slack user ids to people: a Slack message's buttons act as the
+	// person who pressed them, once the console has checked Slack's signature with
+	// the app's signing secret (SigningSecretEnv).
+	Users            map[string]string `toml:"users"`
+	SigningSecretEnv string            `toml:"signing_secret_env"`
 }
+
+// Buttons reports whether the notify's Slack messages carry buttons.
+func (n *Notify) Buttons() bool { return n.Format == NotifySlack && len(n.Users) > 0 }
 
 // Events a [notify.X] may ask for.
 var NotifyEvents = []string{"human.pending", "session.started", "session.ended", "request.answered", "pipeline.ended"}
@@ -65,6 +80,44 @@ func (v *validator) notify(n *Notify) {
 			v.add(at("console_url"), "%q is not a URL", n.ConsoleURL)
 		}
 	}
+	v.notifyActions(n)
 	v.required(at("timeout"), &n.Timeout, DefaultNotifyTimeout, "would wait for a webhook forever")
 	v.required(at("retry_for"), &n.RetryFor, DefaultNotifyRetryFor, "would never retry")
+}
+
+// notifyActions checks what lets people act from a notification: links for people,
+// buttons for Slack users.
+func (v *validator) notifyActions(n *Notify) {
+	at := func(key ...string) []string { return append([]string{"notify", n.Name}, key...) }
+	for i, p := range n.People {
+		if !wire.IsPerson(p) {
+			v.add(at("people", strconv.Itoa(i)), "%q cannot name a person: use their email or a name of letters, digits and _ + @ . -", p)
+		}
+	}
+	if len(n.People) > 0 {
+		if n.ActionKeyEnv == "" {
+			v.add(at(), "links for people are signed: set action_key_env to the variable holding their key (the console reads it too)")
+		}
+		if n.ConsoleURL == "" {
+			v.add(at(), "links for people lead to the console: set console_url")
+		}
+		if n.Format == NotifySlack {
+			v.add(at("people"), "a slack notify acts through its buttons: map Slack users to people with users = { U123 = \"alice@example.com\" }")
+		}
+	}
+	v.envName(at("action_key_env"), n.ActionKeyEnv)
+	for id, p := range n.Users {
+		if !wire.IsPerson(p) {
+			v.add(at("users", id), "%q cannot name a person: use their email or a name of letters, digits and _ + @ . -", p)
+		}
+	}
+	if len(n.Users) > 0 {
+		if n.Format != NotifySlack {
+			v.add(at("users"), "users maps Slack users, for format = \"slack\"")
+		}
+		if n.SigningSecretEnv == "" {
+			v.add(at(), "Slack's buttons come back signed: set signing_secret_env to the variable holding the Slack app's signing secret")
+		}
+	}
+	v.envName(at("signing_secret_env"), n.SigningSecretEnv)
 }

@@ -136,6 +136,9 @@ func (m *Manifest) secretEnvs() []string {
 	for _, t := range m.API.Tokens {
 		out = append(out, t.TokenEnv) // an operator's token answers as its name
 	}
+	for _, n := range m.Notify {
+		out = append(out, n.SecretEnv, n.ActionKeyEnv, n.SigningSecretEnv) // sign notifications, act as people, or pass for Slack
+	}
 	if o := m.Console.OIDC; o != nil {
 		out = append(out, o.ClientSecretEnv) // it signs the console's sign-ins
 	}

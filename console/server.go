@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,6 +63,9 @@ type Config struct {
 	// secret OIDCSecret; a token sign-in is then only the loopback link's.
 	OIDC       *config.OIDC
 	OIDCSecret string
+	// Getenv reads the secrets the manifest names: the keys of [notify.X] action
+	// links and Slack apps' signing secrets. Nil: os.Getenv.
+	Getenv func(string) string
 	// Tokens are the API's bearer tokens ([[api.tokens]], their secrets read).
 	Tokens []Token
 	// Manifest is what the console serves: its hosts (tasks) and attached sources
@@ -77,13 +81,18 @@ type Server struct {
 	view    *view
 	gate    *gate       // who signs in, and how
 	oidc    *oidcSignIn // nil: no identity provider
-	link    string      // the sign-in path with the token, on a console that made its own
-	tries   *throttle   // sign-in tries
-	pending *store.PendingStore
-	tokens  *tokens // the API's
-	subs    []*nats.Subscription
-	cancel  context.CancelFunc
-	mux     *http.ServeMux
+	// actionKeys are the keys of each notify's action links; slack, the Slack apps
+	// whose buttons come back here.
+	actionKeys map[string][]byte
+	slack      map[string]*slackApp
+	bg         sync.WaitGroup // Slack answers under way
+	link       string         // the sign-in path with the token, on a console that made its own
+	tries      *throttle      // sign-in tries
+	pending    *store.PendingStore
+	tokens     *tokens // the API's
+	subs       []*nats.Subscription
+	cancel     context.CancelFunc
+	mux        *http.ServeMux
 	// csrf refuses a state-changing request from a page elsewhere: browsers send
 	// Sec-Fetch-Site (or Origin) with it, which such a page cannot forge.
 	csrf http.CrossOriginProtection
@@ -103,6 +112,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending, tokens: toks}
+	if err := s.notifies(); err != nil {
+		return nil, err
+	}
 	var key []byte
 	if cfg.OIDC != nil {
 		key = derive(cfg.OIDCSecret, "agentmux console sign-in")
@@ -147,12 +159,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Close stops following the bus.
+// Close stops following the bus, once the Slack answers under way are given.
 func (s *Server) Close() {
 	s.cancel()
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
 	}
+	s.bg.Wait()
 }
 
 func (s *Server) routes() {
@@ -164,6 +177,9 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /login", s.signIn)
 	m.HandleFunc("GET /oidc/start", s.oidcStart)
 	m.HandleFunc("GET /oidc/callback", s.oidcCallback)
+	m.HandleFunc("GET /act/{notify}/{token}", s.actConfirm)
+	m.HandleFunc("POST /act/{notify}/{token}", s.act)
+	m.HandleFunc("POST /slack/{notify}", s.slackAction)
 	m.HandleFunc("GET /api/me", s.me)
 	m.HandleFunc("GET /api/stream", s.stream)
 	m.HandleFunc("POST /api/respond", s.respond)
@@ -187,7 +203,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r) // bearer tokens, or the page's sign-in: s.api
 		return
 	}
-	if s.gate.who(r) == nil && !open[r.URL.Path] {
+	if s.gate.who(r) == nil && !open[r.URL.Path] && !strings.HasPrefix(r.URL.Path, "/act/") && !strings.HasPrefix(r.URL.Path, "/slack/") {
 		if r.Method == http.MethodGet && r.URL.Path == "/" {
 			http.Redirect(w, r, "/login", http.StatusSeeOther)
 			return
@@ -202,7 +218,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// open are the paths served before a sign-in.
+// open are the paths served before a sign-in, beside action links (/act/: the link
+// is the credential) and Slack's callbacks (/slack/: signed by Slack).
 var open = map[string]bool{"/login": true, "/app.css": true, "/oidc/start": true, "/oidc/callback": true}
 
 // SignInLink is the path that signs the one person of a console without a token in

@@ -53,7 +53,7 @@ func private(addr netip.Addr) bool {
 
 // newClient is a notifier's HTTP client: no redirects, no private addresses unless
 // allowPrivate, each attempt bounded by timeout.
-func newClient(timeout time.Duration, allowPrivate bool) *http.Client {
+func NewClient(timeout time.Duration, allowPrivate bool) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	if !allowPrivate {
 		dialer.Control = func(_, address string, _ syscall.RawConn) error {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmux/agentmux/actionlink"
+
 	"github.com/nats-io/nats.go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -55,6 +57,7 @@ type Notifier struct {
 	cfg    Config
 	n      *config.Notify
 	hook   *standardwebhooks.Webhook // nil: unsigned (slack without a secret)
+	key    []byte                    // signs people's action links; nil: none
 	client *http.Client
 	queue  chan *event
 	subs   []*nats.Subscription
@@ -73,7 +76,7 @@ func Start(cfg Config) (*Notifier, error) {
 	n := cfg.Notify
 	x := &Notifier{cfg: cfg, n: n, client: cfg.Client, queue: make(chan *event, queueSize)}
 	if x.client == nil {
-		x.client = newClient(n.Timeout.D(), n.AllowPrivate)
+		x.client = NewClient(n.Timeout.D(), n.AllowPrivate)
 	}
 	if n.SecretEnv != "" {
 		secret := cfg.Getenv(n.SecretEnv)
@@ -85,6 +88,13 @@ func Start(cfg Config) (*Notifier, error) {
 			return nil, fmt.Errorf("notify %s: $%s is not a Standard Webhooks secret (\"whsec_\" and base64): %w", n.Name, n.SecretEnv, err)
 		}
 		x.hook = hook
+	}
+	if n.ActionKeyEnv != "" {
+		key, err := actionlink.Key(n.ActionKeyEnv, cfg.Getenv(n.ActionKeyEnv))
+		if err != nil {
+			return nil, fmt.Errorf("notify %s: %w", n.Name, err)
+		}
+		x.key = key
 	}
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	group := "agentmux-notify-" + n.Name
@@ -165,6 +175,14 @@ func (x *Notifier) event(typ string, data []byte) (*event, error) {
 		if u := x.link("request", p.ID); u != "" {
 			link = fmt.Sprintf(" — <%s|answer it in the console>", u)
 		}
+		if x.n.Buttons() {
+			ev.body = slackButtons(slackEscape(text)+link, &p)
+			return ev, nil
+		}
+		if x.key != nil && x.n.Format != config.NotifySlack {
+			ev.body, _ = json.Marshal(&message{Type: typ, Timestamp: now.UTC(), Data: x.withActions(&p)})
+			return ev, nil
+		}
 	case "pipeline.ended":
 		var r wire.PipelineRun
 		if err := json.Unmarshal(data, &r); err != nil {
@@ -210,6 +228,9 @@ func (x *Notifier) event(typ string, data []byte) (*event, error) {
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 func slackEscape(s string) string { return slackEscaper.Replace(s) }
+
+// SlackEscape is s as Slack text that mentions no one and links nowhere.
+func SlackEscape(s string) string { return slackEscape(s) }
 
 // link is the console's page of a request or a session, when the console's URL is known.
 func (x *Notifier) link(kind, id string) string {
