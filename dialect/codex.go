@@ -26,8 +26,8 @@ type codex struct {
 	approvals   map[string]json.RawMessage // canonical id → the server request's id
 	inputs      map[string]*codexInput     // canonical question id → its request
 	withdrawn   map[string]bool
-	byRPC       map[string][]string // the server request's id → canonical ids, for resolved
-	changing    map[string][]string // a file change item's id → the paths it changes, until it completes
+	byRPC       map[string][]string     // the server request's id → canonical ids, for resolved
+	changing    map[string][]fileChange // a file change item's id → what it changes, until it completes
 }
 
 type codexInput struct {
@@ -39,7 +39,7 @@ type codexInput struct {
 
 func newCodex(dir string) *codex {
 	return &codex{rpcClient: newRPCClient("codex", false), cwd: dir, approvals: map[string]json.RawMessage{}, inputs: map[string]*codexInput{},
-		withdrawn: map[string]bool{}, byRPC: map[string][]string{}, changing: map[string][]string{}}
+		withdrawn: map[string]bool{}, byRPC: map[string][]string{}, changing: map[string][]fileChange{}}
 }
 
 // Args starts the app server with the working directory writable by the commands a
@@ -147,14 +147,18 @@ func (c *codex) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte
 }
 
 type codexItem struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Text    string `json:"text"`
-	Command string `json:"command"`
-	Status  string `json:"status"`
-	Changes []struct {
-		Path string `json:"path"`
-	} `json:"changes"` // a fileChange's
+	ID      string       `json:"id"`
+	Type    string       `json:"type"`
+	Text    string       `json:"text"`
+	Command string       `json:"command"`
+	Status  string       `json:"status"`
+	Changes []fileChange `json:"changes"` // a fileChange's
+}
+
+// fileChange is one file of a Codex file change: its path and unified diff.
+type fileChange struct {
+	Path string `json:"path"`
+	Diff string `json:"diff,omitempty"`
 }
 
 func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
@@ -180,11 +184,7 @@ func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []
 			return nil, nil, nil
 		}
 		if p.Item.Type == "fileChange" && p.Item.ID != "" {
-			var paths []string
-			for _, ch := range p.Item.Changes {
-				paths = append(paths, ch.Path)
-			}
-			c.changing[p.Item.ID] = paths // its approval names the item, not the files
+			c.changing[p.Item.ID] = p.Item.Changes // its approval names the item, not the files
 		}
 		fields = map[string]any{"type": "progress", "message": strings.TrimSpace(p.Item.Type + " " + p.Item.Command)}
 	case "item/completed":
@@ -244,8 +244,13 @@ func (c *codex) request(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte,
 			desc += " (" + p.Reason + ")"
 		}
 		fields := map[string]any{"type": "approval", "id": id, "description": desc, "cwd": p.Cwd, "tool": tool, "input": input}
-		if paths := c.changing[p.ItemID]; m.Method == "item/fileChange/requestApproval" && len(paths) > 0 {
-			fields["paths"] = paths // the files the change touches, for the conflict radar
+		if changes := c.changing[p.ItemID]; m.Method == "item/fileChange/requestApproval" && len(changes) > 0 {
+			paths := make([]string, len(changes))
+			for i, ch := range changes {
+				paths[i] = ch.Path
+			}
+			fields["paths"] = paths    // the files the change touches, for the conflict radar
+			input["changes"] = changes // and how, for the person who decides
 		}
 		msgs, _, err := one(canonical(fields, raw))
 		return msgs, nil, err

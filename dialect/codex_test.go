@@ -59,10 +59,13 @@ func TestCodexApprovalsQuestionsAndResolved(t *testing.T) {
 	if !strings.Contains(got, `"alg":{"answers":["RS256"]}`) || !strings.Contains(got, `"name":{"answers":["billing"]}`) || !strings.Contains(got, `"id":5`) {
 		t.Fatalf("answers %s", got)
 	}
-	acpDecode(t, d, `{"method":"item/started","params":{"item":{"id":"fc1","type":"fileChange","status":"inProgress","changes":[{"path":"/w/main.go","kind":{"type":"update"},"diff":""},{"path":"/w/util.go","kind":{"type":"add"},"diff":""}]}}}`)
+	acpDecode(t, d, `{"method":"item/started","params":{"item":{"id":"fc1","type":"fileChange","status":"inProgress","changes":[{"path":"/w/main.go","kind":{"type":"update"},"diff":"@@ -1 +1 @@\n-package x\n+package main"},{"path":"/w/util.go","kind":{"type":"add"},"diff":""}]}}}`)
 	a2, _ := acpDecode(t, d, `{"id":7,"method":"item/fileChange/requestApproval","params":{"itemId":"fc1","reason":"edit main.go"}}`)
 	if len(a2) != 1 || !strings.Contains(string(a2[0].Raw), `"paths":["/w/main.go","/w/util.go"]`) {
 		t.Fatalf("a file change's approval does not name its files (from its item): %+v", a2)
+	}
+	if !strings.Contains(string(a2[0].Raw), `"changes":[{"path":"/w/main.go","diff":"@@ -1 +1 @@\n-package x\n+package main"},{"path":"/w/util.go"}]`) {
+		t.Fatalf("a file change's approval does not carry its diff for the person: %s", a2[0].Raw)
 	}
 	w, _ := acpDecode(t, d, `{"method":"serverRequest/resolved","params":{"requestId":7}}`)
 	if len(w) != 1 || w[0].Type != protocol.TypeWithdrawn || w[0].ID != "codex-7" {

@@ -108,6 +108,70 @@ function actionsFor(p, card) {
   return acts;
 }
 
+// ---- what the agent asks about: the tool's input, shown as text, never as HTML ----
+
+// Characters that hide or reorder what a person reads (Trojan Source: bidirectional
+// overrides, zero-width characters) and terminal controls (ANSI escapes): each is
+// shown as a visible mark, and the card says the input holds them.
+const hidden = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+const maxShown = 20000; // characters of one block; the audit holds all of it
+
+function visible(s) {
+  s = String(s);
+  if (s.length > maxShown) s = s.slice(0, maxShown) + `\n… ${s.length - maxShown} more characters (the audit holds them all)`;
+  return s.replace(hidden, (ch) => "⟨U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟩");
+}
+
+// hiddenIn counts such characters in every string of v, shown or not.
+function hiddenIn(v) {
+  if (typeof v === "string") return (v.match(hidden) || []).length;
+  if (v && typeof v === "object") return Object.entries(v).reduce((n, [k, e]) => n + hiddenIn(k) + hiddenIn(e), 0);
+  return 0;
+}
+
+function block(cls, text) { return el("pre", { class: cls }, visible(text)); }
+
+// diffBlock colours a unified diff (or -/+ lines) line by line.
+function diffBlock(lines) {
+  const pre = el("pre", { class: "diff" });
+  for (const line of lines) {
+    const cls = line.startsWith("+") ? "ins" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "";
+    pre.append(el("span", cls ? { class: cls } : {}, visible(line)));
+  }
+  return pre;
+}
+
+function edit(oldText, newText) {
+  return [...String(oldText || "").split("\n").map((l) => "-" + l), ...String(newText || "").split("\n").map((l) => "+" + l)];
+}
+
+// inputOf renders the tool and input a request names: a command, an edit as a diff, a
+// file's new content, Codex's changes with their diffs; anything else as JSON. Each
+// comes with the whole input as JSON, folded.
+function inputOf(p) {
+  const b = bodyOf(p);
+  const input = b.input && typeof b.input === "object" ? b.input : null;
+  if (!b.tool && !input) return null;
+  const box = el("div", { class: "input" });
+  const file = input && (input.file_path || input.notebook_path || input.path);
+  box.append(el("div", { class: "tool" }, visible((b.tool || "input") + (file ? " " + file : ""))));
+  if (input) {
+    if (typeof input.command === "string") box.append(block("command", input.command));
+    else if (Array.isArray(input.command)) box.append(block("command", input.command.join(" ")));
+    if ("old_string" in input || "new_string" in input) box.append(diffBlock(edit(input.old_string, input.new_string)));
+    for (const e of Array.isArray(input.edits) ? input.edits : []) box.append(diffBlock(edit(e.old_string, e.new_string)));
+    if (typeof input.content === "string") box.append(block("content", input.content));
+    for (const ch of Array.isArray(input.changes) ? input.changes : []) {
+      box.append(el("div", { class: "tool" }, visible(ch.path || "")));
+      if (ch.diff) box.append(diffBlock(String(ch.diff).split("\n")));
+    }
+  }
+  const full = el("details", { class: "full" }, el("summary", {}, "Full input"));
+  full.append(block("json", JSON.stringify(input !== null ? input : b, null, 2)));
+  box.append(full);
+  return box;
+}
+
 function settledText(p) {
   switch (p.state) {
     case "answered": case "delivered": return `answered ${JSON.stringify(p.value)} by human:${p.responder}` +
@@ -129,8 +193,15 @@ function card(p) {
       p.node ? el("span", {}, "node " + p.node) : null,
       el("span", { class: "age", "data-since": String(created) }, "asked " + seconds(Date.now() - created) + " ago"),
       settled ? null : el("span", { class: "countdown", "data-deadline": String(deadline) }, seconds(deadline - Date.now()) + " left"),
-      el("span", { class: "default" }, "then the default: " + show(p.default))),
-    el("div", { class: "text" }, p.text));
+      el("span", { class: "default" }, "then the default: " + show(p.default))));
+  c.append(el("div", { class: "text" }, visible(p.text)));
+  const input = inputOf(p);
+  if (input) c.append(input);
+  const marked = hiddenIn(p.text) + hiddenIn(bodyOf(p).input);
+  if (marked) {
+    c.append(el("div", { class: "hidden-chars", role: "alert" }, `Beware: this request holds ${marked} invisible, ` +
+      "direction-changing or control characters, shown as ⟨U+…⟩: what you read may not be what runs."));
+  }
   if (p.suggestion || p.escalation) {
     c.append(el("div", { class: "suggestion" },
       p.suggestion ? "Suggested: " + show(p.suggestion) + ". " : "", p.escalation ? "Escalated: " + p.escalation : ""));
