@@ -2,14 +2,12 @@ package console
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"time"
 
 	"github.com/agentmux/agentmux/actionlink"
-	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -81,15 +79,8 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
-	defer cancel()
-	ctx, done := s.waiting.wait(ctx, wire.RespondSubject(a.Person, a.Request))
-	defer done()
-	reply, err := store.Answer(ctx, s.cfg.Conn, a.Person, a.Request, wire.RespondRequest{Value: a.Value, Reason: "from a notification's link"})
+	reply, err := s.give(r.Context(), a.Person, a.Request, wire.RespondRequest{Value: a.Value, Reason: "from a notification's link"})
 	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
-			err = cause
-		}
 		s.actPage(w, http.StatusBadGateway, &actPage{Title: "Not answered", Problem: "the answer did not reach the fleet: " + err.Error()})
 		return
 	}

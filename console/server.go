@@ -183,6 +183,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/me", s.me)
 	m.HandleFunc("GET /api/stream", s.stream)
 	m.HandleFunc("POST /api/respond", s.respond)
+	m.HandleFunc("POST /api/respond/bulk", s.respondBulk)
 	m.HandleFunc("GET /api/audit", s.searchAudit)
 	m.HandleFunc("GET /api/sessions/{id}", s.trail)
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.sessionStream)
@@ -347,20 +348,30 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, who string, a an
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such request " + a.ID})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
-	defer cancel()
-	ctx, done := s.waiting.wait(ctx, wire.RespondSubject(who, a.ID))
-	defer done()
-	reply, err := store.Answer(ctx, s.cfg.Conn, who, a.ID, wire.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope})
+	reply, err := s.give(r.Context(), who, a.ID, wire.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope})
 	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
-			err = cause // the bus refused the answer: say so, not that it timed out
-		}
 		writeJSON(w, http.StatusBadGateway, &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()})
 		return
 	}
 	s.cfg.Log.Info("answered from the console", "request", a.ID, "as", who, "ok", reply.OK, "code", reply.Code)
 	writeJSON(w, http.StatusOK, reply)
+}
+
+// give sends who's answer a to the request id; an error says why it did not reach
+// the fleet (the bus's refusal, when it refused it, not a time-out).
+func (s *Server) give(ctx context.Context, who, id string, a wire.RespondRequest) (*wire.RespondReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, answerTimeout)
+	defer cancel()
+	ctx, done := s.waiting.wait(ctx, wire.RespondSubject(who, id))
+	defer done()
+	reply, err := store.Answer(ctx, s.cfg.Conn, who, id, a)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+			err = cause // the bus refused the answer: say so, not that it timed out
+		}
+		return nil, err
+	}
+	return reply, nil
 }
 
 // Refused tells the console that the bus refused it something: an answer or attached

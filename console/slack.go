@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/notify"
-	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -82,9 +81,7 @@ func (s *Server) slackAnswer(app *slackApp, cb *slack.InteractionCallback, press
 			Text: fmt.Sprintf("Not answered: your Slack user %s is not one of [notify.%s] users, so agentmux does not know who you are.", cb.User.ID, app.notify.Name)})
 		return
 	}
-	actx, done := s.waiting.wait(ctx, wire.RespondSubject(person, press.Request))
-	reply, err := store.Answer(actx, s.cfg.Conn, person, press.Request, wire.RespondRequest{Value: press.Value, Reason: "from Slack"})
-	done()
+	reply, err := s.give(ctx, person, press.Request, wire.RespondRequest{Value: press.Value, Reason: "from Slack"})
 	var line string
 	switch {
 	case err != nil:

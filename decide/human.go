@@ -53,10 +53,12 @@ func NewHuman(name string, p Pending) (*Human, error) {
 
 // Decide implements Decider.
 func (h *Human) Decide(ctx context.Context, r *Request) (Decision, error) {
-	return h.hand(ctx, r, nil, "")
+	return h.hand(ctx, r, nil, "", "")
 }
 
-func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage, escalation string) (Decision, error) {
+// hand stores r for a person, with an escalating supervisor's suggestion, why it
+// escalated, and the risk its model rated ("": the agent's own rating, if any).
+func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage, escalation, risk string) (Decision, error) {
 	if r.ReplyTo == "" {
 		return Decision{}, errors.New("the request has no reply subject; a person's answer could not be delivered")
 	}
@@ -68,7 +70,10 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	p := &wire.PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
 		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: wire.StatePending, Node: r.Node, Attempt: r.Attempt,
-		Conflicts: r.Conflicts}
+		Conflicts: r.Conflicts, Risk: risk}
+	if p.Risk == "" {
+		p.Risk = m.RiskLevel
+	}
 	for _, o := range m.Options {
 		p.Options = append(p.Options, o.Value)
 	}
@@ -109,15 +114,15 @@ type escalating struct {
 
 func (e *escalating) Decide(ctx context.Context, r *Request) (Decision, error) {
 	if e.when != nil && e.when.MatchString(r.Text) {
-		return e.to.hand(ctx, r, nil, fmt.Sprintf("the request matches %q", e.when))
+		return e.to.hand(ctx, r, nil, fmt.Sprintf("the request matches %q", e.when), "")
 	}
 	dec, err := e.inner.Decide(ctx, r)
 	if err == nil && dec.Verdict == Pass {
-		return e.to.hand(ctx, r, nil, dec.Decider+": "+dec.Reason)
+		return e.to.hand(ctx, r, nil, dec.Decider+": "+dec.Reason, "")
 	}
 	if err != nil || dec.Verdict == Defer || !slices.Contains(e.levels, dec.RiskLevel) {
 		return dec, err
 	}
 	why := fmt.Sprintf("%s rated the risk %s: %s", dec.Decider, dec.RiskLevel, dec.Reason)
-	return e.to.hand(ctx, r, dec.Value, why)
+	return e.to.hand(ctx, r, dec.Value, why, dec.RiskLevel)
 }

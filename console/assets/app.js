@@ -1,7 +1,8 @@
 // agentmux console: the view streamed from /api/stream, answers posted to /api/respond.
 "use strict";
 
-const state = { pending: new Map(), sessions: new Map(), me: "", role: "operator", focused: "", wanted: "" };
+const state = { pending: new Map(), sessions: new Map(), me: "", role: "operator", focused: "", wanted: "",
+  filter: { host: "", session: "", tool: "", risk: "" }, selected: new Set() };
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -172,6 +173,56 @@ function inputOf(p) {
   return box;
 }
 
+// ---- many at once: filter the requests, select approvals, answer them alike ----
+
+function toolOf(p) { return bodyOf(p).tool || ""; }
+
+function shown(p) {
+  const f = state.filter;
+  return (!f.host || p.host === f.host) && (!f.session || p.session.includes(f.session)) &&
+    (!f.tool || toolOf(p) === f.tool) && (!f.risk || p.risk === f.risk);
+}
+
+function selectable(p) { return p.state === "pending" && p.type === "approval" && state.role === "operator"; }
+
+function renderSelection() {
+  for (const id of [...state.selected]) {
+    const p = state.pending.get(id);
+    if (!p || !selectable(p) || !shown(p)) state.selected.delete(id);
+  }
+  const n = state.selected.size;
+  document.getElementById("selected-count").textContent = n ? n + " selected" : "none selected";
+  document.getElementById("bulk-approve").disabled = n === 0;
+  document.getElementById("bulk-deny").disabled = n === 0;
+  for (const box of document.querySelectorAll(".request input.pick")) box.checked = state.selected.has(box.closest(".request").dataset.id);
+}
+
+function options(select, values) {
+  const keep = select.value;
+  select.replaceChildren(select.firstElementChild, ...[...values].sort().map((v) => el("option", {}, v)));
+  select.value = keep;
+}
+
+async function answerSelected(value, reason) {
+  const ids = [...state.selected];
+  const out = document.getElementById("bulk-outcome");
+  out.textContent = `answering ${ids.length}…`;
+  let results = [];
+  try {
+    const r = await fetch("/api/respond/bulk", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ids, value, reason: reason || "" }) });
+    const reply = await r.json();
+    if (!r.ok) { out.textContent = "refused: " + reply.error; return; }
+    results = reply.results;
+  } catch (e) { out.textContent = "refused: " + e; return; }
+  const refused = results.filter((x) => !x.ok);
+  out.textContent = `answered ${results.length - refused.length} of ${results.length} ${JSON.stringify(value)} as human:${state.me}` +
+    (refused.length ? "; refused: " + refused.map((x) => x.id + " (" + x.error + ")").join(", ") : "");
+  state.selected.clear();
+  document.getElementById("select-shown").checked = false;
+  renderSelection();
+}
+
 function settledText(p) {
   switch (p.state) {
     case "answered": case "delivered": return `answered ${JSON.stringify(p.value)} by human:${p.responder}` +
@@ -186,13 +237,18 @@ function card(p) {
   const c = el("article", { class: "request" + (settled ? " settled" : ""), "data-id": p.id, tabindex: "0" });
   c.addEventListener("focus", () => { state.focused = p.id; });
   const created = Date.parse(p.created), deadline = Date.parse(p.deadline);
+  const pick = selectable(p) ? el("input", { type: "checkbox", class: "pick", "aria-label": "select " + p.id, onchange: (e) => {
+    if (e.target.checked) state.selected.add(p.id); else state.selected.delete(p.id);
+    renderSelection();
+  } }) : null;
   c.append(
-    el("div", { class: "meta" },
+    el("div", { class: "meta" }, pick,
       el("span", {}, p.type + " · " + p.host),
       el("a", { href: "#/session/" + p.session }, p.session),
       p.node ? el("span", {}, "node " + p.node) : null,
       el("span", { class: "age", "data-since": String(created) }, "asked " + seconds(Date.now() - created) + " ago"),
       settled ? null : el("span", { class: "countdown", "data-deadline": String(deadline) }, seconds(deadline - Date.now()) + " left"),
+      p.risk ? el("span", { class: "risk risk-" + p.risk }, "risk " + p.risk) : null,
       el("span", { class: "default" }, "then the default: " + show(p.default))));
   c.append(el("div", { class: "text" }, visible(p.text)));
   const input = inputOf(p);
@@ -237,6 +293,11 @@ function renderPending() {
   });
   const wanted = state.wanted && box.querySelector(`.request[data-id="${state.wanted}"]`);
   if (wanted) { state.wanted = ""; wanted.scrollIntoView({ block: "center" }); wanted.focus(); }
+  for (const c of box.children) c.hidden = !shown(state.pending.get(c.dataset.id));
+  const form = document.getElementById("filter");
+  options(form.elements.host, new Set(list.map((p) => p.host)));
+  options(form.elements.tool, new Set(list.map(toolOf).filter(Boolean)));
+  renderSelection();
   document.getElementById("pending-count").textContent = String(list.filter((p) => p.state === "pending").length);
   document.getElementById("pending-empty").hidden = list.length > 0;
 }
@@ -375,6 +436,20 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   window.addEventListener("hashchange", route);
   document.getElementById("audit-search").addEventListener("submit", (e) => { e.preventDefault(); searchAudit(e.target); });
+  const filter = document.getElementById("filter");
+  filter.addEventListener("submit", (e) => e.preventDefault());
+  filter.addEventListener("input", (e) => {
+    if (e.target.id === "select-shown") {
+      for (const p of state.pending.values()) if (selectable(p) && shown(p)) { if (e.target.checked) state.selected.add(p.id); else state.selected.delete(p.id); }
+      renderSelection();
+      return;
+    }
+    if (!(e.target.name in state.filter)) return;
+    for (const k of Object.keys(state.filter)) state.filter[k] = filter.elements[k].value.trim();
+    renderPending();
+  });
+  document.getElementById("bulk-approve").addEventListener("click", () => answerSelected("yes"));
+  document.getElementById("bulk-deny").addEventListener("click", () => answerSelected("no", document.getElementById("bulk-reason").value));
   try {
     const me = await (await fetch("/api/me")).json();
     state.me = me.name;
