@@ -171,7 +171,7 @@ func (g *gate) signIn(r *http.Request) (*http.Cookie, string) {
 // securityHeaders are on every response: the page loads only its own files, runs no
 // inline script, and cannot be framed.
 func securityHeaders(h http.Header) {
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; manifest-src 'self'; worker-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin") // no-referrer would send "Origin: null" on the page's own posts
 	h.Set("X-Frame-Options", "DENY")

@@ -173,6 +173,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /{$}", s.file("index.html", "text/html; charset=utf-8"))
 	m.HandleFunc("GET /app.js", s.file("app.js", "text/javascript; charset=utf-8"))
 	m.HandleFunc("GET /app.css", s.file("app.css", "text/css; charset=utf-8"))
+	m.HandleFunc("GET /manifest.webmanifest", s.file("manifest.webmanifest", "application/manifest+json"))
+	m.HandleFunc("GET /sw.js", s.file("sw.js", "text/javascript; charset=utf-8"))
+	m.HandleFunc("GET /icon-192.png", s.file("icon-192.png", "image/png"))
+	m.HandleFunc("GET /icon-512.png", s.file("icon-512.png", "image/png"))
 	m.HandleFunc("GET /login", s.loginPage)
 	m.HandleFunc("POST /login", s.signIn)
 	m.HandleFunc("GET /oidc/start", s.oidcStart)
@@ -221,7 +225,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // open are the paths served before a sign-in, beside action links (/act/: the link
 // is the credential) and Slack's callbacks (/slack/: signed by Slack).
-var open = map[string]bool{"/login": true, "/app.css": true, "/oidc/start": true, "/oidc/callback": true}
+var open = map[string]bool{"/login": true, "/app.css": true, "/oidc/start": true, "/oidc/callback": true,
+	"/manifest.webmanifest": true, "/icon-192.png": true, "/icon-512.png": true} // what installing the app reads
 
 // SignInLink is the path that signs the one person of a console without a token in
 // (with the token it made), or "" when people sign in with AGENTMUX_CONSOLE_TOKEN.

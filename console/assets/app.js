@@ -2,6 +2,8 @@
 "use strict";
 
 const state = { pending: new Map(), sessions: new Map(), me: "", role: "operator", focused: "", wanted: "",
+  seen: null, // requests already told of: null until the first snapshot, whose backlog is not
+
   filter: { host: "", session: "", tool: "", risk: "" }, selected: new Set() };
 
 function el(tag, attrs, ...children) {
@@ -402,6 +404,33 @@ function route() {
 
 // ---- the stream ----
 
+// ---- notifications: a request that arrives while one is elsewhere ----
+
+function tell(list) {
+  const fresh = list.filter((p) => p.state === "pending" && !(state.seen && state.seen.has(p.id)));
+  const first = state.seen === null;
+  state.seen = state.seen || new Set();
+  for (const p of fresh) state.seen.add(p.id);
+  if (first || state.role !== "operator" || !("Notification" in window) || Notification.permission !== "granted" || !("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.ready.then((reg) => {
+    for (const p of fresh) {
+      reg.showNotification(`${p.type} on ${p.host}`, { body: visible(p.text).slice(0, 240), tag: p.id,
+        data: { url: "/#/request/" + p.id }, requireInteraction: true });
+    }
+  });
+}
+
+function offerNotifications() {
+  if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => { /* no notifications then */ });
+  const button = document.getElementById("notify");
+  if (state.role !== "operator" || !("Notification" in window) || Notification.permission !== "default") return;
+  button.hidden = false;
+  button.addEventListener("click", async () => {
+    await Notification.requestPermission();
+    button.hidden = Notification.permission === "default";
+  });
+}
+
 function connect() {
   const status = document.getElementById("status");
   const es = new EventSource("/api/stream");
@@ -412,6 +441,7 @@ function connect() {
     if (u.type === "snapshot") { state.pending.clear(); state.sessions.clear(); }
     for (const p of u.pending || []) state.pending.set(p.id, p);
     for (const s of u.sessions || []) state.sessions.set(s.id, s);
+    tell(u.pending || []);
     if (u.pending || u.type === "snapshot") renderPending();
     if (u.sessions || u.type === "snapshot") renderSessions();
   };
@@ -456,6 +486,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     state.role = me.role;
     document.getElementById("me").textContent = me.role === "operator" ? "answering as " + me.decider : me.name + " (viewer)";
     document.body.classList.toggle("viewer", me.role !== "operator");
+    offerNotifications();
   } catch (e) { /* the stream says whether the console is reachable */ }
   connect();
   route();
