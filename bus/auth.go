@@ -71,7 +71,7 @@ func GrantsFor(u User) Grants {
 	case RoleNode:
 		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
 	case RoleOperator, RoleViewer, RoleConsole, RoleLocal:
-		g := Grants{Publish: []string{"$JS.API.INFO"},
+		g := Grants{Publish: []string{"$JS.API.INFO", wire.GrantsSubject}, // the answers standing for a session or a host
 			Subscribe: []string{wire.AllEvents, wire.HumanSubjects, wire.PendingSubjects, wire.InboxPrefix(u.Name) + ".>"}}
 		for _, s := range readable {
 			g.Publish = append(g.Publish, readStream(s)...)

@@ -188,6 +188,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/stream", s.stream)
 	m.HandleFunc("POST /api/respond", s.respond)
 	m.HandleFunc("POST /api/respond/bulk", s.respondBulk)
+	m.HandleFunc("GET /api/grants", s.grants)
+	m.HandleFunc("POST /api/grants/{id}/revoke", s.revokeGrant)
 	m.HandleFunc("GET /api/audit", s.searchAudit)
 	m.HandleFunc("GET /api/sessions/{id}", s.trail)
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.sessionStream)

@@ -103,7 +103,11 @@ type Node struct {
 	msrv     *metrics.Server
 	ctlSubs  []*nats.Subscription
 	pending  atomic.Pointer[store.PendingStore] // people's requests, once open
-	procs    *shim.Registry                     // the process groups started, in the store
+	// grants are the answers people gave for a session or a host, kept from the
+	// bucket until stopGrants.
+	grants     *store.Grants
+	stopGrants context.CancelFunc
+	procs      *shim.Registry // the process groups started, in the store
 	// sandboxes confine the programs the node starts, by manifest table.
 	sandboxes sandbox.Set
 	stopped   chan struct{}
@@ -192,6 +196,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("node: the conflict radar: %w", err)
 	}
 	n.startActorSystem()
+	if err := n.openGrants(); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if err := n.serveRespond(ctx); err != nil {
 		n.abort()
 		return nil, err
@@ -268,6 +276,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return err
 	}
+	pending.KeepGrants(n.grants) // its deliveries store what people gave for a session or a host
 	memory, err := store.OpenMemory(ctx, b.JS)
 	if err != nil {
 		return err
@@ -319,7 +328,8 @@ func (n *Node) serveRespond(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sub, err := store.ServeRespond(n.Bus.Conn, pending, n.log)
+	pending.KeepGrants(n.grants)
+	sub, err := store.ServeRespond(n.Bus.Conn, pending, n.grantRevoked, n.log)
 	if err != nil {
 		return err
 	}
@@ -331,7 +341,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar}
+		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants}
 	if len(opts.Manifest.Pipelines) > 0 {
 		runs, err := store.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {
@@ -400,6 +410,7 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 
 // abort undoes a partial start.
 func (n *Node) abort() {
+	n.closeGrants()
 	n.closeAsker()
 	n.sandboxes.Close()
 	n.procs.Close()
@@ -536,6 +547,7 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	n.stopRoutines(ctx)
 	n.stopNotifiers()
+	n.closeGrants()
 	n.closeAsker()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()

@@ -154,6 +154,11 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		TTL:         pendingTTL,
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      wire.GrantsBucket,
+		Description: "agentmux answers people gave for a session or a host (the console lists and revokes them)",
+		TTL:         grantsTTL,
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      wire.MemoryBucket,
 		Description: "agentmux llm supervisors' exchanges with sessions (memory = \"session\"), for every member",
 		TTL:         memoryTTL,

@@ -34,7 +34,12 @@ type PendingStore struct {
 	kv      jetstream.KeyValue
 	nc      *nats.Conn
 	waiting *waitingIndex
+	grants  *Grants // where answers for a session or a host are kept; nil: in the session only
 }
+
+// KeepGrants stores the grants of answers given for a session or a host in g, which
+// revokes them too.
+func (s *PendingStore) KeepGrants(g *Grants) { s.grants = g }
 
 // OpenPending opens the pending-request bucket a node declared.
 func OpenPending(ctx context.Context, js jetstream.JetStream, nc *nats.Conn) (*PendingStore, error) {
@@ -121,6 +126,9 @@ func (s *PendingStore) Respond(ctx context.Context, id, responder string, a wire
 	if scope == "" {
 		scope = a.Scope
 	}
+	if scope != "" && scope != wire.ScopeSession && scope != wire.ScopeHost {
+		return p, fmt.Errorf("scope %q %w %s: give %q, %q or none", scope, ErrInvalidAnswer, id, wire.ScopeSession, wire.ScopeHost)
+	}
 	if err := protocol.ValidateAnswer(p.Message(), value); err != nil {
 		return p, fmt.Errorf("%s %w %s: %v", value, ErrInvalidAnswer, id, err)
 	}
@@ -193,6 +201,16 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 	if p.Supervisor != supervisor || p.State != wire.StateAnswered || time.Now().After(p.Deadline) {
 		return nil
 	}
+	// A grant is stored before the request is marked delivered (which tells the
+	// console to list it) and its answer goes (the agent's next request may look for
+	// it); a member that loses the race below stored the same grant.
+	var grant string
+	if g := wire.GrantFrom(&p); g != nil && s.grants != nil {
+		if err := s.grants.Put(ctx, g); err != nil {
+			return err
+		}
+		grant = g.ID
+	}
 	p.State = wire.StateDelivered
 	data, _ := json.Marshal(&p)
 	if _, err := s.kv.Update(ctx, e.Key(), data, e.Revision()); err != nil {
@@ -205,7 +223,8 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 	if p.Reason != "" {
 		why = p.Responder + ": " + p.Reason
 	}
-	reply, _ := json.Marshal(&wire.Reply{Value: p.Value, Decider: "human:" + p.Responder, Reason: why, Scope: p.Scope})
+	r := &wire.Reply{Value: p.Value, Decider: "human:" + p.Responder, Reason: why, Scope: p.Scope, Grant: grant}
+	reply, _ := json.Marshal(r)
 	if err := s.nc.Publish(p.ReplyTo, reply); err != nil {
 		return fmt.Errorf("bus: deliver the answer to %s: %w", p.ID, err)
 	}

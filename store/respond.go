@@ -41,13 +41,20 @@ func Answer(ctx context.Context, nc *nats.Conn, who, id string, a wire.RespondRe
 // waiting for them, until the subscription is drained. The user is the subject's: on
 // a bus with users only that user may publish there, so the answer is recorded as
 // theirs whatever the message says. Any node serves it; only nodes write the bucket.
-func ServeRespond(nc *nats.Conn, store *PendingStore, log *slog.Logger) (*nats.Subscription, error) {
+// An "answer" to a grant's id revokes the grant (the person's to give, as an answer
+// is), and revoked hears of it.
+func ServeRespond(nc *nats.Conn, store *PendingStore, revoked func(person string, g *wire.Grant), log *slog.Logger) (*nats.Subscription, error) {
 	sub, err := nc.QueueSubscribe(wire.RespondSubjects, respondQueue, func(m *nats.Msg) {
 		if err := bus.CheckRequest(m, wire.RespondSubjects); err != nil {
 			log.Warn("answer refused", "err", err)
 			return
 		}
-		reply := respond(store, m)
+		var reply *wire.RespondReply
+		if user, id, ok := wire.ParseRespondSubject(m.Subject); ok && wire.IsGrantID(id) {
+			reply = revoke(store, user, id, revoked)
+		} else {
+			reply = respond(store, m)
+		}
 		if !reply.OK {
 			log.Info("answer refused", "subject", m.Subject, "code", reply.Code, "err", reply.Error)
 		}
@@ -78,6 +85,27 @@ func respond(store *PendingStore, m *nats.Msg) *wire.RespondReply {
 		return refusedAnswer(p, err)
 	}
 	return &wire.RespondReply{OK: true, Pending: p}
+}
+
+// revoke removes grant id, given by person's answer.
+func revoke(store *PendingStore, person, id string, revoked func(string, *wire.Grant)) *wire.RespondReply {
+	if store.grants == nil {
+		return &wire.RespondReply{Code: wire.RespondNoSuch, Error: "this node keeps no grants"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), respondTimeout)
+	defer cancel()
+	g, err := store.grants.Revoke(ctx, id)
+	if err != nil {
+		code := wire.RespondFailed
+		if errors.Is(err, ErrNoSuchGrant) {
+			code = wire.RespondNoSuch
+		}
+		return &wire.RespondReply{Code: code, Error: err.Error()}
+	}
+	if revoked != nil {
+		revoked(person, g)
+	}
+	return &wire.RespondReply{OK: true, Grant: g}
 }
 
 func refusedAnswer(p *wire.PendingRequest, err error) *wire.RespondReply {

@@ -37,7 +37,7 @@ func (a *Ask) AppendJSON(dst []byte) []byte {
 
 // AppendJSON appends the reply as JSON.
 func (r *Reply) AppendJSON(dst []byte) []byte {
-	o := rawjson.Begin(slices.Grow(dst, 100+len(r.Value)+len(r.Decider)+len(r.Reason)+len(r.Member)+len(r.Claimed)))
+	o := rawjson.Begin(slices.Grow(dst, 100+len(r.Value)+len(r.Decider)+len(r.Reason)+len(r.Member)+len(r.Claimed)+len(r.Grant)))
 	o.RawOmit("value", r.Value)
 	o.BoolOmit("use_default", r.Kind == ReplyDefault)
 	o.BoolOmit("cancelled", r.Kind == ReplyCancelled)
@@ -46,6 +46,7 @@ func (r *Reply) AppendJSON(dst []byte) []byte {
 	o.StringOmit("member", r.Member)
 	o.StringOmit("claimed", r.Claimed)
 	o.StringOmit("scope", r.Scope)
+	o.StringOmit("grant", r.Grant)
 	return o.End()
 }
 
@@ -72,6 +73,7 @@ func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o.StringOmit("claimed", r.Claimed)
 	o.StringOmit("member", r.Member)
 	o.StringOmit("reason", r.Reason)
+	o.StringOmit("scope", r.Scope)
 	o.FloatOmit("latency_ms", r.Latency)
 	o.FloatOmit("duration_ms", r.Duration)
 	o.StringOmit("error", r.Error)
@@ -196,11 +198,12 @@ type replyJSON struct {
 	Member     string          `json:"member,omitempty"`
 	Claimed    string          `json:"claimed,omitempty"`
 	Scope      string          `json:"scope,omitempty"`
+	Grant      string          `json:"grant,omitempty"`
 }
 
 func (w *replyJSON) reply() *Reply {
 	return &Reply{Kind: replyFlags{w.UseDefault, w.Cancelled}.kind(), Value: w.Value, Decider: w.Decider, Reason: w.Reason,
-		Member: w.Member, Claimed: w.Claimed, Scope: w.Scope}
+		Member: w.Member, Claimed: w.Claimed, Scope: w.Scope, Grant: w.Grant}
 }
 
 // field sets one field of the reply from c's copy; false leaves the reply to
@@ -224,13 +227,15 @@ func (r *Reply) field(c *rawjson.Copy, kind *replyFlags, key, value []byte) bool
 		return c.String(value, &r.Claimed)
 	case "scope":
 		return c.String(value, &r.Scope)
+	case "grant":
+		return c.String(value, &r.Grant)
 	}
 	return !foldsTo(key, replyKeys)
 }
 
 var (
 	askKeys   = []string{"session", "host", "type", "id", "text", "timeout_ms", "deadline", "default", "request", "post_process", "node", "attempt", "conflicts"}
-	replyKeys = []string{"value", "use_default", "cancelled", "decider", "reason", "member", "claimed", "scope"}
+	replyKeys = []string{"value", "use_default", "cancelled", "decider", "reason", "member", "claimed", "scope", "grant"}
 )
 
 // foldsTo reports whether key names one of keys in other letter case, which

@@ -87,6 +87,9 @@ type Reply struct {
 	// Scope ScopeSession: the same request later in the same session gets this answer
 	// at once, decided by session:<decider> (approve for the session).
 	Scope string `json:"scope,omitempty"`
+	// Grant is the grant the answer gave (scope session or host): revoked, it no
+	// longer stands.
+	Grant string `json:"grant,omitempty"`
 }
 
 // ScopeSession is the scope of an answer that stands for the rest of its session.
@@ -102,9 +105,12 @@ func ForSession(typ string, value json.RawMessage) (json.RawMessage, string) {
 	return value, ""
 }
 
+// AuditGrantRevoked is the kind of the record of a grant revoked (Grant).
+const AuditGrantRevoked = "grant.revoked"
+
 // AuditRecord is one entry of the audit stream.
 type AuditRecord struct {
-	Kind     string `json:"kind"` // session.started, request, answer, session.ended
+	Kind     string `json:"kind"` // session.started, request, answer, session.ended, grant.revoked
 	Time     int64  `json:"time"` // unix milliseconds
 	Node     string `json:"node"`
 	Host     string `json:"host"`
@@ -121,16 +127,19 @@ type AuditRecord struct {
 	// Asked, on an answer, is when its request was read (unix milliseconds): the
 	// answer came soon enough to be written as the request's one record, in place of a
 	// request record and an answer record.
-	Asked    int64           `json:"asked,omitempty"`
-	Value    json.RawMessage `json:"value,omitempty"`
-	Outcome  string          `json:"outcome,omitempty"`
-	Decider  string          `json:"decider,omitempty"`
-	Claimed  string          `json:"claimed,omitempty"` // the decider an external supervisor named
-	Member   string          `json:"member,omitempty"`  // the node that sent a refused answer
-	Reason   string          `json:"reason,omitempty"`
-	Latency  float64         `json:"latency_ms,omitempty"`
-	Duration float64         `json:"duration_ms,omitempty"`
-	Error    string          `json:"error,omitempty"`
+	Asked   int64           `json:"asked,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Outcome string          `json:"outcome,omitempty"`
+	Decider string          `json:"decider,omitempty"`
+	Claimed string          `json:"claimed,omitempty"` // the decider an external supervisor named
+	Member  string          `json:"member,omitempty"`  // the node that sent a refused answer
+	Reason  string          `json:"reason,omitempty"`
+	// Scope, on an answer, is what a person gave it for beyond its request (session,
+	// host); on a grant's revocation, the grant's.
+	Scope    string  `json:"scope,omitempty"`
+	Latency  float64 `json:"latency_ms,omitempty"`
+	Duration float64 `json:"duration_ms,omitempty"`
+	Error    string  `json:"error,omitempty"`
 	// Truncated is how many bytes the record had before its text, value, reason and
 	// error were cut to fit the server's payload limit (Fit); 0 when it was whole.
 	Truncated int `json:"truncated,omitempty"`

@@ -83,6 +83,7 @@ const (
 type RespondReply struct {
 	OK      bool            `json:"ok"`
 	Pending *PendingRequest `json:"pending,omitempty"`
+	Grant   *Grant          `json:"grant,omitempty"` // a grant revoked
 	Code    string          `json:"code,omitempty"`
 	Error   string          `json:"error,omitempty"`
 }

@@ -50,6 +50,14 @@ func cutLine(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// Grants are the answers people gave for a session or a host (store.Grants).
+type Grants interface {
+	// Find is the grant that answers a request of typ with text from session of host.
+	Find(host, session, typ, text string, now time.Time) *wire.Grant
+	// Revoked reports whether grant id was revoked.
+	Revoked(id string) bool
+}
+
 // Config is what an Agent needs; zero fields take defaults.
 type Config struct {
 	Host    *config.Host
@@ -74,6 +82,9 @@ type Config struct {
 	// Workspace gives each session a workspace of its own, where its process starts
 	// (nil: the host's working_dir, shared).
 	Workspace *workspace.Provider
+	// Grants are the answers people gave for a session or a host, fleet-wide: a
+	// request one covers is answered at once. Nil: none but the session's own.
+	Grants Grants
 	// Radar is the node's conflict radar: what other sessions touched of the files a
 	// request would change goes with its ask (nil: none).
 	Radar *workspace.Radar

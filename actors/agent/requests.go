@@ -25,6 +25,7 @@ type pending struct {
 	def      json.RawMessage
 	settle   func(why string) // tells the asker the request is settled: stop asking
 	claimed  string           // the decider an external supervisor named in its answer
+	scope    string           // what the answer was given for beyond this request: session, host
 }
 
 // newPending numbers a request read in session s; the runtime names one sent without an id.
@@ -70,10 +71,17 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 			fmt.Sprintf("answered so in attempt %d by %s", prior.Attempt, prior.Decider))
 		return
 	}
-	if st, ok := s.standingFor(msg); ok {
+	if st, ok := s.standingFor(msg); ok && (st.grant == "" || a.cfg.Grants == nil || !a.cfg.Grants.Revoked(st.grant)) {
 		s.pending[id] = p
 		a.answer(s, p, st.value, protocol.OutcomeAnswered, "session:"+st.decider, "approved for this session by "+st.decider)
 		return
+	}
+	if a.cfg.Grants != nil {
+		if g := a.cfg.Grants.Find(a.host.Name, s.id, string(msg.Type), msg.RequestText(), p.readAt); g != nil {
+			s.pending[id] = p
+			a.answer(s, p, g.Value, protocol.OutcomeAnswered, g.Scope+":"+g.By, grantReason(g))
+			return
+		}
 	}
 	now := p.readAt
 	var conflicts []wire.WorkspaceConflict
@@ -184,15 +192,28 @@ func (a *Agent) onAnswer(m *answerArrived) {
 			return
 		}
 		reason := r.Reason
-		if scope == wire.ScopeSession {
+		switch scope {
+		case wire.ScopeSession:
 			if s.standing == nil {
 				s.standing = map[string]standing{}
 			}
-			s.standing[standingKey(p.msg)] = standing{value: value, decider: r.Decider}
+			s.standing[standingKey(p.msg)] = standing{value: value, decider: r.Decider, grant: r.Grant}
 			reason = strings.TrimPrefix(reason+"; for the rest of the session", "; ")
+			p.scope = scope
+		case wire.ScopeHost:
+			reason = strings.TrimPrefix(fmt.Sprintf("%s; for every session of host %s for %v", reason, a.host.Name, wire.HostGrantFor), "; ")
+			p.scope = scope
 		}
 		a.answer(s, p, value, protocol.OutcomeAnswered, r.Decider, reason)
 	}
+}
+
+// grantReason says which grant answered a request, and until when.
+func grantReason(g *wire.Grant) string {
+	if g.Scope == wire.ScopeHost {
+		return fmt.Sprintf("approved for every session of host %s by %s until %s (%s)", g.Host, g.By, g.Expires.Format(time.TimeOnly), g.ID)
+	}
+	return fmt.Sprintf("approved for this session by %s (%s)", g.By, g.ID)
 }
 
 // refuseAnswer reports an answer that came after the request's first answer, its
@@ -254,7 +275,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	a.scratch = ev.AppendJSON(a.scratch[:0]) // the publish copies it
 	a.publishOn(s, wire.EventRequestAnswered, a.scratch)
 	rec := a.record(s, "answer")
-	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency =
-		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms
+	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency, rec.Scope =
+		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms, p.scope
 	a.cfg.Audit(p.audit+".answer", rec)
 }

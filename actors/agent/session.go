@@ -39,6 +39,7 @@ type session struct {
 type standing struct {
 	value   json.RawMessage
 	decider string
+	grant   string // the grant a person's answer gave: revoked, it no longer stands
 }
 
 func standingKey(m *protocol.Message) string { return string(m.Type) + "\x00" + m.RequestText() }

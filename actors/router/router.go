@@ -76,6 +76,8 @@ type Config struct {
 	Workspaces map[string]*workspace.Provider
 	// Radar is the node's conflict radar (agent.Config.Radar).
 	Radar *workspace.Radar
+	// Grants are the fleet's grants (agent.Config.Grants).
+	Grants agent.Grants
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
 	// Routines owns the router's goroutines (its pullers and ticker, task acks, audit
@@ -457,7 +459,8 @@ func (r *Router) dispatch(p *pool) {
 	spawn := func() *actor.PID {
 		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
 			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
-			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar}))
+			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
+			Grants: r.cfg.Grants}))
 	}
 	for !r.stopping() {
 		pid, s := p.next(spawn)

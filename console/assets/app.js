@@ -58,7 +58,8 @@ async function answer(p, value, reason, scope) {
   if (!out) return;
   if (reply.ok) {
     out.className = "outcome";
-    out.textContent = `answered ${JSON.stringify(value)} as human:${state.me}` + (scope ? " for the rest of the session" : "");
+    out.textContent = `answered ${JSON.stringify(value)} as human:${state.me}` + scopeText(scope, p.host);
+    if (scope) loadGrants();
   } else {
     out.className = "outcome refused";
     out.textContent = "refused: " + reply.error;
@@ -86,6 +87,7 @@ function actionsFor(p, card) {
     case "approval":
       acts.append(el("button", { class: "approve", onclick: () => answer(p, "yes") }, "Approve"),
         el("button", { class: "approve-session", onclick: () => answer(p, "yes", "", "session") }, "Approve for session"),
+        el("button", { class: "approve-host", onclick: () => answer(p, "yes", "", "host") }, `Approve for ${p.host}, 1 h`),
         el("button", { class: "deny", onclick: () => deny(p, card) }, "Deny"));
       break;
     case "confirm":
@@ -225,10 +227,42 @@ async function answerSelected(value, reason) {
   renderSelection();
 }
 
+function scopeText(scope, host) {
+  return scope === "session" ? " for the rest of the session" : scope === "host" ? ` for every session of ${host} for an hour` : "";
+}
+
+// ---- standing answers: given for a session or a host, revocable ----
+
+async function loadGrants() {
+  let reply;
+  try { reply = await (await fetch("/api/grants")).json(); } catch (e) { return; }
+  const body = document.querySelector("#grants tbody");
+  body.replaceChildren(...(reply.grants || []).map((g) => el("tr", { "data-id": g.id },
+    el("td", {}, g.scope === "host" ? "host " + g.host : "session ", g.scope === "host" ? null : el("a", { href: "#/session/" + g.session }, g.session)),
+    el("td", {}, visible(g.type + ": " + g.text)),
+    el("td", {}, show(g.value)),
+    el("td", {}, g.by),
+    el("td", {}, g.expires ? new Date(g.expires).toLocaleTimeString() : "the session's end"),
+    el("td", {}, state.role === "operator" ? el("button", { class: "revoke", onclick: (e) => revoke(g, e.target) }, "Revoke") : null))));
+  document.getElementById("grants").hidden = !reply.grants || reply.grants.length === 0;
+  document.getElementById("grants-empty").hidden = !!(reply.grants && reply.grants.length);
+  document.getElementById("grants-empty").textContent = reply.error ? "Not known: " + reply.error : "None.";
+}
+
+async function revoke(g, button) {
+  button.disabled = true;
+  let reply;
+  try {
+    reply = await (await fetch("/api/grants/" + encodeURIComponent(g.id) + "/revoke", { method: "POST" })).json();
+  } catch (e) { reply = { ok: false, error: String(e) }; }
+  if (!reply.ok) { button.disabled = false; button.textContent = "Revoke (" + reply.error + ")"; return; }
+  loadGrants();
+}
+
 function settledText(p) {
   switch (p.state) {
     case "answered": case "delivered": return `answered ${JSON.stringify(p.value)} by human:${p.responder}` +
-      (p.scope === "session" ? " for the rest of the session" : "") + (p.reason ? ` (${p.reason})` : "");
+      scopeText(p.scope, p.host) + (p.reason ? ` (${p.reason})` : "");
     case "cancelled": return "cancelled: " + (p.cancelled || "");
     default: return "";
   }
@@ -442,6 +476,7 @@ function connect() {
     for (const p of u.pending || []) state.pending.set(p.id, p);
     for (const s of u.sessions || []) state.sessions.set(s.id, s);
     tell(u.pending || []);
+    if ((u.pending || []).some((p) => p.state === "delivered" && p.scope)) loadGrants(); // a grant, stored as it was delivered
     if (u.pending || u.type === "snapshot") renderPending();
     if (u.sessions || u.type === "snapshot") renderSessions();
   };
@@ -490,5 +525,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   } catch (e) { /* the stream says whether the console is reachable */ }
   connect();
   route();
+  loadGrants();
   setInterval(tick, 1000);
+  setInterval(loadGrants, 10000);
 });

@@ -1,0 +1,61 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// grantsQueue is the queue group every node answers GrantsSubject in.
+const grantsQueue = "agentmux-grants"
+
+// openGrants keeps the fleet's grants (answers people gave for a session or a host)
+// for this node's agents, and lists them to whoever may read (GrantsSubject), until
+// the node stops.
+func (n *Node) openGrants() error {
+	wctx, cancel := context.WithCancel(context.Background())
+	grants, err := store.OpenGrants(wctx, n.Bus.JS)
+	if err != nil {
+		cancel()
+		return err
+	}
+	n.grants, n.stopGrants = grants, cancel
+	sub, err := n.Bus.Conn.QueueSubscribe(wire.GrantsSubject, grantsQueue, func(m *nats.Msg) {
+		if err := bus.CheckRequest(m, wire.GrantsSubject); err != nil {
+			n.log.Warn("grants request refused", "err", err)
+			return
+		}
+		data, _ := json.Marshal(&wire.GrantsReply{Grants: grants.Standing(time.Now())})
+		_ = m.Respond(data)
+	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("bus: serve %s: %w", wire.GrantsSubject, err)
+	}
+	n.ctlSubs = append(n.ctlSubs, sub)
+	return nil
+}
+
+// closeGrants stops keeping the grants' index.
+func (n *Node) closeGrants() {
+	if n.stopGrants != nil {
+		n.stopGrants()
+	}
+}
+
+// grantRevoked audits a grant's revocation, on the session it was given in.
+func (n *Node) grantRevoked(person string, g *wire.Grant) {
+	n.log.Info("grant revoked", "grant", g.ID, "by", person, "scope", g.Scope, "host", g.Host)
+	n.audit.record(wire.AuditID(g.Session, 0, g.ID+".revoked."+nuid.Next()), &wire.AuditRecord{Time: time.Now().UnixMilli(), Kind: wire.AuditGrantRevoked, Session: g.Session, Host: g.Host, Node: n.Name,
+		Request: g.Request, Type: g.Type, Text: g.Text, Value: g.Value, Decider: "human:" + person, Scope: g.Scope,
+		Reason: fmt.Sprintf("revoked %s's answer for the %s (%s)", g.By, g.Scope, g.ID)})
+}

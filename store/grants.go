@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/wire"
+)
+
+// grantsTTL bounds how long a grant is kept: an hour for a host's, and a session's
+// (which stands while its session runs) at most this.
+const grantsTTL = 24 * time.Hour
+
+// ErrNoSuchGrant is a revocation of a grant that is not standing.
+var ErrNoSuchGrant = errors.New("no such grant standing")
+
+// Grants keeps the answers people gave beyond their request (wire.Grant) in the
+// grants bucket, and an index of those standing that every agent of the node reads.
+type Grants struct {
+	kv jetstream.KeyValue
+
+	mu      sync.RWMutex
+	byID    map[string]*wire.Grant
+	revoked map[string]bool // grants deleted since the watch began
+}
+
+// OpenGrants opens the grants bucket (a node declares it) and keeps the index from it
+// until ctx ends.
+func OpenGrants(ctx context.Context, js jetstream.JetStream) (*Grants, error) {
+	kv, err := openBucket(ctx, js, wire.GrantsBucket, "grants")
+	if err != nil {
+		return nil, err
+	}
+	g := &Grants{kv: kv, byID: map[string]*wire.Grant{}, revoked: map[string]bool{}}
+	err = watchBucket(ctx, kv, func(e jetstream.KeyValueEntry) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if e.Operation() != jetstream.KeyValuePut {
+			delete(g.byID, e.Key())
+			g.revoked[e.Key()] = true
+			return
+		}
+		var grant wire.Grant
+		if json.Unmarshal(e.Value(), &grant) == nil {
+			g.byID[e.Key()] = &grant
+		}
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bus: watch the grants: %w", err)
+	}
+	return g, nil
+}
+
+// Put stores a grant.
+func (g *Grants) Put(ctx context.Context, grant *wire.Grant) error {
+	data, _ := json.Marshal(grant)
+	if _, err := g.kv.Put(ctx, grant.ID, data); err != nil {
+		return fmt.Errorf("bus: store grant %s: %w", grant.ID, err)
+	}
+	g.mu.Lock()
+	g.byID[grant.ID] = grant // this node applies it at once
+	g.mu.Unlock()
+	return nil
+}
+
+// Revoke removes grant id, and returns it.
+func (g *Grants) Revoke(ctx context.Context, id string) (*wire.Grant, error) {
+	var grant wire.Grant
+	_, found, err := getJSON(ctx, g.kv, id, "grant", &grant)
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, fmt.Errorf("%w: %s", ErrNoSuchGrant, id)
+	}
+	if err := g.kv.Delete(ctx, id); err != nil {
+		return nil, fmt.Errorf("bus: revoke grant %s: %w", id, err)
+	}
+	g.mu.Lock()
+	delete(g.byID, id)
+	g.revoked[id] = true
+	g.mu.Unlock()
+	return &grant, nil
+}
+
+// Find returns the grant that answers a request of typ with text from session of
+// host at now, or nil.
+func (g *Grants) Find(host, session, typ, text string, now time.Time) *wire.Grant {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for _, grant := range g.byID {
+		if grant.Covers(host, session, typ, text, now) {
+			return grant
+		}
+	}
+	return nil
+}
+
+// Revoked reports whether grant id was revoked.
+func (g *Grants) Revoked(id string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.revoked[id]
+}
+
+// Standing lists the grants standing at now, oldest first.
+func (g *Grants) Standing(now time.Time) []*wire.Grant {
+	g.mu.RLock()
+	out := make([]*wire.Grant, 0, len(g.byID))
+	for _, grant := range g.byID {
+		if grant.Expires.IsZero() || now.Before(grant.Expires) {
+			out = append(out, grant)
+		}
+	}
+	g.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *wire.Grant) int { return a.Created.Compare(b.Created) })
+	return out
+}
