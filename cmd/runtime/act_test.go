@@ -213,18 +213,8 @@ allow_private = true
 	if code := follow.wait(t, 30*time.Second); code != exitOK {
 		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stderr)
 	}
-	records, err := readAudit(t, manifest, "t-act")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deciders := map[string]string{}
-	for _, r := range records {
-		if r.Kind == "answer" {
-			deciders[r.Request] = r.Decider
-		}
-	}
-	if deciders["a1"] != "human:alice@example.com" || deciders["a2"] != "human:bob@example.com" {
-		t.Fatalf("deciders %v; want a1 by alice and a2 by bob; eve decided nothing", deciders)
+	if d := answeredBy(t, manifest, "t-act"); d["a1"] != "human:alice@example.com" || d["a2"] != "human:bob@example.com" {
+		t.Fatalf("deciders %v; want a1 by alice and a2 by bob; eve decided nothing", d)
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestConsoleBulkAnswers: a person filters the requests waiting (by tool, session,
@@ -16,13 +14,7 @@ import (
 // its own (an answer record per request, decided by that person), a deny's reason
 // reaches each agent, and what the filter hides is left alone.
 func TestConsoleBulkAnswers(t *testing.T) {
-	manifest := consoleManifest(t)
-	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "agentmux up", up.stderr, "node up")
-	con := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), "--as", "ana")
-	until(t, "agentmux console", con.stderr, "console up")
-	ctx := browser(t)
-	do(t, ctx, "open the console", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+	manifest, ctx := consoleAsAna(t)
 
 	approval := func(id, tool, command, risk string) string {
 		r := ""

@@ -53,6 +53,36 @@ supervisor = "oncall"
 	return path
 }
 
+// consoleAsAna runs a node of consoleManifest and a console on loopback that answers as
+// ana, and opens the console in Chromium through its sign-in link.
+func consoleAsAna(t *testing.T) (manifest string, ctx context.Context) {
+	t.Helper()
+	manifest = consoleManifest(t)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up", up.stderr, "node up")
+	con := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), "--as", "ana")
+	until(t, "agentmux console", con.stderr, "console up")
+	ctx = browser(t)
+	do(t, ctx, "open the console", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+	return manifest, ctx
+}
+
+// answeredBy is who decided each of a session's requests, by request id.
+func answeredBy(t *testing.T, manifest, session string) map[string]string {
+	t.Helper()
+	records, err := readAudit(t, manifest, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range records {
+		if r.Kind == "answer" {
+			out[r.Request] = r.Decider
+		}
+	}
+	return out
+}
+
 // browser is a headless Chromium (Debian's) driven over the DevTools protocol; it is
 // stopped, with every process it started, when the test ends.
 func browser(t *testing.T) context.Context {
@@ -401,18 +431,8 @@ func TestConsoleSignIn(t *testing.T) {
 	if code := follow.wait(t, 30*time.Second); code != exitOK || !strings.Contains(follow.stdout.String(), `"a2":{"value":"yes"`) {
 		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stdout)
 	}
-	records, err = readAudit(t, manifest, "t-standing")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deciders := map[string]string{}
-	for _, r := range records {
-		if r.Kind == "answer" {
-			deciders[r.Request] = r.Decider
-		}
-	}
-	if deciders["a1"] != "human:bo" || deciders["a2"] != "session:human:bo" {
-		t.Fatalf("deciders %v; want a1 by human:bo and a2 by session:human:bo", deciders)
+	if d := answeredBy(t, manifest, "t-standing"); d["a1"] != "human:bo" || d["a2"] != "session:human:bo" {
+		t.Fatalf("deciders %v; want a1 by human:bo and a2 by session:human:bo", d)
 	}
 	if n := get(t, ctx, "count the cards for npm test", chromedp.Evaluate[int](`Array.from(document.querySelectorAll(".request .text")).filter(e => e.textContent === "npm test").length`)); n != 1 {
 		t.Fatalf("%d cards for npm test; the second request must not wait for a person", n)
