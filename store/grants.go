@@ -28,7 +28,32 @@ type Grants struct {
 
 	mu      sync.RWMutex
 	byID    map[string]*wire.Grant
-	revoked map[string]bool // grants deleted since the watch began
+	byKey   map[string][]*wire.Grant // by host, type and text: what a request looks up
+	revoked map[string]bool          // grants deleted since the watch began
+}
+
+func grantKey(host, typ, text string) string { return host + "\x00" + typ + "\x00" + text }
+
+// set keeps grant in the index, in place of the one of its id; g.mu is held.
+func (g *Grants) set(grant *wire.Grant) {
+	g.unset(grant.ID)
+	g.byID[grant.ID] = grant
+	k := grantKey(grant.Host, grant.Type, grant.Text)
+	g.byKey[k] = append(g.byKey[k], grant)
+}
+
+// unset drops grant id from the index; g.mu is held.
+func (g *Grants) unset(id string) {
+	old := g.byID[id]
+	if old == nil {
+		return
+	}
+	delete(g.byID, id)
+	k := grantKey(old.Host, old.Type, old.Text)
+	g.byKey[k] = slices.DeleteFunc(g.byKey[k], func(x *wire.Grant) bool { return x.ID == id })
+	if len(g.byKey[k]) == 0 {
+		delete(g.byKey, k)
+	}
 }
 
 // OpenGrants opens the grants bucket (a node declares it) and keeps the index from it
@@ -38,24 +63,28 @@ func OpenGrants(ctx context.Context, js jetstream.JetStream) (*Grants, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Grants{kv: kv, byID: map[string]*wire.Grant{}, revoked: map[string]bool{}}
+	g := newGrants(kv)
 	err = watchBucket(ctx, kv, func(e jetstream.KeyValueEntry) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if e.Operation() != jetstream.KeyValuePut {
-			delete(g.byID, e.Key())
+			g.unset(e.Key())
 			g.revoked[e.Key()] = true
 			return
 		}
 		var grant wire.Grant
-		if json.Unmarshal(e.Value(), &grant) == nil {
-			g.byID[e.Key()] = &grant
+		if json.Unmarshal(e.Value(), &grant) == nil && grant.ID == e.Key() {
+			g.set(&grant)
 		}
 	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("bus: watch the grants: %w", err)
 	}
 	return g, nil
+}
+
+func newGrants(kv jetstream.KeyValue) *Grants {
+	return &Grants{kv: kv, byID: map[string]*wire.Grant{}, byKey: map[string][]*wire.Grant{}, revoked: map[string]bool{}}
 }
 
 // Put stores a grant.
@@ -65,7 +94,7 @@ func (g *Grants) Put(ctx context.Context, grant *wire.Grant) error {
 		return fmt.Errorf("bus: store grant %s: %w", grant.ID, err)
 	}
 	g.mu.Lock()
-	g.byID[grant.ID] = grant // this node applies it at once
+	g.set(grant) // this node applies it at once
 	g.mu.Unlock()
 	return nil
 }
@@ -84,7 +113,7 @@ func (g *Grants) Revoke(ctx context.Context, id string) (*wire.Grant, error) {
 		return nil, fmt.Errorf("bus: revoke grant %s: %w", id, err)
 	}
 	g.mu.Lock()
-	delete(g.byID, id)
+	g.unset(id)
 	g.revoked[id] = true
 	g.mu.Unlock()
 	return &grant, nil
@@ -95,7 +124,10 @@ func (g *Grants) Revoke(ctx context.Context, id string) (*wire.Grant, error) {
 func (g *Grants) Find(host, session, typ, text string, now time.Time) *wire.Grant {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	for _, grant := range g.byID {
+	if len(g.byKey) == 0 {
+		return nil // the common case: no key made
+	}
+	for _, grant := range g.byKey[grantKey(host, typ, text)] {
 		if grant.Covers(host, session, typ, text, now) {
 			return grant
 		}

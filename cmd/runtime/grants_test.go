@@ -101,7 +101,18 @@ func TestConsoleStandingAnswers(t *testing.T) {
 	do(t, ctx, "approve for the session", chromedp.Click(chromedp.CSS(card+" button.approve-session")))
 	q := cardFor(t, ctx, "Go on?")
 	grantRows(1)
-	do(t, ctx, "revoke the session's", chromedp.Click(chromedp.CSS("#grants tbody tr button.revoke")))
+	// From the command line this time: listed, then revoked.
+	code, listed, stderr := runCLI("grants", "-c", manifest)
+	id := get(t, ctx, "the grant's id", chromedp.Evaluate[string](`document.querySelector("#grants tbody tr").dataset.id`))
+	if code != exitOK || !strings.Contains(listed, id) || !strings.Contains(listed, "session t-g4") || !strings.Contains(listed, "approval: npm run lint") {
+		t.Fatalf("agentmux grants: exit %d\n%s%s", code, listed, stderr)
+	}
+	if code, out, stderr := runCLI("grants", "revoke", "-c", manifest, "--as", "ana", id); code != exitOK || !strings.Contains(out, "revoked "+id) {
+		t.Fatalf("agentmux grants revoke: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI("grants", "revoke", "-c", manifest, "--as", "ana", id); code != exitUsage || !strings.Contains(stderr, "no such grant") {
+		t.Fatalf("a grant revoked twice: exit %d\n%s", code, stderr)
+	}
 	grantRows(0)
 	do(t, ctx, "answer the question", chromedp.SendKeys(chromedp.CSS(q+" input.answer"), "yes\r"))
 	card = waitingCard(t, ctx, "npm run lint")

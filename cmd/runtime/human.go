@@ -97,6 +97,7 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("respond", stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
 	session := fs.Bool("session", false, "the answer stands for the same request later in the same session (approve for the session)")
+	host := fs.Bool("host", false, "the answer stands for the same request in every session of the host for an hour")
 	reason := fs.String("reason", "", "why, in your words: the agent and the audit get it (a deny's reason)")
 	as := fs.String("as", "", "`name` recorded as who answered, on a bus without users (default $USER); with users it is the user you connect as")
 	pos, err := parse(fs, args)
@@ -128,8 +129,14 @@ func respond(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
 	scope := ""
-	if *session {
+	switch {
+	case *session && *host:
+		fmt.Fprintln(stderr, "agentmux respond: --session or --host, not both")
+		return exitUsage
+	case *session:
 		scope = wire.ScopeSession
+	case *host:
+		scope = wire.ScopeHost
 	}
 	req := wire.RespondRequest{Value: value, Reason: *reason, Scope: scope}
 	reply, err := store.Answer(ctx, c.nc, who, pos[0], req)
