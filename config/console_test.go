@@ -9,7 +9,7 @@ import (
 // [console.oidc]: its defaults, the role a person's groups give, and what it cannot
 // be, said with the key.
 func TestConsoleOIDC(t *testing.T) {
-	m, err := Parse("agentmux.toml", []byte(`
+	const oidc = `
 [console.oidc]
 issuer = "https://accounts.example.com"
 client_id = "agentmux"
@@ -18,21 +18,13 @@ allowed_groups = ["eng"]
 operator_groups = ["sre"]
 [hosts.w]
 command = "w"
-inherit_env = ["AGENTMUX_OIDC_SECRET"]
+`
+	m, err := Parse("agentmux.toml", []byte(oidc+`inherit_env = ["AGENTMUX_OIDC_SECRET"]
 `))
 	if err == nil || !strings.Contains(err.Error(), "AGENTMUX_OIDC_SECRET holds a credential") {
 		t.Fatalf("an agent given the console's client secret: %v", err)
 	}
-	m, err = Parse("agentmux.toml", []byte(`
-[console.oidc]
-issuer = "https://accounts.example.com"
-client_id = "agentmux"
-client_secret_env = "AGENTMUX_OIDC_SECRET"
-allowed_groups = ["eng"]
-operator_groups = ["sre"]
-[hosts.w]
-command = "w"
-`))
+	m, err = Parse("agentmux.toml", []byte(oidc))
 	if err != nil {
 		t.Fatal(err)
 	}

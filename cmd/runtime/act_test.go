@@ -55,20 +55,19 @@ func newInbox(t *testing.T) *inbox {
 // await returns the first POST to path that holds want, polling until a deadline.
 func (in *inbox) await(t *testing.T, path, want string) []byte {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var got []byte
+	proctest.Within(t, 30*time.Second, func() error {
 		in.mu.Lock()
+		defer in.mu.Unlock()
 		for _, b := range in.got[path] {
 			if strings.Contains(string(b), want) {
-				in.mu.Unlock()
-				return b
+				got = b
+				return nil
 			}
 		}
-		in.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no POST to %s holding %q within 30 s", path, want)
-	return nil
+		return fmt.Errorf("no POST to %s holding %q within 30 s", path, want)
+	})
+	return got
 }
 
 // TestActFromANotification: a mail-like webhook carries alice's signed links and a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -74,15 +75,14 @@ func TestConsoleStandingAnswers(t *testing.T) {
 	grantRows(0)
 	revoked := func(session string) *wire.AuditRecord {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if r := answers(session)[wire.AuditGrantRevoked+":a1"]; r != nil {
-				return r
+		var r *wire.AuditRecord
+		proctest.Within(t, 20*time.Second, func() error {
+			if r = answers(session)[wire.AuditGrantRevoked+":a1"]; r == nil {
+				return fmt.Errorf("no %s record in %s's audit within 20 s", wire.AuditGrantRevoked, session)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("no %s record in %s's audit within 20 s", wire.AuditGrantRevoked, session)
-		return nil
+			return nil
+		})
+		return r
 	}
 	if r := revoked("t-g1"); r.Decider != "human:ana" || r.Scope != wire.ScopeHost {
 		t.Fatalf("the revocation's record: %+v", r)

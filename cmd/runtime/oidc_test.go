@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -166,19 +167,20 @@ operator_groups = ["sre"]
 func landed(t *testing.T, ctx context.Context, base string) string {
 	t.Helper()
 	probe := fmt.Sprintf(`document.readyState !== "complete" ? "" : location.origin === %q ? "console" : document.querySelector('input[name="prompt"][value="consent"]') ? "consent" : ""`, base)
-	deadline := time.Now().Add(25 * time.Second)
-	for time.Now().Before(deadline) {
+	var where string
+	proctest.Within(t, 25*time.Second, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		where, err := chromedp.Run(pctx, chromedp.Evaluate[string](probe)) // fails while a page is replaced
-		cancel()
-		if err == nil && where != "" {
-			return where
+		defer cancel()
+		var err error
+		if where, err = chromedp.Run(pctx, chromedp.Evaluate[string](probe)); err == nil && where == "" {
+			err = errors.New("still at the provider's login")
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	page, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
-	t.Fatalf("the sign-in did not come back to the console within 25 s:\n%s", page)
-	return ""
+		if err != nil { // a page being replaced fails the probe too
+			return fmt.Errorf("the sign-in did not come back to the console within 25 s: %v", err)
+		}
+		return nil
+	})
+	return where
 }
 
 // appendManifest adds text to the manifest at path.
