@@ -71,7 +71,8 @@ func GrantsFor(u User) Grants {
 	case RoleNode:
 		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
 	case RoleOperator, RoleViewer, RoleConsole, RoleLocal:
-		g := Grants{Publish: []string{"$JS.API.INFO", wire.GrantsSubject}, // the answers standing for a session or a host
+		// The answers standing for a session or a host, and the rules files.
+		g := Grants{Publish: []string{"$JS.API.INFO", wire.GrantsSubject, wire.RulesSubject},
 			Subscribe: []string{wire.AllEvents, wire.HumanSubjects, wire.PendingSubjects, wire.InboxPrefix(u.Name) + ".>"}}
 		for _, s := range readable {
 			g.Publish = append(g.Publish, readStream(s)...)
@@ -79,14 +80,16 @@ func GrantsFor(u User) Grants {
 		if u.Role == RoleConsole {
 			// Answer as each person; for the API's tokens, queue tasks and put attached
 			// agents' requests to the nodes.
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
+			// Change rules files as each person ("always for this rule").
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.AttachSubjects)
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).
-			g.Publish = append(g.Publish, wire.TaskSubjects, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"))
+			g.Publish = append(g.Publish, wire.TaskSubjects, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"),
+				wire.RulesChangeSubject("*", u.Name))
 			for _, verb := range CtlVerbs() {
 				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))
 			}

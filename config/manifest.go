@@ -268,10 +268,15 @@ type Supervisor struct {
 	Rules       []*Rule `toml:"rules"` // rule
 	// rule: tool permissions in Claude Code's syntax, checked deny, ask, allow for
 	// approvals; Import adds a Claude Code settings file's permissions as they are.
-	Allow       []string        `toml:"allow"`
-	Ask         []string        `toml:"ask"`
-	Deny        []string        `toml:"deny"`
-	Import      string          `toml:"import"`
+	Allow  []string `toml:"allow"`
+	Ask    []string `toml:"ask"`
+	Deny   []string `toml:"deny"`
+	Import string   `toml:"import"`
+	// RulesFile holds more permission rules (permission.File), relative to the
+	// manifest: those people gave "always" in the console, which a node writes there
+	// and reloads. It need not exist until the first is saved.
+	RulesFile   string          `toml:"rules_file"`
+	RulesPath   string          `toml:"-"` // RulesFile, absolute
 	Permissions *permission.Set `toml:"-"`
 	Answers     map[string]any  `toml:"answers"` // static: question, approval, tool_call
 

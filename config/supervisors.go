@@ -44,6 +44,9 @@ func (v *validator) supervisor(s *Supervisor, m *Manifest) {
 	default:
 		v.add(at("strategy"), "unknown strategy %q; use rule, static, llm, command, human or external", s.Strategy)
 	}
+	if s.RulesFile != "" && s.Strategy != StrategyRule {
+		v.add(at("rules_file"), "a rules file holds permission rules, which only a rule supervisor checks; this one is %s", s.Strategy)
+	}
 	if s.Fallback != "" {
 		switch f, ok := m.Supervisors[s.Fallback]; {
 		case !ok:
@@ -59,7 +62,7 @@ func (v *validator) supervisor(s *Supervisor, m *Manifest) {
 
 func (v *validator) rules(s *Supervisor, at func(...string) []string) {
 	v.permissions(s, at)
-	if len(s.Rules) == 0 && s.Permissions.Empty() {
+	if len(s.Rules) == 0 && s.Permissions.Empty() && s.RulesFile == "" {
 		v.add(at(), `a rule supervisor needs rules, e.g. rules = [{ match = "(?i)token", answer = "…" }], or permissions: allow = ["Bash(npm run test:*)"]`)
 	}
 	for i, r := range s.Rules {
@@ -72,6 +75,29 @@ func (v *validator) rules(s *Supervisor, at func(...string) []string) {
 		}
 		r.AnswerJSON = v.toJSON(append(rp, "answer"), r.Answer)
 		v.enum(append(rp, "scope"), &r.Scope, "request", "a scope", "request", "session")
+	}
+}
+
+// rulesFile adds the rules of s's rules file to set, after the manifest's own.
+func (v *validator) rulesFile(s *Supervisor, set *permission.Set, paths permission.Paths, at func(...string) []string) {
+	s.RulesPath = s.RulesFile
+	if !filepath.IsAbs(s.RulesPath) {
+		s.RulesPath = filepath.Join(v.dirAbs, s.RulesPath)
+	}
+	f, err := permission.ReadFile(s.RulesPath)
+	if err != nil {
+		v.add(at("rules_file"), "%v", err)
+		return
+	}
+	if st, err := os.Stat(filepath.Dir(s.RulesPath)); err != nil || !st.IsDir() {
+		v.warn(at("rules_file"), "its folder %s is not there: a rule people save will not be written until it is", filepath.Dir(s.RulesPath))
+	}
+	for _, verdict := range permission.Verdicts() {
+		for _, rule := range f.Rules(verdict) {
+			if err := set.Add(verdict, []string{rule}, paths); err != nil {
+				v.add(at("rules_file"), "%s, %s: %v", s.RulesPath, verdict, err)
+			}
+		}
 	}
 }
 
@@ -270,6 +296,9 @@ func (v *validator) permissions(s *Supervisor, at func(...string) []string) {
 		if err := set.Import(path, home); err != nil {
 			v.add(at("import"), "%v; import names a Claude Code settings file, e.g. import = \".claude/settings.json\"", err)
 		}
+	}
+	if s.RulesFile != "" {
+		v.rulesFile(s, set, paths, at)
 	}
 	if !set.Empty() {
 		s.Permissions = set

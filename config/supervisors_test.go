@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -86,5 +88,44 @@ func TestStrategyProblems(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("manifest:\n%s\ngot %v; want %q", c.manifest, err, c.want)
 		}
+	}
+}
+
+// TestRulesFile: a rule supervisor's rules file adds its rules to the manifest's, from
+// a path relative to the manifest; a missing file is no rules yet; a file that does
+// not read, or a rules file on another strategy, is refused by name.
+func TestRulesFile(t *testing.T) {
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "agentmux.toml")
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const sup = "[supervisors.policy]\nstrategy = \"rule\"\ndeny = [\"Bash(rm:*)\"]\nrules_file = \"policy.rules.toml\"\n"
+	write(manifest, sup)
+	m, err := Load(manifest)
+	if err != nil {
+		t.Fatalf("a rules file not written yet: %v; want no rules from it", err)
+	}
+	if p := m.Supervisors["policy"]; p.RulesPath != filepath.Join(dir, "policy.rules.toml") || len(p.Permissions.Allow) != 0 {
+		t.Fatalf("rules path %q, allow %d", p.RulesPath, len(p.Permissions.Allow))
+	}
+	write(filepath.Join(dir, "policy.rules.toml"), "allow = [\"Bash(npm test:*)\"]\n[[deny]]\nrule = \"Bash(git push:*)\"\nby = \"human:ana\"\n")
+	if m, err = Load(manifest); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Supervisors["policy"].Permissions
+	if len(p.Allow) != 1 || p.Allow[0].Text != "Bash(npm test:*)" || len(p.Deny) != 2 || p.Deny[1].Text != "Bash(git push:*)" {
+		t.Fatalf("allow %v, deny %v; want the file's rules after the manifest's", p.Allow, p.Deny)
+	}
+	write(filepath.Join(dir, "policy.rules.toml"), "allow = [\"Bash(npm test\"]\n")
+	if _, err := Load(manifest); err == nil || !strings.Contains(err.Error(), "supervisors.policy.rules_file") || !strings.Contains(err.Error(), "not a permission rule") {
+		t.Errorf("a rule that does not parse: %v; want an error at supervisors.policy.rules_file", err)
+	}
+	write(manifest, "[supervisors.h]\nstrategy = \"human\"\nrules_file = \"policy.rules.toml\"\n")
+	if _, err := Load(manifest); err == nil || !strings.Contains(err.Error(), "only a rule supervisor") {
+		t.Errorf("a rules file on a human supervisor: %v; want it refused", err)
 	}
 }

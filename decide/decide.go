@@ -149,7 +149,7 @@ func build(s *config.Supervisor, deps Deps, seen map[string]bool) (Decider, erro
 		if err != nil {
 			return nil, fmt.Errorf("decide: supervisor %q escalates to %q: %w", s.Name, e.To, err)
 		}
-		d = &escalating{inner: d, to: h, when: e.Re, levels: e.RiskLevel}
+		d = &escalating{from: s.Name, inner: d, to: h, when: e.Re, levels: e.RiskLevel}
 	}
 	if deps.Manifest != nil && len(deps.Manifest.Tools) > 0 {
 		d = &withTools{inner: d, tools: deps.Manifest.Tools, served: deps.ServedTool, post: post, procs: deps.Procs, sandboxes: deps.Sandboxes}

@@ -53,12 +53,19 @@ func NewHuman(name string, p Pending) (*Human, error) {
 
 // Decide implements Decider.
 func (h *Human) Decide(ctx context.Context, r *Request) (Decision, error) {
-	return h.hand(ctx, r, nil, "", "")
+	return h.hand(ctx, r, handing{})
 }
 
-// hand stores r for a person, with an escalating supervisor's suggestion, why it
-// escalated, and the risk its model rated ("": the agent's own rating, if any).
-func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage, escalation, risk string) (Decision, error) {
+// handing is what a person is told of an escalated request: the supervisor that
+// escalated it and why, what it would have answered, and the risk its model rated ("":
+// the agent's own rating, if any).
+type handing struct {
+	from, why, risk string
+	suggestion      json.RawMessage
+}
+
+// hand stores r for a person, with what an escalating supervisor says of it.
+func (h *Human) hand(ctx context.Context, r *Request, e handing) (Decision, error) {
 	if r.ReplyTo == "" {
 		return Decision{}, errors.New("the request has no reply subject; a person's answer could not be delivered")
 	}
@@ -69,8 +76,8 @@ func (h *Human) hand(ctx context.Context, r *Request, suggestion json.RawMessage
 	m := r.Message()
 	p := &wire.PendingRequest{ID: pendingID(r.ReplyTo), Supervisor: h.name, Host: r.Host, Session: r.Session, Request: r.ID,
 		Type: r.Type, Text: r.Text, Body: r.Request, Default: r.Default, Created: time.Now(), Deadline: r.Deadline,
-		ReplyTo: r.ReplyTo, Suggestion: suggestion, Escalation: escalation, State: wire.StatePending, Node: r.Node, Attempt: r.Attempt,
-		Conflicts: r.Conflicts, Risk: risk}
+		ReplyTo: r.ReplyTo, Suggestion: e.suggestion, Escalation: e.why, EscalatedBy: e.from, State: wire.StatePending, Node: r.Node, Attempt: r.Attempt,
+		Conflicts: r.Conflicts, Risk: e.risk}
 	if p.Risk == "" {
 		p.Risk = m.RiskLevel
 	}
@@ -106,6 +113,7 @@ func pendingID(replyTo string) string {
 // or the model rated it at one of levels. The person sees inner's answer as a
 // suggestion.
 type escalating struct {
+	from   string // the supervisor escalating
 	inner  Decider
 	to     *Human
 	when   *regexp.Regexp
@@ -114,15 +122,15 @@ type escalating struct {
 
 func (e *escalating) Decide(ctx context.Context, r *Request) (Decision, error) {
 	if e.when != nil && e.when.MatchString(r.Text) {
-		return e.to.hand(ctx, r, nil, fmt.Sprintf("the request matches %q", e.when), "")
+		return e.to.hand(ctx, r, handing{from: e.from, why: fmt.Sprintf("the request matches %q", e.when)})
 	}
 	dec, err := e.inner.Decide(ctx, r)
 	if err == nil && dec.Verdict == Pass {
-		return e.to.hand(ctx, r, nil, dec.Decider+": "+dec.Reason, "")
+		return e.to.hand(ctx, r, handing{from: e.from, why: dec.Decider + ": " + dec.Reason})
 	}
 	if err != nil || dec.Verdict == Defer || !slices.Contains(e.levels, dec.RiskLevel) {
 		return dec, err
 	}
 	why := fmt.Sprintf("%s rated the risk %s: %s", dec.Decider, dec.RiskLevel, dec.Reason)
-	return e.to.hand(ctx, r, dec.Value, why, dec.RiskLevel)
+	return e.to.hand(ctx, r, handing{from: e.from, why: why, risk: dec.RiskLevel, suggestion: dec.Value})
 }

@@ -204,6 +204,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
+	if err := n.serveRules(); err != nil {
+		n.abort()
+		return nil, err
+	}
 	if err := n.startSupervisors(ctx, opts.Manifest); err != nil {
 		n.abort()
 		return nil, err

@@ -40,6 +40,11 @@ func (n *Node) Reload(ctx context.Context, m *config.Manifest) error {
 func (n *Node) ReloadManifest(ctx context.Context) error {
 	n.reloading.Lock()
 	defer n.reloading.Unlock()
+	return n.reloadManifest(ctx)
+}
+
+// reloadManifest is ReloadManifest under the reload's lock.
+func (n *Node) reloadManifest(ctx context.Context) error {
 	m, err := config.Load(n.opts.Manifest.Path)
 	if err != nil {
 		return n.counted(fmt.Errorf("node: manifest not reloaded, the one before runs on: %w", err))

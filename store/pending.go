@@ -126,8 +126,8 @@ func (s *PendingStore) Respond(ctx context.Context, id, responder string, a wire
 	if scope == "" {
 		scope = a.Scope
 	}
-	if scope != "" && scope != wire.ScopeSession && scope != wire.ScopeHost {
-		return p, fmt.Errorf("scope %q %w %s: give %q, %q or none", scope, ErrInvalidAnswer, id, wire.ScopeSession, wire.ScopeHost)
+	if scope != "" && scope != wire.ScopeSession && scope != wire.ScopeHost && scope != wire.ScopeRule {
+		return p, fmt.Errorf("scope %q %w %s: give %q, %q, %q (the answer saved as a rule) or none", scope, ErrInvalidAnswer, id, wire.ScopeSession, wire.ScopeHost, wire.ScopeRule)
 	}
 	if err := protocol.ValidateAnswer(p.Message(), value); err != nil {
 		return p, fmt.Errorf("%s %w %s: %v", value, ErrInvalidAnswer, id, err)

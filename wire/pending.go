@@ -35,6 +35,9 @@ type PendingRequest struct {
 	ReplyTo    string          `json:"reply_to"`
 	Suggestion json.RawMessage `json:"suggestion,omitempty"` // what an escalating supervisor would have answered
 	Escalation string          `json:"escalation,omitempty"` // why it was escalated, and by whom
+	// EscalatedBy is the supervisor that escalated it: a person's "always" is saved in
+	// its rules file when it has one.
+	EscalatedBy string `json:"escalated_by,omitempty"`
 	// Risk is the request's risk (low, medium, high, critical): the escalating model's
 	// rating, else the agent's own (an approval's risk_level); "" when neither rated it.
 	Risk string `json:"risk,omitempty"`

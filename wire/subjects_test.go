@@ -17,3 +17,20 @@ func TestSubjects(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesChangeSubject: the person a change names reads back from its subject, an
+// email's dots too, and a subject that names no person is not a change.
+func TestRulesChangeSubject(t *testing.T) {
+	s := RulesChangeSubject("policy", "ana.b@example.com")
+	if s != "agentmux.rules.policy.ana%2Eb@example%2Ecom" {
+		t.Fatalf("RulesChangeSubject = %s", s)
+	}
+	if sup, who, ok := ParseRulesChangeSubject(s); !ok || sup != "policy" || who != "ana.b@example.com" {
+		t.Fatalf("ParseRulesChangeSubject(%s) = %q, %q, %v", s, sup, who, ok)
+	}
+	for _, bad := range []string{"agentmux.rules", "agentmux.rules.policy", "agentmux.rules.policy.", "agentmux.respond.ana.h-1", "agentmux.rules.policy.a b"} {
+		if _, _, ok := ParseRulesChangeSubject(bad); ok {
+			t.Errorf("ParseRulesChangeSubject(%q) is ok; want refused", bad)
+		}
+	}
+}

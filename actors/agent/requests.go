@@ -203,6 +203,8 @@ func (a *Agent) onAnswer(m *answerArrived) {
 		case wire.ScopeHost:
 			reason = strings.TrimPrefix(fmt.Sprintf("%s; for every session of host %s for %v", reason, a.host.Name, wire.HostGrantFor), "; ")
 			p.scope = scope
+		case wire.ScopeRule:
+			p.scope = scope // the rule is in the rules file; the reason names it
 		}
 		a.answer(s, p, value, protocol.OutcomeAnswered, r.Decider, reason)
 	}

@@ -295,6 +295,18 @@ func TestSecureRoles(t *testing.T) {
 			}
 			return nil
 		}},
+		{"list the rules files", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, wire.RulesSubject, nil)
+			return err
+		}},
+		{"change a rules file", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// A viewer that could would allow, for every agent, what a person must approve.
+			user := strings.TrimPrefix(nc.Opts.Name, "test-")
+			return publishRequest(nc, wire.RulesChangeSubject("policy", user), `{"id":"c1","verdict":"allow","rules":["Bash"]}`)
+		}},
+		{"change a rules file as another person", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			return publishRequest(nc, wire.RulesChangeSubject("policy", "ana@example.com"), `{"id":"c1","verdict":"allow","rules":["Bash"]}`)
+		}},
 		{"ctl list", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "list"), nil)
 			return err
@@ -491,4 +503,13 @@ func TestSecureForgedDecider(t *testing.T) {
 	if !errors.As(context.Cause(refused), &perm) || !perm.Publish || perm.Subject != ask.Reply {
 		t.Fatalf("a second reply: %v", context.Cause(refused))
 	}
+}
+
+// publishRequest publishes a request whose answers nobody reads, and flushes it: the
+// server's refusal, if any, is then the connection's last error.
+func publishRequest(nc *nats.Conn, subject, data string) error {
+	if err := nc.PublishRequest(subject, nc.NewInbox(), []byte(data)); err != nil {
+		return err
+	}
+	return nc.Flush()
 }

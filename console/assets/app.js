@@ -88,6 +88,7 @@ function actionsFor(p, card) {
       acts.append(el("button", { class: "approve", onclick: () => answer(p, "yes") }, "Approve"),
         el("button", { class: "approve-session", onclick: () => answer(p, "yes", "", "session") }, "Approve for session"),
         el("button", { class: "approve-host", onclick: () => answer(p, "yes", "", "host") }, `Approve for ${p.host}, 1 h`),
+        el("button", { class: "always", onclick: () => always(p, card) }, "Always…"),
         el("button", { class: "deny", onclick: () => deny(p, card) }, "Deny"));
       break;
     case "confirm":
@@ -111,6 +112,55 @@ function actionsFor(p, card) {
     }
   }
   return acts;
+}
+
+// "Always…": the rule proposed from the request, shown and editable before it is saved
+// in a rule supervisor's rules file on every node; the request is answered by it.
+async function always(p, card) {
+  const acts = card.querySelector(".actions");
+  if (acts.querySelector(".always-form")) { acts.querySelector(".always-form textarea").focus(); return; }
+  const form = el("form", { class: "always-form" });
+  acts.append(form);
+  form.append(el("p", { class: "hint" }, "Proposing a rule…"));
+  let prop;
+  try { prop = await (await fetch("/api/rules/propose?id=" + encodeURIComponent(p.id))).json(); } catch (e) { prop = { error: String(e) }; }
+  form.replaceChildren();
+  if (prop.error && !(prop.rules && prop.rules.length)) {
+    form.append(el("p", { class: "outcome refused" }, "No rule can be saved: " + prop.error));
+    return;
+  }
+  const verdict = el("select", { class: "verdict", "aria-label": "verdict" },
+    el("option", { value: "allow" }, "Always allow"), el("option", { value: "deny" }, "Always deny"));
+  const sup = el("select", { class: "supervisor", "aria-label": "supervisor" },
+    ...(prop.supervisors || []).map((n) => el("option", n === prop.supervisor ? { value: n, selected: "" } : { value: n }, n)));
+  const rules = el("textarea", { class: "rules", rows: String(Math.max(1, (prop.rules || []).length)), "aria-label": "rules, one per line", spellcheck: "false" });
+  rules.value = (prop.rules || []).join("\n");
+  rules.addEventListener("keydown", (e) => e.stopPropagation());
+  const note = el("input", { type: "text", class: "note", placeholder: "Why (kept beside the rule)", "aria-label": "note" });
+  note.addEventListener("keydown", (e) => e.stopPropagation());
+  const save = el("button", { type: "submit", class: "save-rule" }, "Save rule and answer");
+  const out = el("p", { class: "rule-outcome", role: "status" });
+  form.append(el("p", { class: "hint" }, "Saved in the rules file of supervisor ", sup,
+    " on every node that runs it, and applied by their reload. Edit the rule, one per line:"),
+    verdict, rules, note, save, out);
+  if (prop.error) form.append(el("p", { class: "outcome refused" }, prop.error));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    save.disabled = true;
+    out.textContent = "Saving on every node…";
+    let reply;
+    try {
+      reply = await (await fetch("/api/rules", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ id: p.id, supervisor: sup.value, verdict: verdict.value, note: note.value,
+          rules: rules.value.split("\n").map((r) => r.trim()).filter((r) => r) }) })).json();
+    } catch (err) { reply = { ok: false, error: String(err) }; }
+    if (!reply.ok) { save.disabled = false; out.className = "rule-outcome refused"; out.textContent = "refused: " + reply.error; return; }
+    const nodes = (reply.nodes || []).map((n) => n.node).join(", ");
+    out.className = "rule-outcome";
+    out.textContent = `saved on ${nodes}; answered ${verdict.value === "allow" ? '"yes"' : '"no"'} as human:${state.me} by the rule`;
+    loadRules();
+  });
+  rules.focus();
 }
 
 // ---- what the agent asks about: the tool's input, shown as text, never as HTML ----
@@ -228,7 +278,8 @@ async function answerSelected(value, reason) {
 }
 
 function scopeText(scope, host) {
-  return scope === "session" ? " for the rest of the session" : scope === "host" ? ` for every session of ${host} for an hour` : "";
+  return scope === "session" ? " for the rest of the session" : scope === "host" ? ` for every session of ${host} for an hour` :
+    scope === "rule" ? " and saved as a rule" : "";
 }
 
 // ---- standing answers: given for a session or a host, revocable ----
@@ -257,6 +308,45 @@ async function revoke(g, button) {
   } catch (e) { reply = { ok: false, error: String(e) }; }
   if (!reply.ok) { button.disabled = false; button.textContent = "Revoke (" + reply.error + ")"; return; }
   loadGrants();
+}
+
+// ---- rules: the rules files of the fleet's rule supervisors ----
+
+async function loadRules() {
+  let reply;
+  try { reply = await (await fetch("/api/rules")).json(); } catch (e) { return; }
+  const rows = [];
+  for (const f of reply.files || []) {
+    const where = f.nodes.join(", ") + (f.differs && f.differs.length ? " (differs on " + f.differs.join(", ") + ")" : "");
+    if (f.error) rows.push(el("tr", {}, el("td", {}, f.supervisor), el("td", { colspan: "5", class: "refused" }, f.error)));
+    for (const v of ["deny", "ask", "allow"]) {
+      for (const e of (f.rules && f.rules[v]) || []) {
+        rows.push(el("tr", { "data-rule": e.rule, "data-supervisor": f.supervisor },
+          el("td", { title: f.path + " on " + where }, f.supervisor,
+            f.differs && f.differs.length ? el("div", { class: "refused" }, "other rules on " + f.differs.join(", ")) : null),
+          el("td", {}, v),
+          el("td", {}, el("code", {}, visible(e.rule)), e.note ? el("div", { class: "hint" }, visible(e.note)) : null),
+          el("td", {}, e.by || "the file"),
+          el("td", {}, e.at ? new Date(e.at).toLocaleString() : ""),
+          el("td", {}, state.role === "operator" ? el("button", { class: "remove-rule", onclick: (ev) => removeRule(f.supervisor, v, e.rule, ev.target) }, "Remove") : null)));
+      }
+    }
+  }
+  document.querySelector("#rules tbody").replaceChildren(...rows);
+  document.getElementById("rules").hidden = rows.length === 0;
+  document.getElementById("rules-empty").hidden = rows.length > 0;
+  document.getElementById("rules-empty").textContent = reply.error ? "Not known: " + reply.error : "None.";
+}
+
+async function removeRule(supervisor, verdict, rule, button) {
+  button.disabled = true;
+  let reply;
+  try {
+    reply = await (await fetch("/api/rules", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ supervisor, verdict, rules: [rule], remove: true }) })).json();
+  } catch (e) { reply = { ok: false, error: String(e) }; }
+  if (!reply.ok) { button.disabled = false; button.textContent = "Remove (" + reply.error + ")"; return; }
+  loadRules();
 }
 
 function settledText(p) {
@@ -526,6 +616,8 @@ document.addEventListener("DOMContentLoaded", async () => {
   connect();
   route();
   loadGrants();
+  loadRules();
   setInterval(tick, 1000);
   setInterval(loadGrants, 10000);
+  setInterval(loadRules, 30000);
 });
