@@ -8,4 +8,9 @@
 // changes (as Edit, without paths); an ACP agent's tool kind (execute as Bash, read as
 // Read, edit, delete and move as Edit, fetch as WebFetch) and raw input. A native agent
 // may send "tool" and "input" in Claude Code's shape.
+//
+// A rules file (File) keeps more rules beside a manifest, with who added each and why:
+// ReadFile reads one, UpdateFile changes one under a lock that other processes take
+// too. Propose names the narrowest rules that cover a call beyond itself, for a person
+// to edit and save ("always for this rule").
 package permission
