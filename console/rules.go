@@ -226,7 +226,9 @@ func (s *Server) saveRules(w http.ResponseWriter, r *http.Request) {
 		out.Answer = &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()}
 	}
 	out.OK = out.Answer.OK
-	out.Error = out.Answer.Error
+	if !out.OK {
+		out.Error = "the rules are saved, but the request was not answered by them: " + out.Answer.Error
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
