@@ -52,7 +52,8 @@ type Grants struct {
 const responseTTL = 24 * time.Hour
 
 // readable are the streams and buckets operators and viewers may read.
-var readable = []string{wire.AuditStream, wire.TaskStream, wire.EventStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket, "KV_" + wire.PipelineBucket}
+var readable = []string{wire.AuditStream, wire.TaskStream, wire.EventStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket, "KV_" + wire.PipelineBucket,
+	"KV_" + wire.SpendBucket}
 
 // readStream is what reading a stream takes: its info, message gets (scan) and direct
 // gets (a bucket's key). No consumer: its creator would choose where it delivers, and

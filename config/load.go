@@ -34,6 +34,7 @@ type file struct {
 	Attached    map[string]*Attached   `toml:"attached"`
 	API         API                    `toml:"api"`
 	Console     Console                `toml:"console"`
+	Pricing     Pricing                `toml:"pricing"`
 	Project     map[string]any         `toml:"project"` // Concerto's; ignored
 	MCP         map[string]any         `toml:"mcp"`     // Concerto's; ignored
 }
@@ -237,6 +238,8 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	}
 	v.api(&m.API)
 	v.console(&m.Console)
+	v.pricing(f.Pricing)
+	m.Pricing = f.Pricing
 	for name, c := range f.Connections {
 		c.Name = name
 		v.connection(c)

@@ -82,6 +82,8 @@ type Manifest struct {
 	Attached map[string]*Attached
 	API      API
 	Console  Console
+	// Pricing prices the tokens agents report without a cost, and the llm supervisors'.
+	Pricing Pricing
 	// Warnings are what may be wrong on this machine only: a command not found, a
 	// working directory missing. `validate` prints them; a node logs them.
 	Warnings []*Problem
@@ -255,9 +257,10 @@ type Host struct {
 }
 
 // Sends reports whether the host's agent sends messages of type typ: it declares it,
-// or declares nothing.
+// or declares nothing. result and error end a session, and usage (what its model calls
+// cost) is counted, whether declared or not.
 func (h *Host) Sends(typ string) bool {
-	return len(h.Messages) == 0 || slices.Contains(h.Messages, typ) || typ == "result" || typ == "error"
+	return len(h.Messages) == 0 || slices.Contains(h.Messages, typ) || typ == "result" || typ == "error" || typ == "usage"
 }
 
 // Supervisor is one decision maker.

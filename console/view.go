@@ -30,11 +30,13 @@ type Session struct {
 	Started  int64   `json:"started"`
 	Ended    int64   `json:"ended,omitempty"`
 	Duration float64 `json:"duration_ms,omitempty"`
-	Error    string  `json:"error,omitempty"`
-	Pipeline string  `json:"pipeline,omitempty"`
-	Stage    string  `json:"stage,omitempty"`
-	Last     string  `json:"last"` // the type of its last event
-	LastAt   int64   `json:"last_at"`
+	// Spend is what its model calls cost, once it ended (nil: its agent reported none).
+	Spend    *wire.Spend `json:"spend,omitempty"`
+	Error    string      `json:"error,omitempty"`
+	Pipeline string      `json:"pipeline,omitempty"`
+	Stage    string      `json:"stage,omitempty"`
+	Last     string      `json:"last"` // the type of its last event
+	LastAt   int64       `json:"last_at"`
 	// Conflict says which other session touched the same files, and which files
 	// (workspace.conflict), while both ran.
 	Conflict string `json:"conflict,omitempty"`
@@ -174,7 +176,7 @@ func (v *view) onEvent(subject string, data []byte) {
 	case "session.ended":
 		var e wire.SessionEnded
 		if json.Unmarshal(data, &e) == nil {
-			s.Node, s.Attempt, s.State, s.Error, s.Duration, s.Ended = e.Node, e.Attempt, e.Outcome, e.Error, e.Duration, now
+			s.Node, s.Attempt, s.State, s.Error, s.Duration, s.Ended, s.Spend = e.Node, e.Attempt, e.Outcome, e.Error, e.Duration, now, e.Spend
 			s.Pipeline, s.Stage = e.Pipeline, e.Stage
 		}
 		v.pruneSessions()

@@ -26,6 +26,7 @@ type acp struct {
 	initialized bool
 	queued      string // a prompt waiting for initialize or session/new
 	sessionID   string // the current ACP session
+	model       string // the current session's model, for its usage
 	lastSession string // the session of the last turn, for Continue
 	permissions map[string]*acpPermission
 }
@@ -142,9 +143,12 @@ func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, 
 	case "session/new":
 		var r struct {
 			SessionID string `json:"sessionId"`
+			Models    struct {
+				CurrentModelID string `json:"currentModelId"`
+			} `json:"models"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
-		a.sessionID = r.SessionID
+		a.sessionID, a.model = r.SessionID, r.Models.CurrentModelID
 		prompt := a.call("session/prompt", map[string]any{"sessionId": r.SessionID, "prompt": []any{map[string]any{"type": "text", "text": a.queued}}})
 		a.queued = ""
 		msg, err := canonical(map[string]any{"type": "progress", "message": "acp session " + r.SessionID, "session_id": r.SessionID}, raw)
@@ -162,8 +166,18 @@ func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, 
 		if r.StopReason != "end_turn" && r.StopReason != "max_tokens" && r.StopReason != "max_turn_requests" {
 			fields = map[string]any{"type": "error", "message": "acp turn ended: " + r.StopReason, "stop_reason": r.StopReason, "session_id": session}
 		}
+		var msgs []*protocol.Message
+		if used, err := a.turnUsage(r.Usage); err != nil || used != nil {
+			if err != nil {
+				return nil, nil, err
+			}
+			msgs = append(msgs, used)
+		}
 		msg, err := canonical(fields, raw)
-		return one(msg, err)
+		if err != nil {
+			return nil, nil, err
+		}
+		return append(msgs, msg), nil, nil
 	}
 	msg, err := canonical(map[string]any{"type": "log", "message": "acp response to " + method}, raw)
 	return one(msg, err)
@@ -185,6 +199,10 @@ func (a *acp) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, erro
 			} `json:"content"`
 			Title  string `json:"title"`
 			Status string `json:"status"`
+			Cost   *struct {
+				Amount   float64 `json:"amount"`
+				Currency string  `json:"currency"`
+			} `json:"cost"`
 		} `json:"update"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
@@ -199,6 +217,13 @@ func (a *acp) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, erro
 		fields = map[string]any{"type": "progress", "message": strings.TrimSpace(u.Title + " " + u.Status)}
 	case "plan":
 		fields = map[string]any{"type": "progress", "message": "plan updated"}
+	case "usage_update":
+		// The session's cost so far (used and size are the context window's); a cost in
+		// another currency or unit is not dollars, and stays a log line.
+		fields = map[string]any{"type": "log", "message": "acp usage_update"}
+		if u.Cost != nil && u.Cost.Currency == "USD" {
+			fields = map[string]any{"type": "usage", "model": a.model, "cost_usd": u.Cost.Amount, "total": true}
+		}
 	default:
 		fields = map[string]any{"type": "log", "message": "acp " + u.SessionUpdate}
 	}
@@ -409,4 +434,23 @@ func refuse(envelope map[string]any, m *rpcMessage) []byte {
 	envelope["id"] = m.ID
 	envelope["error"] = map[string]any{"code": rpcMethodNotFound, "message": "agentmux offers no " + m.Method}
 	return line(envelope)
+}
+
+// turnUsage is a prompt response's usage, the ACP session's token totals, as a usage
+// total of its model; nil when the agent gave none.
+func (a *acp) turnUsage(raw json.RawMessage) (*protocol.Message, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var u struct {
+		InputTokens       int64 `json:"inputTokens"`
+		OutputTokens      int64 `json:"outputTokens"`
+		CachedReadTokens  int64 `json:"cachedReadTokens"`
+		CachedWriteTokens int64 `json:"cachedWriteTokens"`
+	}
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return nil, fmt.Errorf("acp: a prompt response's usage: %w", err)
+	}
+	return canonical(map[string]any{"type": "usage", "model": a.model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"cache_read_tokens": u.CachedReadTokens, "cache_write_tokens": u.CachedWriteTokens, "total": true}, nil)
 }

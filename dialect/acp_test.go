@@ -26,7 +26,7 @@ func TestACPHandshakeThenPromptThenResult(t *testing.T) {
 	if !strings.Contains(next, `"method":"session/new"`) || !strings.Contains(next, `"cwd":"/repo"`) {
 		t.Fatalf("after initialize: %s", next)
 	}
-	_, prompt := acpDecode(t, d, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"abc"}}`)
+	_, prompt := acpDecode(t, d, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"abc","models":{"currentModelId":"gemini-2.5-pro","availableModels":[]}}}`)
 	if !strings.Contains(prompt, `"method":"session/prompt"`) || !strings.Contains(prompt, `"text":"fix the bug"`) || !strings.Contains(prompt, `"sessionId":"abc"`) {
 		t.Fatalf("after session/new: %s", prompt)
 	}
@@ -37,9 +37,20 @@ func TestACPHandshakeThenPromptThenResult(t *testing.T) {
 	if got := string(d.Interrupt("stop")); !strings.Contains(got, `"method":"session/cancel"`) || strings.Contains(got, `"id"`) {
 		t.Fatalf("interrupt %s", got)
 	}
-	end, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
-	if end[0].Type != protocol.TypeResult {
-		t.Fatalf("end %+v", end[0])
+	cost, _ := acpDecode(t, d, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"abc","update":{"sessionUpdate":"usage_update","used":5300,"size":1000000,"cost":{"amount":0.031,"currency":"USD"}}}}`)
+	if u := cost[0].Usage; u == nil || u.Model != "gemini-2.5-pro" || *u.CostUSD != 0.031 || !u.Total || u.HasTokens {
+		t.Fatalf("usage_update → %s; want the session's cost so far, no tokens", cost[0].Raw)
+	}
+	credits, _ := acpDecode(t, d, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"abc","update":{"sessionUpdate":"usage_update","used":1,"size":2,"cost":{"amount":3,"currency":"credits"}}}}`)
+	if credits[0].Type != protocol.TypeLog {
+		t.Fatalf("a cost in credits → %s; want a log line, not dollars", credits[0].Raw)
+	}
+	end, _ := acpDecode(t, d, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn","usage":{"totalTokens":1700,"inputTokens":1200,"outputTokens":300,"cachedReadTokens":200}}}`)
+	if len(end) != 2 || end[1].Type != protocol.TypeResult {
+		t.Fatalf("end %+v", end)
+	}
+	if u := end[0].Usage; u == nil || u.Model != "gemini-2.5-pro" || u.Input != 1200 || u.Output != 300 || u.CacheRead != 200 || !u.Total || u.CostUSD != nil {
+		t.Fatalf("the prompt response's usage → %s", end[0].Raw)
 	}
 	// A second session on the same process skips initialize.
 	if again := string(d.Prompt(protocol.Prompt{Text: "next", Session: "s2"})); !strings.Contains(again, `"method":"session/new"`) {

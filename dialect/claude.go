@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentmux/agentmux/protocol"
@@ -96,6 +98,17 @@ type claudeLine struct {
 	TotalCostUSD      float64         `json:"total_cost_usd"`
 	Usage             json.RawMessage `json:"usage"`
 	PermissionDenials json.RawMessage `json:"permission_denials"`
+	// ModelUsage is every model's tokens and cost in the run so far (not one turn's).
+	ModelUsage map[string]claudeModelUsage `json:"modelUsage"`
+}
+
+// claudeModelUsage is one model's part of a result's modelUsage.
+type claudeModelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	CostUSD                  float64 `json:"costUSD"`
 }
 
 type contentBlock struct {
@@ -144,15 +157,22 @@ func (c *claude) decode(raw []byte) ([]*protocol.Message, error) {
 	case "user":
 		return c.toolResults(&l, raw)
 	case "result":
+		usage, err := claudeUsage(&l)
+		if err != nil {
+			return nil, err
+		}
+		var end []*protocol.Message
 		if l.IsError {
 			msg := l.Result
 			if msg == "" {
 				msg = "claude-code ended with " + l.Subtype
 			}
-			return one(map[string]any{"type": "error", "message": msg, "session_id": l.SessionID, "subtype": l.Subtype})
+			end, err = one(map[string]any{"type": "error", "message": msg, "session_id": l.SessionID, "subtype": l.Subtype})
+		} else {
+			end, err = one(map[string]any{"type": "result", "text": l.Result, "session_id": l.SessionID, "num_turns": l.NumTurns,
+				"total_cost_usd": l.TotalCostUSD, "usage": l.Usage, "permission_denials": l.PermissionDenials})
 		}
-		return one(map[string]any{"type": "result", "text": l.Result, "session_id": l.SessionID, "num_turns": l.NumTurns,
-			"total_cost_usd": l.TotalCostUSD, "usage": l.Usage, "permission_denials": l.PermissionDenials})
+		return append(usage, end...), err
 	case "control_request":
 		return c.controlRequest(&l, raw)
 	case "control_cancel_request":
@@ -161,6 +181,29 @@ func (c *claude) decode(raw []byte) ([]*protocol.Message, error) {
 		return one(map[string]any{"type": "log", "message": "claude-code acknowledged a control request"})
 	}
 	return one(map[string]any{"type": "claude." + l.Type})
+}
+
+// claudeUsage is a usage line per model of a result's modelUsage, each the model's total
+// so far; a result with a cost and no models' usage is one total of that cost.
+func claudeUsage(l *claudeLine) ([]*protocol.Message, error) {
+	var out []*protocol.Message
+	for _, model := range slices.Sorted(maps.Keys(l.ModelUsage)) {
+		u := l.ModelUsage[model]
+		m, err := canonical(map[string]any{"type": "usage", "model": model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+			"cache_read_tokens": u.CacheReadInputTokens, "cache_write_tokens": u.CacheCreationInputTokens, "cost_usd": u.CostUSD, "total": true}, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if len(out) == 0 && l.TotalCostUSD > 0 {
+		m, err := canonical(map[string]any{"type": "usage", "cost_usd": l.TotalCostUSD, "total": true}, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // assistant turns the model's content into partials (text) and progress (tools, thinking).

@@ -27,8 +27,11 @@ func TestClaudeStreamToCanonical(t *testing.T) {
 		t.Fatalf("the vendor line is not kept: %s", msgs[0].Raw)
 	}
 	res := decode(t, d, `{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":3,"total_cost_usd":0.01,"session_id":"s"}`)
-	if res[0].Type != protocol.TypeResult || res[0].Text != "done" || !strings.Contains(string(res[0].Raw), `"num_turns":3`) || !strings.Contains(string(res[0].Raw), `"session_id":"s"`) {
-		t.Fatalf("result → %s", res[0].Raw)
+	if len(res) != 2 || res[1].Type != protocol.TypeResult || res[1].Text != "done" || !strings.Contains(string(res[1].Raw), `"num_turns":3`) || !strings.Contains(string(res[1].Raw), `"session_id":"s"`) {
+		t.Fatalf("result → %v", res)
+	}
+	if u := res[0].Usage; res[0].Type != protocol.TypeUsage || u == nil || *u.CostUSD != 0.01 || !u.Total || u.Model != "" {
+		t.Fatalf("a result with a cost and no modelUsage → %s; want a usage total of its cost first", res[0].Raw)
 	}
 	fail := decode(t, d, `{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}`)
 	if fail[0].Type != protocol.TypeError || fail[0].Message != "claude-code ended with error_max_turns" {
@@ -36,6 +39,36 @@ func TestClaudeStreamToCanonical(t *testing.T) {
 	}
 	if u := decode(t, d, `{"type":"stream_event"}`); u[0].Type != protocol.TypeUnhandled {
 		t.Fatalf("unknown → %+v", u[0])
+	}
+}
+
+// TestClaudeResultUsage: a result's modelUsage, each model's total in the run so far,
+// is a usage total per model, before the result that ends the session (or the error).
+func TestClaudeResultUsage(t *testing.T) {
+	d, _ := New(ClaudeCode, Options{Dir: "/tmp"})
+	for _, end := range []struct {
+		line string
+		typ  protocol.Type
+	}{
+		{`{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.0421,"usage":{"input_tokens":3},"modelUsage":{` +
+			`"claude-sonnet-4-5":{"inputTokens":1200,"outputTokens":340,"cacheReadInputTokens":9000,"cacheCreationInputTokens":700,"webSearchRequests":0,"costUSD":0.0401,"contextWindow":200000},` +
+			`"claude-haiku-4-5":{"inputTokens":80,"outputTokens":20,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.002}}}`, protocol.TypeResult},
+		{`{"type":"result","subtype":"error_max_budget_usd","is_error":true,"modelUsage":{` +
+			`"claude-sonnet-4-5":{"inputTokens":1200,"outputTokens":340,"cacheReadInputTokens":9000,"cacheCreationInputTokens":700,"costUSD":0.0401},` +
+			`"claude-haiku-4-5":{"inputTokens":80,"outputTokens":20,"costUSD":0.002}}}`, protocol.TypeError},
+	} {
+		msgs := decode(t, d, end.line)
+		if len(msgs) != 3 || msgs[2].Type != end.typ {
+			t.Fatalf("%s → %d messages; want two usage lines, then the %s", end.line, len(msgs), end.typ)
+		}
+		haiku, sonnet := msgs[0].Usage, msgs[1].Usage
+		if haiku == nil || haiku.Model != "claude-haiku-4-5" || haiku.Input != 80 || haiku.Output != 20 || *haiku.CostUSD != 0.002 || !haiku.Total {
+			t.Errorf("haiku's usage: %s", msgs[0].Raw)
+		}
+		if sonnet == nil || sonnet.Model != "claude-sonnet-4-5" || sonnet.Input != 1200 || sonnet.Output != 340 || sonnet.CacheRead != 9000 ||
+			sonnet.CacheWrite != 700 || *sonnet.CostUSD != 0.0401 || !sonnet.Total {
+			t.Errorf("sonnet's usage: %s", msgs[1].Raw)
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ type codex struct {
 	initialized bool
 	queued      string
 	threadID    string
+	model       string // the thread's, for its token counts
 	turnID      string
 	lastMessage string
 	approvals   map[string]json.RawMessage // canonical id → the server request's id
@@ -127,9 +128,10 @@ func (c *codex) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte
 			Thread struct {
 				ID string `json:"id"`
 			} `json:"thread"`
+			Model string `json:"model"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
-		c.threadID = r.Thread.ID
+		c.threadID, c.model = r.Thread.ID, r.Model
 		turn := c.call("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": c.queued}}})
 		c.queued = ""
 		msgs, _, err := one(canonical(map[string]any{"type": "progress", "message": "codex thread " + c.threadID, "thread_id": c.threadID}, raw))
@@ -200,6 +202,8 @@ func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []
 		}
 	case "serverRequest/resolved":
 		return c.resolved(p.RequestID, raw), nil, nil
+	case "thread/tokenUsage/updated":
+		return one(c.usage(m.Params, raw))
 	case "turn/completed":
 		thread := c.threadID
 		c.turnID = ""
@@ -357,4 +361,26 @@ func (c *codex) Answer(_ *protocol.Message, r protocol.Response, _ string) []byt
 		out[qid] = map[string]any{"answers": a}
 	}
 	return line(map[string]any{"id": in.rpcID, "result": map[string]any{"answers": out}})
+}
+
+// usage is a thread's running token total (thread/tokenUsage/updated) as a usage total
+// of the thread's model: input without its cached part, which is counted as cache
+// reads. Codex reports no cost; [pricing] prices it.
+func (c *codex) usage(params json.RawMessage, raw []byte) (*protocol.Message, error) {
+	var p struct {
+		ThreadID   string `json:"threadId"`
+		TokenUsage struct {
+			Total struct {
+				InputTokens       int64 `json:"inputTokens"`
+				CachedInputTokens int64 `json:"cachedInputTokens"`
+				OutputTokens      int64 `json:"outputTokens"`
+			} `json:"total"`
+		} `json:"tokenUsage"`
+	}
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, fmt.Errorf("codex: thread/tokenUsage/updated: %w", err)
+	}
+	t := p.TokenUsage.Total
+	return canonical(map[string]any{"type": "usage", "model": c.model, "input_tokens": max(t.InputTokens-t.CachedInputTokens, 0),
+		"cache_read_tokens": t.CachedInputTokens, "output_tokens": t.OutputTokens, "total": true, "thread_id": p.ThreadID}, raw)
 }

@@ -17,7 +17,7 @@ func TestCodexHandshakeThreadTurnAndResult(t *testing.T) {
 	if !strings.Contains(next, `{"method":"initialized"}`) || !strings.Contains(next, `"method":"thread/start"`) || !strings.Contains(next, `"approvalPolicy":"untrusted"`) {
 		t.Fatalf("after initialize: %s", next)
 	}
-	_, turn := acpDecode(t, d, `{"id":2,"result":{"thread":{"id":"th1"}}}`)
+	_, turn := acpDecode(t, d, `{"id":2,"result":{"thread":{"id":"th1"},"model":"gpt-5.1-codex"}}`)
 	if !strings.Contains(turn, `"method":"turn/start"`) || !strings.Contains(turn, `"threadId":"th1"`) || !strings.Contains(turn, `"text":"fix it"`) {
 		t.Fatalf("after thread/start: %s", turn)
 	}
@@ -28,6 +28,14 @@ func TestCodexHandshakeThreadTurnAndResult(t *testing.T) {
 	msg, _ := acpDecode(t, d, `{"method":"item/completed","params":{"item":{"type":"agentMessage","text":"Fixed."}}}`)
 	if msg[0].Type != protocol.TypePartial || msg[0].Text != "Fixed." {
 		t.Fatalf("message %+v", msg[0])
+	}
+	// The thread's running total: its model's, input without the cached part.
+	used, _ := acpDecode(t, d, `{"method":"thread/tokenUsage/updated","params":{"threadId":"th1","turnId":"tu1","tokenUsage":{`+
+		`"total":{"totalTokens":1500,"inputTokens":1200,"cachedInputTokens":200,"cacheWriteInputTokens":0,"outputTokens":300,"reasoningOutputTokens":100},`+
+		`"last":{"totalTokens":500,"inputTokens":400,"cachedInputTokens":0,"cacheWriteInputTokens":0,"outputTokens":100,"reasoningOutputTokens":0},"modelContextWindow":272000}}}`)
+	if u := used[0].Usage; used[0].Type != protocol.TypeUsage || u == nil || u.Model != "gpt-5.1-codex" || u.Input != 1000 || u.CacheRead != 200 ||
+		u.Output != 300 || !u.Total || u.CostUSD != nil {
+		t.Fatalf("token usage → %s", used[0].Raw)
 	}
 	end, _ := acpDecode(t, d, `{"method":"turn/completed","params":{"turn":{"id":"tu1","status":"completed"}}}`)
 	if end[0].Type != protocol.TypeResult || end[0].Text != "Fixed." {

@@ -11,6 +11,8 @@ type SessionMetrics struct {
 	TaskIntake      *prometheus.GaugeVec   // host: 1 while this node takes the host's queued tasks
 	Pipelines       *prometheus.CounterVec // pipeline, outcome (ok, error)
 	PipelineStages  *prometheus.CounterVec // pipeline, stage, outcome (ok, error, resumed)
+	SessionTokens   *prometheus.CounterVec // host, model, kind (input, output, cache_read, cache_write), outcome
+	SessionCost     *prometheus.CounterVec // host, model, outcome
 }
 
 func newSessionMetrics(f *families) SessionMetrics {
@@ -21,6 +23,8 @@ func newSessionMetrics(f *families) SessionMetrics {
 		Tasks:           f.counter("tasks_total", "Tasks taken from the work queue, by outcome (ok, error, invalid).", "host", "outcome"),
 		TaskIntake:      f.gauge("task_intake", "1 while this node takes the host's tasks from the work queue; 0 once it drains or stops.", "host"),
 		Pipelines:       f.counter("pipelines_total", "Pipeline runs ended, by outcome (ok, error).", "pipeline", "outcome"),
+		SessionTokens:   f.counter("tokens_total", "Tokens the agents' model calls used, as the agents reported them, counted as each session ends: by host, model, kind (input, output, cache_read, cache_write) and the session's outcome.", "host", "model", "kind", "outcome"),
+		SessionCost:     f.counter("cost_usd_total", "What the agents' model calls cost in US dollars, as the agents reported it or [pricing] priced it, counted as each session ends: by host, model and the session's outcome.", "host", "model", "outcome"),
 		PipelineStages:  f.counter("pipeline_stages_total", "Pipeline stages ended, by outcome (ok, error; resumed: taken up again after the node running it was gone).", "pipeline", "stage", "outcome"),
 	}
 }

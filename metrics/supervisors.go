@@ -10,6 +10,7 @@ type SupervisorMetrics struct {
 	LLMRequests  *prometheus.CounterVec // supervisor, outcome (ok, error, timeout, unparseable)
 	LLMSeconds   *prometheus.HistogramVec
 	LLMTokens    *prometheus.CounterVec // supervisor, direction (input, output)
+	LLMCost      *prometheus.CounterVec // supervisor, model
 	HumanPending *prometheus.CounterVec // supervisor
 }
 
@@ -21,6 +22,7 @@ func newSupervisorMetrics(f *families) SupervisorMetrics {
 		LLMRequests:  f.counter("llm_requests_total", "Model calls by llm supervisors, by outcome (ok, error, timeout, unparseable).", "supervisor", "outcome"),
 		LLMSeconds:   f.histogram("llm_request_seconds", "Time model calls took.", waitBuckets, "supervisor"),
 		LLMTokens:    f.counter("llm_tokens_total", "Tokens of model calls, by direction (input, output).", "supervisor", "direction"),
+		LLMCost:      f.counter("llm_cost_usd_total", "What the llm supervisors' model calls cost in US dollars, priced by the manifest's [pricing] (models it does not price are not counted).", "supervisor", "model"),
 		HumanPending: f.counter("human_requests_total", "Requests handed to a person (human supervisors and escalations).", "supervisor"),
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -41,6 +42,13 @@ supervisor = "ops"
 	}
 	if !strings.Contains(string(res.Payload), `"partial_output":"I will write the file.Done: the file is written."`) {
 		t.Errorf("partials: %s", res.Payload)
+	}
+	// What the two model calls cost, as Claude Code's result reports it: the scripted
+	// API says 100 tokens in and 20 out each; Claude Code prices them itself.
+	spend := res.Usage.Spend(func(string, *protocol.Usage) (float64, bool) { return 0, false })
+	if spend == nil || spend.InputTokens != 200 || spend.OutputTokens != 40 || spend.CostUSD <= 0 || len(spend.Unpriced) != 0 ||
+		len(spend.Models) != 1 || spend.Models[0].PricedBy != wire.PricedByAgent {
+		t.Errorf("the session's spend: %+v; want 200 tokens in, 40 out, priced by Claude Code", spend)
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/notify"
+	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
@@ -285,7 +286,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return err
 	}
-	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: observeLLM(n.Metrics), Log: n.log,
+	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: observeLLM(n.Metrics, m.Pricing), Log: n.log,
 		Procs: n.procs, Sandboxes: n.sandboxes}
 	for _, s := range n.roles.supervisors {
 		d, err := decide.New(s, deps)
@@ -346,6 +347,11 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
 		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants}
+	spend, err := store.OpenSpend(ctx, n.Bus.JS)
+	if err != nil {
+		return err
+	}
+	rcfg.Spend = spend
 	if len(opts.Manifest.Pipelines) > 0 {
 		runs, err := store.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {
@@ -629,12 +635,16 @@ func servedTool(nc *nats.Conn) func(ctx context.Context, tool string, call json.
 	}
 }
 
-// observeLLM counts each model call of the node's llm supervisors.
-func observeLLM(m *metrics.Set) decide.LLMObserver {
+// observeLLM counts each model call of the node's llm supervisors, and what it cost
+// when pricing prices its model.
+func observeLLM(m *metrics.Set, pricing config.Pricing) decide.LLMObserver {
 	return func(c decide.LLMCall) {
 		m.LLMRequests.WithLabelValues(c.Supervisor, c.Outcome).Inc()
 		m.LLMSeconds.WithLabelValues(c.Supervisor).Observe(c.Took.Seconds())
 		m.LLMTokens.WithLabelValues(c.Supervisor, "input").Add(float64(c.InputTokens))
 		m.LLMTokens.WithLabelValues(c.Supervisor, "output").Add(float64(c.OutputTokens))
+		if usd, ok := pricing.Cost(c.Model, &protocol.Usage{Input: c.InputTokens, Output: c.OutputTokens}); ok {
+			m.LLMCost.WithLabelValues(c.Supervisor, c.Model).Add(usd)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -54,6 +55,9 @@ match = "(?i)name"
 supervisor = "script"
 [[routes]]
 supervisor = "architect"
+[pricing.fake-1]
+input_per_mtok = 3
+output_per_mtok = 15
 `)
 	res := f.run("w", script(
 		send(`{"type":"question","id":"q1","kind":"select","question":"Which suite?","options":["unit","e2e"]}`), await("q1"),
@@ -75,6 +79,10 @@ supervisor = "architect"
 	}
 	if v := testutil.ToFloat64(f.n.Metrics.LLMTokens.WithLabelValues("architect", "input")); v != 200 {
 		t.Errorf("llm input tokens = %v", v)
+	}
+	// Two calls of 100 tokens in and 20 out, at $3 and $15 a million.
+	if v := testutil.ToFloat64(f.n.Metrics.LLMCost.WithLabelValues("architect", "fake-1")); math.Abs(v-2*(100*3+20*15)/1e6) > 1e-12 {
+		t.Errorf("llm cost = %v; want $0.0012", v)
 	}
 }
 

@@ -105,6 +105,7 @@ type Message struct {
 	Schema       json.RawMessage
 	Timeout      int64 // timeout_ms, 0 when absent
 	Capabilities []string
+	Usage        *Usage // a usage line's
 }
 
 // EffectiveKind is the kind the answer is validated against.
@@ -196,7 +197,7 @@ func Decode(line []byte, plain PlainText) (*Message, error) {
 func canonical(name string) Type {
 	switch t := Type(name); t {
 	case TypeProgress, TypeLog, TypePartial, TypeHeartbeat, TypeQuestion, TypeApproval,
-		TypeToolCall, TypeResult, TypeError, TypeInitAck:
+		TypeToolCall, TypeResult, TypeError, TypeInitAck, TypeUsage:
 		return t
 	}
 	return TypeUnhandled
@@ -244,6 +245,13 @@ func (m *Message) fill(w *wire) error {
 	}
 	if m.Type == TypeToolCall && m.Tool == "" {
 		return errors.New(`a tool_call needs a non-empty "tool" field`)
+	}
+	if m.Type == TypeUsage {
+		u, err := ParseUsage(m.Raw)
+		if err != nil {
+			return err
+		}
+		m.Usage = u
 	}
 	return nil
 }

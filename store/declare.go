@@ -175,6 +175,11 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		TTL:         attachedTTL,
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      wire.SpendBucket,
+		Description: "agentmux spend: what each host's sessions cost each day, fleet-wide (agentmux spend)",
+		TTL:         spendTTL,
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      wire.NodesBucket,
 		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (agentmux nodes)",
 		TTL:         nodesTTL,

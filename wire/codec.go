@@ -79,6 +79,7 @@ func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o.StringOmit("error", r.Error)
 	o.IntOmit("truncated", int64(r.Truncated))
 	o.RawOmit("workspace", r.Workspace.raw())
+	o.RawOmit("spend", r.Spend.raw())
 	return o.End()
 }
 
@@ -306,5 +307,6 @@ func (e *SessionEnded) AppendJSON(dst []byte) []byte {
 	o.StringOmit("error", e.Error)
 	o.Float("duration_ms", e.Duration)
 	o.RawOmit("workspace", e.Workspace.raw())
+	o.RawOmit("spend", e.Spend.raw())
 	return o.End()
 }

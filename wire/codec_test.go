@@ -54,6 +54,10 @@ func wireForm(rec appender) any {
 	return rec
 }
 
+// testSpend is a session's spend with every field set.
+var testSpend = &Spend{InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, CostUSD: 0.0125, Unpriced: []string{"local"},
+	Models: []ModelSpend{{Model: "m", InputTokens: 1, OutputTokens: 2, CacheReadTokens: 3, CacheWriteTokens: 4, CostUSD: 0.0125, PricedBy: PricedByAgent}}}
+
 func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 	full := []appender{
 		&Ask{Session: "s-1", Host: "w", Type: "approval", ID: "a<1>", Text: "rm -rf \"build\"\n", Timeout: 29_500, Deadline: 1764000000123,
@@ -65,7 +69,7 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
 			Request: "q1", Type: "question", Text: "Which?", By: "alice", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
 			Claimed: "c", Member: "m", Reason: "r", Scope: "host", Latency: 0.123, Duration: 1e-7, Error: "e\x00", Truncated: 512,
-			Workspace: &Workspace{Mode: "worktree", Branch: "agentmux/s", Base: "b", Head: "h", Files: 1}},
+			Workspace: &Workspace{Mode: "worktree", Branch: "agentmux/s", Base: "b", Head: "h", Files: 1}, Spend: testSpend},
 		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
 			Claimed: "c", Reason: "no answer within 500ms", Latency: 12.5},
 	}
@@ -74,7 +78,7 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&SessionEnded{Session: "s", Host: "h", Task: "t", Node: "n", Attempt: 2, Pipeline: "p", Stage: "st", Outcome: "ok",
 			Result: json.RawMessage(`{"type":"result","text":"done <ok>","load":{"questions_us":[1,2]}}`), Data: json.RawMessage(`{"passed": true}`),
 			Error: "e", Duration: 1234.5, Workspace: &Workspace{Mode: "clone", Branch: "agentmux/s", Base: "b", Head: "h", Dirty: true,
-				Committed: true, Files: 2, Insertions: 3, Deletions: 4, Pushed: "origin", Mirror: "/m.git", Path: "/w", Bytes: 5, Error: "e"}})
+				Committed: true, Files: 2, Insertions: 3, Deletions: 4, Pushed: "origin", Mirror: "/m.git", Path: "/w", Bytes: 5, Error: "e"}, Spend: testSpend})
 	for _, rec := range full {
 		// Every field is set, so a field added to a type without its appender fails here.
 		v := reflect.ValueOf(rec).Elem()

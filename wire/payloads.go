@@ -145,6 +145,8 @@ type AuditRecord struct {
 	Truncated int `json:"truncated,omitempty"`
 	// Workspace, on a session's end, is what it left in its workspace.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Spend, on a session's end, is what its model calls cost.
+	Spend *Spend `json:"spend,omitempty"`
 }
 
 // Fit cuts the record's text, reason and error to keep bytes each, and drops its value
@@ -188,6 +190,8 @@ type SessionEnded struct {
 	// Workspace is what the session left in its workspace, on a host that gives each
 	// session one.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Spend is what its model calls cost, when the agent reported any.
+	Spend *Spend `json:"spend,omitempty"`
 }
 
 // SessionStarted is the payload of a session.started event.

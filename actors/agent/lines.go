@@ -37,6 +37,9 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		return
 	case protocol.TypeQuestion, protocol.TypeApproval, protocol.TypeToolCall:
 		a.onRequest(s, msg)
+	case protocol.TypeUsage:
+		s.usage.Add(msg.Usage)
+		a.publishOn(s, string(msg.Type), msg.Raw)
 	case protocol.TypePartial:
 		s.partial.WriteString(msg.Text)
 		a.publishOn(s, string(msg.Type), msg.Raw)

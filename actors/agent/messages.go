@@ -106,6 +106,9 @@ type Result struct {
 	Retryable bool
 	// Workspace is what the session left in its workspace (Config.Workspace).
 	Workspace *wire.Workspace
+	// Usage is what the session's model calls cost, as the agent reported it (nil:
+	// nothing); the router prices it with the manifest's [pricing].
+	Usage *wire.Tally
 }
 
 // RequestRecord is how one request of a session ended.

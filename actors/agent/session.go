@@ -33,6 +33,7 @@ type session struct {
 	standing map[string]standing
 	subjects map[string]string // event subjects, by type (a message's or an event's)
 	sink     *streamSink       // where the stdout reader publishes stream lines itself
+	usage    wire.Tally        // what its model calls cost, as the agent reported it
 }
 
 // standing is an answer that stands for the same request later in its session.
@@ -141,6 +142,9 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
 	r.Duration = time.Since(s.start.Started)
 	r.Requests = s.records
+	if !s.usage.Empty() {
+		r.Usage = &s.usage
+	}
 	oneShot := !a.dialect.Reusable() || a.cfg.Workspace != nil
 	reusable = reusable && a.phase == phaseBusy && !oneShot
 	if reusable {

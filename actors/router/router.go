@@ -46,6 +46,8 @@ const (
 	// rather than run a delivery of it that crossed the acknowledgement.
 	endedMemory    = 10 * time.Minute
 	auditRetryWait = 250 * time.Millisecond
+	// spendTimeout bounds adding an ended session's spend to its host's daily total.
+	spendTimeout = 10 * time.Second
 )
 
 // Config is what a Router needs.
@@ -85,6 +87,8 @@ type Config struct {
 	Routines *routines.Group
 	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
 	Pipelines *store.PipelineStore
+	// Spend keeps the fleet's daily spend by host; nil: not kept (no JetStream).
+	Spend *store.SpendStore
 }
 
 // Submit runs a session on a host. Start.Reply receives the final Result.
@@ -147,6 +151,8 @@ type session struct {
 	// cancelled is the error of a session cancelled while it ran: it ends with it, and
 	// is not retried (cancel.go).
 	cancelled string
+	// usage is what the session's attempts so far cost, as the agent reported it.
+	usage wire.Tally
 }
 
 func newRouter(cfg Config) *Router {

@@ -32,6 +32,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 		return
 	}
 	res := cancelled(s, m.Result)
+	s.usage.Merge(res.Usage) // every attempt's model calls were paid for
 	switch {
 	case res.OK || r.stopping() || s.cancelled != "":
 	case res.Retryable:
@@ -65,14 +66,18 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.cfg.Metrics.Sessions.WithLabelValues(p.host.Name, outcome).Inc()
 	r.cfg.Metrics.SessionDuration.WithLabelValues(p.host.Name).Observe(res.Duration.Seconds())
 	ms := float64(res.Duration.Microseconds()) / 1000
+	spend := s.usage.Spend(r.cfg.Manifest.Pricing.Cost)
+	r.countSpend(p.host.Name, outcome, spend)
+	r.addSpend(p.host.Name, res.Session, spend)
 	ended := &wire.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
-		Pipeline: s.start.Pipeline, Stage: s.start.Stage, Outcome: outcome, Error: res.Error, Duration: ms, Data: res.Data, Workspace: res.Workspace}
+		Pipeline: s.start.Pipeline, Stage: s.start.Stage, Outcome: outcome, Error: res.Error, Duration: ms, Data: res.Data, Workspace: res.Workspace,
+		Spend: spend}
 	if res.OK {
 		ended.Result = res.Payload
 	}
 	r.publish(p.host.Name, res.Session, wire.EventSessionEnded, ended)
 	rec := r.record(s, "session.ended")
-	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace = outcome, res.Error, ms, ended.Result, res.Workspace
+	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace, rec.Spend = outcome, res.Error, ms, ended.Result, res.Workspace, spend
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	p.leave(s.start.Session)
 	if s.task != nil {
@@ -231,4 +236,41 @@ func (r *Router) maybeStopped() {
 	if r.cfg.Stopped != nil {
 		close(r.cfg.Stopped)
 	}
+}
+
+// countSpend counts what an ended session's model calls cost, by host, model and the
+// session's outcome.
+func (r *Router) countSpend(host, outcome string, spend *wire.Spend) {
+	if spend == nil {
+		return
+	}
+	for _, m := range spend.Models {
+		for _, k := range []struct {
+			kind string
+			n    int64
+		}{{"input", m.InputTokens}, {"output", m.OutputTokens}, {"cache_read", m.CacheReadTokens}, {"cache_write", m.CacheWriteTokens}} {
+			if k.n > 0 {
+				r.cfg.Metrics.SessionTokens.WithLabelValues(host, m.Model, k.kind, outcome).Add(float64(k.n))
+			}
+		}
+		if m.CostUSD > 0 {
+			r.cfg.Metrics.SessionCost.WithLabelValues(host, m.Model, outcome).Add(m.CostUSD)
+		}
+	}
+}
+
+// addSpend adds an ended session's spend to its host's daily total, fleet-wide, off
+// the router's goroutine.
+func (r *Router) addSpend(host, session string, spend *wire.Spend) {
+	if spend == nil || r.cfg.Spend == nil {
+		return
+	}
+	end := time.Now()
+	r.cfg.Routines.Go(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, spendTimeout)
+		defer cancel()
+		if err := r.cfg.Spend.Add(ctx, host, end, spend); err != nil {
+			r.cfg.Log.Warn("the session's spend is not in its host's daily total", "session", session, "host", host, "err", err)
+		}
+	})
 }

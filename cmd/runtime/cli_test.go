@@ -615,7 +615,9 @@ func TestSteeringTheFleetFromTheCLI(t *testing.T) {
 	}
 	long := runtimeProc(t, "submit", "-c", manifest, "--id", "t-long-1", "w", pendingScript, "--follow")
 	until(t, "the long session's question", long.stderr, "t-long-1.question")
-	if code, _, stderr := cli("submit", "--id", "t-next", "w", okScript); code != exitOK {
+	// t-next's agent says what its model calls cost: listed once it ended.
+	spent := strings.Replace(okScript, `{"result":"all green"}`, `{"send":{"type":"usage","model":"m","input_tokens":1200,"output_tokens":300,"cost_usd":0.0123}},{"result":"all green"}`, 1)
+	if code, _, stderr := cli("submit", "--id", "t-next", "w", spent); code != exitOK {
 		t.Fatalf("submit t-next: %d %s", code, stderr)
 	}
 
@@ -660,7 +662,8 @@ func TestSteeringTheFleetFromTheCLI(t *testing.T) {
 	// Sessions that ended, from the audit: how, where, and when.
 	proctest.Eventually(t, "both ended sessions listed", func() bool {
 		code, out, _ := cli("sessions", "--state", "ended", "-o", "wide")
-		return code == exitOK && regexp.MustCompile(`t-long-1\s+w\s+steer\s+ended ok`).MatchString(out) && regexp.MustCompile(`t-next\s+w\s+steer\s+ended ok`).MatchString(out)
+		return code == exitOK && regexp.MustCompile(`t-long-1\s+w\s+steer\s+ended ok.*\s-\s+-\s`).MatchString(out) &&
+			regexp.MustCompile(`t-next\s+w\s+steer\s+ended ok.*\$0\.0123\s+1500\s`).MatchString(out)
 	})
 	if code, _, stderr := cli("sessions", "--state", "done"); code != exitUsage || !strings.Contains(stderr, `--state "done": want running, queued or ended`) {
 		t.Errorf("sessions --state done: exit %d %s", code, stderr)

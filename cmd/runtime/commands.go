@@ -47,6 +47,8 @@ func commands() []command {
 			[]string{"agentmux respond -c agentmux.toml h-7Yq yes", `agentmux respond -c agentmux.toml h-7Yq no --reason "prod freeze"`, `agentmux respond -c agentmux.toml h-7Yq "yes for session"`}, respond},
 		{"grants", "list the answers standing for a session or a host, or revoke one", "[list] -c <manifest> [-o text|wide|json] | revoke -c <manifest> <id> [--as name]",
 			[]string{"agentmux grants -c agentmux.toml", "agentmux grants revoke -c agentmux.toml g-h-7Yq   # its requests are asked again"}, grantsCommand},
+		{"spend", "list what each host's sessions cost each day, fleet-wide, as their agents reported it", "-c <manifest> [--days n] [--host h] [-o text|wide|json]",
+			[]string{"agentmux spend -c agentmux.toml", "agentmux spend -c agentmux.toml --days 30 --host coder -o wide"}, spend},
 		{"rules", "list the rule supervisors' rules files across the fleet, or change one on every node that runs it", "[list] -c <manifest> [-o text|wide|json] | allow|ask|deny|remove -c <manifest> --supervisor s [--verdict v] [--note why] [--as name] <rule>…",
 			[]string{"agentmux rules -c agentmux.toml", `agentmux rules allow -c agentmux.toml --supervisor policy "Bash(npm test:*)"   # each node writes it and reloads`,
 				`agentmux rules remove -c agentmux.toml --supervisor policy --verdict allow "Bash(npm test:*)"`}, rulesCommand},

@@ -279,7 +279,8 @@ func TestConsoleInChromium(t *testing.T) {
 	// arrived) answers after the first; the console refuses it, saying who answered.
 	other := tab(t, ctx)
 	follow2 := runtimeProc(t, "submit", "-c", manifest, "--id", "t-console-2", "--follow", "w",
-		`{"steps":[{"send":{"type":"approval","id":"a3","description":"deploy v3 to staging"}},{"await":"a3"},{"result":"done"}]}`)
+		`{"steps":[{"send":{"type":"approval","id":"a3","description":"deploy v3 to staging"}},{"await":"a3"},`+
+			`{"send":{"type":"usage","model":"m","input_tokens":1200,"output_tokens":300,"cost_usd":0.0123}},{"result":"done"}]}`)
 	do(t, other, "open the console in a second tab", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#status.live")))
 	a3 := cardFor(t, other, "deploy v3 to staging")
 	cardFor(t, ctx, "deploy v3 to staging")
@@ -292,6 +293,12 @@ func TestConsoleInChromium(t *testing.T) {
 	shot(t, other, "4-second-answer-refused")
 	if code := follow2.wait(t, 60*time.Second); code != exitOK || !strings.Contains(follow2.stdout.String(), `"a3":{"value":"yes"`) {
 		t.Fatalf("the second task: exit %d, %s; want the first answer, yes", code, follow2.stdout)
+	}
+	// What its model calls cost, in the sessions table, model by model on hover.
+	spent := get(t, ctx, "t-console-2's cost", chromedp.Poll[string](`(c => c && c.textContent ? c.textContent + " | " + c.title : false)(document.querySelector('#sessions tr[data-session="t-console-2"] td.cost'))`,
+		chromedp.WithPollingTimeout(25*time.Second)))
+	if spent != "$0.0123 | m: 1200 in, 300 out, $0.0123 (agent)" {
+		t.Errorf("t-console-2's cost as shown: %q", spent)
 	}
 
 	// The session's page: reached by clicking its id, and by search.

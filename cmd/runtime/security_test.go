@@ -271,6 +271,10 @@ func TestSecureRoles(t *testing.T) {
 			_, err = pending.List(ctx)
 			return err
 		}},
+		{"read the daily spend", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := store.ReadSpend(ctx, nc, time.Now().AddDate(0, 0, -7))
+			return err
+		}},
 		{"purge the audit", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			// A purge of a subject no record has: allowed or not, it removes nothing.
 			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.PURGE."+wire.AuditStream, []byte(`{"filter":"agentmux.audit.none.none"}`))

@@ -197,16 +197,20 @@ func endedSessions(c *busClient, host, node string, since time.Duration, form st
 		fmt.Fprintf(stdout, "no session ended within %v\n", since)
 		return exitOK
 	}
-	header := []string{"SESSION", "HOST", "NODE", "STATE", "ENDED", "DURATION"}
+	header := []string{"SESSION", "HOST", "NODE", "STATE", "ENDED", "DURATION", "COST"}
 	if form == outWide {
-		header = append(header, "ATTEMPT", "ERROR")
+		header = append(header, "TOKENS", "ATTEMPT", "ERROR")
 	}
 	rows := make([][]string, 0, len(ended))
 	for _, r := range ended {
 		row := []string{r.Session, r.Host, r.Node, "ended " + r.Outcome, time.Since(time.UnixMilli(r.Time)).Round(time.Second).String() + " ago",
-			(time.Duration(r.Duration) * time.Millisecond).Round(100 * time.Millisecond).String()}
+			(time.Duration(r.Duration) * time.Millisecond).Round(100 * time.Millisecond).String(), cost(r.Spend)}
 		if form == outWide {
-			row = append(row, strconv.Itoa(r.Attempt), dash(oneLine(r.Error, 120)))
+			tokens := "-"
+			if r.Spend != nil {
+				tokens = strconv.FormatInt(r.Spend.Tokens(), 10)
+			}
+			row = append(row, tokens, strconv.Itoa(r.Attempt), dash(oneLine(r.Error, 120)))
 		}
 		rows = append(rows, row)
 	}
@@ -373,4 +377,17 @@ func cancel(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: taken out of the work queue of %s; no node had started it\n", t.ID, t.Queue)
 	return exitOK
+}
+
+// cost is what a session's model calls cost, in dollars: "-" when its agent reported
+// none, and marked "+" when some of its models are unpriced (more than shown).
+func cost(s *wire.Spend) string {
+	if s == nil {
+		return "-"
+	}
+	out := fmt.Sprintf("$%.4f", s.CostUSD)
+	if len(s.Unpriced) > 0 {
+		out += "+"
+	}
+	return out
 }

@@ -450,7 +450,15 @@ function renderSessions() {
     el("td", { class: "state-" + s.state }, s.state + (s.error ? ": " + s.error : "")),
     s.state === "running" ? el("td", { class: "duration", "data-started": String(s.started) }, seconds(Date.now() - s.started))
       : el("td", { class: "duration" }, seconds(s.duration_ms || 0)),
+    el("td", { class: "cost", title: spendText(s.spend) }, s.spend ? "$" + s.spend.cost_usd.toFixed(4) + (s.spend.unpriced ? "+" : "") : ""),
     el("td", {}, s.last, s.conflict && s.state === "running" ? el("span", { class: "conflict" }, " ⚠ " + s.conflict) : null))));
+}
+
+// spendText says what a session's model calls cost, model by model.
+function spendText(sp) {
+  if (!sp) return "";
+  return (sp.models || []).map((m) => `${m.model || "(unnamed model)"}: ${m.input_tokens} in, ${m.output_tokens} out` +
+    (m.cache_read_tokens ? `, ${m.cache_read_tokens} cache reads` : "") + (m.priced_by ? `, $${m.cost_usd.toFixed(4)} (${m.priced_by})` : ", unpriced")).join("\n");
 }
 
 // ---- one session ----

@@ -1,0 +1,98 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Spend is what a session's model calls cost, in all and by model: on its result, its
+// session.ended event and audit record.
+type Spend struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	// Unpriced names the models whose cost neither the agent reported nor [pricing]
+	// gives: CostUSD leaves their tokens out.
+	Unpriced []string     `json:"unpriced,omitempty"`
+	Models   []ModelSpend `json:"models,omitempty"`
+}
+
+// ModelSpend is one model's part of a Spend.
+type ModelSpend struct {
+	Model            string  `json:"model"` // "" when the agent did not say
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	// PricedBy says where CostUSD comes from: "agent" (it reported it), "pricing" (the
+	// manifest's table), or "" (nowhere: the model is Unpriced).
+	PricedBy string `json:"priced_by,omitempty"`
+}
+
+// Pricing sources of a ModelSpend.
+const (
+	PricedByAgent   = "agent"
+	PricedByPricing = "pricing"
+)
+
+// Tokens is every token s counts.
+func (s *Spend) Tokens() int64 {
+	return s.InputTokens + s.OutputTokens + s.CacheReadTokens + s.CacheWriteTokens
+}
+
+func (s *Spend) raw() json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// SpendBucket keeps what each host's sessions cost each day, fleet-wide: one key per
+// day and host (SpendKey), added to by every node as its sessions end.
+const SpendBucket = "agentmux_spend"
+
+// SpendKey is the key of host's spend on day (UTC).
+func SpendKey(day time.Time, host string) string { return day.UTC().Format(time.DateOnly) + "." + host }
+
+// DailySpend is one host's spend on one day, across the fleet.
+type DailySpend struct {
+	Day              string  `json:"day"` // YYYY-MM-DD, UTC
+	Host             string  `json:"host"`
+	Sessions         int64   `json:"sessions"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	// Unpriced counts the sessions with a model neither their agent nor [pricing]
+	// priced: CostUSD leaves those models out.
+	Unpriced int64 `json:"unpriced,omitempty"`
+}
+
+// Add counts one ended session's spend.
+func (d *DailySpend) Add(s *Spend) {
+	d.Sessions++
+	d.InputTokens += s.InputTokens
+	d.OutputTokens += s.OutputTokens
+	d.CacheReadTokens += s.CacheReadTokens
+	d.CacheWriteTokens += s.CacheWriteTokens
+	d.CostUSD += s.CostUSD
+	if len(s.Unpriced) > 0 {
+		d.Unpriced++
+	}
+}
+
+// Merge adds o's counts to d's (a total over days or hosts).
+func (d *DailySpend) Merge(o *DailySpend) {
+	d.Sessions += o.Sessions
+	d.InputTokens += o.InputTokens
+	d.OutputTokens += o.OutputTokens
+	d.CacheReadTokens += o.CacheReadTokens
+	d.CacheWriteTokens += o.CacheWriteTokens
+	d.CostUSD += o.CostUSD
+	d.Unpriced += o.Unpriced
+}
