@@ -63,3 +63,13 @@ func TestTallySpend(t *testing.T) {
 		t.Error("an empty tally has a spend")
 	}
 }
+
+// BenchmarkTallyAdd: the agent actor counts each usage line as it reads it.
+func BenchmarkTallyAdd(b *testing.B) {
+	var t Tally
+	u := &protocol.Usage{Model: "claude-sonnet-4-5", Input: 1200, Output: 300, CacheRead: 9000, CostUSD: usd(0.01)}
+	b.ReportAllocs()
+	for b.Loop() {
+		t.Add(u)
+	}
+}
