@@ -26,6 +26,18 @@ type claude struct {
 	groups     map[string]*questionGroup  // request id → the AskUserQuestion it answers
 	withdrawn  map[string]bool            // requests the CLI cancelled: answer nothing
 	interrupts int
+	// counted is the usage already reported of each model message, by its id: Claude
+	// Code writes a message's usage again with each of its content blocks.
+	counted map[string]claudeMessageUsage
+}
+
+// claudeMessageUsage is a model message's usage as the API reported it.
+type claudeMessageUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	model                    string
 }
 
 type questionGroup struct {
@@ -42,7 +54,7 @@ type questionRef struct {
 
 func newClaude() *claude {
 	return &claude{approvals: map[string]json.RawMessage{}, questions: map[string]*questionRef{},
-		groups: map[string]*questionGroup{}, withdrawn: map[string]bool{}}
+		groups: map[string]*questionGroup{}, withdrawn: map[string]bool{}, counted: map[string]claudeMessageUsage{}}
 }
 
 func (c *claude) Args() []string {
@@ -90,7 +102,10 @@ type claudeLine struct {
 	RequestID string          `json:"request_id"`
 	Request   json.RawMessage `json:"request"`
 	Message   *struct {
-		Content json.RawMessage `json:"content"`
+		ID      string              `json:"id"`
+		Model   string              `json:"model"`
+		Content json.RawMessage     `json:"content"`
+		Usage   *claudeMessageUsage `json:"usage"`
 	} `json:"message"`
 	IsError           bool            `json:"is_error"`
 	Result            string          `json:"result"`
@@ -157,7 +172,7 @@ func (c *claude) decode(raw []byte) ([]*protocol.Message, error) {
 	case "user":
 		return c.toolResults(&l, raw)
 	case "result":
-		usage, err := claudeUsage(&l)
+		usage, err := c.resultUsage(&l)
 		if err != nil {
 			return nil, err
 		}
@@ -183,10 +198,26 @@ func (c *claude) decode(raw []byte) ([]*protocol.Message, error) {
 	return one(map[string]any{"type": "claude." + l.Type})
 }
 
-// claudeUsage is a usage line per model of a result's modelUsage, each the model's total
-// so far; a result with a cost and no models' usage is one total of that cost.
-func claudeUsage(l *claudeLine) ([]*protocol.Message, error) {
+// resultUsage is a usage line per model of a result's modelUsage, each the model's total
+// so far; a result with a cost and no models' usage is one total of that cost. As
+// modelUsage counts every call, a model counted live (messageUsage) that it does not
+// name under the same name is set to nothing, so that no call counts twice.
+func (c *claude) resultUsage(l *claudeLine) ([]*protocol.Message, error) {
 	var out []*protocol.Message
+	live := map[string]bool{}
+	for _, u := range c.counted {
+		live[u.model] = true
+	}
+	for _, model := range slices.Sorted(maps.Keys(live)) {
+		if _, named := l.ModelUsage[model]; named || len(l.ModelUsage) == 0 {
+			continue
+		}
+		m, err := canonical(map[string]any{"type": "usage", "model": model, "input_tokens": 0, "output_tokens": 0, "total": true}, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
 	for _, model := range slices.Sorted(maps.Keys(l.ModelUsage)) {
 		u := l.ModelUsage[model]
 		m, err := canonical(map[string]any{"type": "usage", "model": model, "input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
@@ -231,7 +262,31 @@ func (c *claude) assistant(l *claudeLine, raw []byte) ([]*protocol.Message, erro
 		}
 		out = append(out, m)
 	}
-	return out, nil
+	used, err := c.messageUsage(l)
+	if err != nil || used == nil {
+		return out, err
+	}
+	return append(out, used), nil
+}
+
+// messageUsage is what a model message used that was not reported yet, as a usage line
+// of one call's tokens (its cost comes with the result): live, so a session's spend is
+// known while it runs. Nil when the line adds nothing.
+func (c *claude) messageUsage(l *claudeLine) (*protocol.Message, error) {
+	if l.Message == nil || l.Message.Usage == nil || l.Message.ID == "" {
+		return nil, nil
+	}
+	u, was := *l.Message.Usage, c.counted[l.Message.ID]
+	d := claudeMessageUsage{InputTokens: max(u.InputTokens-was.InputTokens, 0), OutputTokens: max(u.OutputTokens-was.OutputTokens, 0),
+		CacheReadInputTokens: max(u.CacheReadInputTokens-was.CacheReadInputTokens, 0), CacheCreationInputTokens: max(u.CacheCreationInputTokens-was.CacheCreationInputTokens, 0)}
+	c.counted[l.Message.ID] = claudeMessageUsage{InputTokens: max(u.InputTokens, was.InputTokens), OutputTokens: max(u.OutputTokens, was.OutputTokens),
+		CacheReadInputTokens: max(u.CacheReadInputTokens, was.CacheReadInputTokens), CacheCreationInputTokens: max(u.CacheCreationInputTokens, was.CacheCreationInputTokens),
+		model: l.Message.Model}
+	if d.InputTokens+d.OutputTokens+d.CacheReadInputTokens+d.CacheCreationInputTokens == 0 {
+		return nil, nil
+	}
+	return canonical(map[string]any{"type": "usage", "model": l.Message.Model, "input_tokens": d.InputTokens, "output_tokens": d.OutputTokens,
+		"cache_read_tokens": d.CacheReadInputTokens, "cache_write_tokens": d.CacheCreationInputTokens, "message_id": l.Message.ID}, nil)
 }
 
 // toolResults reports finished tools as progress.

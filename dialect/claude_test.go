@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -128,5 +129,38 @@ func TestClaudeControlLines(t *testing.T) {
 	}
 	if d.Canonical() || d.Init() != nil {
 		t.Fatal("Claude Code's protocol is its own, with no init of agentmux's")
+	}
+}
+
+// TestClaudeLiveUsage: each model message's usage is counted as it arrives, once: the
+// same message's later content blocks add only what grew. The result's totals then take
+// their place, and a model counted live that the totals do not name is set to nothing,
+// so no call counts twice.
+func TestClaudeLiveUsage(t *testing.T) {
+	d, _ := New(ClaudeCode, Options{Dir: "/tmp"})
+	line := func(id, model string, out int, block string) string {
+		return fmt.Sprintf(`{"type":"assistant","message":{"id":%q,"model":%q,"content":[%s],"usage":{"input_tokens":100,"cache_read_input_tokens":50,"output_tokens":%d}}}`, id, model, block, out)
+	}
+	var live []*protocol.Usage
+	for _, l := range []string{
+		line("msg_1", "claude-sonnet-4-5", 5, `{"type":"text","text":"I will"}`),
+		line("msg_1", "claude-sonnet-4-5", 20, `{"type":"tool_use","name":"Bash","input":{"command":"ls"}}`),
+		line("msg_1", "claude-sonnet-4-5", 20, `{"type":"text","text":"again"}`),
+		line("msg_2", "claude-haiku-4-5", 7, `{"type":"text","text":"done"}`),
+	} {
+		for _, m := range decode(t, d, l) {
+			if m.Type == protocol.TypeUsage {
+				live = append(live, m.Usage)
+			}
+		}
+	}
+	if len(live) != 3 || live[0].Input != 100 || live[0].CacheRead != 50 || live[0].Output != 5 || live[1].Input != 0 || live[1].Output != 15 ||
+		live[2].Model != "claude-haiku-4-5" || live[2].Output != 7 || live[0].Total || live[0].CostUSD != nil {
+		t.Fatalf("live usage: %+v; want msg_1's 100/50/5, then its 15 more out, then msg_2's", live)
+	}
+	end := decode(t, d, `{"type":"result","subtype":"success","is_error":false,"result":"ok","modelUsage":{"claude-sonnet-4-5":{"inputTokens":100,"outputTokens":20,"cacheReadInputTokens":50,"costUSD":0.01}}}`)
+	if len(end) != 3 || end[0].Usage.Model != "claude-haiku-4-5" || end[0].Usage.Tokens() != 0 || !end[0].Usage.Total ||
+		end[1].Usage.Model != "claude-sonnet-4-5" || !end[1].Usage.Total || end[2].Type != protocol.TypeResult {
+		t.Fatalf("the result's usage: %v", end)
 	}
 }

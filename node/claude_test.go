@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/protocol"
@@ -49,6 +50,10 @@ supervisor = "ops"
 	if spend == nil || spend.InputTokens != 200 || spend.OutputTokens != 40 || spend.CostUSD <= 0 || len(spend.Unpriced) != 0 ||
 		len(spend.Models) != 1 || spend.Models[0].PricedBy != wire.PricedByAgent {
 		t.Errorf("the session's spend: %+v; want 200 tokens in, 40 out, priced by Claude Code", spend)
+	}
+	// Counted live too, model message by model message, before the result's totals.
+	if lines := testutil.ToFloat64(n.n.Metrics.Messages.WithLabelValues("claude", "usage")); lines < 3 {
+		t.Errorf("%v usage lines; want one per model message and the result's total", lines)
 	}
 }
 

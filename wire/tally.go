@@ -85,6 +85,9 @@ func (t *Tally) Spend(price func(model string, u *protocol.Usage) (float64, bool
 	s := &Spend{}
 	for _, model := range slices.Sorted(maps.Keys(t.models)) {
 		m := t.models[model]
+		if m.tokens.Tokens() == 0 && !m.anyCost {
+			continue // counted live, then set to nothing by a total that names it otherwise
+		}
 		ms := ModelSpend{Model: model, InputTokens: m.tokens.Input, OutputTokens: m.tokens.Output, CacheReadTokens: m.tokens.CacheRead,
 			CacheWriteTokens: m.tokens.CacheWrite, CostUSD: m.reported}
 		switch cost, ok := price(model, &m.tokens); {
