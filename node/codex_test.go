@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentmux/agentmux/protocol"
 )
 
 func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
@@ -34,6 +36,14 @@ func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
 	}
 	if told := f.Output(1); !strings.Contains(told, "rejected") {
 		t.Fatalf("the model was told %s; want the refusal", told)
+	}
+	// What its three model calls used, as Codex totals them for the thread: the scripted
+	// API says 100 tokens in and 20 out each. Codex gives no cost, and [pricing] does
+	// not name the model: unpriced.
+	spend := res.Usage.Spend(func(string, *protocol.Usage) (float64, bool) { return 0, false })
+	if spend == nil || len(spend.Models) != 1 || spend.Models[0].Model != "gpt-fake" || spend.InputTokens != 300 || spend.OutputTokens != 60 ||
+		len(spend.Unpriced) != 1 || spend.CostUSD != 0 {
+		t.Errorf("the session's spend: %+v; want gpt-fake's 300 tokens in and 60 out, unpriced", spend)
 	}
 }
 
