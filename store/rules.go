@@ -110,7 +110,7 @@ func gatherRules(ctx context.Context, nc *nats.Conn, subject string, data []byte
 			}
 			var r wire.RulesReply
 			if err := json.Unmarshal(m.Data, &r); err != nil {
-				continue
+				r = wire.RulesReply{Node: "(a node)", Error: fmt.Sprintf("an answer that is not JSON (%v): %.200q", err, m.Data)}
 			}
 			out = append(out, &r)
 		}
