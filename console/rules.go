@@ -178,8 +178,8 @@ func (s *Server) saveRules(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, &ruleReply{Error: p.name + " may look, not change rules: that takes one of the console's operator_groups"})
 		return
 	}
-	verdict := permission.Verdict(q.Verdict)
-	if problem := checkRules(&q, verdict); problem != "" {
+	verdict, err := permission.ParseVerdict(q.Verdict)
+	if problem := checkRules(&q, verdict, err); problem != "" {
 		writeJSON(w, http.StatusBadRequest, &ruleReply{Error: problem})
 		return
 	}
@@ -188,7 +188,6 @@ func (s *Server) saveRules(w http.ResponseWriter, r *http.Request) {
 	c := &wire.RuleChange{ID: nuid.Next(), Verdict: q.Verdict, Rules: q.Rules, Remove: q.Remove, Note: q.Note}
 	var pending *wire.PendingRequest
 	if q.ID != "" {
-		var err error
 		if pending, _, err = s.pending.Get(ctx, q.ID); err != nil {
 			writeJSON(w, http.StatusNotFound, &ruleReply{Error: err.Error()})
 			return
@@ -232,13 +231,14 @@ func (s *Server) saveRules(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// checkRules says what is wrong with a change of rules, or "".
-func checkRules(q *ruleRequest, verdict permission.Verdict) string {
+// checkRules says what is wrong with a change of rules, or "": bad is why its verdict
+// did not parse.
+func checkRules(q *ruleRequest, verdict permission.Verdict, bad error) string {
 	switch {
 	case !wire.IsName(q.Supervisor):
 		return "name the supervisor whose rules file keeps the rules"
-	case !slices.Contains(permission.Verdicts(), verdict):
-		return fmt.Sprintf("verdict %q: a rule allows, asks or denies", q.Verdict)
+	case bad != nil:
+		return bad.Error()
 	case q.ID != "" && (verdict == permission.Ask || q.Remove):
 		return "a request is answered by a rule that allows or denies it"
 	case q.ID != "" && !wire.IsName(q.ID):

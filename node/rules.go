@@ -111,9 +111,9 @@ func (n *Node) changeRules(m *nats.Msg) {
 // applyRules writes c into sup's rules file and reloads the manifest, under the
 // reload's lock; it audits a change that wrote the file.
 func (n *Node) applyRules(sup, person string, c *wire.RuleChange) (bool, error) {
-	verdict := permission.Verdict(c.Verdict)
-	if !slices.Contains(permission.Verdicts(), verdict) {
-		return false, fmt.Errorf("verdict %q: a rule allows, asks or denies", c.Verdict)
+	verdict, err := permission.ParseVerdict(c.Verdict)
+	if err != nil {
+		return false, err
 	}
 	if len(c.Rules) == 0 || !wire.IsName(c.ID) {
 		return false, fmt.Errorf("a change needs an id and at least one rule")
@@ -133,7 +133,7 @@ func (n *Node) applyRules(sup, person string, c *wire.RuleChange) (bool, error) 
 	entry := permission.Entry{By: by, At: time.Now().UTC().Truncate(time.Second), Host: c.Host, Session: c.Session, Request: c.Request, Note: c.Note}
 	header := fmt.Sprintf("Permission rules of supervisor %s (rules_file), checked after the manifest's.\nagentmux writes here when someone saves a rule (the console's \"Always\", agentmux rules); comments are not kept.", sup)
 	var done []string
-	err := permission.UpdateFile(s.RulesPath, header, func(f *permission.File) (bool, error) {
+	err = permission.UpdateFile(s.RulesPath, header, func(f *permission.File) (bool, error) {
 		for _, rule := range c.Rules {
 			e := entry
 			e.Rule = rule

@@ -92,6 +92,14 @@ type File struct {
 // Verdicts lists the verdicts a rule can give, in the order they are checked.
 func Verdicts() []Verdict { return []Verdict{Deny, Ask, Allow} }
 
+// ParseVerdict reads the verdict a rules file's list gives: allow, ask or deny.
+func ParseVerdict(s string) (Verdict, error) {
+	if v := Verdict(s); slices.Contains(Verdicts(), v) {
+		return v, nil
+	}
+	return None, fmt.Errorf("verdict %q: a rule allows, asks or denies", s)
+}
+
 // list is the file's list for v, nil for None.
 func (f *File) list(v Verdict) *[]Entry {
 	switch v {

@@ -24,14 +24,7 @@ type modelTally struct {
 // Add counts one usage line: a call's is added; a total (Usage.Total) takes the place
 // of what its model had, for what it carries (tokens, cost, or both).
 func (t *Tally) Add(u *protocol.Usage) {
-	if t.models == nil {
-		t.models = map[string]*modelTally{}
-	}
-	m := t.models[u.Model]
-	if m == nil {
-		m = &modelTally{}
-		t.models[u.Model] = m
-	}
+	m := t.model(u.Model)
 	if u.Total && u.HasTokens {
 		m.tokens = protocol.Usage{}
 	}
@@ -51,18 +44,24 @@ func (t *Tally) Merge(o *Tally) {
 		return
 	}
 	for model, om := range o.models {
-		if t.models == nil {
-			t.models = map[string]*modelTally{}
-		}
-		m := t.models[model]
-		if m == nil {
-			m = &modelTally{}
-			t.models[model] = m
-		}
+		m := t.model(model)
 		addTokens(&m.tokens, &om.tokens)
 		m.reported += om.reported
 		m.anyCost = m.anyCost || om.anyCost
 	}
+}
+
+// model is the tally of model, made on first use.
+func (t *Tally) model(name string) *modelTally {
+	if t.models == nil {
+		t.models = map[string]*modelTally{}
+	}
+	m := t.models[name]
+	if m == nil {
+		m = &modelTally{}
+		t.models[name] = m
+	}
+	return m
 }
 
 // Empty reports whether t counted nothing.

@@ -104,7 +104,7 @@ func changeRules(verb string, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case !wire.IsName(*sup):
 		return usageError(stderr, fmt.Errorf("name the rule supervisor: --supervisor s"))
-	case !slices.Contains(permission.Verdicts(), permission.Verdict(verdict)):
+	case !validVerdict(verdict):
 		return usageError(stderr, fmt.Errorf("--verdict %q: say which list the rules are on, allow, ask or deny", verdict))
 	case len(pos) == 0:
 		return usageError(stderr, fmt.Errorf(`give one or more rules, e.g. "Bash(npm test:*)"`))
@@ -146,4 +146,9 @@ func changeRules(verb string, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+func validVerdict(s string) bool {
+	_, err := permission.ParseVerdict(s)
+	return err == nil
 }
