@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -16,8 +17,8 @@ func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFakeResponses(t,
-		call{Name: "exec_command", Args: map[string]any{"cmd": "echo hi > " + target}},
-		call{Name: "exec_command", Args: map[string]any{"cmd": "rm " + victim}},
+		agenttest.Exec("echo hi > "+target),
+		agenttest.Exec("rm "+victim),
 		call{Text: "One written, one refused."},
 	)
 	n := start(t, codexHost(t, f, dir, ""))
@@ -26,7 +27,7 @@ func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
 		t.Fatalf("result %+v %s", res, res.Payload)
 	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hi\n" {
-		t.Fatalf("the approved command did not run: %q %v", b, err)
+		t.Fatalf("the approved command did not run: %q %v; requests %+v; the model was told %s", b, err, res.Requests, f.Output(0))
 	}
 	if _, err := os.Stat(victim); err != nil {
 		t.Fatalf("the declined command ran: %v", err)
@@ -49,7 +50,7 @@ func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
 
 func TestCodexInterruptMidTurn(t *testing.T) {
 	dir := t.TempDir()
-	f := newFakeResponses(t, call{Name: "exec_command", Args: map[string]any{"cmd": "echo x > prod.txt"}}, call{Text: "never"})
+	f := newFakeResponses(t, agenttest.Exec("echo x > prod.txt"), call{Text: "never"})
 	n := start(t, codexHost(t, f, dir, `question_timeout = "1m"`))
 	interruptAtApproval(t, n, "codex")
 	if _, err := os.Stat(filepath.Join(dir, "prod.txt")); err == nil {
@@ -59,7 +60,7 @@ func TestCodexInterruptMidTurn(t *testing.T) {
 
 func TestCodex20ConcurrentSessions(t *testing.T) {
 	dir := t.TempDir()
-	f := newFakeResponses(t, call{Name: "exec_command", Args: map[string]any{"cmd": "echo hi > concurrent.txt"}}, call{Text: "Done."})
+	f := newFakeResponses(t, agenttest.Exec("echo hi > concurrent.txt"), call{Text: "Done."})
 	n := start(t, codexHost(t, f, dir, "pool = 20"))
 	concurrently(t, n, "codex", 20)
 }

@@ -84,8 +84,8 @@ func TestCodexHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	api.Replay(
-		agenttest.Call{Name: "exec_command", Args: map[string]any{"cmd": "rm " + victim}},
-		agenttest.Call{Name: "exec_command", Args: map[string]any{"cmd": "mkdir " + made}},
+		agenttest.Exec("rm "+victim),
+		agenttest.Exec("mkdir "+made),
 		agenttest.Call{Text: "Done."},
 	)
 	session := c.exec(t, "clean up, then make a folder")
@@ -118,7 +118,7 @@ func TestCodexHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	escalated := func(cmd string) agenttest.Call {
-		return agenttest.Call{Name: "exec_command", Args: map[string]any{"cmd": cmd, "sandbox_permissions": "require_escalated", "justification": "outside the sandbox"}}
+		return agenttest.Call{Name: "exec_command", Args: map[string]any{"cmd": cmd, "yield_time_ms": 30000, "sandbox_permissions": "require_escalated", "justification": "outside the sandbox"}}
 	}
 	api.Replay(escalated("touch "+touched), escalated("rm "+kept), agenttest.Call{Text: "Done."})
 	turn := startCodexIDE(t, ide, "touch it, then clean up")
@@ -141,7 +141,7 @@ func TestCodexHooks(t *testing.T) {
 	_ = con.cmd.Process.Kill()
 	<-con.done
 	alone := filepath.Join(c.dir, "alone")
-	api.Replay(agenttest.Call{Name: "exec_command", Args: map[string]any{"cmd": "mkdir " + alone}}, agenttest.Call{Text: "Done."})
+	api.Replay(agenttest.Exec("mkdir "+alone), agenttest.Call{Text: "Done."})
 	c.exec(t, "make another folder")
 	if _, err := os.Stat(alone); err == nil {
 		t.Error("a call ran while the console was gone")

@@ -17,6 +17,14 @@ type Call struct {
 	Text string         // or an assistant message
 }
 
+// Exec is Codex's exec_command running cmd. It waits up to Codex's longest
+// yield (30 s) for the command to end: by default Codex answers the model
+// after 10 s with the command still running, and ends it with the session, so
+// on a loaded machine a quick command could be cut off before it wrote a byte.
+func Exec(cmd string) Call {
+	return Call{Name: "exec_command", Args: map[string]any{"cmd": cmd, "yield_time_ms": 30000}}
+}
+
 // Responses is a scripted OpenAI Responses API streaming server-sent events, as
 // Codex uses it. Turn n (after n function calls in the input) plays script[n].
 type Responses struct {
