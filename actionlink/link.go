@@ -101,6 +101,8 @@ func For(p *wire.PendingRequest) []Action {
 		}
 	case p.Type == "approval":
 		out = []Action{{Label: "Approve", Value: json.RawMessage(`"yes"`)}, {Label: "Deny", Value: json.RawMessage(`"no"`)}}
+	case p.Type == "budget":
+		out = []Action{{Label: "Raise the budget", Value: json.RawMessage(`"yes"`)}, {Label: "End the session", Value: json.RawMessage(`"no"`)}}
 	case p.Type == "question" && body.Kind == "confirm":
 		out = []Action{{Label: "Yes", Value: json.RawMessage(`true`)}, {Label: "No", Value: json.RawMessage(`false`)}}
 	}

@@ -338,6 +338,7 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 		v.add(at("retries"), "%d is negative; use 0 for no retries", h.Retries)
 	}
 	v.hostResult(at, h)
+	v.budget([]string{section, h.Name, "budget"}, h.Budget)
 	v.process([]string{section, h.Name}, &h.Process, manifestPath)
 	v.workspace(at, h, manifestPath)
 }
@@ -463,7 +464,7 @@ func (v *validator) toJSON(path []string, value any) json.RawMessage {
 	return b
 }
 
-var requestTypes = []string{"question", "approval", "tool_call"}
+var requestTypes = []string{"question", "approval", "tool_call", "budget"}
 
 // enum sets *value to def when it is empty, and reports it unless it is one of allowed.
 func (v *validator) enum(path []string, value *string, def, what string, allowed ...string) {
@@ -487,7 +488,7 @@ func (v *validator) requestType(path []string, typ string, optional bool) bool {
 	if typ == "" && optional || slices.Contains(requestTypes, typ) {
 		return true
 	}
-	v.add(path, "%q is not a request type; use question, approval or tool_call", typ)
+	v.add(path, "%q is not a request type; use question, approval, tool_call or budget", typ)
 	return false
 }
 

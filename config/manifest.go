@@ -245,6 +245,9 @@ type Host struct {
 	// how many new prompts a result that does not fit gets.
 	ResultSchema  map[string]any `toml:"result_schema"`
 	ResultRetries int            `toml:"result_retries"`
+	// Budget pauses a session that spent this much and asks its supervisors whether it
+	// goes on (nil: no budget).
+	Budget *Budget `toml:"budget"`
 	// Attached is the source whose sessions this host runs, for a host made of an
 	// [attached.X]: it has no command, and its sessions start from hooks, not tasks.
 	Attached *Attached `toml:"-"`

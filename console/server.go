@@ -41,7 +41,7 @@ const (
 // followed are the event types the sessions table is kept from: each session's life,
 // its requests and answers.
 var followed = []string{"session.started", "session.ended", "request.answered", "question", "approval", "tool_call",
-	"listen:unhandled", wire.EventWorkspaceConflict}
+	"listen:unhandled", wire.EventWorkspaceConflict, wire.EventSessionPaused, wire.EventSessionResumed}
 
 // Config is what a Server needs.
 type Config struct {

@@ -35,8 +35,10 @@ type Session struct {
 	Error    string      `json:"error,omitempty"`
 	Pipeline string      `json:"pipeline,omitempty"`
 	Stage    string      `json:"stage,omitempty"`
-	Last     string      `json:"last"` // the type of its last event
-	LastAt   int64       `json:"last_at"`
+	// Paused, while the session is paused at its budget, is the limits it reached.
+	Paused string `json:"paused,omitempty"`
+	Last   string `json:"last"` // the type of its last event
+	LastAt int64  `json:"last_at"`
 	// Conflict says which other session touched the same files, and which files
 	// (workspace.conflict), while both ran.
 	Conflict string `json:"conflict,omitempty"`
@@ -173,11 +175,18 @@ func (v *view) onEvent(subject string, data []byte) {
 		if json.Unmarshal(data, &e) == nil {
 			s.Node, s.Attempt, s.Pipeline, s.Stage, s.State, s.Ended, s.Error = e.Node, e.Attempt, e.Pipeline, e.Stage, "running", 0, ""
 		}
+	case wire.EventSessionPaused:
+		var e wire.SessionPaused
+		if json.Unmarshal(data, &e) == nil {
+			s.Paused = e.Reason
+		}
+	case wire.EventSessionResumed:
+		s.Paused = ""
 	case "session.ended":
 		var e wire.SessionEnded
 		if json.Unmarshal(data, &e) == nil {
 			s.Node, s.Attempt, s.State, s.Error, s.Duration, s.Ended, s.Spend = e.Node, e.Attempt, e.Outcome, e.Error, e.Duration, now, e.Spend
-			s.Pipeline, s.Stage = e.Pipeline, e.Stage
+			s.Pipeline, s.Stage, s.Paused = e.Pipeline, e.Stage, ""
 		}
 		v.pruneSessions()
 	}

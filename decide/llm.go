@@ -124,7 +124,8 @@ func (l *LLM) Decide(ctx context.Context, r *Request) (Decision, error) {
 		// is the answer.
 		reply.Answer, _ = json.Marshal(reply.Decision)
 	}
-	if perr == nil && m.Type != protocol.TypeApproval {
+	approval := m.Type == protocol.TypeApproval || m.Type == protocol.TypeBudget // answered approve or deny
+	if perr == nil && !approval {
 		if err := protocol.ValidateAnswer(m, reply.Answer); err != nil {
 			perr = fmt.Errorf("the model's answer does not fit the question: %w", err)
 		}
@@ -133,7 +134,7 @@ func (l *LLM) Decide(ctx context.Context, r *Request) (Decision, error) {
 		call.Outcome = "unparseable"
 	}
 	l.note(call)
-	if m.Type == protocol.TypeApproval {
+	if approval {
 		return l.approval(ctx, r, m, user, text, reply, perr), nil
 	}
 	if perr != nil {

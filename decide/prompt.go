@@ -33,6 +33,8 @@ func render(r *Request, m *protocol.Message) string {
 		}
 	case protocol.TypeToolCall:
 		fmt.Fprintf(&b, "The agent called the tool %q with arguments %s\n", m.Tool, compact(m.Args))
+	case protocol.TypeBudget:
+		fmt.Fprintf(&b, "The session reached its budget and is paused:\n%s\nApprove to raise its budget so it goes on; deny to end it.\n", m.Description)
 	}
 	if m.Context != "" {
 		fmt.Fprintf(&b, "Context:\n%s\n", m.Context)
@@ -76,7 +78,7 @@ func answerSchema(m *protocol.Message) map[string]any {
 			"additionalProperties": false,
 		}
 	}
-	if m.Type == protocol.TypeApproval {
+	if m.Type == protocol.TypeApproval || m.Type == protocol.TypeBudget {
 		if len(m.Options) > 0 {
 			return object("decision", map[string]any{"type": "string", "enum": optionValues(m)})
 		}

@@ -5,7 +5,8 @@ import "github.com/prometheus/client_golang/prometheus"
 // SessionMetrics are the router's metric families: sessions, tasks from the work queue, pipeline runs.
 type SessionMetrics struct {
 	SessionsActive  *prometheus.GaugeVec   // host
-	Sessions        *prometheus.CounterVec // host, outcome (ok, error)
+	Sessions        *prometheus.CounterVec // host, outcome (ok, error, budget_exceeded)
+	BudgetPauses    *prometheus.CounterVec // host, decision (raised, exceeded, pending)
 	SessionDuration *prometheus.HistogramVec
 	Tasks           *prometheus.CounterVec // host, outcome (ok, error, invalid)
 	TaskIntake      *prometheus.GaugeVec   // host: 1 while this node takes the host's queued tasks
@@ -18,7 +19,8 @@ type SessionMetrics struct {
 func newSessionMetrics(f *families) SessionMetrics {
 	return SessionMetrics{
 		SessionsActive:  f.gauge("sessions_active", "Sessions running now.", "host"),
-		Sessions:        f.counter("sessions_total", "Sessions ended, by outcome (ok, error).", "host", "outcome"),
+		Sessions:        f.counter("sessions_total", "Sessions ended, by outcome (ok, error, budget_exceeded).", "host", "outcome"),
+		BudgetPauses:    f.counter("budget_pauses_total", "Sessions paused at their budget, by what was decided: raised (it went on), exceeded (it ended).", "host", "decision"),
 		SessionDuration: f.histogram("session_duration_seconds", "Wall time of ended sessions.", prometheus.ExponentialBuckets(0.01, 4, 10), "host"),
 		Tasks:           f.counter("tasks_total", "Tasks taken from the work queue, by outcome (ok, error, invalid).", "host", "outcome"),
 		TaskIntake:      f.gauge("task_intake", "1 while this node takes the host's tasks from the work queue; 0 once it drains or stops.", "host"),

@@ -127,6 +127,21 @@ func AppendMessageLine(dst []byte, text string) []byte {
 	return append(dst, "}\n"...)
 }
 
+// AppendPause appends a pause for agents that declared "pause": the session reached
+// its budget; the agent stops before its next model call and waits for a resume.
+func AppendPause(dst []byte, reason string) []byte {
+	dst = append(dst, `{"type":"pause","reason":`...)
+	dst = rawjson.AppendString(dst, reason)
+	return append(dst, "}\n"...)
+}
+
+// AppendResume appends a resume after a pause: the budget was raised.
+func AppendResume(dst []byte, reason string) []byte {
+	dst = append(dst, `{"type":"resume","reason":`...)
+	dst = rawjson.AppendString(dst, reason)
+	return append(dst, "}\n"...)
+}
+
 // AppendInterrupt appends an interrupt for agents that declared "interrupt".
 func AppendInterrupt(dst []byte, reason string) []byte {
 	dst = append(dst, `{"type":"interrupt","reason":`...)

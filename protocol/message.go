@@ -30,11 +30,14 @@ const (
 	// TypeWithdrawn is made by dialects, never decoded: the agent withdrew the request
 	// ID (Claude Code's control_cancel_request); it ends cancelled and nothing is written.
 	TypeWithdrawn Type = "listen:withdrawn"
+	// TypeBudget is made by the runtime, never decoded: a session reached its budget and
+	// is paused; the supervisors answer "yes" (raise it and go on) or "no" (end it).
+	TypeBudget Type = "budget"
 )
 
 // IsRequest reports whether messages of type t need an answer.
 func (t Type) IsRequest() bool {
-	return t == TypeQuestion || t == TypeApproval || t == TypeToolCall
+	return t == TypeQuestion || t == TypeApproval || t == TypeToolCall || t == TypeBudget
 }
 
 // IsTerminal reports whether a message of type t ends the session.
@@ -123,7 +126,7 @@ func (m *Message) RequestText() string {
 	switch m.Type {
 	case TypeQuestion:
 		return m.Question
-	case TypeApproval:
+	case TypeApproval, TypeBudget:
 		return m.Description
 	case TypeToolCall:
 		return m.Tool
@@ -378,7 +381,9 @@ func (m *Message) WithID(id string) []byte {
 // body (or with one that does not decode) is built from its type and text.
 func RequestOf(body []byte, typ, text string) *Message {
 	if len(body) > 0 {
-		if m, err := Decode(body, PlainTextResult); err == nil {
+		// The runtime's own requests (budget) are not the agent's to send: they do not
+		// decode as requests, and are known by their type and text.
+		if m, err := Decode(body, PlainTextResult); err == nil && m.Type == Type(typ) {
 			return m
 		}
 	}

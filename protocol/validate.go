@@ -38,6 +38,11 @@ func ValidateAnswer(m *Message, value json.RawMessage) error {
 		return memberOf(m.Options, v)
 	case TypeToolCall:
 		return nil
+	case TypeBudget:
+		if s, ok := v.(string); !ok || (s != ApprovalYes && s != ApprovalNo) {
+			return fmt.Errorf(`a budget request is answered "yes" (raise it) or "no" (end the session), not %s`, value)
+		}
+		return nil
 	}
 	return fmt.Errorf("a %s is not a request", m.Type)
 }

@@ -52,3 +52,21 @@ func TestValidateAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A budget request is the runtime's: an agent's line of that type is not a request,
+// and the request is known from its type and text, answered "yes" or "no".
+func TestBudgetRequest(t *testing.T) {
+	body := []byte(`{"type":"budget","id":"budget-1","description":"s-1 spent $5.02 of $5; go on with +$5?"}`)
+	if m := mustDecode(t, string(body)); m.Type != TypeUnhandled || m.Type.IsRequest() {
+		t.Fatalf("an agent's budget line decoded as %q; want it unhandled, not a request", m.Type)
+	}
+	m := RequestOf(body, string(TypeBudget), "s-1 spent $5.02 of $5; go on with +$5?")
+	if m.Type != TypeBudget || !m.Type.IsRequest() || m.RequestText() != "s-1 spent $5.02 of $5; go on with +$5?" {
+		t.Fatalf("the budget request: %+v", m)
+	}
+	for value, ok := range map[string]bool{`"yes"`: true, `"no"`: true, `true`: false, `"raise"`: false} {
+		if err := ValidateAnswer(m, json.RawMessage(value)); (err == nil) != ok {
+			t.Errorf("a budget request answered %s: %v; want ok=%v", value, err, ok)
+		}
+	}
+}

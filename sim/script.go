@@ -21,6 +21,9 @@ type Step struct {
 	RawBytes int             `json:"raw_bytes,omitempty"` // write a line of this many 'x' bytes
 	Await    string          `json:"await,omitempty"`     // wait for the answer to this id; "*" for all outstanding
 	Sleep    Duration        `json:"sleep,omitempty"`
+	// AwaitResume waits until the runtime paused the session (at its budget) and
+	// resumed it, as often as it paused it.
+	AwaitResume bool `json:"await_resume,omitempty"`
 	Result   *string         `json:"result,omitempty"` // send a result with this text and the answers received
 	Error    *string         `json:"error,omitempty"`  // send an error with this message
 	Exit     *int            `json:"exit,omitempty"`   // exit the process with this code

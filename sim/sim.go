@@ -66,6 +66,8 @@ type agent struct {
 	unnamed  int      // requests sent without an id (the runtime assigns one)
 	messages []string
 	sessions int
+	pauses   int // pause lines read this session, and resume lines
+	resumes  int
 	script   *Script         // the session's script, for its retry steps
 	fixes    []string        // schema errors received this session
 	previous json.RawMessage // the previous_attempt of this session's prompt
@@ -186,6 +188,7 @@ func (a *agent) session(prompt string) error {
 	a.unnamed = 0
 	a.messages = nil
 	a.fixes = nil
+	a.pauses, a.resumes = 0, 0
 	script := a.opts.Script
 	if plan, ok := parseLoad(prompt); ok {
 		return a.load(plan)
@@ -254,8 +257,13 @@ func (a *agent) step(st Step) error {
 		return a.await(st.Await)
 	case st.Sleep > 0:
 		return a.pump(time.After(time.Duration(st.Sleep)), nil)
+	case st.AwaitResume:
+		return a.pump(nil, func() bool { return a.pauses > 0 && a.resumes >= a.pauses })
 	case st.Result != nil:
 		res := map[string]any{"type": "result", "text": *st.Result, "answers": a.answers, "session_number": a.sessions}
+		if a.pauses > 0 {
+			res["pauses"], res["resumes"] = a.pauses, a.resumes
+		}
 		if len(a.messages) > 0 {
 			res["messages"] = a.messages
 		}
@@ -326,6 +334,10 @@ func (a *agent) pump(timeout <-chan time.Time, done func() bool) error {
 				return errInterrupted
 			case "message":
 				a.messages = append(a.messages, m.Text)
+			case "pause":
+				a.pauses++
+			case "resume":
+				a.resumes++
 			}
 		}
 	}

@@ -12,6 +12,11 @@ const (
 	EventSessionStarted  = "session.started"
 	EventSessionEnded    = "session.ended"
 	EventRequestAnswered = "request.answered"
+	// EventSessionPaused: a session reached its budget; a budget request asks its
+	// supervisors whether it goes on (SessionPaused).
+	EventSessionPaused = "session.paused"
+	// EventSessionResumed: its budget was raised and the session goes on (SessionPaused).
+	EventSessionResumed = "session.resumed"
 	EventFrameTooLong    = "frame_too_long"
 	EventFrameInvalid    = "frame_invalid"
 	EventStderr          = "agent.stderr"

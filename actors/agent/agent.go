@@ -88,6 +88,9 @@ type Config struct {
 	// Radar is the node's conflict radar: what other sessions touched of the files a
 	// request would change goes with its ask (nil: none).
 	Radar *workspace.Radar
+	// Pricing prices the tokens of a session with a budget as it goes, where the agent
+	// reports no cost.
+	Pricing config.Pricing
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration
@@ -498,7 +501,7 @@ func (a *Agent) onTimer(c actor.Context, m *timerFired) {
 			a.failWaiting(fmt.Sprintf("host '%s' did not acknowledge initialization", a.host.Name))
 			a.stop()
 		}
-	case timerSession, timerIdle, timerInterrupt:
+	case timerSession, timerIdle, timerInterrupt, timerBudget:
 		a.onSessionTimer(m)
 	case timerDrain:
 		if a.phase == phaseExited && a.reading > 0 {

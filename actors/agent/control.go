@@ -15,8 +15,14 @@ func (a *Agent) onSessionTimer(m *timerFired) {
 	switch m.kind {
 	case timerSession:
 		a.timeOut(fmt.Sprintf("session timed out after %v", a.host.Timeout.D()))
+	case timerBudget:
+		a.checkBudget(s)
 	case timerIdle:
 		idle := a.host.IdleTimeout.D()
+		if s.budget != nil && s.budget.paused != "" {
+			s.timers = append(s.timers, a.after(idle, timerIdle, s.gen)) // waiting on its budget, not idle
+			return
+		}
 		last := s.lastLine
 		if s.sink != nil {
 			if direct := time.Unix(0, s.sink.lastLine.Load()); direct.After(last) {
@@ -61,6 +67,8 @@ func (a *Agent) sendMessage(text string) *wire.Delivery {
 		return &wire.Delivery{Error: "the session has already ended"}
 	case a.phase != phaseBusy:
 		return &wire.Delivery{Error: "the agent process has exited; its session is ending"}
+	case a.sess.budget != nil && a.sess.budget.paused != "":
+		return &wire.Delivery{Error: "the session is paused at its budget (" + a.sess.budget.paused + "); it takes messages again once its budget is raised"}
 	case !a.caps["message"]:
 		return &wire.Delivery{Error: fmt.Sprintf("host '%s' did not declare the message capability in init_ack; its agent cannot take messages", a.host.Name)}
 	}

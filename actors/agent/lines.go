@@ -31,15 +31,23 @@ func (a *Agent) onLine(msg *protocol.Message) {
 	}
 	switch msg.Type {
 	case protocol.TypeWithdrawn:
-		if p := s.pending[msg.ID]; p != nil {
+		// The runtime's own budget request is not the agent's to withdraw.
+		if p := s.pending[msg.ID]; p != nil && p.msg.Type != protocol.TypeBudget {
 			a.answer(s, p, nil, protocol.OutcomeCancelled, "agent", "the agent withdrew the request")
+		} else if p == nil {
+			a.unhold(s, msg.ID, "the agent withdrew the request while its session was paused")
 		}
 		return
 	case protocol.TypeQuestion, protocol.TypeApproval, protocol.TypeToolCall:
+		if s.budget != nil && s.budget.paused != "" {
+			a.hold(s, msg)
+			return
+		}
 		a.onRequest(s, msg)
 	case protocol.TypeUsage:
 		s.usage.Add(msg.Usage)
 		a.publishOn(s, string(msg.Type), msg.Raw)
+		a.checkBudget(s)
 	case protocol.TypePartial:
 		s.partial.WriteString(msg.Text)
 		a.publishOn(s, string(msg.Type), msg.Raw)
@@ -48,6 +56,10 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		a.onResult(s, msg)
 	case protocol.TypeError:
 		a.publishOn(s, string(msg.Type), msg.Raw)
+		if s.budget != nil && s.budget.interrupted {
+			a.turnEnded(s) // the turn interrupted for a pause: the session waits
+			return
+		}
 		text := msg.Message
 		if text == "" {
 			text = "agent reported an error without a message"

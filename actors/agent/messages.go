@@ -41,6 +41,10 @@ type StartSession struct {
 	// branch of its own: a pipeline's stages share the run's branch, each starting
 	// where the one before ended.
 	From workspace.From
+	// Budget is the session's budget when not its host's: a pipeline's, less what its
+	// run's earlier stages spent. Spent is what its earlier attempts spent.
+	Budget *config.Budget
+	Spent  *wire.Spend
 }
 
 // Interrupt asks the agent to end its current session early.
@@ -109,6 +113,9 @@ type Result struct {
 	// Usage is what the session's model calls cost, as the agent reported it (nil:
 	// nothing); the router prices it with the manifest's [pricing].
 	Usage *wire.Tally
+	// BudgetExceeded is set when the session ended at its budget: its supervisors
+	// answered "no" to going on, or nobody answered in time.
+	BudgetExceeded bool
 }
 
 // RequestRecord is how one request of a session ended.

@@ -158,6 +158,8 @@ func (a *Agent) defaultFor(msg *protocol.Message) json.RawMessage {
 		return a.host.QuestionDefaultJSON
 	case protocol.TypeApproval:
 		return a.host.ApprovalDefaultJSON
+	case protocol.TypeBudget:
+		return json.RawMessage(`"no"`)
 	}
 	v, _ := json.Marshal(map[string]string{"error": "no such tool: " + msg.Tool})
 	return v
@@ -231,7 +233,7 @@ func (a *Agent) refuseAnswer(m *answerArrived) {
 
 // normalize accepts true and false for approvals without options.
 func normalize(m *protocol.Message, v json.RawMessage) json.RawMessage {
-	if m.Type == protocol.TypeApproval && len(m.Options) == 0 {
+	if m.Type == protocol.TypeBudget || m.Type == protocol.TypeApproval && len(m.Options) == 0 {
 		switch string(bytes.TrimSpace(v)) {
 		case "true":
 			return json.RawMessage(`"yes"`)
@@ -261,7 +263,7 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 // respond writes the response to p, when the process lives, and records it: metrics,
 // the request.answered event and the audit. An invalid response says why.
 func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
-	if a.phase.live() {
+	if a.phase.live() && p.msg.Type != protocol.TypeBudget { // the runtime's own: nothing to write
 		// The reason goes with every answer that has one: a person's --reason, a rule's
 		// or a model's words, why a default was written or an answer did not fit.
 		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome, Reason: reason}
@@ -280,4 +282,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency, rec.Scope =
 		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms, p.scope
 	a.cfg.Audit(p.audit+".answer", rec)
+	if p.msg.Type == protocol.TypeBudget {
+		a.budgetAnswered(s, value, outcome, decider)
+	}
 }

@@ -34,6 +34,7 @@ type session struct {
 	subjects map[string]string // event subjects, by type (a message's or an event's)
 	sink     *streamSink       // where the stdout reader publishes stream lines itself
 	usage    wire.Tally        // what its model calls cost, as the agent reported it
+	budget   *budget           // nil: no budget
 }
 
 // standing is an answer that stands for the same request later in its session.
@@ -108,6 +109,7 @@ func (a *Agent) startSession(m *StartSession) {
 	a.to(phaseBusy)
 	a.openStream(s)
 	a.proc.stdin.write(a.dialect.Prompt(protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous}))
+	a.startBudget(s)
 }
 
 func (a *Agent) shutdown(reason string) {
@@ -133,6 +135,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	for _, p := range s.pending {
 		a.answer(s, p, nil, protocol.OutcomeCancelled, "runtime", "session ended")
 	}
+	a.unhold(s, "", "session ended while it was paused at its budget")
 	for _, t := range s.timers {
 		t.Stop()
 	}

@@ -15,6 +15,7 @@ const (
 	timerSession                    // the host's timeout
 	timerIdle                       // the host's idle_timeout
 	timerInterrupt                  // an interrupted session must end by itself
+	timerBudget                     // the session's wall budget
 	timerDrain                      // stdout must close after the process exited
 	timerTerm                       // stop ladder: SIGTERM to the group
 	timerKill                       // stop ladder: SIGKILL to the group

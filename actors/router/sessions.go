@@ -34,7 +34,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	res := cancelled(s, m.Result)
 	s.usage.Merge(res.Usage) // every attempt's model calls were paid for
 	switch {
-	case res.OK || r.stopping() || s.cancelled != "":
+	case res.OK || r.stopping() || s.cancelled != "" || res.BudgetExceeded:
 	case res.Retryable:
 		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
 		p.requeue(s, true)
@@ -46,6 +46,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 		next := *s.start
 		next.Attempt++
 		next.Previous = previousAttempt(s.start, res)
+		next.Spent = s.usage.Spend(r.cfg.Manifest.Pricing.Cost) // counts against its budget
 		s.start = &next
 		s.started = false // the new attempt starts anew: event and audit
 		p.requeue(s, false)
@@ -60,7 +61,10 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Dec()
 	outcome := "ok"
-	if !res.OK {
+	switch {
+	case res.BudgetExceeded:
+		outcome = wire.OutcomeBudgetExceeded
+	case !res.OK:
 		outcome = "error"
 	}
 	r.cfg.Metrics.Sessions.WithLabelValues(p.host.Name, outcome).Inc()

@@ -36,6 +36,7 @@ function bodyOf(p) {
 function kindOf(p) {
   const b = bodyOf(p);
   if (p.type === "approval") return p.options && p.options.length ? "select" : "approval";
+  if (p.type === "budget") return "budget";
   if (p.type === "question") {
     if (b.kind === "confirm") return "confirm";
     if (b.kind === "select") return b.multi ? "multi" : "select";
@@ -91,6 +92,12 @@ function actionsFor(p, card) {
         el("button", { class: "always", onclick: () => always(p, card) }, "Always…"),
         el("button", { class: "deny", onclick: () => deny(p, card) }, "Deny"));
       break;
+    case "budget": {
+      const raise = (bodyOf(p).description || "").match(/go on with (.*)\?$/);
+      acts.append(el("button", { class: "approve raise", onclick: () => answer(p, "yes") }, "Raise" + (raise ? " " + raise[1] : "") + " and go on"),
+        el("button", { class: "deny end", onclick: () => answer(p, "no", "budget not raised") }, "End the session"));
+      break;
+    }
     case "confirm":
       acts.append(el("button", { class: "approve", onclick: () => answer(p, true) }, "Yes"),
         el("button", { class: "deny", onclick: () => answer(p, false) }, "No"));
@@ -447,7 +454,7 @@ function renderSessions() {
     el("td", {}, el("a", { href: "#/session/" + s.id }, s.id)),
     el("td", {}, s.host + (s.stage ? ` (${s.pipeline}/${s.stage})` : "")),
     el("td", {}, s.node || ""),
-    el("td", { class: "state-" + s.state }, s.state + (s.error ? ": " + s.error : "")),
+    el("td", { class: "state-" + (s.paused ? "paused" : s.state) }, s.paused ? "paused: spent " + s.paused : s.state + (s.error ? ": " + s.error : "")),
     s.state === "running" ? el("td", { class: "duration", "data-started": String(s.started) }, seconds(Date.now() - s.started))
       : el("td", { class: "duration" }, seconds(s.duration_ms || 0)),
     el("td", { class: "cost", title: spendText(s.spend) }, s.spend ? "$" + s.spend.cost_usd.toFixed(4) + (s.spend.unpriced ? "+" : "") : ""),

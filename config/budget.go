@@ -1,0 +1,91 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Budget is what a session may spend before it is paused and its supervisors asked
+// whether it goes on: [hosts.X] budget, a pipeline's budget. A zero field sets no
+// limit; a "yes" raises each limit it sets by as much again.
+type Budget struct {
+	// USD is the cost of its model calls in US dollars: as the agent reports it, or
+	// its tokens priced by [pricing].
+	USD float64 `toml:"usd"`
+	// Tokens counts every token its model calls read and wrote, cache included.
+	Tokens int64 `toml:"tokens"`
+	// Wall is how long its agent may work, from the session's start.
+	Wall Duration `toml:"wall"`
+}
+
+// Raised is b with each limit it sets raised by step's.
+func (b Budget) Raised(step Budget) Budget {
+	if b.USD > 0 {
+		b.USD += step.USD
+	}
+	if b.Tokens > 0 {
+		b.Tokens += step.Tokens
+	}
+	if b.Wall > 0 {
+		b.Wall += step.Wall
+	}
+	return b
+}
+
+// Exceeded says which of b's limits a session that spent usd and tokens in wall has
+// reached, in words ("" when none): "$5.02 of $5".
+func (b Budget) Exceeded(usd float64, tokens int64, wall time.Duration) string {
+	var over []string
+	if b.USD > 0 && usd >= b.USD {
+		over = append(over, fmt.Sprintf("$%.2f of $%s", usd, trimFloat(b.USD)))
+	}
+	if b.Tokens > 0 && tokens >= b.Tokens {
+		over = append(over, fmt.Sprintf("%d tokens of %d", tokens, b.Tokens))
+	}
+	if b.Wall > 0 && wall >= b.Wall.D() {
+		unit := time.Second
+		if b.Wall.D() < time.Minute {
+			unit = time.Millisecond
+		}
+		over = append(over, fmt.Sprintf("%v of %v", wall.Round(unit), b.Wall.D()))
+	}
+	return strings.Join(over, ", ")
+}
+
+// Step says what a "yes" raises b by, in words: "+$5, +2000000 tokens".
+func (b Budget) Step() string {
+	var s []string
+	if b.USD > 0 {
+		s = append(s, "+$"+trimFloat(b.USD))
+	}
+	if b.Tokens > 0 {
+		s = append(s, fmt.Sprintf("+%d tokens", b.Tokens))
+	}
+	if b.Wall > 0 {
+		s = append(s, "+"+b.Wall.D().String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func trimFloat(f float64) string { return strings.TrimSuffix(fmt.Sprintf("%.2f", f), ".00") }
+
+// budget checks a budget as written at path: each limit 0 or more, one at least.
+func (v *validator) budget(path []string, b *Budget) {
+	if b == nil {
+		return
+	}
+	bad := false
+	if b.USD < 0 || math.IsNaN(b.USD) || math.IsInf(b.USD, 0) {
+		v.add(append(path, "usd"), "%v is not an amount: give US dollars, more than 0", b.USD)
+		bad = true
+	}
+	if b.Tokens < 0 {
+		v.add(append(path, "tokens"), "%d is negative: give a number of tokens, more than 0", b.Tokens)
+		bad = true
+	}
+	if !bad && b.USD <= 0 && b.Tokens <= 0 && b.Wall <= 0 {
+		v.add(path, `a budget sets no limit; give usd, tokens or wall, e.g. { usd = 5, wall = "2h" }`)
+	}
+}

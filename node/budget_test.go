@@ -1,0 +1,185 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// budgetHost is a scripted agent of the native protocol that declares "pause", with a
+// budget and the extra keys given.
+func budgetHost(budget, extra string) string {
+	return fmt.Sprintf(`[hosts.w]
+command = %q
+params = { model = "test" }
+env = { AGENTMUX_SIM = "1", AGENTMUX_SIM_CAPABILITIES = "interrupt message pause", AGENTMUX_TEST_MARK = "@MARK@" }
+stop_grace = "1s"
+budget = %s
+%s
+[supervisors.treasurer]
+strategy = "human"
+[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = ".", answer = "yes" }, { type = "budget", match = "tokens", answer = "no" }]
+[[routes]]
+type = "budget"
+match = "\\$"
+supervisor = "treasurer"
+[[routes]]
+supervisor = "ops"
+`, os.Args[0], budget, extra)
+}
+
+// sessionAudit is the audit of a session, once it has ended.
+func sessionAudit(t *testing.T, f *fixture, session string) []*wire.AuditRecord {
+	t.Helper()
+	f.checkAudit(session)
+	records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return records
+}
+
+func TestBudgetPausesTheSessionAndARaiseResumesIt(t *testing.T) {
+	f := start(t, budgetHost(`{ usd = 1, tokens = 100000 }`, `question_timeout = "1m"`))
+	pending := pendingStore(t, f)
+	paused := make(chan *nats.Msg, 4)
+	sub, err := f.n.Bus.Conn.ChanSubscribe(wire.EventSubject("w", "*", "session.*"), paused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	results := make(chan *agent.Result, 1)
+	session := f.n.Submit("w", "", script(
+		send(`{"type":"usage","model":"m","input_tokens":1000,"output_tokens":100,"cost_usd":0.6}`),
+		send(`{"type":"usage","model":"m","input_tokens":1000,"output_tokens":100,"cost_usd":0.5}`),
+		// Asked while paused: held, and routed once the budget is raised.
+		send(`{"type":"approval","id":"a1","description":"write src/app.go"}`),
+		`{"await_resume":true}`, await("a1"), result), results)
+
+	p := waitPending(t, pending, session)
+	if p.Type != "budget" || p.Supervisor != "treasurer" || p.Text != session+" spent $1.10 of $1; go on with +$1, +100000 tokens?" {
+		t.Fatalf("the budget request: %+v", p)
+	}
+	if d := ctl(t, f, "message", session, "hurry up"); d.OK || !strings.Contains(d.Error, "paused at its budget ($1.10 of $1)") {
+		t.Errorf("a message to a paused session: %+v; want it refused, saying why", d)
+	}
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-results
+	if !res.OK {
+		t.Fatalf("the raised session failed: %s", res.Error)
+	}
+	var payload struct{ Pauses, Resumes int }
+	_ = json.Unmarshal(res.Payload, &payload)
+	if payload.Pauses != 1 || payload.Resumes != 1 {
+		t.Errorf("the agent read %d pause and %d resume lines; want one each", payload.Pauses, payload.Resumes)
+	}
+	if got := answers(t, res); string(got["a1"].Value) != `"yes"` {
+		t.Errorf("the held approval was answered %+v", got["a1"])
+	}
+	var kinds []string
+	var resumed int64
+	for _, r := range sessionAudit(t, f, session) {
+		switch {
+		case r.Kind == wire.EventSessionPaused:
+			if r.Spend == nil || r.Spend.CostUSD < 1.09 || r.Reason != "$1.10 of $1" {
+				t.Errorf("the pause's record: %+v %+v", r, r.Spend)
+			}
+		case r.Kind == "answer" && r.Type == "budget":
+			if r.Decider != "human:alice" || string(r.Value) != `"yes"` {
+				t.Errorf("the budget answer's record: %+v", r)
+			}
+		case r.Kind == wire.EventSessionResumed:
+			if r.Decider != "human:alice" || r.Reason != "budget raised +$1, +100000 tokens" {
+				t.Errorf("the resume's record: %+v", r)
+			}
+			resumed = r.Time
+		case r.Kind == "answer" && r.Request == "a1":
+			// Answered at once, its request is recorded with it: asked once resumed.
+			if r.Asked < resumed {
+				t.Errorf("a1 was asked at %d, before the session was resumed at %d", r.Asked, resumed)
+			}
+		default:
+			continue
+		}
+		kinds = append(kinds, r.Kind+":"+r.Type+r.Request)
+	}
+	want := "session.paused:budgetbudget-1 answer:budgetbudget-1 session.resumed: answer:approvala1"
+	if strings.Join(kinds, " ") != want {
+		t.Errorf("the audit, in order: %s\nwant: %s", strings.Join(kinds, " "), want)
+	}
+	var events []string
+	for len(paused) > 0 {
+		m := <-paused
+		_, _, typ, _ := wire.ParseEventSubject(m.Subject)
+		events = append(events, typ)
+	}
+	if strings.Join(events, " ") != "session.started session.paused session.resumed session.ended" {
+		t.Errorf("the session's events: %v", events)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.BudgetPauses.WithLabelValues("w", "raised")); v != 1 {
+		t.Errorf("budget_pauses_total{decision=raised} = %v; want 1", v)
+	}
+}
+
+func TestBudgetRefusedEndsTheSessionBudgetExceeded(t *testing.T) {
+	f := start(t, budgetHost(`{ tokens = 100000 }`, "retries = 2"))
+	ended := make(chan *wire.SessionEnded, 1)
+	sub, err := f.n.Bus.Conn.Subscribe(wire.EventSubject("w", "*", wire.EventSessionEnded), func(m *nats.Msg) {
+		var e wire.SessionEnded
+		if json.Unmarshal(m.Data, &e) == nil {
+			ended <- &e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	res := f.run("w", script(
+		send(`{"type":"usage","model":"m","input_tokens":150000,"output_tokens":20}`),
+		`{"await_resume":true}`, result))
+	want := "budget exceeded: spent 150020 tokens of 100000; rule:ops did not raise it"
+	if res.OK || !res.BudgetExceeded || res.Error != want || res.Attempt != 0 {
+		t.Fatalf("result %+v; want %q, not retried", res, want)
+	}
+	if e := <-ended; e.Outcome != wire.OutcomeBudgetExceeded || e.Spend == nil || e.Spend.Tokens() != 150020 {
+		t.Errorf("session.ended %+v; want outcome budget_exceeded with its spend", e)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.Sessions.WithLabelValues("w", wire.OutcomeBudgetExceeded)); v != 1 {
+		t.Errorf("sessions_total{outcome=budget_exceeded} = %v; want 1", v)
+	}
+	if v := testutil.ToFloat64(f.n.Metrics.BudgetPauses.WithLabelValues("w", "exceeded")); v != 1 {
+		t.Errorf("budget_pauses_total{decision=exceeded} = %v; want 1", v)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if pids := f.leftovers(); len(pids) > 0 {
+			return fmt.Errorf("the agent of the ended session was not stopped: %v", pids)
+		}
+		return nil
+	})
+}
+
+func TestWallBudgetUnansweredEndsTheSession(t *testing.T) {
+	f := start(t, budgetHost(`{ usd = 5, wall = "300ms" }`, `question_timeout = "500ms"`))
+	res := f.run("w", script(`{"sleep":"1m"}`, result))
+	if res.OK || !res.BudgetExceeded || !strings.HasPrefix(res.Error, "budget exceeded: spent ") || !strings.HasSuffix(res.Error, "ms of 300ms; no supervisor raised it (timed_out)") {
+		t.Fatalf("result %+v; want the wall budget exceeded, its request timed out", res)
+	}
+	if r := record(res, "budget-1"); r.Outcome != "timed_out" || string(r.Value) != `"no"` || r.Type != "budget" {
+		t.Errorf("the budget request: %+v; want it timed out with its default, no", r)
+	}
+}
