@@ -27,6 +27,7 @@ type budget struct {
 	// is not the session's; stopped: it has ended, and going on takes a new turn.
 	interrupted, stopped bool
 	held                 []*protocol.Message // requests the agent made while paused
+	raisedBy             string              // who raised it last: the next turn says so
 }
 
 // startBudget gives session s its budget, if it has one: the pipeline's or the host's.
@@ -137,7 +138,7 @@ func (a *Agent) budgetAnswered(s *session, value json.RawMessage, outcome protoc
 func (a *Agent) resume(s *session, decider string) {
 	b := s.budget
 	b.limit = b.limit.Raised(b.step)
-	b.paused = ""
+	b.paused, b.raisedBy = "", decider
 	a.cfg.Metrics.BudgetPauses.WithLabelValues(a.host.Name, "raised").Inc()
 	ev := &wire.SessionPaused{Reason: "budget raised by " + decider, Decider: decider, Budget: limits(b.limit)}
 	a.publishOn(s, wire.EventSessionResumed, a.encode(ev))
@@ -147,7 +148,7 @@ func (a *Agent) resume(s *session, decider string) {
 	if a.phase == phaseBusy {
 		switch {
 		case b.stopped:
-			a.goOn(s, decider)
+			a.goOn(s)
 		case b.interrupted: // its turn's end goes on (turnEnded)
 		case a.dialect.Canonical() && a.caps["pause"]:
 			a.proc.stdin.write(protocol.AppendResume(nil, "budget raised by "+decider))
@@ -175,16 +176,13 @@ func (a *Agent) turnEnded(s *session) {
 		b.stopped = true
 		return
 	}
-	a.goOn(s, "")
+	a.goOn(s)
 }
 
 // goOn starts the turn after one interrupted for a pause.
-func (a *Agent) goOn(s *session, decider string) {
+func (a *Agent) goOn(s *session) {
 	s.budget.stopped = false
-	text := "Your budget was raised. Continue the task where you stopped."
-	if decider != "" {
-		text = fmt.Sprintf("Your budget was raised (%s). Continue the task where you stopped.", decider)
-	}
+	text := fmt.Sprintf("Your budget was raised (%s). Continue the task where you stopped.", s.budget.raisedBy)
 	a.proc.stdin.write(a.dialect.Continue(protocol.Prompt{Text: text, Session: s.id}))
 }
 
@@ -203,25 +201,23 @@ func (a *Agent) hold(s *session, msg *protocol.Message) {
 }
 
 // unhold settles the requests still held when session s ends or the agent withdraws
-// one (id; "" settles all): each is recorded, and answered cancelled.
-func (a *Agent) unhold(s *session, id, reason string) bool {
+// one (id; "" settles all): each is recorded, and answered cancelled by decider.
+func (a *Agent) unhold(s *session, id, decider, reason string) {
 	b := s.budget
 	if b == nil {
-		return false
+		return
 	}
-	kept, found := b.held[:0], false
+	kept := b.held[:0]
 	for _, m := range b.held {
 		if id != "" && m.ID != id {
 			kept = append(kept, m)
 			continue
 		}
-		found = true
 		p := a.newPending(s, m)
 		a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
-		a.respond(s, p, p.def, protocol.OutcomeCancelled, "runtime", reason)
+		a.respond(s, p, nil, protocol.OutcomeCancelled, decider, reason)
 	}
 	b.held = kept
-	return found
 }
 
 func limits(b config.Budget) wire.Limits {

@@ -35,7 +35,7 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		if p := s.pending[msg.ID]; p != nil && p.msg.Type != protocol.TypeBudget {
 			a.answer(s, p, nil, protocol.OutcomeCancelled, "agent", "the agent withdrew the request")
 		} else if p == nil {
-			a.unhold(s, msg.ID, "the agent withdrew the request while its session was paused")
+			a.unhold(s, msg.ID, "agent", "the agent withdrew the request while its session was paused")
 		}
 		return
 	case protocol.TypeQuestion, protocol.TypeApproval, protocol.TypeToolCall:

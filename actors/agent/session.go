@@ -135,7 +135,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	for _, p := range s.pending {
 		a.answer(s, p, nil, protocol.OutcomeCancelled, "runtime", "session ended")
 	}
-	a.unhold(s, "", "session ended while it was paused at its budget")
+	a.unhold(s, "", "runtime", "session ended while it was paused at its budget")
 	for _, t := range s.timers {
 		t.Stop()
 	}

@@ -118,6 +118,17 @@ func (f *Responses) Output(n int) string {
 	return ""
 }
 
+// LastInput is the input of the latest request, as JSON.
+func (f *Responses) LastInput() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.inputs) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(f.inputs[len(f.inputs)-1])
+	return string(b)
+}
+
 // URL is the API's base URL without /v1 (a provider's base_url adds it).
 func (f *Responses) URL() string { return f.srv.URL }
 

@@ -1,0 +1,128 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/agenttest"
+	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// budgetRoutes send budget requests to a person; they go before the other routes.
+const budgetRoutes = `
+[supervisors.treasurer]
+strategy = "human"
+[[routes]]
+type = "budget"
+supervisor = "treasurer"
+`
+
+// raiseThenRefuse answers the session's first budget request "yes" and its second
+// "no" as alice, checking what each says, and returns the session's result.
+func raiseThenRefuse(t *testing.T, pending *store.PendingStore, session string, results <-chan *agent.Result) *agent.Result {
+	t.Helper()
+	var asked []string
+	for i, value := range []string{`"yes"`, `"no"`} {
+		var p *wire.PendingRequest
+		waitFor(t, time.Minute, func() error {
+			p = waitPending(t, pending, session)
+			if p.Request != fmt.Sprintf("budget-%d", i+1) {
+				return fmt.Errorf("waiting for budget-%d; %s waits", i+1, p.Request)
+			}
+			return nil
+		})
+		asked = append(asked, p.Text)
+		if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(value)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasSuffix(asked[0], " tokens of 200; go on with +200 tokens?") || !strings.HasSuffix(asked[1], " tokens of 400; go on with +200 tokens?") {
+		t.Errorf("the budget requests asked %q; want the budget of 200 tokens, then 400", asked)
+	}
+	res := <-results
+	if res.OK || !res.BudgetExceeded || !strings.HasSuffix(res.Error, " tokens of 400; human:alice did not raise it") {
+		t.Fatalf("result %+v; want budget_exceeded at the raised budget", res)
+	}
+	var decided []string
+	for _, r := range res.Requests {
+		if r.Type == protocol.TypeBudget {
+			decided = append(decided, r.ID+"="+string(r.Value)+" by "+r.Decider)
+		}
+	}
+	if strings.Join(decided, ", ") != `budget-1="yes" by human:alice, budget-2="no" by human:alice` {
+		t.Errorf("the budget requests were decided %v", decided)
+	}
+	return res
+}
+
+// written reports which of files exist in dir.
+func written(dir string, files ...string) string {
+	var out []string
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// Claude Code at its token budget (the scripted API counts 100 tokens in and up to 20
+// out per message) is interrupted at the end of its turn, before the command of the
+// message that crossed it runs; raised by a person, it goes on in a new turn; at the
+// raised budget, refused, its session ends and that turn's command never runs.
+func TestClaudeCodeBudgetRaisedThenRefused(t *testing.T) {
+	dir := t.TempDir()
+	bash := func(file string) []block {
+		return []block{{Tool: "Bash", Input: map[string]any{"command": "echo " + file + " > " + filepath.Join(dir, file), "description": "write " + file}}}
+	}
+	f := newFakeAnthropic(t, bash("one"), bash("two"), bash("two"), bash("three"), []block{{Text: "never"}})
+	n := start(t, claudeHost(t, "claude", f, dir, "budget = { tokens = 200 }\nquestion_timeout = \"1m\"")+budgetRoutes+agentSupervisors)
+	results := make(chan *agent.Result, 1)
+	session := n.n.Submit("claude", "", "write the files", results)
+	res := raiseThenRefuse(t, pendingStore(t, n), session, results)
+	if got := written(dir, "one", "two", "three"); got != "one two" {
+		t.Errorf("written: %s; want one and two: three's command came after the budget was refused", got)
+	}
+	var two []string
+	for _, r := range res.Requests {
+		if strings.Contains(r.Text, "echo two") {
+			two = append(two, string(r.Outcome)+" by "+r.Decider)
+		}
+	}
+	if strings.Join(two, ", ") != "cancelled by agent, answered by rule:ops" {
+		t.Errorf("the approvals of two: %v; want the first held and withdrawn by the interrupt, the second asked in the new turn", two)
+	}
+	if !strings.Contains(string(f.LastMessages()), "Your budget was raised (human:alice). Continue the task where you stopped.") {
+		t.Errorf("the conversation did not go on in a new turn: …%s", tail(string(f.LastMessages()), 600))
+	}
+}
+
+// Codex reports its tokens once a response's items are done: it is paused after the
+// command of the response that crossed the budget, at the end of its turn.
+func TestCodexBudgetRaisedThenRefused(t *testing.T) {
+	dir := t.TempDir()
+	exec := func(file string) call { return agenttest.Exec("echo " + file + " > " + filepath.Join(dir, file)) }
+	f := newFakeResponses(t, exec("one"), exec("two"), exec("three"), exec("four"), exec("five"), call{Text: "never"})
+	// The budget route goes before agentSupervisors' routes, which codexHost ends with.
+	n := start(t, codexHost(t, f, dir, "budget = { tokens = 200 }\nquestion_timeout = \"1m\""+budgetRoutes))
+	results := make(chan *agent.Result, 1)
+	session := n.n.Submit("codex", "", "write the files", results)
+	raiseThenRefuse(t, pendingStore(t, n), session, results)
+	if got := written(dir, "one", "two", "three", "four", "five"); got != "one two three four" {
+		t.Errorf("written: %s; want one to four", got)
+	}
+	if in := f.LastInput(); !strings.Contains(in, "Your budget was raised (human:alice). Continue the task where you stopped.") {
+		t.Errorf("the thread did not go on in a new turn: …%s", tail(in, 600))
+	}
+}
+
+func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
