@@ -23,10 +23,10 @@ type Step struct {
 	Sleep    Duration        `json:"sleep,omitempty"`
 	// AwaitResume waits until the runtime paused the session (at its budget) and
 	// resumed it, as often as it paused it.
-	AwaitResume bool `json:"await_resume,omitempty"`
-	Result   *string         `json:"result,omitempty"` // send a result with this text and the answers received
-	Error    *string         `json:"error,omitempty"`  // send an error with this message
-	Exit     *int            `json:"exit,omitempty"`   // exit the process with this code
+	AwaitResume bool    `json:"await_resume,omitempty"`
+	Result      *string `json:"result,omitempty"` // send a result with this text and the answers received
+	Error       *string `json:"error,omitempty"`  // send an error with this message
+	Exit        *int    `json:"exit,omitempty"`   // exit the process with this code
 	// ExitFirst exits with this code unless the prompt told of an earlier attempt.
 	ExitFirst  *int   `json:"exit_first_attempt,omitempty"`
 	Hang       bool   `json:"hang,omitempty"` // stop reading and writing for good

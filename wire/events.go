@@ -17,9 +17,9 @@ const (
 	EventSessionPaused = "session.paused"
 	// EventSessionResumed: its budget was raised and the session goes on (SessionPaused).
 	EventSessionResumed = "session.resumed"
-	EventFrameTooLong    = "frame_too_long"
-	EventFrameInvalid    = "frame_invalid"
-	EventStderr          = "agent.stderr"
+	EventFrameTooLong   = "frame_too_long"
+	EventFrameInvalid   = "frame_invalid"
+	EventStderr         = "agent.stderr"
 	// EventResultInvalid: a result did not fit the session's schema; a new prompt says why.
 	EventResultInvalid = "result.invalid"
 	// EventWorkspaceTouched: a session in a workspace is about to change files, or has
