@@ -85,12 +85,12 @@ func GrantsFor(u User) Grants {
 			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.AttachSubjects)
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.AttachSubjects, wire.BudgetRaiseSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).
 			g.Publish = append(g.Publish, wire.TaskSubjects, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"),
-				wire.RulesChangeSubject("*", u.Name))
+				wire.RulesChangeSubject("*", u.Name), wire.BudgetRaiseSubject("*", u.Name))
 			for _, verb := range CtlVerbs() {
 				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))
 			}

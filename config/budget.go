@@ -89,3 +89,21 @@ func (v *validator) budget(path []string, b *Budget) {
 		v.add(path, `a budget sets no limit; give usd, tokens or wall, e.g. { usd = 5, wall = "2h" }`)
 	}
 }
+
+// Budgets are the fleet's budgets beyond each session's: [budgets.daily].
+type Budgets struct {
+	Daily *DailyBudget `toml:"daily"`
+}
+
+// DailyBudget is what each host may spend in a day (UTC), fleet-wide: once its
+// sessions that ended today cost this much (plus what people raised it by today), its
+// queued tasks wait in the queue until the next day or a raise.
+type DailyBudget struct {
+	USD float64 `toml:"usd"`
+}
+
+func (v *validator) budgets(b *Budgets) {
+	if d := b.Daily; d != nil && (d.USD <= 0 || math.IsNaN(d.USD) || math.IsInf(d.USD, 0)) {
+		v.add([]string{"budgets", "daily", "usd"}, "%v is not an amount: give US dollars per host and day, more than 0", d.USD)
+	}
+}

@@ -35,6 +35,7 @@ type file struct {
 	API         API                    `toml:"api"`
 	Console     Console                `toml:"console"`
 	Pricing     Pricing                `toml:"pricing"`
+	Budgets     Budgets                `toml:"budgets"`
 	Project     map[string]any         `toml:"project"` // Concerto's; ignored
 	MCP         map[string]any         `toml:"mcp"`     // Concerto's; ignored
 }
@@ -240,6 +241,8 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	v.console(&m.Console)
 	v.pricing(f.Pricing)
 	m.Pricing = f.Pricing
+	v.budgets(&f.Budgets)
+	m.Budgets = f.Budgets
 	for name, c := range f.Connections {
 		c.Name = name
 		v.connection(c)

@@ -84,6 +84,8 @@ type Manifest struct {
 	Console  Console
 	// Pricing prices the tokens agents report without a cost, and the llm supervisors'.
 	Pricing Pricing
+	// Budgets are the fleet's budgets: each host's daily spend.
+	Budgets Budgets
 	// Warnings are what may be wrong on this machine only: a command not found, a
 	// working directory missing. `validate` prints them; a node logs them.
 	Warnings []*Problem

@@ -10,6 +10,7 @@ type SessionMetrics struct {
 	SessionDuration *prometheus.HistogramVec
 	Tasks           *prometheus.CounterVec // host, outcome (ok, error, invalid)
 	TaskIntake      *prometheus.GaugeVec   // host: 1 while this node takes the host's queued tasks
+	DailyBudgetHeld *prometheus.GaugeVec   // host: 1 while its tasks wait at its daily budget
 	Pipelines       *prometheus.CounterVec // pipeline, outcome (ok, error)
 	PipelineStages  *prometheus.CounterVec // pipeline, stage, outcome (ok, error, resumed)
 	SessionTokens   *prometheus.CounterVec // host, model, kind (input, output, cache_read, cache_write), outcome
@@ -24,6 +25,7 @@ func newSessionMetrics(f *families) SessionMetrics {
 		SessionDuration: f.histogram("session_duration_seconds", "Wall time of ended sessions.", prometheus.ExponentialBuckets(0.01, 4, 10), "host"),
 		Tasks:           f.counter("tasks_total", "Tasks taken from the work queue, by outcome (ok, error, invalid).", "host", "outcome"),
 		TaskIntake:      f.gauge("task_intake", "1 while this node takes the host's tasks from the work queue; 0 once it drains or stops.", "host"),
+		DailyBudgetHeld: f.gauge("daily_budget_held", "1 while this node holds the host's queued tasks because its sessions spent its daily budget today (UTC); 0 once a raise or the next day lets them run.", "host"),
 		Pipelines:       f.counter("pipelines_total", "Pipeline runs ended, by outcome (ok, error).", "pipeline", "outcome"),
 		SessionTokens:   f.counter("tokens_total", "Tokens the agents' model calls used, as the agents reported them, counted as each session ends: by host, model, kind (input, output, cache_read, cache_write) and the session's outcome.", "host", "model", "kind", "outcome"),
 		SessionCost:     f.counter("cost_usd_total", "What the agents' model calls cost in US dollars, as the agents reported it or [pricing] priced it, counted as each session ends: by host, model and the session's outcome.", "host", "model", "outcome"),

@@ -103,6 +103,7 @@ type Node struct {
 	audit    *auditor
 	msrv     *metrics.Server
 	ctlSubs  []*nats.Subscription
+	daily    *store.DailyGate // holds hosts' tasks at their daily budget
 	pending  atomic.Pointer[store.PendingStore] // people's requests, once open
 	// grants are the answers people gave for a session or a host, kept from the
 	// bucket until stopGrants.
@@ -352,6 +353,11 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 		return err
 	}
 	rcfg.Spend = spend
+	n.daily = n.dailyGate(spend, opts.Manifest)
+	rcfg.Daily = n.daily
+	if err := n.serveBudgetRaises(spend); err != nil {
+		return err
+	}
 	if len(opts.Manifest.Pipelines) > 0 {
 		runs, err := store.OpenPipelines(ctx, n.Bus.JS)
 		if err != nil {

@@ -119,6 +119,9 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 	// are closed when the node stops.
 	n.retiredSandboxes = append(n.retiredSandboxes, oldSandboxes)
 	n.opts = opts
+	if n.daily != nil {
+		n.daily.SetLimit(dailyUSD(m))
+	}
 	n.log.Info("manifest reloaded", "path", m.Path, "hosts", len(roles.hosts), "supervisors", len(roles.supervisors), "routes", len(m.Routes), "notify", len(m.Notify))
 	return nil
 }

@@ -1,5 +1,7 @@
 package wire
 
+import "strings"
+
 // SessionPaused is the session.paused and session.resumed events: why a session
 // stopped or goes on, what it has spent, and its budget now.
 type SessionPaused struct {
@@ -21,3 +23,41 @@ type Limits struct {
 // OutcomeBudgetExceeded is the outcome of a session ended at its budget: its
 // supervisors answered "no" to going on, or did not answer in time.
 const OutcomeBudgetExceeded = "budget_exceeded"
+
+const budgetRaisePrefix = "agentmux.budget.raise."
+
+// BudgetRaiseSubject is where the person name raises host's daily budget for today
+// (BudgetRaise): one node takes it (queue group), adds it to the host's day in the
+// spend bucket and answers (BudgetRaiseReply). Only that user may publish there, so
+// the node records who raised it from the subject.
+func BudgetRaiseSubject(host, name string) string {
+	return budgetRaisePrefix + host + "." + strings.ReplaceAll(name, ".", personDot)
+}
+
+// BudgetRaiseSubjects matches every raise of every host's daily budget.
+const BudgetRaiseSubjects = budgetRaisePrefix + "*.*"
+
+// ParseBudgetRaiseSubject splits a raise's subject into the host and the person.
+func ParseBudgetRaiseSubject(subject string) (host, name string, ok bool) {
+	rest, found := strings.CutPrefix(subject, budgetRaisePrefix)
+	if !found {
+		return "", "", false
+	}
+	host, name, ok = strings.Cut(rest, ".")
+	name = strings.ReplaceAll(name, personDot, ".")
+	return host, name, ok && IsName(host) && IsPerson(name)
+}
+
+// BudgetRaise raises a host's daily budget for today by USD.
+type BudgetRaise struct {
+	USD  float64 `json:"usd"`
+	Note string  `json:"note,omitempty"`
+}
+
+// BudgetRaiseReply is the host's day after a raise, or why it was refused.
+type BudgetRaiseReply struct {
+	Node  string      `json:"node,omitempty"`
+	Day   *DailySpend `json:"day,omitempty"`
+	Limit float64     `json:"limit_usd,omitempty"` // the day's budget now: [budgets.daily] and the raises
+	Error string      `json:"error,omitempty"`
+}

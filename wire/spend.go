@@ -71,6 +71,18 @@ type DailySpend struct {
 	// Unpriced counts the sessions with a model neither their agent nor [pricing]
 	// priced: CostUSD leaves those models out.
 	Unpriced int64 `json:"unpriced,omitempty"`
+	// RaisedUSD is what people raised the host's daily budget by on this day, and
+	// Raises who raised it, how much, and why.
+	RaisedUSD float64      `json:"raised_usd,omitempty"`
+	Raises    []DailyRaise `json:"raises,omitempty"`
+}
+
+// DailyRaise is one raise of a host's daily budget.
+type DailyRaise struct {
+	USD  float64 `json:"usd"`
+	By   string  `json:"by"`
+	At   int64   `json:"at"` // unix milliseconds
+	Note string  `json:"note,omitempty"`
 }
 
 // Add counts one ended session's spend.
@@ -95,4 +107,5 @@ func (d *DailySpend) Merge(o *DailySpend) {
 	d.CacheWriteTokens += o.CacheWriteTokens
 	d.CostUSD += o.CostUSD
 	d.Unpriced += o.Unpriced
+	d.RaisedUSD += o.RaisedUSD
 }

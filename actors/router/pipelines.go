@@ -50,7 +50,7 @@ func (r *Router) startPipelines(pullCtx context.Context, c actor.Context) {
 			r.runSlots[name] = slots
 		}
 		system, self := c.ActorSystem(), c.Self()
-		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, r.cfg.Log) })
+		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, nil, r.cfg.Log) })
 	}
 }
 

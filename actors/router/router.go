@@ -89,6 +89,9 @@ type Config struct {
 	Pipelines *store.PipelineStore
 	// Spend keeps the fleet's daily spend by host; nil: not kept (no JetStream).
 	Spend *store.SpendStore
+	// Daily holds a host's queued tasks while it is over its daily budget; nil: no
+	// daily budget.
+	Daily Gate
 }
 
 // Submit runs a session on a host. Start.Reply receives the final Result.
@@ -239,8 +242,8 @@ func (r *Router) startIntake(c actor.Context) {
 	pullCtx, stopPull := context.WithCancel(r.ctx)
 	r.stopPull = stopPull
 	for name, cons := range r.cfg.Intake.Hosts {
-		system, self, slots := c.ActorSystem(), c.Self(), r.pools[name].slots
-		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, r.cfg.Log) })
+		system, self, slots, gate := c.ActorSystem(), c.Self(), r.pools[name].slots, r.cfg.Daily
+		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, gate, r.cfg.Log) })
 		r.cfg.Metrics.TaskIntake.WithLabelValues(name).Set(1)
 	}
 	r.startPipelines(pullCtx, c)
@@ -256,8 +259,17 @@ func taskConsumer(durable, name string) jetstream.ConsumerConfig {
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: taskAckWait, MaxDeliver: -1, MaxAckPending: -1}
 }
 
-// pull fetches one task per free slot and hands it to the router.
-func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host string, cons jetstream.Consumer, slots chan struct{}, log *slog.Logger) {
+// Gate says when a host may take another task from the queue (store.DailyGate).
+type Gate interface {
+	// Wait returns once host may; an error once ctx is done.
+	Wait(ctx context.Context, host string) error
+	// Limit is the budget it holds hosts at; 0: none.
+	Limit() float64
+}
+
+// pull fetches one task per free slot, when the gate lets it, and hands it to the
+// router.
+func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host string, cons jetstream.Consumer, slots chan struct{}, gate Gate, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -265,6 +277,12 @@ func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host 
 		case slots <- struct{}{}:
 		}
 		for {
+			// Asked again before each fetch: a fetch waits a second at most, so a slot
+			// that waited for a task does not take one past the host's daily budget.
+			if gate != nil && gate.Wait(ctx, host) != nil {
+				freeSlot(slots)
+				return
+			}
 			fetchCtx, cancel := context.WithTimeout(ctx, taskFetchWait)
 			msg, err := cons.Next(jetstream.FetchContext(fetchCtx))
 			cancel()

@@ -72,7 +72,12 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	ms := float64(res.Duration.Microseconds()) / 1000
 	spend := s.usage.Spend(r.cfg.Manifest.Pricing.Cost)
 	r.countSpend(p.host.Name, outcome, spend)
-	r.addSpend(p.host.Name, res.Session, spend)
+	// Under a daily budget, a task's slot is freed once its spend is in the day's
+	// total: the next task the slot takes is held by the budget this session reached.
+	counted := r.addSpend(p.host.Name, res.Session, spend)
+	if r.cfg.Daily == nil || r.cfg.Daily.Limit() == 0 {
+		counted = nil
+	}
 	ended := &wire.SessionEnded{Session: res.Session, Host: p.host.Name, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
 		Pipeline: s.start.Pipeline, Stage: s.start.Stage, Outcome: outcome, Error: res.Error, Duration: ms, Data: res.Data, Workspace: res.Workspace,
 		Spend: spend}
@@ -92,7 +97,15 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 		} else {
 			r.nak(s.task) // another node runs it
 		}
-		r.release(p)
+		if counted == nil {
+			r.release(p)
+		} else {
+			slots := p.slots
+			r.cfg.Routines.Go(func(context.Context) {
+				<-counted
+				freeSlot(slots)
+			})
+		}
 	}
 	r.deliver(s.start, res)
 	r.maybeStopped()
@@ -264,17 +277,21 @@ func (r *Router) countSpend(host, outcome string, spend *wire.Spend) {
 }
 
 // addSpend adds an ended session's spend to its host's daily total, fleet-wide, off
-// the router's goroutine.
-func (r *Router) addSpend(host, session string, spend *wire.Spend) {
+// the router's goroutine; the channel it returns is closed once it is counted (or
+// could not be); nil when there is nothing to count.
+func (r *Router) addSpend(host, session string, spend *wire.Spend) <-chan struct{} {
 	if spend == nil || r.cfg.Spend == nil {
-		return
+		return nil
 	}
+	done := make(chan struct{})
 	end := time.Now()
 	r.cfg.Routines.Go(func(ctx context.Context) {
+		defer close(done)
 		ctx, cancel := context.WithTimeout(ctx, spendTimeout)
 		defer cancel()
 		if err := r.cfg.Spend.Add(ctx, host, end, spend); err != nil {
 			r.cfg.Log.Warn("the session's spend is not in its host's daily total", "session", session, "host", host, "err", err)
 		}
 	})
+	return done
 }

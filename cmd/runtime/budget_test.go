@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -138,5 +139,95 @@ func TestConsoleRaisesABudget(t *testing.T) {
 	want := `session.paused  budget-1 "yes" human:ana session.resumed human:ana session.paused  budget-2 "no" human:ana session.ended budget_exceeded`
 	if strings.Join(trail, " ") != want {
 		t.Errorf("the audit: %s\nwant: %s", strings.Join(trail, " "), want)
+	}
+}
+
+// TestDailyBudgetHoldsTasksInTheQueue: once a host's sessions spent its daily budget,
+// fleet-wide, its next task waits in the queue, shown held by `tasks` and `budget`;
+// a raise lets it run, recorded in the audit as who raised it and why.
+func TestDailyBudgetHoldsTasksInTheQueue(t *testing.T) {
+	dir := t.TempDir()
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+stop_grace = "2s"
+[budgets.daily]
+usd = 1
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
+	manifest := filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up", up.stderr, "node up")
+	spends := func(usd string) string {
+		return `{"steps":[{"send":{"type":"usage","model":"m","input_tokens":10,"output_tokens":1,"cost_usd":` + usd + `}},{"result":"done"}]}`
+	}
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-first", "--follow", "w", spends("1.5")); code != exitOK {
+		t.Fatalf("the first task: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-second", "w", spends("0.25")); code != exitOK {
+		t.Fatalf("the second task: exit %d\n%s%s", code, out, stderr)
+	}
+	proctest.Within(t, 20*time.Second, func() error {
+		_, out, stderr := runCLI("tasks", "-c", manifest, "-o", "json")
+		if !strings.Contains(out, `"id":"t-second"`) || !strings.Contains(out, `"state":"held"`) {
+			return fmt.Errorf("tasks: %s%s; want t-second held", out, stderr)
+		}
+		return nil
+	})
+	if _, out, _ := runCLI("budget", "-c", manifest); !strings.Contains(out, "w     $1.5000  $1.00   -       held") {
+		t.Errorf("budget:\n%s", out)
+	}
+	if !strings.Contains(up.stderr.String(), "host w spent $1.50 of its $1 daily budget today (UTC); its tasks wait in the queue until tomorrow or a raise") {
+		t.Errorf("the node did not say why it holds w's tasks:\n%s", up.stderr)
+	}
+
+	for _, bad := range [][]string{{"--host", "w", "--usd", "-1"}, {"--host", "nosuch", "--usd", "1"}} {
+		code, _, stderr := runCLI(append([]string{"budget", "raise", "-c", manifest, "--as", "ana"}, bad...)...)
+		if code == exitOK || !strings.Contains(stderr, "give the US dollars to raise it by") && !strings.Contains(stderr, "host nosuch is not in the manifest") {
+			t.Errorf("budget raise %v: exit %d, %s; want it refused, saying why", bad, code, stderr)
+		}
+	}
+	raised := time.Now().UnixMilli()
+	code, out, stderr := runCLI("budget", "raise", "-c", manifest, "--host", "w", "--usd", "1", "--note", "release day", "--as", "ana")
+	if code != exitOK || !strings.Contains(out, "w's daily budget on "+time.Now().UTC().Format(time.DateOnly)+" raised by $1.00 to $2.00 ($1.5000 spent)") {
+		t.Fatalf("budget raise: exit %d\n%s%s", code, out, stderr)
+	}
+	var started int64
+	proctest.Within(t, 20*time.Second, func() error {
+		records, err := readAudit(t, manifest, "t-second")
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			if r.Kind == "session.started" {
+				started = r.Time
+			}
+			if r.Kind == "session.ended" && r.Outcome == "ok" {
+				return nil
+			}
+		}
+		return fmt.Errorf("t-second has not ended ok: %d records", len(records))
+	})
+	if started < raised {
+		t.Errorf("t-second started at %d, before the raise at %d", started, raised)
+	}
+	records, err := readAudit(t, manifest, "_budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 || records[0].Kind != "budget.raised" || records[0].Decider != "human:ana" || records[0].Reason != "release day" || records[0].Host != "w" {
+		t.Errorf("the raise's audit: %+v", records)
+	}
+	_, out, _ = runCLI("budget", "-c", manifest, "-o", "json")
+	var day struct{ State string }
+	_ = json.Unmarshal([]byte(out), &day)
+	if !strings.Contains(out, `"cost_usd":1.75`) || !strings.Contains(out, `"raised_usd":1`) || !strings.Contains(out, `"limit_usd":2`) || day.State != "taken" {
+		t.Errorf("budget -o json: %s; want $1.75 of $2, taken", out)
 	}
 }

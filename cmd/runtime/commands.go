@@ -49,6 +49,8 @@ func commands() []command {
 			[]string{"agentmux grants -c agentmux.toml", "agentmux grants revoke -c agentmux.toml g-h-7Yq   # its requests are asked again"}, grantsCommand},
 		{"spend", "list what each host's sessions cost each day, fleet-wide, as their agents reported it", "-c <manifest> [--days n] [--host h] [-o text|wide|json]",
 			[]string{"agentmux spend -c agentmux.toml", "agentmux spend -c agentmux.toml --days 30 --host coder -o wide"}, spend},
+		{"budget", "list each host's daily budget today, fleet-wide, or raise one", "[list] -c <manifest> [-o text|wide|json] | raise -c <manifest> --host h --usd n [--note why] [--as name]",
+			[]string{"agentmux budget -c agentmux.toml", `agentmux budget raise -c agentmux.toml --host coder --usd 50 --note "release day"   # its waiting tasks run`}, budgetCommand},
 		{"rules", "list the rule supervisors' rules files across the fleet, or change one on every node that runs it", "[list] -c <manifest> [-o text|wide|json] | allow|ask|deny|remove -c <manifest> --supervisor s [--verdict v] [--note why] [--as name] <rule>…",
 			[]string{"agentmux rules -c agentmux.toml", `agentmux rules allow -c agentmux.toml --supervisor policy "Bash(npm test:*)"   # each node writes it and reloads`,
 				`agentmux rules remove -c agentmux.toml --supervisor policy --verdict allow "Bash(npm test:*)"`}, rulesCommand},

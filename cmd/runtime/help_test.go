@@ -63,8 +63,8 @@ func TestEveryCommandHelps(t *testing.T) {
 			listings++
 		}
 	}
-	if listings != 10 { // nodes, sessions, tasks, pending, grants, rules, spend, audit, logs, workspace
-		t.Errorf("%d commands take -o; want every listing: nodes, sessions, tasks, pending, grants, rules, spend, audit, logs and workspace", listings)
+	if listings != 11 { // nodes, sessions, tasks, pending, grants, rules, spend, budget, audit, logs, workspace
+		t.Errorf("%d commands take -o; want every listing: nodes, sessions, tasks, pending, grants, rules, spend, budget, audit, logs and workspace", listings)
 	}
 	var stdout, stderr strings.Builder
 	if code := dispatch([]string{"--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "respond ") || stderr.Len() != 0 {

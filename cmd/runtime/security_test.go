@@ -311,6 +311,14 @@ func TestSecureRoles(t *testing.T) {
 		{"change a rules file as another person", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			return publishRequest(nc, wire.RulesChangeSubject("policy", "ana@example.com"), `{"id":"c1","verdict":"allow","rules":["Bash"]}`)
 		}},
+		{"raise a host's daily budget", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// A viewer or an agent that could would spend past what the fleet may.
+			user := strings.TrimPrefix(nc.Opts.Name, "test-")
+			return publishRequest(nc, wire.BudgetRaiseSubject("w", user), `{"usd":1000}`)
+		}},
+		{"raise a host's daily budget as another person", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			return publishRequest(nc, wire.BudgetRaiseSubject("w", "ana@example.com"), `{"usd":1000}`)
+		}},
 		{"ctl list", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "list"), nil)
 			return err

@@ -22,9 +22,14 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("tasks", *path, stderr)
-	if c == nil {
+	m, code := loadManifest(*path, stderr)
+	if m == nil {
 		return code
+	}
+	c, err := dial("tasks", m)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux tasks:", err)
+		return exitError
 	}
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
@@ -43,9 +48,21 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	// Which hosts are at their daily budget: their waiting tasks are held.
+	held := map[string]bool{}
+	if m.Budgets.Daily != nil {
+		days, err := store.ReadSpend(ctx, c.nc, time.Now())
+		if err != nil {
+			fmt.Fprintln(stderr, "agentmux tasks:", c.explain(err))
+			return exitError
+		}
+		for _, d := range dailyBudgets(m, days, time.Now()) {
+			held[d.Host] = d.State == "held"
+		}
+	}
 	type row struct {
 		store.QueuedTask
-		State string `json:"state"`          // waiting, or running
+		State string `json:"state"`          // waiting, held (its host at its daily budget), or running
 		Node  string `json:"node,omitempty"` // the node running it
 	}
 	var list []row
@@ -54,6 +71,9 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		r := row{QueuedTask: t, State: "waiting"}
+		if held[t.Queue] {
+			r.State = "held"
+		}
 		if node, ok := running[t.ID]; ok {
 			r.State, r.Node = "running", node
 		}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// budgetCommand lists each host's daily budget today (UTC), fleet-wide, or raises one.
+func budgetCommand(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "raise":
+			return raiseBudget(args[1:], stdout, stderr)
+		case "list":
+			args = args[1:]
+		}
+	}
+	fs := newFlags("budget", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	out := newOutputFlags(fs)
+	pos, err := parse(fs, args)
+	if err == nil && len(pos) > 0 {
+		err = fmt.Errorf("%q: want `agentmux budget`, or `agentmux budget raise --host h --usd n`", pos[0])
+	}
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	form, err := out.form()
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	m, code := loadManifest(*path, stderr)
+	if m == nil {
+		return code
+	}
+	c, err := dial("budget", m)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux budget:", err)
+		return exitError
+	}
+	defer c.close()
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	days, err := store.ReadSpend(ctx, c.nc, time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux budget:", c.explain(err))
+		return exitError
+	}
+	rows := dailyBudgets(m, days, time.Now())
+	if form == outJSON {
+		return jsonLines(stdout, rows)
+	}
+	if m.Budgets.Daily == nil {
+		fmt.Fprintln(stdout, "no daily budget: the manifest has no [budgets.daily]")
+	}
+	lines := make([][]string, 0, len(rows))
+	for _, r := range rows {
+		lines = append(lines, []string{r.Day, r.Host, fmt.Sprintf("$%.4f", r.CostUSD), dollars(r.LimitUSD), dollars(r.RaisedUSD), r.State})
+	}
+	return table(stdout, []string{"DAY", "HOST", "SPENT", "BUDGET", "RAISED", "TASKS"}, lines)
+}
+
+// dailyBudget is a host's day against its daily budget.
+type dailyBudget struct {
+	*wire.DailySpend
+	LimitUSD float64 `json:"limit_usd,omitempty"` // [budgets.daily] and today's raises; 0: none
+	State    string  `json:"state"`               // "taken", or "held" at the budget
+}
+
+// dailyBudgets is each host of m's day today against its budget, by host.
+func dailyBudgets(m *config.Manifest, days []*wire.DailySpend, now time.Time) []*dailyBudget {
+	today := now.UTC().Format(time.DateOnly)
+	byHost := map[string]*wire.DailySpend{}
+	for _, d := range days {
+		if d.Day == today {
+			byHost[d.Host] = d
+		}
+	}
+	var out []*dailyBudget
+	for host := range m.Hosts {
+		d := byHost[host]
+		if d == nil {
+			d = &wire.DailySpend{Day: today, Host: host}
+		}
+		r := &dailyBudget{DailySpend: d, State: "taken"}
+		if m.Budgets.Daily != nil {
+			r.LimitUSD = m.Budgets.Daily.USD + d.RaisedUSD
+			if d.CostUSD >= r.LimitUSD {
+				r.State = "held"
+			}
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b *dailyBudget) int { return strings.Compare(a.Host, b.Host) })
+	return out
+}
+
+func dollars(f float64) string {
+	if f == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("$%.2f", f)
+}
+
+// raiseBudget raises a host's daily budget for today, fleet-wide, in the caller's name.
+func raiseBudget(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("budget raise", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	host := fs.String("host", "", "the `host` whose daily budget to raise")
+	usd := fs.Float64("usd", 0, "how many US `dollars` to raise it by, for today (UTC)")
+	note := fs.String("note", "", "`why`, kept in the audit")
+	as := fs.String("as", "", "`name` recorded as who raised it, on a bus without users (default $USER)")
+	pos, err := parse(fs, args)
+	switch {
+	case err != nil:
+	case len(pos) > 0:
+		err = fmt.Errorf("%q: agentmux budget raise takes flags only", pos[0])
+	case !wire.IsName(*host):
+		err = fmt.Errorf("name the host: --host h")
+	case *usd <= 0 || math.IsInf(*usd, 0) || math.IsNaN(*usd):
+		err = fmt.Errorf("--usd %v: give the US dollars to raise it by, more than 0", *usd)
+	}
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	c, code := client("budget", *path, stderr)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	who, err := responder(c, *as)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux budget:", err)
+		return exitUsage
+	}
+	data, _ := json.Marshal(&wire.BudgetRaise{USD: *usd, Note: *note})
+	msg, err := c.nc.Request(wire.BudgetRaiseSubject(*host, who), data, clientTimeout)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux budget:", c.explain(err))
+		return exitError
+	}
+	var reply wire.BudgetRaiseReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		fmt.Fprintf(stderr, "agentmux budget: the node's answer is not JSON (%v): %q\n", err, msg.Data)
+		return exitError
+	}
+	if reply.Error != "" {
+		fmt.Fprintf(stderr, "agentmux budget: %s: %s\n", reply.Node, reply.Error)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s's daily budget on %s raised by $%.2f to $%.2f ($%.4f spent); its waiting tasks run (%s)\n",
+		*host, reply.Day.Day, *usd, reply.Limit, reply.Day.CostUSD, reply.Node)
+	return exitOK
+}
