@@ -15,6 +15,9 @@ type Pipeline struct {
 	Name   string   `toml:"-"`
 	Params []string `toml:"params"`
 	Stages []*Stage `toml:"stages"`
+	// Budget bounds the whole run: what its stages spent so far counts against each
+	// stage's session, and a raise in one stands for the next (nil: its hosts' own).
+	Budget *Budget `toml:"budget"`
 }
 
 // Stage is one step of a pipeline: [[pipelines.X.stages]].
@@ -99,6 +102,7 @@ func (v *validator) pipeline(p *Pipeline, m *Manifest) {
 	if _, clash := m.Hosts[p.Name]; clash {
 		v.add(at(), "pipeline %q has a host's name; tasks for both would share agentmux.task.%s: rename one", p.Name, p.Name)
 	}
+	v.budget(at("budget"), p.Budget)
 	if len(p.Stages) == 0 {
 		v.add(at(), `a pipeline needs stages: [[pipelines.%s.stages]] with name, host and prompt`, p.Name)
 	}

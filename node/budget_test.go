@@ -183,3 +183,63 @@ func TestWallBudgetUnansweredEndsTheSession(t *testing.T) {
 		t.Errorf("the budget request: %+v; want it timed out with its default, no", r)
 	}
 }
+
+// A pipeline's budget bounds its run: each stage counts what the stages before it
+// spent, and a raise in one stage stands for the next.
+func TestPipelineBudgetSpansItsStages(t *testing.T) {
+	usage := func(usd string) string {
+		return `{"send":{"type":"usage","model":"m","input_tokens":10,"output_tokens":1,"cost_usd":` + usd + `}}`
+	}
+	f := start(t, simHost("w", "")+`
+[supervisors.money]
+strategy = "rule"
+rules = [{ type = "budget", match = "of \\$1;", answer = "yes" }, { type = "budget", match = "of \\$2;", answer = "no" }]
+[[routes]]
+type = "budget"
+supervisor = "money"
+
+[pipelines.three]
+budget = { usd = 1 }
+[[pipelines.three.stages]]
+name = "a"
+host = "w"
+prompt = '{"steps":[`+usage("0.8")+`,{"result":"a"}]}'
+[[pipelines.three.stages]]
+name = "b"
+host = "w"
+prompt = '{"steps":[`+usage("0.5")+`,{"result":"b"}]}'
+[[pipelines.three.stages]]
+name = "c"
+host = "w"
+prompt = '{"steps":[`+usage("0.8")+`,{"sleep":"1m"},{"result":"c"}]}'
+`)
+	run := f.runPipeline("three", nil)
+	want := `stage "c" failed: budget exceeded: spent $2.10 of $2; rule:money did not raise it`
+	if run.Outcome != "error" || run.Error != want || run.Raises != 1 {
+		t.Fatalf("run %+v; want %q after one raise", run, want)
+	}
+	for i, usd := range []float64{0.8, 0.5, 0.8} {
+		if sp := run.Stages[i].Spend; sp == nil || sp.CostUSD != usd {
+			t.Errorf("stage %s's spend %+v; want $%v", run.Stages[i].Name, sp, usd)
+		}
+	}
+	asked := func(stage int) []string {
+		var out []string
+		records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, run.Stages[stage].Session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range records {
+			if r.Kind == "answer" && r.Type == "budget" {
+				out = append(out, r.Text+" "+string(r.Value))
+			}
+		}
+		return out
+	}
+	if got := asked(1); len(got) != 1 || !strings.HasSuffix(got[0], `spent $1.30 of $1; go on with +$1? "yes"`) {
+		t.Errorf("stage b's budget requests: %q; want the run's $1.30 of $1, raised", got)
+	}
+	if got := asked(2); len(got) != 1 || !strings.HasSuffix(got[0], `spent $2.10 of $2; go on with +$1? "no"`) {
+		t.Errorf("stage c's budget requests: %q; want $2.10 of the raised $2, refused", got)
+	}
+}

@@ -103,7 +103,7 @@ type Node struct {
 	audit    *auditor
 	msrv     *metrics.Server
 	ctlSubs  []*nats.Subscription
-	daily    *store.DailyGate // holds hosts' tasks at their daily budget
+	daily    *store.DailyGate                   // holds hosts' tasks at their daily budget
 	pending  atomic.Pointer[store.PendingStore] // people's requests, once open
 	// grants are the answers people gave for a session or a host, kept from the
 	// bucket until stopGrants.

@@ -27,6 +27,9 @@ type PipelineRun struct {
 	Stages   []*StageRun       `json:"stages"`
 	Started  int64             `json:"started"` // unix milliseconds
 	Ended    int64             `json:"ended,omitempty"`
+	// Raises is how often people raised the pipeline's budget in this run: each stage
+	// starts at the budget raised so often.
+	Raises int `json:"raises,omitempty"`
 }
 
 // StageRun is how far one stage got.
@@ -44,6 +47,8 @@ type StageRun struct {
 	// Workspace is what an ended stage left in its workspace: the next stage on a host
 	// with workspaces starts from its head, on the same branch.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Spend is what the stage's session cost: it counts against the pipeline's budget.
+	Spend *Spend `json:"spend,omitempty"`
 }
 
 // PipelineTask is what `agentmux submit` queues on agentmux.task.<pipeline>.

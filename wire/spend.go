@@ -38,6 +38,26 @@ const (
 	PricedByPricing = "pricing"
 )
 
+// SpendTotal is the tokens and cost of spends together (no models); nil when there
+// are none.
+func SpendTotal(spends ...*Spend) *Spend {
+	var t *Spend
+	for _, s := range spends {
+		if s == nil {
+			continue
+		}
+		if t == nil {
+			t = &Spend{}
+		}
+		t.InputTokens += s.InputTokens
+		t.OutputTokens += s.OutputTokens
+		t.CacheReadTokens += s.CacheReadTokens
+		t.CacheWriteTokens += s.CacheWriteTokens
+		t.CostUSD += s.CostUSD
+	}
+	return t
+}
+
 // Tokens is every token s counts.
 func (s *Spend) Tokens() int64 {
 	return s.InputTokens + s.OutputTokens + s.CacheReadTokens + s.CacheWriteTokens

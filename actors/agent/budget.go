@@ -20,7 +20,9 @@ const maxHeld = 256
 // so) while a request of type budget asks its supervisors whether it goes on.
 type budget struct {
 	limit, step config.Budget
-	earlier     *wire.Spend // what the session's earlier attempts spent
+	from        time.Time     // the wall budget counts from here
+	earlier     []*wire.Spend // what its run's earlier stages and its earlier attempts spent
+	raises      int           // how often it was raised, in its run before it too
 	paused      string      // the limits reached, in words: "" while the session runs
 	asked       int         // budget requests made
 	// interrupted: the turn was interrupted for the pause, and its end (an error line)
@@ -39,7 +41,14 @@ func (a *Agent) startBudget(s *session) {
 	if b == nil {
 		return
 	}
-	s.budget = &budget{limit: *b, step: *b, earlier: s.start.Spent}
+	bs := &budget{limit: *b, step: *b, from: s.begun, earlier: []*wire.Spend{s.start.Spent, s.start.Retried}, raises: s.start.Raises}
+	for range bs.raises {
+		bs.limit = bs.limit.Raised(bs.step)
+	}
+	if !s.start.BudgetFrom.IsZero() {
+		bs.from = s.start.BudgetFrom
+	}
+	s.budget = bs
 	a.armWall(s)
 	a.checkBudget(s) // its earlier attempts may have spent it all
 }
@@ -47,7 +56,7 @@ func (a *Agent) startBudget(s *session) {
 // armWall arms the session's wall budget, if it has one, for when it falls due.
 func (a *Agent) armWall(s *session) {
 	if w := s.budget.limit.Wall.D(); w > 0 {
-		s.timers = append(s.timers, a.after(max(w-time.Since(s.begun), 0), timerBudget, s.gen))
+		s.timers = append(s.timers, a.after(max(w-time.Since(s.budget.from), 0), timerBudget, s.gen))
 	}
 }
 
@@ -57,7 +66,7 @@ func (a *Agent) spent(s *session) (*wire.Spend, float64, int64) {
 	sp := s.usage.Spend(a.cfg.Pricing.Cost)
 	var usd float64
 	var tokens int64
-	for _, x := range []*wire.Spend{sp, s.budget.earlier} {
+	for _, x := range append([]*wire.Spend{sp}, s.budget.earlier...) {
 		if x != nil {
 			usd, tokens = usd+x.CostUSD, tokens+x.Tokens()
 		}
@@ -72,7 +81,7 @@ func (a *Agent) checkBudget(s *session) {
 		return
 	}
 	sp, usd, tokens := a.spent(s)
-	if why := b.limit.Exceeded(usd, tokens, time.Since(s.begun)); why != "" {
+	if why := b.limit.Exceeded(usd, tokens, time.Since(b.from)); why != "" {
 		a.pause(s, why, sp)
 	}
 }
@@ -138,6 +147,7 @@ func (a *Agent) budgetAnswered(s *session, value json.RawMessage, outcome protoc
 func (a *Agent) resume(s *session, decider string) {
 	b := s.budget
 	b.limit = b.limit.Raised(b.step)
+	b.raises++
 	b.paused, b.raisedBy = "", decider
 	a.cfg.Metrics.BudgetPauses.WithLabelValues(a.host.Name, "raised").Inc()
 	ev := &wire.SessionPaused{Reason: "budget raised by " + decider, Decider: decider, Budget: limits(b.limit)}

@@ -41,10 +41,16 @@ type StartSession struct {
 	// branch of its own: a pipeline's stages share the run's branch, each starting
 	// where the one before ended.
 	From workspace.From
-	// Budget is the session's budget when not its host's: a pipeline's, less what its
-	// run's earlier stages spent. Spent is what its earlier attempts spent.
-	Budget *config.Budget
-	Spent  *wire.Spend
+	// Budget is the session's budget when not its host's: a pipeline's, raised Raises
+	// times already in its run, its wall counted from BudgetFrom (the run's start), and
+	// Spent, what the run's earlier stages spent, counted against it.
+	Budget     *config.Budget
+	Raises     int
+	BudgetFrom time.Time
+	Spent      *wire.Spend
+	// Retried is what the session's earlier attempts spent (set by the router on a
+	// retry): it counts against its budget too.
+	Retried *wire.Spend
 }
 
 // Interrupt asks the agent to end its current session early.
@@ -114,8 +120,12 @@ type Result struct {
 	// nothing); the router prices it with the manifest's [pricing].
 	Usage *wire.Tally
 	// BudgetExceeded is set when the session ended at its budget: its supervisors
-	// answered "no" to going on, or nobody answered in time.
+	// answered "no" to going on, or nobody answered in time. Raises is how often its
+	// budget was raised, StartSession.Raises included.
 	BudgetExceeded bool
+	Raises         int
+	// Spend is what all its attempts cost, priced by the router as it ends.
+	Spend *wire.Spend
 }
 
 // RequestRecord is how one request of a session ended.

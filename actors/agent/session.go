@@ -148,6 +148,9 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	if !s.usage.Empty() {
 		r.Usage = &s.usage
 	}
+	if s.budget != nil {
+		r.Raises = s.budget.raises
+	}
 	oneShot := !a.dialect.Reusable() || a.cfg.Workspace != nil
 	reusable = reusable && a.phase == phaseBusy && !oneShot
 	if reusable {

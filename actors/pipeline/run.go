@@ -253,6 +253,9 @@ func (r *Run) startStage(i int) {
 			Session: st.Session, Task: r.run.ID, Prompt: prompt, Attempt: (st.Attempts - 1) * (retries + 1),
 			Pipeline: r.run.Pipeline, Stage: st.Name, Routes: spec.Routes, Result: spec.Result, Notify: r.self,
 			From: r.workspaceFrom()}}
+		if b := r.cfg.Pipeline.Budget; b != nil {
+			stage.Start.Budget, stage.Start.Raises, stage.Start.BudgetFrom, stage.Start.Spent = b, r.run.Raises, time.UnixMilli(r.run.Started), r.spent()
+		}
 		if st.Attempts == 1 || r.cfg.ReadAudit == nil {
 			r.system.Root.Send(r.parent, stage)
 			return
@@ -275,6 +278,15 @@ func (r *Run) workspaceFrom() workspace.From {
 		}
 	}
 	return from
+}
+
+// spent is what the run's ended stages cost.
+func (r *Run) spent() *wire.Spend {
+	var all []*wire.Spend
+	for _, st := range r.run.Stages {
+		all = append(all, st.Spend)
+	}
+	return wire.SpendTotal(all...)
 }
 
 // outputs are the finished stages' results, for the next prompt.
@@ -301,7 +313,8 @@ func (r *Run) onStageEnded(res *agent.Result) {
 	} else {
 		st.Outcome, st.Error = wire.StageError, res.Error
 	}
-	st.Workspace = res.Workspace
+	st.Workspace, st.Spend = res.Workspace, res.Spend
+	r.run.Raises = max(r.run.Raises, res.Raises)
 	st.Duration = float64(time.Since(r.begun).Microseconds()) / 1000
 	r.stageEnded(st, res.Attempt)
 	if !res.OK {

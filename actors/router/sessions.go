@@ -46,7 +46,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 		next := *s.start
 		next.Attempt++
 		next.Previous = previousAttempt(s.start, res)
-		next.Spent = s.usage.Spend(r.cfg.Manifest.Pricing.Cost) // counts against its budget
+		next.Retried = s.usage.Spend(r.cfg.Manifest.Pricing.Cost) // counts against its budget
 		s.start = &next
 		s.started = false // the new attempt starts anew: event and audit
 		p.requeue(s, false)
@@ -84,6 +84,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	if res.OK {
 		ended.Result = res.Payload
 	}
+	res.Spend = spend
 	r.publish(p.host.Name, res.Session, wire.EventSessionEnded, ended)
 	rec := r.record(s, "session.ended")
 	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace, rec.Spend = outcome, res.Error, ms, ended.Result, res.Workspace, spend
