@@ -23,8 +23,8 @@ type budget struct {
 	from        time.Time     // the wall budget counts from here
 	earlier     []*wire.Spend // what its run's earlier stages and its earlier attempts spent
 	raises      int           // how often it was raised, in its run before it too
-	paused      string      // the limits reached, in words: "" while the session runs
-	asked       int         // budget requests made
+	paused      string        // the limits reached, in words: "" while the session runs
+	asked       int           // budget requests made
 	// interrupted: the turn was interrupted for the pause, and its end (an error line)
 	// is not the session's; stopped: it has ended, and going on takes a new turn.
 	interrupted, stopped bool
