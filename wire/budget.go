@@ -1,7 +1,5 @@
 package wire
 
-import "strings"
-
 // SessionPaused is the session.paused and session.resumed events: why a session
 // stopped or goes on, what it has spent, and its budget now.
 type SessionPaused struct {
@@ -31,7 +29,7 @@ const budgetRaisePrefix = "agentmux.budget.raise."
 // spend bucket and answers (BudgetRaiseReply). Only that user may publish there, so
 // the node records who raised it from the subject.
 func BudgetRaiseSubject(host, name string) string {
-	return budgetRaisePrefix + host + "." + strings.ReplaceAll(name, ".", personDot)
+	return personSubject(budgetRaisePrefix, host, name)
 }
 
 // BudgetRaiseSubjects matches every raise of every host's daily budget.
@@ -39,13 +37,7 @@ const BudgetRaiseSubjects = budgetRaisePrefix + "*.*"
 
 // ParseBudgetRaiseSubject splits a raise's subject into the host and the person.
 func ParseBudgetRaiseSubject(subject string) (host, name string, ok bool) {
-	rest, found := strings.CutPrefix(subject, budgetRaisePrefix)
-	if !found {
-		return "", "", false
-	}
-	host, name, ok = strings.Cut(rest, ".")
-	name = strings.ReplaceAll(name, personDot, ".")
-	return host, name, ok && IsName(host) && IsPerson(name)
+	return parsePersonSubject(subject, budgetRaisePrefix)
 }
 
 // BudgetRaise raises a host's daily budget for today by USD.

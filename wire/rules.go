@@ -29,7 +29,24 @@ const rulesPrefix = RulesSubject + "."
 // changed the rules from the subject; a person's dots are written as RespondSubject
 // writes them.
 func RulesChangeSubject(supervisor, name string) string {
-	return rulesPrefix + supervisor + "." + strings.ReplaceAll(name, ".", personDot)
+	return personSubject(rulesPrefix, supervisor, name)
+}
+
+// personSubject is prefix, a name token and a person, the person's dots written as
+// RespondSubject writes them.
+func personSubject(prefix, token, name string) string {
+	return prefix + token + "." + strings.ReplaceAll(name, ".", personDot)
+}
+
+// parsePersonSubject splits a personSubject of prefix into its token and person.
+func parsePersonSubject(subject, prefix string) (token, name string, ok bool) {
+	rest, found := strings.CutPrefix(subject, prefix)
+	if !found {
+		return "", "", false
+	}
+	token, name, ok = strings.Cut(rest, ".")
+	name = strings.ReplaceAll(name, personDot, ".")
+	return token, name, ok && IsName(token) && IsPerson(name)
 }
 
 // RulesChangeSubjects matches every change of every supervisor's rules.
@@ -37,13 +54,7 @@ const RulesChangeSubjects = rulesPrefix + "*.*"
 
 // ParseRulesChangeSubject splits a change's subject into the supervisor and the person.
 func ParseRulesChangeSubject(subject string) (supervisor, name string, ok bool) {
-	rest, found := strings.CutPrefix(subject, rulesPrefix)
-	if !found {
-		return "", "", false
-	}
-	supervisor, name, ok = strings.Cut(rest, ".")
-	name = strings.ReplaceAll(name, personDot, ".")
-	return supervisor, name, ok && IsName(supervisor) && IsPerson(name)
+	return parsePersonSubject(subject, rulesPrefix)
 }
 
 // RuleChange adds rules to a rules file's list for Verdict (moving them from another

@@ -34,3 +34,18 @@ func TestRulesChangeSubject(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetRaiseSubject(t *testing.T) {
+	s := BudgetRaiseSubject("coder", "ana.b@example.com")
+	if s != "agentmux.budget.raise.coder.ana%2Eb@example%2Ecom" {
+		t.Fatalf("BudgetRaiseSubject = %s", s)
+	}
+	if host, who, ok := ParseBudgetRaiseSubject(s); !ok || host != "coder" || who != "ana.b@example.com" {
+		t.Fatalf("ParseBudgetRaiseSubject(%s) = %q, %q, %v", s, host, who, ok)
+	}
+	for _, bad := range []string{"agentmux.budget.raise", "agentmux.budget.raise.coder", "agentmux.budget.raise.co*der.ana", "agentmux.rules.coder.ana"} {
+		if _, _, ok := ParseBudgetRaiseSubject(bad); ok {
+			t.Errorf("ParseBudgetRaiseSubject(%q) is ok; want refused", bad)
+		}
+	}
+}

@@ -38,14 +38,9 @@ func budgetCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	m, code := loadManifest(*path, stderr)
-	if m == nil {
+	m, c, code := manifestClient("budget", *path, stderr)
+	if c == nil {
 		return code
-	}
-	c, err := dial("budget", m)
-	if err != nil {
-		fmt.Fprintln(stderr, "agentmux budget:", err)
-		return exitError
 	}
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)

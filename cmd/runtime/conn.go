@@ -98,16 +98,22 @@ func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError)
 // client loads the manifest at path and connects command cmd; on failure it has said
 // why on stderr and returns the exit code.
 func client(cmd, path string, stderr io.Writer) (*busClient, int) {
+	_, c, code := manifestClient(cmd, path, stderr)
+	return c, code
+}
+
+// manifestClient is client, with the manifest it was dialled from.
+func manifestClient(cmd, path string, stderr io.Writer) (*config.Manifest, *busClient, int) {
 	m, code := loadManifest(path, stderr)
 	if m == nil {
-		return nil, code
+		return nil, nil, code
 	}
 	c, err := dial(cmd, m)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentmux %s: %v\n", cmd, err)
-		return nil, exitError
+		return nil, nil, exitError
 	}
-	return c, exitOK
+	return m, c, exitOK
 }
 
 // timeout is the command's context bounded by d.

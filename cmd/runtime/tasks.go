@@ -22,14 +22,9 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	m, code := loadManifest(*path, stderr)
-	if m == nil {
+	m, c, code := manifestClient("tasks", *path, stderr)
+	if c == nil {
 		return code
-	}
-	c, err := dial("tasks", m)
-	if err != nil {
-		fmt.Fprintln(stderr, "agentmux tasks:", err)
-		return exitError
 	}
 	defer c.close()
 	ctx, cancel := c.timeout(clientTimeout)
