@@ -75,10 +75,31 @@ func written(dir string, files ...string) string {
 	return strings.Join(out, " ")
 }
 
+// quietWhilePaused checks, in the session's audit, that nothing of the agent's was
+// answered while it was paused: from each pause to its budget's answer, a request is
+// held (or withdrawn, cancelled), never decided.
+func quietWhilePaused(t *testing.T, f *fixture, session string) {
+	t.Helper()
+	paused, pauses := false, 0
+	for _, r := range sessionAudit(t, f, session) {
+		switch {
+		case r.Kind == wire.EventSessionPaused:
+			paused, pauses = true, pauses+1
+		case r.Kind == "answer" && r.Type == "budget":
+			paused = false
+		case r.Kind == "answer" && paused && r.Outcome != "cancelled":
+			t.Errorf("%s (%s) was answered %s by %s while the session was paused", r.Request, r.Text, r.Value, r.Decider)
+		}
+	}
+	if pauses != 2 {
+		t.Errorf("the audit has %d pauses; want 2", pauses)
+	}
+}
+
 // Claude Code at its token budget (the scripted API counts 100 tokens in and up to 20
-// out per message) is interrupted at the end of its turn, before the command of the
-// message that crossed it runs; raised by a person, it goes on in a new turn; at the
-// raised budget, refused, its session ends and that turn's command never runs.
+// out per message) is interrupted at the end of its turn, and nothing it asks is
+// answered while it is paused; raised by a person, it goes on in a new turn; at the
+// raised budget, refused, its session ends.
 func TestClaudeCodeBudgetRaisedThenRefused(t *testing.T) {
 	dir := t.TempDir()
 	bash := func(file string) []block {
@@ -88,18 +109,11 @@ func TestClaudeCodeBudgetRaisedThenRefused(t *testing.T) {
 	n := start(t, claudeHost(t, "claude", f, dir, "budget = { tokens = 200 }\nquestion_timeout = \"1m\"")+budgetRoutes+agentSupervisors)
 	results := make(chan *agent.Result, 1)
 	session := n.n.Submit("claude", "", "write the files", results)
-	res := raiseThenRefuse(t, pendingStore(t, n), session, results)
-	if got := written(dir, "one", "two", "three"); got != "one two" {
-		t.Errorf("written: %s; want one and two: three's command came after the budget was refused", got)
-	}
-	var two []string
-	for _, r := range res.Requests {
-		if strings.Contains(r.Text, "echo two") {
-			two = append(two, string(r.Outcome)+" by "+r.Decider)
-		}
-	}
-	if strings.Join(two, ", ") != "cancelled by agent, answered by rule:ops" {
-		t.Errorf("the approvals of two: %v; want the first held and withdrawn by the interrupt, the second asked in the new turn", two)
+	raiseThenRefuse(t, pendingStore(t, n), session, results)
+	quietWhilePaused(t, n, session)
+	// Which command ran last depends on where in its turn the interrupt found it.
+	if got := written(dir, "one", "two"); got != "one two" {
+		t.Errorf("written: %s; want one before the budget, two once it was raised", got)
 	}
 	if !strings.Contains(string(f.LastMessages()), "Your budget was raised (human:alice). Continue the task where you stopped.") {
 		t.Errorf("the conversation did not go on in a new turn: …%s", tail(string(f.LastMessages()), 600))
@@ -117,8 +131,10 @@ func TestCodexBudgetRaisedThenRefused(t *testing.T) {
 	results := make(chan *agent.Result, 1)
 	session := n.n.Submit("codex", "", "write the files", results)
 	raiseThenRefuse(t, pendingStore(t, n), session, results)
-	if got := written(dir, "one", "two", "three", "four", "five"); got != "one two three four" {
-		t.Errorf("written: %s; want one to four", got)
+	quietWhilePaused(t, n, session)
+	// Whether two ran depends on where in its turn the interrupt found it.
+	if got := written(dir, "one", "three", "five"); got != "one three" {
+		t.Errorf("written: %s; want one before the budget, three once it was raised, never five", got)
 	}
 	if in := f.LastInput(); !strings.Contains(in, "Your budget was raised (human:alice). Continue the task where you stopped.") {
 		t.Errorf("the thread did not go on in a new turn: …%s", tail(in, 600))

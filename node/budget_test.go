@@ -190,7 +190,13 @@ func TestPipelineBudgetSpansItsStages(t *testing.T) {
 	usage := func(usd string) string {
 		return `{"send":{"type":"usage","model":"m","input_tokens":10,"output_tokens":1,"cost_usd":` + usd + `}}`
 	}
-	f := start(t, simHost("w", "")+`
+	// The agent declares pause: told to, it waits for its resume.
+	f := start(t, fmt.Sprintf(`[hosts.w]
+command = %q
+params = { model = "test" }
+env = { AGENTMUX_SIM = "1", AGENTMUX_SIM_CAPABILITIES = "pause", AGENTMUX_TEST_MARK = "@MARK@" }
+stop_grace = "1s"
+`, os.Args[0])+`
 [supervisors.money]
 strategy = "rule"
 rules = [{ type = "budget", match = "of \\$1;", answer = "yes" }, { type = "budget", match = "of \\$2;", answer = "no" }]
@@ -207,11 +213,11 @@ prompt = '{"steps":[`+usage("0.8")+`,{"result":"a"}]}'
 [[pipelines.three.stages]]
 name = "b"
 host = "w"
-prompt = '{"steps":[`+usage("0.5")+`,{"result":"b"}]}'
+prompt = '{"steps":[`+usage("0.5")+`,{"await_resume":true},{"result":"b"}]}'
 [[pipelines.three.stages]]
 name = "c"
 host = "w"
-prompt = '{"steps":[`+usage("0.8")+`,{"sleep":"1m"},{"result":"c"}]}'
+prompt = '{"steps":[`+usage("0.8")+`,{"await_resume":true},{"result":"c"}]}'
 `)
 	run := f.runPipeline("three", nil)
 	want := `stage "c" failed: budget exceeded: spent $2.10 of $2; rule:money did not raise it`

@@ -152,7 +152,10 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 		r.Raises = s.budget.raises
 	}
 	oneShot := !a.dialect.Reusable() || a.cfg.Workspace != nil
-	reusable = reusable && a.phase == phaseBusy && !oneShot
+	// A process told to pause, or interrupted for it, may still wait for its resume:
+	// the next session gets a fresh one.
+	held := s.budget != nil && (s.budget.paused != "" || s.budget.interrupted || s.budget.stopped)
+	reusable = reusable && a.phase == phaseBusy && !oneShot && !held
 	if reusable {
 		a.to(phaseIdle)
 	}
