@@ -115,9 +115,10 @@ const (
 )
 
 type call struct {
-	ask      *wire.Ask // nil once settled
-	subject  string    // the supervisor's queue group
-	reply    string    // the same for every copy: members deduplicate by it
+	ask      *wire.Ask   // nil once settled
+	header   nats.Header // every copy's: the request's trace context, or nil
+	subject  string      // the supervisor's queue group
+	reply    string      // the same for every copy: members deduplicate by it
 	deadline time.Time
 	watch    bool // the member is expected to acknowledge and keep alive
 	state    callState
@@ -187,7 +188,8 @@ func (e *TooLargeError) Error() string {
 // the subscription's goroutine, until LateGrace after deadline. With failover the
 // members are held to the ask protocol (acknowledge, keep alive); without it (a
 // supervisor outside agentmux) the ask waits for an answer until the deadline, unless
-// the member acknowledges of its own accord.
+// the member acknowledges of its own accord. header, when not nil, goes with every
+// copy (the request's trace context).
 //
 // The Asker owns q from then on: each copy it sends carries the time left then
 // (Timeout), so a supervisor's deadline does not depend on its clock agreeing with
@@ -197,9 +199,9 @@ func (e *TooLargeError) Error() string {
 // settle, called when the caller has its answer (why empty) or gave up on one (why says
 // why: it wrote a default, the session ended), stops asking again; late answers are
 // still delivered to be reported.
-func (a *Asker) Ask(subject string, q *wire.Ask, deadline time.Time, failover bool, deliver func(*wire.Reply)) (settle func(why string), err error) {
+func (a *Asker) Ask(subject string, q *wire.Ask, header nats.Header, deadline time.Time, failover bool, deliver func(*wire.Reply)) (settle func(why string), err error) {
 	key := nuid.Next()
-	c := &call{key: key, ask: q, subject: subject, reply: a.prefix + key, deadline: deadline, watch: failover,
+	c := &call{key: key, ask: q, header: header, subject: subject, reply: a.prefix + key, deadline: deadline, watch: failover,
 		backoff: minAskBackoff, deliver: deliver}
 	q.Deadline = deadline.Add(a.cfg.ClockOffset).UnixMilli()
 	now := time.Now()
@@ -223,7 +225,7 @@ func (a *Asker) Ask(subject string, q *wire.Ask, deadline time.Time, failover bo
 // Callers hold mu, or have not shared c yet.
 func (a *Asker) copyOf(c *call, subject string, now time.Time) *nats.Msg {
 	c.ask.Timeout = max(c.deadline.Sub(now).Milliseconds(), 1)
-	return &nats.Msg{Subject: subject, Reply: c.reply, Data: c.ask.AppendJSON(nil)}
+	return &nats.Msg{Subject: subject, Reply: c.reply, Header: c.header, Data: c.ask.AppendJSON(nil)}
 }
 
 // Reconnected asks again every open ask: replies sent while the connection was down

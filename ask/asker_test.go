@@ -113,7 +113,7 @@ func (f *askFixture) member(t *testing.T, handle func(*nats.Msg)) {
 // send asks q of supervisor s through the fixture's Asker.
 func (f *askFixture) send(t *testing.T, q *wire.Ask, deadline time.Time, deliver func(*wire.Reply)) (settle func(string)) {
 	t.Helper()
-	settle, err := f.asker.Ask(wire.AskSubject("s"), q, deadline, true, deliver)
+	settle, err := f.asker.Ask(wire.AskSubject("s"), q, nil, deadline, true, deliver)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestAskTooLargeIsNotSent(t *testing.T) {
 	f := newAskFixture(t)
 	f.member(t, func(*nats.Msg) { t.Error("a copy of an ask too large was sent") })
 	text := strings.Repeat("x", int(f.nc.MaxPayload()))
-	_, err := f.asker.Ask(wire.AskSubject("s"), &wire.Ask{Text: text}, time.Now().Add(time.Minute), true, func(*wire.Reply) {})
+	_, err := f.asker.Ask(wire.AskSubject("s"), &wire.Ask{Text: text}, nil, time.Now().Add(time.Minute), true, func(*wire.Reply) {})
 	var tooLarge *TooLargeError
 	if !errors.As(err, &tooLarge) || tooLarge.Size <= tooLarge.Limit || !strings.Contains(err.Error(), "the NATS server takes") {
 		t.Fatalf("an ask of %d bytes: %v; want a TooLargeError", len(text), err)
@@ -318,7 +318,7 @@ func TestOpenAsksAreAskedAgainAfterAReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	answers := make(chan *wire.Reply, 4)
-	if _, err := asker.Ask(wire.AskSubject("s"), &wire.Ask{}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
+	if _, err := asker.Ask(wire.AskSubject("s"), &wire.Ask{}, nil, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
 		t.Fatal(err)
 	}
 	first := <-copies
@@ -359,7 +359,7 @@ func TestSilentMemberIsPassedOverByName(t *testing.T) {
 		t.Fatal(err)
 	}
 	answers := make(chan *wire.Reply, 4)
-	if _, err := asker.Ask(wire.AskSubject("s"), &wire.Ask{}, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
+	if _, err := asker.Ask(wire.AskSubject("s"), &wire.Ask{}, nil, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-hung; got != wire.AskSubject("s") {

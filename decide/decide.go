@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
@@ -105,6 +107,8 @@ type Deps struct {
 	// Sandboxes confine command supervisors and tools, by "supervisors.<name>" and
 	// "tools.<name>" (none: unsandboxed).
 	Sandboxes sandbox.Set
+	// Tracer makes a span of each model call (nil: none).
+	Tracer trace.Tracer
 }
 
 // New returns the Decider for a configured supervisor: its strategy, with escalation,

@@ -10,6 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
@@ -67,12 +72,14 @@ type Memory interface {
 
 // LLM decides by asking a model, in the shape each request needs.
 type LLM struct {
-	sup     *config.Supervisor
-	model   chatModel
-	memory  Memory // nil without memory = "session"
-	log     *slog.Logger
-	observe LLMObserver
-	decider string
+	sup      *config.Supervisor
+	model    chatModel
+	memory   Memory // nil without memory = "session"
+	log      *slog.Logger
+	observe  LLMObserver
+	tracer   trace.Tracer // nil: no spans
+	provider string       // the connection's, for its spans
+	decider  string
 }
 
 // NewLLM builds the llm strategy of s from its connection.
@@ -93,7 +100,8 @@ func NewLLM(s *config.Supervisor, deps Deps) (*LLM, error) {
 	} else {
 		model = newOpenAI(c, key, deps.HTTPClient)
 	}
-	l := &LLM{sup: s, model: model, observe: deps.Observe, decider: "llm:" + s.Name + "/" + s.ModelID, log: deps.Log}
+	l := &LLM{sup: s, model: model, observe: deps.Observe, decider: "llm:" + s.Name + "/" + s.ModelID, log: deps.Log,
+		tracer: deps.Tracer, provider: c.Provider}
 	if s.Memory == "session" {
 		l.memory = deps.Memory
 		if l.memory == nil {
@@ -230,11 +238,13 @@ func (l *LLM) ask(ctx context.Context, r *Request, user string, schema map[strin
 		req.History = h
 	}
 	begun := time.Now()
+	ctx, span := l.startChat(ctx)
 	reply, err := l.model.complete(ctx, req)
 	call.Took = time.Since(begun)
 	if reply != nil {
 		call.InputTokens, call.OutputTokens = reply.InputTokens, reply.OutputTokens
 	}
+	endChat(span, call, err)
 	if err != nil {
 		call.Outcome = "error"
 		if ctx.Err() != nil {
@@ -245,6 +255,30 @@ func (l *LLM) ask(ctx context.Context, r *Request, user string, schema map[strin
 		return "", call, err
 	}
 	return reply.Text, call, nil
+}
+
+// startChat starts the span of a model call, as OpenTelemetry's GenAI conventions
+// name it; a no-op span without a tracer.
+func (l *LLM) startChat(ctx context.Context) (context.Context, trace.Span) {
+	if l.tracer == nil {
+		return ctx, noop.Span{}
+	}
+	return l.tracer.Start(ctx, "chat "+l.sup.ModelID, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", l.provider),
+		attribute.String("gen_ai.request.model", l.sup.ModelID), attribute.String("agentmux.supervisor", l.sup.Name)))
+}
+
+// endChat ends a model call's span with what it used, or why it failed.
+func endChat(span trace.Span, call LLMCall, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.Int64("gen_ai.usage.input_tokens", call.InputTokens), attribute.Int64("gen_ai.usage.output_tokens", call.OutputTokens))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 func (l *LLM) note(c LLMCall) {

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/router"
@@ -33,6 +34,7 @@ import (
 	"github.com/agentmux/agentmux/notify"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
 )
@@ -85,6 +87,9 @@ type Options struct {
 	ClockOffset time.Duration
 	// Getenv reads the passwords the manifest names (default os.Getenv).
 	Getenv func(string) string
+	// Tracing makes the node's spans; nil: as the OTEL_EXPORTER_OTLP_* variables say
+	// (tracing.FromEnv), off when they name no collector.
+	Tracing *tracing.Provider
 }
 
 // Node is one running agentmux node.
@@ -164,6 +169,11 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	roles, err := chooseRoles(opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Tracing == nil {
+		if opts.Tracing, err = tracing.FromEnv(ctx, "agentmux", opts.Name); err != nil {
+			return nil, err
+		}
 	}
 	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
 		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts}
@@ -288,14 +298,14 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 		return err
 	}
 	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: observeLLM(n.Metrics, m.Pricing), Log: n.log,
-		Procs: n.procs, Sandboxes: n.sandboxes}
+		Procs: n.procs, Sandboxes: n.sandboxes, Tracer: n.tracer()}
 	for _, s := range n.roles.supervisors {
 		d, err := decide.New(s, deps)
 		if err != nil {
 			return err
 		}
 		pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
-			Pending: pending, Routines: n.routines, Metrics: n.Metrics, Log: n.log}))
+			Pending: pending, Routines: n.routines, Metrics: n.Metrics, Log: n.log, Tracer: n.tracer()}))
 		n.sups = append(n.sups, pid)
 	}
 	// The queue subscriptions must reach the server before any agent asks.
@@ -347,7 +357,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants}
+		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer()}
 	spend, err := store.OpenSpend(ctx, n.Bus.JS)
 	if err != nil {
 		return err
@@ -431,6 +441,7 @@ func (n *Node) abort() {
 	n.sandboxes.Close()
 	n.procs.Close()
 	n.audit.close(auditFlushTimeout)
+	_ = n.opts.Tracing.Shutdown(context.Background()) // nothing traced yet
 	n.Bus.Close()
 	n.msrv.Close()
 }
@@ -573,9 +584,21 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	n.procs.Close()
 	n.audit.close(auditFlushTimeout)
+	if terr := n.opts.Tracing.Shutdown(ctx); terr != nil {
+		n.log.Warn("the last spans were not exported", "err", terr)
+	}
 	n.Bus.Close()
 	n.msrv.Close()
 	return err
+}
+
+// tracer makes the node's spans; nil when it traces nothing, so that nothing is spent
+// on spans that go nowhere.
+func (n *Node) tracer() trace.Tracer {
+	if !n.opts.Tracing.On() {
+		return nil
+	}
+	return n.opts.Tracing.Tracer()
 }
 
 // stopRoutines stops the actors' goroutines, which end once their contexts are

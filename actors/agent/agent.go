@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
@@ -88,6 +89,9 @@ type Config struct {
 	// Radar is the node's conflict radar: what other sessions touched of the files a
 	// request would change goes with its ask (nil: none).
 	Radar *workspace.Radar
+	// Tracer makes a span of each session and of each request it routes, whose context
+	// goes with the ask (nil: none).
+	Tracer trace.Tracer
 	// Pricing prices the tokens of a session with a budget as it goes, where the agent
 	// reports no cost.
 	Pricing config.Pricing

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -48,6 +49,9 @@ type StartSession struct {
 	Raises     int
 	BudgetFrom time.Time
 	Spent      *wire.Spend
+	// Trace is the context of the span the session's is a child of (a pipeline stage's);
+	// nil: a trace of its own.
+	Trace context.Context
 	// Retried is what the session's earlier attempts spent (set by the router on a
 	// retry): it counts against its budget too.
 	Retried *wire.Spend

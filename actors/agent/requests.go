@@ -2,16 +2,20 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -26,6 +30,8 @@ type pending struct {
 	settle   func(why string) // tells the asker the request is settled: stop asking
 	claimed  string           // the decider an external supervisor named in its answer
 	scope    string           // what the answer was given for beyond this request: session, host
+	trace    context.Context  // its span's, when traced
+	span     trace.Span       // nil when not traced
 }
 
 // newPending numbers a request read in session s; the runtime names one sent without an id.
@@ -49,6 +55,7 @@ func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
 func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	a.pokeMeasure()
 	p := a.newPending(s, msg)
+	a.startRequestSpan(s, p)
 	id := p.id
 	_, dup := s.pending[id]
 	var raw []byte
@@ -112,7 +119,11 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 		Text: msg.RequestText(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
 		Node: a.cfg.Node, Attempt: s.start.Attempt, Conflicts: conflicts}
 	gen, session, attempt := s.gen, s.id, s.start.Attempt
-	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Supervisor), ask, p.deadline, route.Failover, func(r *wire.Reply) {
+	var header nats.Header
+	if p.span != nil {
+		header = tracing.Header(p.trace)
+	}
+	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Supervisor), ask, header, p.deadline, route.Failover, func(r *wire.Reply) {
 		if route.External {
 			r = externalReply(route.Supervisor, r)
 		}
@@ -271,6 +282,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 			a.proc.stdin.write(reply)
 		}
 	}
+	endRequestSpan(p, outcome, decider)
 	wait := time.Since(p.readAt)
 	a.counted.request(a.cfg.Metrics, a.host.Name, p.msg.Type, outcome, metrics.DeciderKind(decider), wait)
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})

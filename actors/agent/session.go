@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/due"
@@ -35,6 +38,8 @@ type session struct {
 	sink     *streamSink       // where the stdout reader publishes stream lines itself
 	usage    wire.Tally        // what its model calls cost, as the agent reported it
 	budget   *budget           // nil: no budget
+	trace    context.Context   // its span's, when traced (Config.Tracer)
+	span     trace.Span        // nil when not traced
 }
 
 // standing is an answer that stands for the same request later in its session.
@@ -105,6 +110,7 @@ func (a *Agent) startSession(m *StartSession) {
 	if t := a.host.IdleTimeout.D(); t > 0 {
 		s.timers = append(s.timers, a.after(t, timerIdle, s.gen))
 	}
+	a.startSpan(s)
 	a.sess = s
 	a.to(phaseBusy)
 	a.openStream(s)
@@ -143,6 +149,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	a.closeStream()
 	a.gen++ // retires this session's timers
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt
+	endSpan(s.span, r)
 	r.Duration = time.Since(s.start.Started)
 	r.Requests = s.records
 	if !s.usage.Empty() {

@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/pipeline"
@@ -85,6 +86,8 @@ type Config struct {
 	// Routines owns the router's goroutines (its pullers and ticker, task acks, audit
 	// reads, its pipeline runs' I/O); the node stops it after the router.
 	Routines *routines.Group
+	// Tracer makes a span of each session and request (nil: none).
+	Tracer trace.Tracer
 	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
 	Pipelines *store.PipelineStore
 	// Spend keeps the fleet's daily spend by host; nil: not kept (no JetStream).
@@ -484,7 +487,7 @@ func (r *Router) dispatch(p *pool) {
 		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
 			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
 			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
-			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing}))
+			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, Tracer: r.cfg.Tracer}))
 	}
 	for !r.stopping() {
 		pid, s := p.next(spawn)

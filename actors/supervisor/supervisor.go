@@ -8,6 +8,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
@@ -17,6 +19,7 @@ import (
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -37,6 +40,9 @@ type Config struct {
 	Routines *routines.Group
 	Metrics  *metrics.Set
 	Log      *slog.Logger
+	// Tracer makes a span of each decision, a child of the request's span on the
+	// asking node when the ask carries its context (nil: none).
+	Tracer trace.Tracer
 }
 
 // Props returns the props of a Supervisor.
@@ -240,9 +246,16 @@ func (s *Supervisor) parse(msg *nats.Msg, arrived time.Time) (*wire.Ask, bool) {
 // go of the ask; another member answers).
 func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *wire.Ask, arrived time.Time) {
 	ctx, req := parent, decide.RequestOf(ask, msg.Reply, arrived)
+	if s.cfg.Tracer != nil {
+		var span trace.Span
+		ctx, span = s.cfg.Tracer.Start(tracing.FromHeader(ctx, msg.Header), "decide "+s.name, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("agentmux.supervisor", s.name), attribute.String("agentmux.node", s.cfg.Member),
+				attribute.String("agentmux.session", ask.Session), attribute.String("agentmux.request", ask.ID), attribute.String("agentmux.request.type", ask.Type)))
+		defer span.End()
+	}
 	if !s.immediate && !req.Deadline.IsZero() { // one from memory needs no deadline (nor its timer)
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(parent, req.Deadline)
+		ctx, cancel = context.WithDeadline(ctx, req.Deadline)
 		defer cancel()
 	}
 	begun := time.Now()

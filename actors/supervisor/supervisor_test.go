@@ -100,7 +100,7 @@ func (f *fixture) member(t *testing.T, system *actor.ActorSystem, name string, c
 func (f *fixture) ask(id string, deadline time.Time) (*wire.Reply, error) {
 	answers := make(chan *wire.Reply, 8)
 	q := &wire.Ask{Session: "s1", Host: "w", Type: "question", ID: id, Text: "q"}
-	if _, err := f.asker.Ask(wire.AskSubject("s"), q, deadline, true, func(r *wire.Reply) { answers <- r }); err != nil {
+	if _, err := f.asker.Ask(wire.AskSubject("s"), q, nil, deadline, true, func(r *wire.Reply) { answers <- r }); err != nil {
 		return nil, err
 	}
 	select {
@@ -223,7 +223,7 @@ func TestHeldAskIsKeptAlive(t *testing.T) {
 	defer func() { _ = sub.Unsubscribe() }()
 	answers := make(chan *wire.Reply, 4)
 	q := &wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "slow", Text: "q"}
-	if _, err := f.asker.Ask(wire.AskSubject("s"), q, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
+	if _, err := f.asker.Ask(wire.AskSubject("s"), q, nil, time.Now().Add(time.Minute), true, func(r *wire.Reply) { answers <- r }); err != nil {
 		t.Fatal(err)
 	}
 	// Four keep-alives span more than the asker's silence window (ask.DefaultSilence).
@@ -259,7 +259,7 @@ func TestStoppingMemberHandsItsAskOver(t *testing.T) {
 	answers := make(chan *wire.Reply, 4)
 	deadline := time.Now().Add(time.Minute)
 	q := &wire.Ask{Session: "s1", Host: "w", Type: "question", ID: "q1", Text: "q"}
-	if _, err := f.asker.Ask(wire.AskSubject("s"), q, deadline, true, func(r *wire.Reply) { answers <- r }); err != nil {
+	if _, err := f.asker.Ask(wire.AskSubject("s"), q, nil, deadline, true, func(r *wire.Reply) { answers <- r }); err != nil {
 		t.Fatal(err)
 	}
 	var holder, other string

@@ -1,0 +1,114 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentmux/agentmux/tracing"
+)
+
+// spanNamed is the one ended span named name, failing the test without exactly one.
+func spanNamed(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	var found []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == name {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		var names []string
+		for _, s := range rec.Ended() {
+			names = append(names, s.Name())
+		}
+		t.Fatalf("%d spans named %q; want 1 (spans: %v)", len(found), name, names)
+	}
+	return found[0]
+}
+
+func attr(s sdktrace.ReadOnlySpan, key string) attribute.Value {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+// TestOneQuestionIsOneTraceAcrossNodes: a question asked on one node and decided by an
+// llm supervisor on another is one trace: the session's span, the request's as its
+// child, the decision's on the other node as the request's child (its context crossed
+// the bus in the ask's headers), and the model call's under it, as OpenTelemetry's GenAI
+// conventions name it.
+func TestOneQuestionIsOneTraceAcrossNodes(t *testing.T) {
+	t.Setenv("AGENTMUX_TEST_MODEL_KEY", "sk-test")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"fake-1","choices":[{"index":0,"message":{"role":"assistant","content":"{\"answer\":\"Postgres\",\"reason\":\"it runs already\",\"risk_level\":\"low\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	}))
+	t.Cleanup(srv.Close)
+	supervisors := fakeConnection(srv.URL) + `
+[supervisors.architect]
+strategy = "llm"
+connection = "fake"
+[[routes]]
+supervisor = "architect"
+`
+	t.Setenv("T_PEER_PASSWORD", nuid.Next())
+	onA, onB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := start(t, simHost("w", "")+supervisors+peerUser, func(o *Options) {
+		o.NoSupervisors, o.Tracing = true, tracing.New(onA, "agentmux", "node-a")
+	})
+	start(t, peerOf(a)+simHost("w", "")+supervisors, func(o *Options) {
+		o.NoHosts, o.Ephemeral, o.Name, o.Tracing = true, false, "node-b", tracing.New(onB, "agentmux", "node-b")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := a.n.Run(ctx, "w", "s-traced", script(send(`{"type":"question","id":"q1","question":"Which database?"}`), await("q1"), result))
+	if err != nil || !res.OK || record(res, "q1").Decider != "llm:architect/fake-1" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	waitFor(t, 10*time.Second, func() error { // B ends its spans as it answers; A's session ends after
+		if len(onA.Ended()) < 2 || len(onB.Ended()) < 2 {
+			return fmt.Errorf("%d spans ended on A, %d on B", len(onA.Ended()), len(onB.Ended()))
+		}
+		return nil
+	})
+	session, request := spanNamed(t, onA, "session w"), spanNamed(t, onA, "request question")
+	decision, chat := spanNamed(t, onB, "decide architect"), spanNamed(t, onB, "chat fake-1")
+	trace := session.SpanContext().TraceID()
+	for _, s := range []sdktrace.ReadOnlySpan{request, decision, chat} {
+		if s.SpanContext().TraceID() != trace {
+			t.Errorf("%s is in trace %s; want the session's %s", s.Name(), s.SpanContext().TraceID(), trace)
+		}
+	}
+	for _, link := range []struct{ child, parent sdktrace.ReadOnlySpan }{{request, session}, {decision, request}, {chat, decision}} {
+		if link.child.Parent().SpanID() != link.parent.SpanContext().SpanID() {
+			t.Errorf("%s's parent is %s; want %s", link.child.Name(), link.child.Parent().SpanID(), link.parent.Name())
+		}
+	}
+	if session.Parent().IsValid() || attr(session, "agentmux.session").AsString() != "s-traced" || attr(session, "agentmux.outcome").AsString() != "ok" {
+		t.Errorf("the session's span: parent %v, attributes %v", session.Parent(), session.Attributes())
+	}
+	if attr(request, "agentmux.request").AsString() != "q1" || attr(request, "agentmux.decider").AsString() != "llm:architect/fake-1" || attr(request, "agentmux.outcome").AsString() != "answered" {
+		t.Errorf("the request's span: %v", request.Attributes())
+	}
+	if attr(decision, "agentmux.node").AsString() != "node-b" || !decision.Parent().IsRemote() {
+		t.Errorf("the decision's span: remote parent %v, attributes %v", decision.Parent().IsRemote(), decision.Attributes())
+	}
+	if attr(chat, "gen_ai.operation.name").AsString() != "chat" || attr(chat, "gen_ai.request.model").AsString() != "fake-1" ||
+		attr(chat, "gen_ai.usage.input_tokens").AsInt64() != 10 || attr(chat, "gen_ai.usage.output_tokens").AsInt64() != 5 {
+		t.Errorf("the model call's span: %v", chat.Attributes())
+	}
+}
