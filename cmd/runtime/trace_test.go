@@ -1,0 +1,206 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentmux/agentmux/internal/proctest"
+)
+
+// jaeger runs Jaeger (v2, built from its module by .ci/run) with an OTLP/HTTP receiver
+// and its query API on free loopback ports, keeping traces in memory, and returns both
+// addresses.
+func jaeger(t *testing.T) (otlp, query string) {
+	t.Helper()
+	bin, err := exec.LookPath("jaeger")
+	if err != nil {
+		t.Fatalf("the tracing test exports to a real Jaeger, which .ci/run builds from its module (github.com/jaegertracing/jaeger/cmd/jaeger): %v", err)
+	}
+	otlp, query = fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
+	config := filepath.Join(t.TempDir(), "jaeger.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces: { receivers: [otlp], processors: [batch], exporters: [jaeger_storage_exporter] }
+  telemetry:
+    metrics: { level: none }
+    logs: { level: warn }
+extensions:
+  jaeger_storage:
+    backends: { mem: { memory: { max_traces: 1000 } } }
+  jaeger_query:
+    storage: { traces: mem }
+    http: { endpoint: %q }
+    grpc: { endpoint: "127.0.0.1:%d" }
+receivers:
+  otlp:
+    protocols: { http: { endpoint: %q } }
+processors:
+  batch: { timeout: 100ms }
+exporters:
+  jaeger_storage_exporter: { trace_storage: mem }
+`, query, proctest.FreePort(t), otlp), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, exec.Command(bin, "--config=file:"+config))
+	proctest.Within(t, 30*time.Second, func() error {
+		resp, err := http.Get("http://" + query + "/api/services")
+		if err != nil {
+			return fmt.Errorf("jaeger's query API: %v\n%s", err, p.stderr)
+		}
+		resp.Body.Close()
+		return nil
+	})
+	return otlp, query
+}
+
+// jaegerTrace is a trace as Jaeger's query API gives it.
+type jaegerTrace struct {
+	TraceID string `json:"traceID"`
+	Spans   []struct {
+		SpanID     string `json:"spanID"`
+		Operation  string `json:"operationName"`
+		ProcessID  string `json:"processID"`
+		References []struct {
+			RefType string `json:"refType"`
+			SpanID  string `json:"spanID"`
+		} `json:"references"`
+		Tags []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"tags"`
+	} `json:"spans"`
+	Processes map[string]struct {
+		Service string `json:"serviceName"`
+		Tags    []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"tags"`
+	} `json:"processes"`
+}
+
+// TestFleetTraceInJaeger: two `agentmux up` processes, one running the agent and one
+// its llm supervisor, export their spans to a real Jaeger with OTLP, configured only by
+// the standard OTEL_EXPORTER_OTLP_ENDPOINT. The question the agent asks on node a and
+// the model answers on node b is one trace: session > request > decide > chat, each on
+// the node that did it.
+func TestFleetTraceInJaeger(t *testing.T) {
+	otlp, query := jaeger(t)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"fake-1","choices":[{"index":0,"message":{"role":"assistant","content":"{\"answer\":\"Postgres\",\"reason\":\"it runs already\",\"risk_level\":\"low\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	}))
+	t.Cleanup(model.Close)
+	port := proctest.FreePort(t)
+	manifest := func(dir, nats string) string {
+		path := filepath.Join(dir, "agentmux.toml")
+		m := nats + fmt.Sprintf(`[metrics]
+addr = "127.0.0.1:0"
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+stop_grace = "2s"
+[connections.fake]
+provider = "openai"
+base_url = "%s/v1"
+api_key_env = "AGENTMUX_TEST_MODEL_KEY"
+default_model = "fake-1"
+[supervisors.architect]
+strategy = "llm"
+connection = "fake"
+[[routes]]
+supervisor = "architect"
+`, os.Args[0], model.URL)
+		if err := os.WriteFile(path, []byte(m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const user = "user = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\n"
+	dirA := t.TempDir()
+	a := manifest(dirA, fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n%s[[nats.users]]\nname = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\nrole = \"node\"\n",
+		port, filepath.Join(dirA, "store"), user))
+	b := manifest(t.TempDir(), fmt.Sprintf("[nats]\nurl = \"nats://127.0.0.1:%d\"\n%s", port, user))
+	traced := func(args ...string) *proc {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_BSP_SCHEDULE_DELAY=100", "AGENTMUX_TEST_MODEL_KEY=sk-test"}
+		return startProc(t, cmd)
+	}
+	nodeA := traced("up", "-c", a, "--name", "a", "--no-supervisors")
+	until(t, "agentmux up (a)", nodeA.stderr, "node up")
+	nodeB := traced("up", "-c", b, "--name", "b", "--no-hosts")
+	until(t, "agentmux up (b)", nodeB.stderr, "node up")
+	if code, out, stderr := runCLI("submit", "-c", a, "--id", "t-traced", "--follow", "w",
+		`{"steps":[{"send":{"type":"question","id":"q1","question":"Which database?"}},{"await":"q1"},{"result":"done"}]}`); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+
+	var tr jaegerTrace
+	proctest.Within(t, 30*time.Second, func() error {
+		resp, err := http.Get("http://" + query + `/api/traces?service=agentmux&tags={"agentmux.session":"t-traced"}&limit=5`)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var found struct{ Data []jaegerTrace }
+		if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+			return err
+		}
+		if len(found.Data) != 1 || len(found.Data[0].Spans) < 4 {
+			return fmt.Errorf("jaeger holds %d traces of t-traced (want 1, of 4 spans or more): %+v", len(found.Data), found.Data)
+		}
+		tr = found.Data[0]
+		return nil
+	})
+	byName := map[string]string{} // operation → span id
+	parent := map[string]string{} // span id → parent span id
+	node := map[string]string{}   // span id → the node that made it
+	tags := map[string]map[string]any{}
+	for _, s := range tr.Spans {
+		byName[s.Operation] = s.SpanID
+		for _, r := range s.References {
+			if r.RefType == "CHILD_OF" {
+				parent[s.SpanID] = r.SpanID
+			}
+		}
+		for _, tag := range tr.Processes[s.ProcessID].Tags {
+			if tag.Key == "service.instance.id" {
+				node[s.SpanID] = fmt.Sprint(tag.Value)
+			}
+		}
+		tags[s.SpanID] = map[string]any{}
+		for _, tag := range s.Tags {
+			tags[s.SpanID][tag.Key] = tag.Value
+		}
+	}
+	chain := []struct{ name, parent, node string }{
+		{"session w", "", "a"}, {"request question", "session w", "a"}, {"decide architect", "request question", "b"}, {"chat fake-1", "decide architect", "b"},
+	}
+	for _, c := range chain {
+		id, ok := byName[c.name]
+		switch {
+		case !ok:
+			t.Errorf("no span %q in the trace: %v", c.name, byName)
+		case c.parent != "" && parent[id] != byName[c.parent]:
+			t.Errorf("%s's parent is %s; want %s (%s)", c.name, parent[id], c.parent, byName[c.parent])
+		case node[id] != c.node:
+			t.Errorf("%s was made on node %q; want %q", c.name, node[id], c.node)
+		}
+	}
+	if chat := tags[byName["chat fake-1"]]; fmt.Sprint(chat["gen_ai.usage.input_tokens"]) != "10" || fmt.Sprint(chat["gen_ai.request.model"]) != "fake-1" {
+		t.Errorf("the model call's tags: %v", chat)
+	}
+	if req := tags[byName["request question"]]; fmt.Sprint(req["agentmux.decider"]) != "llm:architect/fake-1" {
+		t.Errorf("the request's tags: %v", req)
+	}
+}
