@@ -175,6 +175,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			return nil, err
 		}
 	}
+	if opts.Tracing.On() {
+		opts.Log = slog.New(tracing.LogHandler(opts.Log.Handler())) // lines about a session or request join its trace
+	}
 	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
 		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts}
 	if err := n.sweepLeftovers(opts); err != nil {

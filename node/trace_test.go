@@ -2,10 +2,14 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,4 +115,103 @@ supervisor = "architect"
 		attr(chat, "gen_ai.usage.input_tokens").AsInt64() != 10 || attr(chat, "gen_ai.usage.output_tokens").AsInt64() != 5 {
 		t.Errorf("the model call's span: %v", chat.Attributes())
 	}
+}
+
+// A pipeline run is a trace: the run's span, a span per stage under it, and each
+// stage's session under its stage.
+func TestPipelineRunIsOneTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	f := start(t, simHost("w", "")+`
+[pipelines.two]
+[[pipelines.two.stages]]
+name = "a"
+host = "w"
+prompt = '{"steps":[{"result":"a"}]}'
+[[pipelines.two.stages]]
+name = "b"
+host = "w"
+prompt = '{"steps":[{"result":"b ${a}"}]}'
+`, func(o *Options) { o.Tracing = tracing.New(rec, "agentmux", "test") })
+	run := f.runPipeline("two", nil)
+	if run.Outcome != "ok" {
+		t.Fatalf("run %+v", run)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if n := len(rec.Ended()); n < 5 {
+			return fmt.Errorf("%d spans ended; want the run's, two stages' and two sessions'", n)
+		}
+		return nil
+	})
+	pipeline, a, b := spanNamed(t, rec, "pipeline two"), spanNamed(t, rec, "stage a"), spanNamed(t, rec, "stage b")
+	var sessions []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "session w" {
+			sessions = append(sessions, s)
+		}
+	}
+	if pipeline.Parent().IsValid() || attr(pipeline, "agentmux.run").AsString() != run.ID || attr(pipeline, "agentmux.outcome").AsString() != "ok" {
+		t.Errorf("the run's span: parent %v, %v", pipeline.Parent(), pipeline.Attributes())
+	}
+	for _, st := range []sdktrace.ReadOnlySpan{a, b} {
+		if st.Parent().SpanID() != pipeline.SpanContext().SpanID() {
+			t.Errorf("%s is not a child of the run's span", st.Name())
+		}
+	}
+	if len(sessions) != 2 {
+		t.Fatalf("%d session spans; want 2", len(sessions))
+	}
+	for _, s := range sessions {
+		stage := attr(s, "agentmux.stage").AsString()
+		want := map[string]sdktrace.ReadOnlySpan{"a": a, "b": b}[stage]
+		if want == nil || s.Parent().SpanID() != want.SpanContext().SpanID() || s.SpanContext().TraceID() != pipeline.SpanContext().TraceID() {
+			t.Errorf("the session of stage %q is not its stage's child in the run's trace", stage)
+		}
+	}
+}
+
+// A log line about a session carries the trace and span ids of its span.
+func TestLogLinesAboutASessionJoinItsTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	var out syncBuffer
+	f := start(t, budgetHost(`{ tokens = 100 }`, ""), func(o *Options) {
+		o.Tracing = tracing.New(rec, "agentmux", "test")
+		o.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
+	res := f.run("w", script(send(`{"type":"usage","model":"m","input_tokens":150,"output_tokens":1}`), `{"await_resume":true}`, result))
+	if !res.BudgetExceeded {
+		t.Fatalf("result %+v", res)
+	}
+	session := spanNamed(t, rec, "session w")
+	found := false
+	for _, l := range strings.Split(out.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "session paused at its budget" {
+			continue
+		}
+		found = true
+		if m["trace_id"] != session.SpanContext().TraceID().String() || m["span_id"] != session.SpanContext().SpanID().String() || m["session"] != res.Session {
+			t.Errorf("the log line %s; want the session span's trace %s and span %s", l, session.SpanContext().TraceID(), session.SpanContext().SpanID())
+		}
+	}
+	if !found {
+		t.Fatalf("no log line says the session paused:\n%s", out.String())
+	}
+}
+
+// syncBuffer is a log's writer read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -48,5 +49,22 @@ func TestContextCrossesInHeaders(t *testing.T) {
 	off, _ := Off().Tracer().Start(context.Background(), "x")
 	if Header(context.Background()) != nil || Header(off) != nil || Off().On() {
 		t.Error("headers without a span that is recorded")
+	}
+}
+
+// A log line written with a span's context carries its trace and span ids; one without
+// carries none.
+func TestLogLinesJoinTheTrace(t *testing.T) {
+	var out strings.Builder
+	log := slog.New(LogHandler(slog.NewTextHandler(&out, nil))).With("node", "a")
+	ctx, span := New(tracetest.NewSpanRecorder(), "agentmux", "a").Tracer().Start(context.Background(), "session")
+	log.InfoContext(ctx, "session paused")
+	log.Info("no session")
+	span.End()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	sc := span.SpanContext()
+	if len(lines) != 2 || !strings.Contains(lines[0], "trace_id="+sc.TraceID().String()+" span_id="+sc.SpanID().String()) ||
+		!strings.Contains(lines[0], "node=a") || strings.Contains(lines[1], "trace_id") {
+		t.Fatalf("log lines:\n%s", out.String())
 	}
 }

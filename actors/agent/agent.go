@@ -398,7 +398,7 @@ func (a *Agent) maybeGone() {
 	}
 	text := "agent exited without result (" + exitDescription(a.exitErr) + ")" + tail
 	if a.sess != nil {
-		a.log.Warn("agent exited in a session", "pid", a.pid(), "session", a.sess.id, "err", text)
+		a.log.WarnContext(a.traceCtx(), "agent exited in a session", "pid", a.pid(), "session", a.sess.id, "err", text)
 	}
 	if s := a.sess; s != nil {
 		// A reused process that died before it said anything of this session: the

@@ -110,7 +110,7 @@ func (a *Agent) pause(s *session, why string, sp *wire.Spend) {
 	rec := a.record(s, wire.EventSessionPaused)
 	rec.Request, rec.Type, rec.Text, rec.Reason, rec.Spend = id, string(protocol.TypeBudget), text, why, sp
 	a.cfg.Audit(wire.AuditID(s.id, s.start.Attempt, id+".paused"), rec)
-	a.log.Info("session paused at its budget", "session", s.id, "spent", why)
+	a.log.InfoContext(a.traceCtx(), "session paused at its budget", "session", s.id, "spent", why)
 	raw := a.encode(struct {
 		Type        string      `json:"type"`
 		ID          string      `json:"id"`

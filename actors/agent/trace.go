@@ -11,6 +11,15 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
+// traceCtx is the current session's span context, for the log lines about it (the
+// node's log adds its trace and span ids); Background without one.
+func (a *Agent) traceCtx() context.Context {
+	if a.sess != nil && a.sess.trace != nil {
+		return a.sess.trace
+	}
+	return context.Background()
+}
+
 // startSpan starts session s's span, when the node traces.
 func (a *Agent) startSpan(s *session) {
 	if a.cfg.Tracer == nil {

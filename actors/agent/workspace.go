@@ -109,7 +109,7 @@ func (a *Agent) onWorkspaceMeasured(m *workspaceMeasured) {
 	}
 	a.measured(m.bytes)
 	if m.err != nil {
-		a.log.Warn("the files a session changed could not be read; the conflict radar misses them", "err", m.err)
+		a.log.WarnContext(a.traceCtx(), "the files a session changed could not be read; the conflict radar misses them", "err", m.err)
 	} else if s := a.sess; s != nil {
 		a.touched(s, wire.TouchChanged, m.changed)
 	}
@@ -136,7 +136,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 	stopped := a.wsState == wsStopOpened
 	if m.err != nil {
 		a.wsState = wsNone
-		a.log.Error("session's workspace not made", "err", m.err)
+		a.log.ErrorContext(a.traceCtx(), "session's workspace not made", "err", m.err)
 		a.failWaiting(m.err.Error())
 		a.finish(m.err.Error())
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
@@ -41,6 +42,9 @@ type Config struct {
 	Audit     func(id string, rec *wire.AuditRecord)
 	// Routines owns the run's store reads and writes; the node waits for them.
 	Routines *routines.Group
+	// Tracer makes a span of the run on this node and of each stage, the stage's
+	// session's parent (nil: none).
+	Tracer trace.Tracer
 }
 
 // RunStage asks the parent to run a stage's session; its agent.Result comes back to
@@ -105,6 +109,10 @@ type Run struct {
 	begun   time.Time
 	over    bool
 	yield   bool // stop before the next stage
+
+	trace     context.Context // the run's span's, when traced
+	span      trace.Span      // nil when not traced
+	stageSpan trace.Span      // the running stage's
 }
 
 // Receive implements actor.Actor. It never blocks: the store is read and written on
@@ -180,6 +188,7 @@ func (r *Run) onLoaded(m *loaded) {
 		r.log.Info("resuming pipeline run", "previous_node", m.run.Node)
 	}
 	r.run.Node = r.cfg.Node
+	r.startSpan()
 	r.save(r.next)
 }
 
@@ -245,6 +254,7 @@ func (r *Run) startStage(i int) {
 		}
 		r.begun = time.Now()
 		r.publish(wire.EventStageStarted, r.stageEvent(st))
+		stageTrace := r.startStageSpan(st)
 		retries := 0
 		if h := r.cfg.Hosts[spec.Host]; h != nil {
 			retries = h.Retries
@@ -252,7 +262,7 @@ func (r *Run) startStage(i int) {
 		stage := &RunStage{Host: spec.Host, Start: &agent.StartSession{
 			Session: st.Session, Task: r.run.ID, Prompt: prompt, Attempt: (st.Attempts - 1) * (retries + 1),
 			Pipeline: r.run.Pipeline, Stage: st.Name, Routes: spec.Routes, Result: spec.Result, Notify: r.self,
-			From: r.workspaceFrom()}}
+			From: r.workspaceFrom(), Trace: stageTrace}}
 		if b := r.cfg.Pipeline.Budget; b != nil {
 			stage.Start.Budget, stage.Start.Raises, stage.Start.BudgetFrom, stage.Start.Spent = b, r.run.Raises, time.UnixMilli(r.run.Started), r.spent()
 		}
@@ -325,6 +335,7 @@ func (r *Run) onStageEnded(res *agent.Result) {
 }
 
 func (r *Run) stageEnded(st *wire.StageRun, attempt int) {
+	r.endStageSpan(st)
 	r.cfg.Metrics.PipelineStages.WithLabelValues(r.run.Pipeline, st.Name, st.Outcome).Inc()
 	ev := r.stageEvent(st)
 	ev.Outcome, ev.Error, ev.Data, ev.Duration = st.Outcome, st.Error, st.Data, st.Duration
@@ -353,6 +364,7 @@ func (r *Run) end(e *Ended) {
 		return
 	}
 	r.over = true
+	r.endSpan(e)
 	e.PID = r.self
 	if e.Run != nil && e.Run.Outcome != "" && !e.Lost && e.Err == nil {
 		r.publish(wire.EventPipelineEnded, e.Run)

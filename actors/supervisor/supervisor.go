@@ -267,7 +267,7 @@ func (s *Supervisor) decide(parent context.Context, msg *nats.Msg, ask *wire.Ask
 	}
 	if err != nil {
 		s.counts.errored.Inc()
-		s.log.Warn("decision failed; declining", "session", ask.Session, "request", ask.ID, "err", err)
+		s.log.WarnContext(ctx, "decision failed; declining", "session", ask.Session, "request", ask.ID, "err", err)
 		s.respond(msg, &wire.Reply{Kind: wire.ReplyCancelled, Decider: "supervisor:" + s.name, Reason: err.Error()})
 		return
 	}
