@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/tracing"
 )
 
@@ -172,7 +172,7 @@ prompt = '{"steps":[{"result":"b ${a}"}]}'
 // A log line about a session carries the trace and span ids of its span.
 func TestLogLinesAboutASessionJoinItsTrace(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
-	var out syncBuffer
+	var out proctest.Buffer
 	f := start(t, budgetHost(`{ tokens = 100 }`, ""), func(o *Options) {
 		o.Tracing = tracing.New(rec, "agentmux", "test")
 		o.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -196,22 +196,4 @@ func TestLogLinesAboutASessionJoinItsTrace(t *testing.T) {
 	if !found {
 		t.Fatalf("no log line says the session paused:\n%s", out.String())
 	}
-}
-
-// syncBuffer is a log's writer read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
