@@ -26,13 +26,9 @@ func TestDailyGateHoldsUntilARaiseOrTheNextDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := NewDailyGate(st, 2)
+	told := make(chan string, 8) // what the gate says, in order
+	g.Held = func(host, why string) { told <- host + ": " + why }
 	var mu sync.Mutex
-	var told []string
-	g.Held = func(host, why string) {
-		mu.Lock()
-		defer mu.Unlock()
-		told = append(told, host+": "+why)
-	}
 	var now time.Time
 	g.Now = func() time.Time {
 		mu.Lock()
@@ -44,6 +40,17 @@ func TestDailyGateHoldsUntilARaiseOrTheNextDay(t *testing.T) {
 		defer mu.Unlock()
 		now = t
 	}
+	// said is the next thing the gate says.
+	said := func() string {
+		t.Helper()
+		select {
+		case s := <-told:
+			return s
+		case <-ctx.Done():
+			t.Fatal("the gate said nothing")
+			return ""
+		}
+	}
 	at(day)
 	if err := g.Wait(ctx, "other"); err != nil {
 		t.Fatalf("a host under its budget waited: %v", err)
@@ -51,23 +58,7 @@ func TestDailyGateHoldsUntilARaiseOrTheNextDay(t *testing.T) {
 
 	passed := make(chan error, 1)
 	go func() { passed <- g.Wait(ctx, "w") }()
-	waitHeld := func() {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			mu.Lock()
-			n := len(told)
-			mu.Unlock()
-			if n > 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the gate did not say it holds w")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitHeld()
+	heldWhy := said()
 	select {
 	case err := <-passed:
 		t.Fatalf("w at $2.50 of $2 passed: %v", err)
@@ -79,33 +70,28 @@ func TestDailyGateHoldsUntilARaiseOrTheNextDay(t *testing.T) {
 	if err := <-passed; err != nil {
 		t.Fatalf("after the raise: %v", err)
 	}
-	mu.Lock()
 	want := []string{"w: host w spent $2.50 of its $2 daily budget today (UTC); its tasks wait in the queue until tomorrow or a raise (agentmux budget raise)", "w: "}
-	if strings.Join(told, "|") != strings.Join(want, "|") {
-		t.Errorf("the gate said %q; want %q", told, want)
+	if got := []string{heldWhy, said()}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("the gate said %q; want %q", got, want)
 	}
-	told = nil
-	mu.Unlock()
 
 	// Over the raised budget too: a reload to no budget lets it go at once.
 	if err := st.Add(ctx, "w", day, &wire.Spend{CostUSD: 1}); err != nil {
 		t.Fatal(err)
 	}
 	go func() { passed <- g.Wait(ctx, "w") }()
-	waitHeld()
+	said()
 	g.SetLimit(0)
 	if err := <-passed; err != nil {
 		t.Fatalf("after a reload to no budget: %v", err)
 	}
+	said() // released
 
 	// Held a moment before midnight (UTC), it goes once the day is the next.
 	g.SetLimit(2)
 	at(time.Date(2026, 11, 27, 23, 59, 59, 900_000_000, time.UTC))
-	mu.Lock()
-	told = told[:0]
-	mu.Unlock()
 	go func() { passed <- g.Wait(ctx, "w") }()
-	waitHeld()
+	said()
 	at(time.Date(2026, 11, 28, 0, 0, 1, 0, time.UTC))
 	if err := <-passed; err != nil {
 		t.Fatalf("the next day: %v", err)
