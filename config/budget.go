@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/agentmux/agentmux/wire"
 )
 
 // Budget is what a session may spend before it is paused and its supervisors asked
@@ -39,7 +41,7 @@ func (b Budget) Raised(step Budget) Budget {
 func (b Budget) Exceeded(usd float64, tokens int64, wall time.Duration) string {
 	var over []string
 	if b.USD > 0 && usd >= b.USD {
-		over = append(over, fmt.Sprintf("$%.2f of $%s", usd, trimFloat(b.USD)))
+		over = append(over, fmt.Sprintf("$%.2f of $%s", usd, wire.Dollars(b.USD)))
 	}
 	if b.Tokens > 0 && tokens >= b.Tokens {
 		over = append(over, fmt.Sprintf("%d tokens of %d", tokens, b.Tokens))
@@ -58,7 +60,7 @@ func (b Budget) Exceeded(usd float64, tokens int64, wall time.Duration) string {
 func (b Budget) Step() string {
 	var s []string
 	if b.USD > 0 {
-		s = append(s, "+$"+trimFloat(b.USD))
+		s = append(s, "+$"+wire.Dollars(b.USD))
 	}
 	if b.Tokens > 0 {
 		s = append(s, fmt.Sprintf("+%d tokens", b.Tokens))
@@ -68,8 +70,6 @@ func (b Budget) Step() string {
 	}
 	return strings.Join(s, ", ")
 }
-
-func trimFloat(f float64) string { return strings.TrimSuffix(fmt.Sprintf("%.2f", f), ".00") }
 
 // budget checks a budget as written at path: each limit 0 or more, one at least.
 func (v *validator) budget(path []string, b *Budget) {

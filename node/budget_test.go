@@ -41,6 +41,23 @@ supervisor = "ops"
 `, os.Args[0], budget, extra)
 }
 
+// endedEvents are host's session.ended events, as they come.
+func endedEvents(t *testing.T, f *fixture, host string) <-chan *wire.SessionEnded {
+	t.Helper()
+	ended := make(chan *wire.SessionEnded, 4)
+	sub, err := f.n.Bus.Conn.Subscribe(wire.EventSubject(host, "*", wire.EventSessionEnded), func(m *nats.Msg) {
+		var e wire.SessionEnded
+		if json.Unmarshal(m.Data, &e) == nil {
+			ended <- &e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return ended
+}
+
 // sessionAudit is the audit of a session, once it has ended.
 func sessionAudit(t *testing.T, f *fixture, session string) []*wire.AuditRecord {
 	t.Helper()
@@ -138,17 +155,7 @@ func TestBudgetPausesTheSessionAndARaiseResumesIt(t *testing.T) {
 
 func TestBudgetRefusedEndsTheSessionBudgetExceeded(t *testing.T) {
 	f := start(t, budgetHost(`{ tokens = 100000 }`, "retries = 2"))
-	ended := make(chan *wire.SessionEnded, 1)
-	sub, err := f.n.Bus.Conn.Subscribe(wire.EventSubject("w", "*", wire.EventSessionEnded), func(m *nats.Msg) {
-		var e wire.SessionEnded
-		if json.Unmarshal(m.Data, &e) == nil {
-			ended <- &e
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	ended := endedEvents(t, f, "w")
 	res := f.run("w", script(
 		send(`{"type":"usage","model":"m","input_tokens":150000,"output_tokens":20}`),
 		`{"await_resume":true}`, result))

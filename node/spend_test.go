@@ -2,13 +2,11 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/store"
@@ -25,17 +23,7 @@ func TestSessionSpend(t *testing.T) {
 input_per_mtok = 2
 output_per_mtok = 8
 `)
-	ended := make(chan *wire.SessionEnded, 1)
-	sub, err := f.n.Bus.Conn.Subscribe(wire.EventSubject("w", "*", wire.EventSessionEnded), func(m *nats.Msg) {
-		var e wire.SessionEnded
-		if json.Unmarshal(m.Data, &e) == nil {
-			ended <- &e
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	ended := endedEvents(t, f, "w")
 	res := f.run("w", script(
 		send(`{"type":"usage","model":"claude-test","input_tokens":1000,"output_tokens":200,"cost_usd":0.25}`),
 		send(`{"type":"usage","model":"gpt-test","input_tokens":500000,"output_tokens":100000}`),

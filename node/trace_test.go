@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/tracing"
 )
@@ -56,13 +54,8 @@ func attr(s sdktrace.ReadOnlySpan, key string) attribute.Value {
 // conventions name it.
 func TestOneQuestionIsOneTraceAcrossNodes(t *testing.T) {
 	t.Setenv("AGENTMUX_TEST_MODEL_KEY", "sk-test")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"fake-1","choices":[{"index":0,"message":{"role":"assistant","content":"{\"answer\":\"Postgres\",\"reason\":\"it runs already\",\"risk_level\":\"low\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
-	}))
-	t.Cleanup(srv.Close)
-	supervisors := fakeConnection(srv.URL) + `
+	model := agenttest.ChatAnswer(t, `{"answer":"Postgres","reason":"it runs already","risk_level":"low"}`)
+	supervisors := fakeConnection(model) + `
 [supervisors.architect]
 strategy = "llm"
 connection = "fake"

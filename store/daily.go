@@ -165,19 +165,11 @@ func (g *DailyGate) check(ctx context.Context, host string, now time.Time, limit
 	why := fmt.Sprintf("host %s's daily spend could not be read (%v); its tasks wait until it can", host, err)
 	if err == nil {
 		why = fmt.Sprintf("host %s spent $%.2f of its $%s daily budget today (UTC); its tasks wait in the queue until tomorrow or a raise (agentmux budget raise)",
-			host, day.CostUSD, trimUSD(limit+day.RaisedUSD))
+			host, day.CostUSD, wire.Dollars(limit+day.RaisedUSD))
 	}
 	if !*held {
 		*held = true
 		g.Held(host, why)
 	}
 	return errHeld
-}
-
-func trimUSD(f float64) string {
-	s := fmt.Sprintf("%.2f", f)
-	if len(s) > 3 && s[len(s)-3:] == ".00" {
-		return s[:len(s)-3]
-	}
-	return s
 }

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -37,6 +39,10 @@ const (
 	PricedByAgent   = "agent"
 	PricedByPricing = "pricing"
 )
+
+// Dollars is usd as a person reads it: two decimals, none for whole dollars ("5",
+// "5.02").
+func Dollars(usd float64) string { return strings.TrimSuffix(fmt.Sprintf("%.2f", usd), ".00") }
 
 // SpendTotal is the tokens and cost of spends together (no models); nil when there
 // are none.

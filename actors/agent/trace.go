@@ -62,7 +62,7 @@ func (a *Agent) startRequestSpan(s *session, p *pending) {
 	}
 	p.trace, p.span = a.cfg.Tracer.Start(s.trace, "request "+string(p.msg.Type), trace.WithAttributes(
 		attribute.String("agentmux.session", s.id), attribute.String("agentmux.request", p.id),
-		attribute.String("agentmux.request.type", string(p.msg.Type)), attribute.String("agentmux.request.text", cut(p.msg.RequestText(), 200))))
+		attribute.String("agentmux.request.type", string(p.msg.Type)), attribute.String("agentmux.request.text", cutLine(p.msg.RequestText(), 200))))
 }
 
 // endRequestSpan ends request p's span with its answer.
@@ -73,5 +73,3 @@ func endRequestSpan(p *pending, outcome protocol.Outcome, decider string) {
 	p.span.SetAttributes(attribute.String("agentmux.outcome", string(outcome)), attribute.String("agentmux.decider", decider))
 	p.span.End()
 }
-
-func cut(s string, n int) string { return cutLine(s, n) }

@@ -3,15 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
 )
 
@@ -94,12 +93,7 @@ type jaegerTrace struct {
 // the node that did it.
 func TestFleetTraceInJaeger(t *testing.T) {
 	otlp, query := jaeger(t)
-	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"c1","object":"chat.completion","created":1,"model":"fake-1","choices":[{"index":0,"message":{"role":"assistant","content":"{\"answer\":\"Postgres\",\"reason\":\"it runs already\",\"risk_level\":\"low\"}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
-	}))
-	t.Cleanup(model.Close)
+	model := agenttest.ChatAnswer(t, `{"answer":"Postgres","reason":"it runs already","risk_level":"low"}`)
 	port := proctest.FreePort(t)
 	manifest := func(dir, nats string) string {
 		path := filepath.Join(dir, "agentmux.toml")
@@ -120,7 +114,7 @@ strategy = "llm"
 connection = "fake"
 [[routes]]
 supervisor = "architect"
-`, os.Args[0], model.URL)
+`, os.Args[0], model)
 		if err := os.WriteFile(path, []byte(m), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -133,3 +133,17 @@ func (f *ChatCompletions) Output(n int) string {
 	}
 	return ""
 }
+
+// ChatAnswer serves a Chat Completions API, until the test ends, that answers every
+// request whole with content, as model fake-1, having read 10 tokens and written 5;
+// it returns the server's URL (a connection's base_url adds /v1).
+func ChatAnswer(t testing.TB, content string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		writeJSONBody(w, map[string]any{"id": "c1", "object": "chat.completion", "created": 1, "model": "fake-1",
+			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": "stop"}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
