@@ -72,12 +72,12 @@ func (n *Node) startSandboxes(opts Options) error {
 		if p.dialect != "" {
 			policy.Write = append(policy.Write, n.agentState(key, p.dialect, p.Process)...)
 		}
-		if m.Path != "" {
-			if w := sandbox.Within(m.Path, policy.Write); w != "" {
-				n.log.Warn("a sandboxed program may write the manifest, which a restarted node reads: keep it outside the program's working_dir and sandbox_write",
-					"program", key, "manifest", m.Path, "writable", w)
+		for _, path := range n.policyFiles(m) {
+			if w := sandbox.Within(path, policy.Write); w != "" {
+				n.log.Warn("a sandboxed program may write the manifest or a rules file, which decide what it is allowed: keep them outside the program's working_dir and sandbox_write",
+					"program", key, "file", path, "writable", w)
 			} else {
-				policy.WriteDeny = append(policy.WriteDeny, m.Path)
+				policy.WriteDeny = append(policy.WriteDeny, path)
 			}
 		}
 		for _, c := range policy.Carved() {
@@ -216,4 +216,18 @@ func portOf(addr string) (uint16, bool) {
 	}
 	v, err := strconv.ParseUint(port, 10, 16)
 	return uint16(v), err == nil && v > 0
+}
+
+// policyFiles are the files that say what the node's programs are allowed, which none
+// of them may write: the manifest, and the rules file of each rule supervisor the node
+// runs (a rule planted there would allow what a person never did).
+func (n *Node) policyFiles(m *config.Manifest) []string {
+	var out []string
+	if m.Path != "" {
+		out = append(out, m.Path)
+	}
+	for _, s := range n.ruled() {
+		out = append(out, s.RulesPath)
+	}
+	return out
 }

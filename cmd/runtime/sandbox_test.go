@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +20,9 @@ import (
 
 // escapeProbe is an agent trying every way out of its sandbox to the node that runs
 // it: the bus and metrics ports, the local operator's credential, the store, the
-// node's environment, a signal to it, a write outside its directories and to the
-// manifest. It also does what an agent must: write its working directory and its
+// node's environment, a signal to it, a write outside its directories, to the
+// manifest and to a rule supervisor's rules file (a rule planted there would allow it
+// what no person did). It also does what an agent must: write its working directory and its
 // TMPDIR, and connect to another port. Its result maps each attempt to "ok" or the
 // error it met.
 const escapeProbe = `import json, os, socket, sys
@@ -50,6 +52,7 @@ attempts = {
     "signal": lambda: os.kill(node, 0),
     "outside": lambda: write(os.path.join(os.environ["OUTSIDE"], "planted")),
     "manifest": lambda: write(os.environ["MANIFEST"]),
+    "rules file": lambda: write(os.environ["RULES"]),
     "work": lambda: write("made-here"),
     "tmp": lambda: write(os.path.join(os.environ.get("TMPDIR", "/tmp"), "scratch-%d" % os.getpid())),
     "other port": lambda: connect(os.environ["OPEN"]),
@@ -66,7 +69,9 @@ print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
 
 // TestSandboxedAgentCannotReachItsNode runs a node as an unprivileged user (root may
 // read any process) with a real agent that tries each way out of its sandbox, and
-// checks each is refused and that what an agent needs still works.
+// checks each is refused and that what an agent needs still works. A host whose
+// working_dir holds the rules file is warned about, since Landlock cannot take the file
+// back from a tree it grants.
 func TestSandboxedAgentCannotReachItsNode(t *testing.T) {
 	dir, err := os.MkdirTemp("", "agentmux-sandbox-")
 	if err != nil {
@@ -87,8 +92,8 @@ func TestSandboxedAgentCannotReachItsNode(t *testing.T) {
 			c.Close()
 		}
 	}()
-	state, store, work, outside := filepath.Join(dir, "state"), filepath.Join(dir, "store"), filepath.Join(dir, "work"), filepath.Join(dir, "outside")
-	for _, d := range []string{state, work, outside} {
+	state, store, work, outside, rules := filepath.Join(dir, "state"), filepath.Join(dir, "store"), filepath.Join(dir, "work"), filepath.Join(dir, "outside"), filepath.Join(dir, "rules")
+	for _, d := range []string{state, work, outside, rules} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -104,13 +109,21 @@ addr = "127.0.0.1:%d"
 command = "python3"
 args = ["-c", %q]
 working_dir = %q
-env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CRED = %q, STORE = %q, OUTSIDE = %q, MANIFEST = %q }
+env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CRED = %q, STORE = %q, OUTSIDE = %q, MANIFEST = %q, RULES = %q }
+[hosts.careless]
+command = "python3"
+working_dir = %q
+[supervisors.policy]
+strategy = "rule"
+rules_file = "rules/policy.toml"
+[[routes]]
+supervisor = "policy"
 `, port, store, metrics, escapeProbe, work, port, metrics, open.Addr().(*net.TCPAddr).Port,
-		bus.LocalCredentials(state, port), store, outside, manifest)
+		bus.LocalCredentials(state, port), store, outside, manifest, filepath.Join(rules, "policy.toml"), rules)
 	if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := unprivileged(t, exec.Command(os.Args[0], "up", "-c", manifest, "--name", "boxed"), dir, state, work, outside)
+	cmd := unprivileged(t, exec.Command(os.Args[0], "up", "-c", manifest, "--name", "boxed"), dir, state, work, outside, rules)
 	if os.Geteuid() == 0 {
 		if err := os.Chown(manifest, 65534, 65534); err != nil {
 			t.Fatal(err)
@@ -119,6 +132,9 @@ env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CRED = %q, STORE = %q, OUTSIDE 
 	cmd.Env = []string{"AGENTMUX_STATE_DIR=" + state, "HOME=" + dir}
 	up := startProc(t, cmd)
 	until(t, "node up", up.stderr, "node up")
+	if warned := regexp.MustCompile(`may write the manifest or a rules file.*program=hosts\.careless file=` + regexp.QuoteMeta(filepath.Join(rules, "policy.toml"))); !warned.MatchString(up.stderr.String()) {
+		t.Errorf("the node did not warn that host careless may write policy's rules file:\n%s", up.stderr)
+	}
 
 	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-escape", "probe", "go", "--follow")
 	submit.Env = []string{"AGENTMUX_STATE_DIR=" + state}
@@ -138,7 +154,7 @@ env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CRED = %q, STORE = %q, OUTSIDE 
 	want := map[string]string{
 		"bus": "Permission denied", "metrics": "Permission denied", "credential": "Permission denied",
 		"store": "Permission denied", "environ": "Permission denied", "signal": "Operation not permitted",
-		"outside": "Permission denied", "manifest": "Permission denied",
+		"outside": "Permission denied", "manifest": "Permission denied", "rules file": "Permission denied",
 		"work": "ok", "tmp": "ok", "other port": "ok",
 	}
 	for name, w := range want {
@@ -151,5 +167,8 @@ env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CRED = %q, STORE = %q, OUTSIDE 
 	}
 	if b, _ := os.ReadFile(manifest); string(b) != m {
 		t.Error("the agent changed the manifest")
+	}
+	if _, err := os.Stat(filepath.Join(rules, "policy.toml")); err == nil {
+		t.Error("the agent wrote policy's rules file")
 	}
 }
