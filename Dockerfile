@@ -27,8 +27,8 @@ COPY . .
 ENV CGO_ENABLED=0
 ARG VERSION
 ARG REVISION
-RUN go build -trimpath -ldflags="-s -w -X github.com/agentmux/agentmux/metrics.stampVersion=${VERSION} -X github.com/agentmux/agentmux/metrics.stampRevision=${REVISION}" -o /out/agentmux ./cmd/runtime
-RUN go build -trimpath -ldflags="-s -w" -o /out/loadgen ./cmd/loadgen
+RUN go build -trimpath -tags grpcnotrace -ldflags="-s -w -X github.com/agentmux/agentmux/metrics.stampVersion=${VERSION} -X github.com/agentmux/agentmux/metrics.stampRevision=${REVISION}" -o /out/agentmux ./cmd/runtime
+RUN go build -trimpath -tags grpcnotrace -ldflags="-s -w" -o /out/loadgen ./cmd/loadgen
 RUN mkdir -p /out/store
 
 # The agent CLIs are the versions the tests run (.ci/run installs the same).

@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"fmt"
-	"html/template"
 	"net/http"
 	"time"
 
@@ -11,11 +10,8 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// actTemplate is the page an action link opens: what it would do, and a button that
-// does it; then what came of it.
-var actTemplate = template.Must(template.ParseFS(assets, "assets/act.html"))
-
-// actPage is what actTemplate shows.
+// actPage is the page an action link opens: what it would do, and a button that does
+// it; then what came of it.
 type actPage struct {
 	Title   string
 	Problem string
@@ -98,9 +94,31 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) actPage(w http.ResponseWriter, code int, p *actPage) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	_ = actTemplate.Execute(w, p)
+	var out htmlPage
+	out.start(p.Title+" · agentmux", "login act", "")
+	out.para("error", "alert", p.Problem)
+	if q := p.Pending; q != nil {
+		out.para("meta", "", q.Type+" · host "+q.Host+" · session "+q.Session)
+		out.markup(`  <pre class="text">`)
+		out.text(q.Text)
+		out.markup("</pre>\n")
+	}
+	out.para("meta", "", p.Left)
+	out.para("done", "status", p.Done)
+	if p.Confirm {
+		out.markup("  <p>Answer <strong>")
+		out.text(p.Label)
+		out.markup("</strong> as <strong>")
+		out.text(p.Person)
+		out.markup("</strong>? The audit records it as <code>human:")
+		out.text(p.Person)
+		out.markup(`</code>.</p>` + "\n" + `  <button type="submit" id="confirm" class="`)
+		out.text(p.Class)
+		out.markup(`">`)
+		out.text(p.Label)
+		out.markup("</button>\n")
+	}
+	out.send(w, code)
 }
 
 // settled says how p ended.

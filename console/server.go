@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
@@ -249,25 +248,33 @@ func (s *Server) file(name, contentType string) http.HandlerFunc {
 	}
 }
 
-// loginTemplate is the sign-in page; it says what was wrong with the last try.
-var loginTemplate = template.Must(template.ParseFS(assets, "assets/login.html"))
-
+// loginPage is the sign-in page; it says what was wrong with the last try.
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	if s.link != "" && r.URL.Query().Get("token") != "" {
 		s.signIn(w, r) // the link the console printed
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	page := struct {
-		Problem  string
-		Link     bool
-		Token    bool
-		Provider string // the identity provider's host, when people sign in there
-	}{Problem: signInProblems[r.URL.Query().Get("error")], Link: s.link != "", Token: s.gate.token != nil}
+	var out htmlPage
+	out.start("Sign in · agentmux console", "login", ` action="/login"`)
+	out.para("error", "alert", signInProblems[r.URL.Query().Get("error")])
 	if s.oidc != nil {
-		page.Provider = s.oidc.host()
+		out.markup(`  <p><a class="button" id="oidc" href="/oidc/start">Sign in with `)
+		out.text(s.oidc.host())
+		out.markup("</a></p>\n  <p>Your answers are recorded under the name your identity provider gives you.</p>\n")
 	}
-	_ = loginTemplate.Execute(w, page)
+	switch {
+	case s.link != "":
+		out.markup(`  <p>This console signs in with the link <code>agentmux console</code> printed when it
+  started (<code>console up url=…/login?token=…</code>): open that link.</p>
+`)
+	case s.gate.token != nil:
+		out.markup(`  <p>Your answers are recorded as <code>human:&lt;name&gt;</code>.</p>
+  <label>Name <input name="name" autocomplete="username" required pattern="[A-Za-z0-9_-]+"></label>
+  <label>Token <input name="token" type="password" autocomplete="current-password" required></label>
+  <button type="submit">Sign in</button>
+`)
+	}
+	out.send(w, http.StatusOK)
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package layering
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -139,5 +140,50 @@ func TestEveryPackageHasADocGo(t *testing.T) {
 		if len(p.GoFiles) > 0 && !slices.Contains(p.GoFiles, "doc.go") {
 			t.Errorf("%s has no doc.go: put its package comment there", strings.TrimPrefix(p.ImportPath, module))
 		}
+	}
+}
+
+// releaseTags are the build tags agentmux's binaries are released with (the
+// Dockerfile, the README's install line): grpcnotrace leaves out golang.org/x/net/trace,
+// which the OTLP exporter's gRPC brings.
+const releaseTags = "grpcnotrace"
+
+// TestBinariesKeepDeadCodeElimination: no released binary links text/template. Its
+// execution reaches reflect's MethodByName, which makes the linker keep every exported
+// method of every type: the agentmux binary was 126 MB instead of 80, and an idle node
+// held 84 MB resident instead of 63. The console writes its pages without it, and
+// golang.org/x/net/trace (which renders with html/template, from gRPC) is left out by
+// the release tags, which the Dockerfile must build with.
+func TestBinariesKeepDeadCodeElimination(t *testing.T) {
+	cmd := exec.Command("go", "list", "-tags", releaseTags, "-deps", "./cmd/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, module+"cmd/runtime") {
+		t.Fatalf("go list -deps ./cmd/... did not list cmd/runtime: %.200s", out)
+	}
+	for _, bad := range []string{"text/template", "golang.org/x/net/trace"} {
+		if slices.Contains(deps, bad) {
+			t.Errorf("a command links %s (see `go list -tags %s -deps ./cmd/...`; `go mod why -m` finds who): keep it out, or the binaries lose dead-code elimination", bad, releaseTags)
+		}
+	}
+	dockerfile, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds := 0
+	for _, line := range strings.Split(string(dockerfile), "\n") {
+		if strings.Contains(line, "go build") {
+			builds++
+			if !strings.Contains(line, "-tags "+releaseTags) {
+				t.Errorf("the Dockerfile builds without -tags %s: %s", releaseTags, strings.TrimSpace(line))
+			}
+		}
+	}
+	if builds == 0 {
+		t.Error("the Dockerfile has no go build line: this test is not reading it")
 	}
 }
