@@ -15,6 +15,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -109,7 +110,9 @@ func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request, c *caller) {
 	if ttl > 0 {
 		opts = append(opts, jetstream.WithMsgTTL(ttl))
 	}
-	ack, err := s.cfg.JS.Publish(ctx, wire.TaskSubject(t.Host), data, opts...)
+	// A client that sends W3C trace context has its task's session join that trace.
+	msg := &nats.Msg{Subject: wire.TaskSubject(t.Host), Data: data, Header: tracing.Carried(r.Header.Get("traceparent"), r.Header.Get("tracestate"))}
+	ack, err := s.cfg.JS.PublishMsg(ctx, msg, opts...)
 	switch {
 	case err != nil:
 		apiErrorf(w, http.StatusBadGateway, "unavailable", "the task was not queued: %v", err)

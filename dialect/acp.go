@@ -24,10 +24,11 @@ type acp struct {
 	rpcClient
 	cwd         string // the sessions' working directory
 	initialized bool
-	queued      string // a prompt waiting for initialize or session/new
-	sessionID   string // the current ACP session
-	model       string // the current session's model, for its usage
-	lastSession string // the session of the last turn, for Continue
+	queued      string         // a prompt waiting for initialize or session/new
+	trace       map[string]any // the session's trace context, in each session/prompt's _meta
+	sessionID   string         // the current ACP session
+	model       string         // the current session's model, for its usage
+	lastSession string         // the session of the last turn, for Continue
 	permissions map[string]*acpPermission
 }
 
@@ -70,7 +71,7 @@ func (a *acp) SessionArgs(string) []string { return nil }
 // Prompt starts a session: initialize (once per process), session/new, session/prompt;
 // each step is sent when the previous one's response arrives.
 func (a *acp) Prompt(p protocol.Prompt) []byte {
-	a.queued = promptText(p)
+	a.queued, a.trace = promptText(p), traceContext(p)
 	if !a.initialized {
 		return a.call("initialize", map[string]any{"protocolVersion": 1,
 			"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}})
@@ -82,10 +83,20 @@ func (a *acp) Prompt(p protocol.Prompt) []byte {
 func (a *acp) Continue(p protocol.Prompt) []byte {
 	text := p.Text
 	if a.lastSession == "" {
-		return a.Prompt(protocol.Prompt{Text: text})
+		return a.Prompt(protocol.Prompt{Text: text, Traceparent: p.Traceparent, Tracestate: p.Tracestate})
 	}
-	a.sessionID = a.lastSession
-	return a.call("session/prompt", map[string]any{"sessionId": a.sessionID, "prompt": []any{map[string]any{"type": "text", "text": text}}})
+	a.sessionID, a.trace = a.lastSession, traceContext(p)
+	return a.prompt(text)
+}
+
+// prompt is the current session's session/prompt of text, with the session's trace
+// context in its _meta when the node traces.
+func (a *acp) prompt(text string) []byte {
+	params := map[string]any{"sessionId": a.sessionID, "prompt": []any{map[string]any{"type": "text", "text": text}}}
+	if a.trace != nil {
+		params["_meta"] = a.trace
+	}
+	return a.call("session/prompt", params)
 }
 
 func (a *acp) newSession() []byte {
@@ -149,7 +160,7 @@ func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, 
 		}
 		_ = json.Unmarshal(m.Result, &r)
 		a.sessionID, a.model = r.SessionID, r.Models.CurrentModelID
-		prompt := a.call("session/prompt", map[string]any{"sessionId": r.SessionID, "prompt": []any{map[string]any{"type": "text", "text": a.queued}}})
+		prompt := a.prompt(a.queued)
 		a.queued = ""
 		msg, err := canonical(map[string]any{"type": "progress", "message": "acp session " + r.SessionID, "session_id": r.SessionID}, raw)
 		msgs, _, err := one(msg, err)

@@ -20,6 +20,7 @@ type codex struct {
 	cwd         string
 	initialized bool
 	queued      string
+	trace       map[string]any // the session's trace context, on each turn/start
 	threadID    string
 	model       string // the thread's, for its token counts
 	turnID      string
@@ -55,7 +56,7 @@ func (c *codex) Reusable() bool              { return true }
 func (c *codex) SessionArgs(string) []string { return nil }
 
 func (c *codex) Prompt(p protocol.Prompt) []byte {
-	c.queued, c.lastMessage = promptText(p), ""
+	c.queued, c.lastMessage, c.trace = promptText(p), "", traceContext(p)
 	if !c.initialized {
 		return c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "agentmux", "version": "1"}})
 	}
@@ -66,10 +67,20 @@ func (c *codex) Prompt(p protocol.Prompt) []byte {
 func (c *codex) Continue(p protocol.Prompt) []byte {
 	text := p.Text
 	if c.threadID == "" {
-		return c.Prompt(protocol.Prompt{Text: text})
+		return c.Prompt(protocol.Prompt{Text: text, Traceparent: p.Traceparent, Tracestate: p.Tracestate})
 	}
-	c.lastMessage = ""
-	return c.call("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": text}}})
+	c.lastMessage, c.trace = "", traceContext(p)
+	return c.turn(text)
+}
+
+// turn starts a turn of text on the session's thread, with the session's trace
+// context in the request's "trace" when the node traces.
+func (c *codex) turn(text string) []byte {
+	var more map[string]any
+	if c.trace != nil {
+		more = map[string]any{"trace": c.trace}
+	}
+	return c.callWith("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": text}}}, more)
 }
 
 // startThread starts the session's thread; "untrusted" makes Codex ask before anything
@@ -132,7 +143,7 @@ func (c *codex) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte
 		}
 		_ = json.Unmarshal(m.Result, &r)
 		c.threadID, c.model = r.Thread.ID, r.Model
-		turn := c.call("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": c.queued}}})
+		turn := c.turn(c.queued)
 		c.queued = ""
 		msgs, _, err := one(canonical(map[string]any{"type": "progress", "message": "codex thread " + c.threadID, "thread_id": c.threadID}, raw))
 		return msgs, turn, err

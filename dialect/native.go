@@ -23,8 +23,9 @@ func (n *native) Prompt(p protocol.Prompt) []byte {
 	switch {
 	case n.o.TextInput:
 		return protocol.AppendPromptText(nil, promptText(p))
-	case p.PreviousAttempt != nil:
-		return protocol.AppendPromptWith(nil, protocol.Prompt{Text: p.Text, Session: p.Session, PreviousAttempt: p.PreviousAttempt})
+	case p.PreviousAttempt != nil || p.Traceparent != "":
+		return protocol.AppendPromptWith(nil, protocol.Prompt{Text: p.Text, Session: p.Session, PreviousAttempt: p.PreviousAttempt,
+			Traceparent: p.Traceparent, Tracestate: p.Tracestate})
 	}
 	return protocol.AppendPrompt(nil, p.Text, p.Session)
 }
@@ -33,7 +34,8 @@ func (n *native) Continue(p protocol.Prompt) []byte {
 	if n.o.TextInput {
 		return protocol.AppendPromptText(nil, p.Text)
 	}
-	return protocol.AppendPromptWith(nil, protocol.Prompt{Text: p.Text, Session: p.Session, Schema: p.Schema, SchemaError: p.SchemaError})
+	return protocol.AppendPromptWith(nil, protocol.Prompt{Text: p.Text, Session: p.Session, Schema: p.Schema, SchemaError: p.SchemaError,
+		Traceparent: p.Traceparent, Tracestate: p.Tracestate})
 }
 
 // Decode decodes one line; the agent's actor has its reader do it instead (Canonical).

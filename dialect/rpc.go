@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/agentmux/agentmux/protocol"
 )
 
 // rpcClient is the client side of JSON-RPC over stdio as ACP and Codex's app server
@@ -22,13 +24,35 @@ func newRPCClient(name string, version bool) rpcClient {
 
 // call is the line of a request to the agent, remembered until its response.
 func (c *rpcClient) call(method string, params any) []byte {
+	return c.callWith(method, params, nil)
+}
+
+// callWith is call with more members of the request beside its params (Codex's trace).
+func (c *rpcClient) callWith(method string, params any, more map[string]any) []byte {
 	c.nextID++
 	c.calls[c.nextID] = method
 	m := map[string]any{"id": c.nextID, "method": method, "params": params}
+	for k, v := range more {
+		m[k] = v
+	}
 	if c.version {
 		m["jsonrpc"] = "2.0"
 	}
 	return line(m)
+}
+
+// traceContext is a prompt's W3C trace context as the JSON object both Codex's
+// app server (a request's "trace") and ACP (a request's params' "_meta", as MCP's
+// SEP-414 reserves the keys) read; nil when the prompt carries none.
+func traceContext(p protocol.Prompt) map[string]any {
+	if p.Traceparent == "" {
+		return nil
+	}
+	t := map[string]any{"traceparent": p.Traceparent}
+	if p.Tracestate != "" {
+		t["tracestate"] = p.Tracestate
+	}
+	return t
 }
 
 // notify is the line of a notification to the agent (no response comes).

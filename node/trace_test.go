@@ -5,18 +5,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/tracing"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // spanNamed is the one ended span named name, failing the test without exactly one.
@@ -188,5 +194,95 @@ func TestLogLinesAboutASessionJoinItsTrace(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no log line says the session paused:\n%s", out.String())
+	}
+}
+
+// tellTrace is an agent that answers its prompt with the trace context it was given:
+// the prompt line's traceparent (the native protocol) and its TRACEPARENT. As Claude
+// Code (dialect claude-code) it reads a user message and writes a stream-json result.
+const tellTrace = `import json, os, sys
+for line in sys.stdin:
+    prompt = json.loads(line)
+    seen = json.dumps({"prompt": prompt.get("traceparent", ""), "env": os.environ.get("TRACEPARENT", "")})
+    if prompt.get("type") == "user":
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": seen, "session_id": "c1", "num_turns": 1}), flush=True)
+    else:
+        print(json.dumps({"type": "result", "text": seen}), flush=True)
+`
+
+// TestAgentsJoinTheSessionsTrace: an agent is given its session span's W3C context:
+// a process started for the session (Claude Code's) in TRACEPARENT, so its own spans
+// (Claude Code's claude_code.interaction) are the session's children; a native agent
+// in its prompt line, since its process was started before the session. A task queued
+// with a traceparent header (agentmux submit under TRACEPARENT, the API's traceparent)
+// has its session's span as that span's child, in the client's trace.
+func TestAgentsJoinTheSessionsTrace(t *testing.T) {
+	t.Setenv("TRACEPARENT", "00-11111111111111111111111111111111-2222222222222222-01") // the node's own: never an agent's
+	rec := tracetest.NewSpanRecorder()
+	claude := filepath.Join(t.TempDir(), "claude") // Claude Code's flags come first: a program of its own
+	if err := os.WriteFile(claude, []byte("#!/usr/bin/env python3\n"+tellTrace), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := start(t, fmt.Sprintf("[hosts.native]\ncommand = \"python3\"\nargs = [\"-c\", %q]\n[hosts.claude]\ncommand = %q\ndialect = \"claude-code\"\n", tellTrace, claude),
+		func(o *Options) { o.Tracing = tracing.New(rec, "agentmux", "test") })
+	seen := func(res *agent.Result) (prompt, env string) {
+		t.Helper()
+		text := res.Text
+		var s struct{ Prompt, Env string }
+		if err := json.Unmarshal([]byte(text), &s); err != nil {
+			t.Fatalf("the agent said %q (%+v): %v", text, res, err)
+		}
+		return s.Prompt, s.Env
+	}
+	traceparent := func(s sdktrace.ReadOnlySpan) string {
+		return "00-" + s.SpanContext().TraceID().String() + "-" + s.SpanContext().SpanID().String() + "-01"
+	}
+	sessionSpan := func(session string) sdktrace.ReadOnlySpan {
+		t.Helper()
+		var found sdktrace.ReadOnlySpan
+		waitFor(t, 10*time.Second, func() error {
+			for _, s := range rec.Ended() {
+				if attr(s, "agentmux.session").AsString() == session && strings.HasPrefix(s.Name(), "session ") {
+					found = s
+					return nil
+				}
+			}
+			var all []string
+			for _, s := range rec.Ended() {
+				all = append(all, s.Name()+":"+attr(s, "agentmux.session").AsString())
+			}
+			return fmt.Errorf("no span of session %s ended (ended: %v)", session, all)
+		})
+		return found
+	}
+
+	res := f.run("claude", "what were you given?")
+	if prompt, env := seen(res); env != traceparent(sessionSpan(res.Session)) || prompt != "" {
+		t.Errorf("Claude Code's process was given TRACEPARENT %q (prompt %q); want its session's span, %s", env, prompt, traceparent(sessionSpan(res.Session)))
+	}
+	res = f.run("native", "what were you given?")
+	if prompt, env := seen(res); prompt != traceparent(sessionSpan(res.Session)) || env != "" {
+		t.Errorf("the native agent's prompt carried traceparent %q, its environment %q; want the prompt to carry its session's span, %s, and no TRACEPARENT",
+			prompt, env, traceparent(sessionSpan(res.Session)))
+	}
+
+	client := tracing.Carried("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "client=1")
+	if client == nil {
+		t.Fatal("tracing.Carried refused a valid traceparent")
+	}
+	if tracing.Carried("00-not-a-trace-01", "") != nil || tracing.Carried("", "x=1") != nil {
+		t.Error("tracing.Carried took an invalid traceparent")
+	}
+	data, _ := json.Marshal(&wire.Task{ID: "t-traced", Host: "native", Prompt: "go"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := f.n.Bus.JS.PublishMsg(ctx, &nats.Msg{Subject: wire.TaskSubject("native"), Data: data, Header: client}, jetstream.WithMsgID("t-traced")); err != nil {
+		t.Fatal(err)
+	}
+	queued := sessionSpan("t-traced")
+	if queued.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || queued.Parent().SpanID().String() != "00f067aa0ba902b7" || !queued.Parent().IsRemote() ||
+		queued.SpanContext().TraceState().Get("client") != "1" {
+		t.Errorf("the queued task's session span is in trace %s under %s (tracestate %q); want the client's trace and span",
+			queued.SpanContext().TraceID(), queued.Parent().SpanID(), queued.SpanContext().TraceState())
 	}
 }

@@ -66,7 +66,8 @@ func AppendPrompt(dst []byte, text, session string) []byte {
 
 // Prompt is a prompt line with the fields only some prompts carry: the schema a
 // result must fit and what was wrong with the last one (a typed result's new prompt),
-// and what an earlier attempt of the session did (a retry).
+// what an earlier attempt of the session did (a retry), and the W3C trace context of
+// the session's span when the node traces, for the agent's own spans to join.
 type Prompt struct {
 	Type            string           `json:"type"` // "prompt"
 	Text            string           `json:"text"`
@@ -74,6 +75,8 @@ type Prompt struct {
 	Schema          json.RawMessage  `json:"schema,omitempty"`
 	SchemaError     string           `json:"schema_error,omitempty"`
 	PreviousAttempt *PreviousAttempt `json:"previous_attempt,omitempty"`
+	Traceparent     string           `json:"traceparent,omitempty"`
+	Tracestate      string           `json:"tracestate,omitempty"`
 }
 
 // PreviousAttempt is what the attempts of a session before this one did: how the last

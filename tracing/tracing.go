@@ -103,16 +103,6 @@ func FromHeader(ctx context.Context, h nats.Header) context.Context {
 	return propagator.Extract(ctx, carrier(h))
 }
 
-// Traceparent is ctx's span context as the W3C traceparent value ("" without one), for
-// an agent's TRACEPARENT.
-func Traceparent(ctx context.Context) string {
-	h := Header(ctx)
-	if h == nil {
-		return ""
-	}
-	return h.Get("traceparent")
-}
-
 // carrier reads and writes NATS headers by the exact keys W3C names.
 type carrier nats.Header
 
@@ -124,4 +114,26 @@ func (c carrier) Keys() []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// Context is ctx's span context as the W3C traceparent and tracestate values ("" without
+// one): what an agent is given (TRACEPARENT, or in its protocol's prompt).
+func Context(ctx context.Context) (traceparent, tracestate string) {
+	h := Header(ctx)
+	return h.Get("traceparent"), h.Get("tracestate")
+}
+
+// Carried is a W3C traceparent and tracestate a client was given (an HTTP request's
+// headers; the TRACEPARENT and TRACESTATE of its environment) as the NATS headers a
+// task carries, for the task's session to join that trace; nil when traceparent is not
+// a valid one.
+func Carried(traceparent, tracestate string) nats.Header {
+	if traceparent == "" {
+		return nil
+	}
+	h := nats.Header{"traceparent": {traceparent}}
+	if tracestate != "" {
+		h["tracestate"] = []string{tracestate}
+	}
+	return Header(FromHeader(context.Background(), h))
 }

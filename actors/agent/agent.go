@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,7 +146,9 @@ type Agent struct {
 	stderrTail []string // the last stderr lines, for the error of a crash
 	diedInInit bool     // the process exited while initializing: a waiting session says so
 
-	waiting   *StartSession // arrived before the process was ready
+	waiting   *StartSession   // arrived before the process was ready
+	waitTrace context.Context // the waiting session's span, begun before its process
+	waitSpan  trace.Span
 	sess      *session
 	ws        *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
 	wsState   wsState
@@ -190,13 +193,17 @@ func (a *Agent) newDialect(dir string) error {
 func (a *Agent) spawn(extra []string) {
 	a.to(phaseStarting)
 	dir := a.workDir()
+	var env []string
+	if a.waitTrace != nil { // a process of the waiting session's own
+		env = traceEnv(a.waitTrace)
+	}
 	go func() {
 		var p *process
 		var err error
 		if a.cfg.InProc != nil {
 			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		} else {
-			p, err = startProcess(a.host, dir, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startProcess(a.host, dir, env, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()
@@ -341,7 +348,10 @@ func (a *Agent) failWaiting(text string) {
 		return
 	}
 	a.waiting = nil
-	a.report(&Result{Session: w.Session, Host: a.host.Name, Task: w.Task, Error: text, Attempt: w.Attempt, Duration: time.Since(w.Started)}, w, false)
+	r := &Result{Session: w.Session, Host: a.host.Name, Task: w.Task, Error: text, Attempt: w.Attempt, Duration: time.Since(w.Started)}
+	endSpan(a.waitSpan, r)
+	a.waitTrace, a.waitSpan = nil, nil
+	a.report(r, w, false)
 }
 
 func (a *Agent) report(r *Result, start *StartSession, reusable bool) {

@@ -193,7 +193,7 @@ func (a *Agent) turnEnded(s *session) {
 func (a *Agent) goOn(s *session) {
 	s.budget.stopped = false
 	text := fmt.Sprintf("Your budget was raised (%s). Continue the task where you stopped.", s.budget.raisedBy)
-	a.proc.stdin.write(a.dialect.Continue(protocol.Prompt{Text: text, Session: s.id}))
+	a.proc.stdin.write(a.dialect.Continue(tracedPrompt(s, protocol.Prompt{Text: text, Session: s.id})))
 }
 
 // hold keeps a request the agent made while its session is paused, for the resume.

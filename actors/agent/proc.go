@@ -49,15 +49,15 @@ func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 // startProcess starts h's command with its own process group and a parent-death signal,
 // and the goroutines that serve its pipes. send delivers their reports to the actor.
 // procs records the process group while it runs (nil: not recorded); sb confines it
-// (nil: unsandboxed). It starts in dir.
-func startProcess(h *config.Host, dir string, d dialect.Dialect, extra []string, procs *shim.Registry, sb *sandbox.Sandbox, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
+// (nil: unsandboxed). It starts in dir, with extraEnv after the host's environment.
+func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Dialect, extra []string, procs *shim.Registry, sb *sandbox.Sandbox, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
 	args := append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
 	cmd, err := procs.Command(context.Background(), h.Command, args...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: start %s: %w; check the host's command and PATH", h.Command, err)
 	}
 	cmd.Dir = dir
-	cmd.Env = env(h)
+	cmd.Env = append(env(h), extraEnv...)
 	shim.Lower(cmd, h.Nice) // the agent and all it starts, from its first instruction
 
 	var files []*os.File

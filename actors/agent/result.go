@@ -73,7 +73,7 @@ func (a *Agent) onResult(s *session, msg *protocol.Message) {
 // reprompt asks the agent, in the same conversation, for a result that fits.
 func (a *Agent) reprompt(s *session, why error) {
 	text := fmt.Sprintf("Your result does not fit the required JSON Schema: %v. Reply with the result again as one JSON object that fits this schema, and nothing else: %s", why, s.result.Schema)
-	a.proc.stdin.write(a.dialect.Continue(protocol.Prompt{Text: text, Session: s.id, Schema: s.result.Schema, SchemaError: why.Error()}))
+	a.proc.stdin.write(a.dialect.Continue(tracedPrompt(s, protocol.Prompt{Text: text, Session: s.id, Schema: s.result.Schema, SchemaError: why.Error()})))
 }
 
 // typedResult is a result's JSON: the data field of its raw message, or its text parsed

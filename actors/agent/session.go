@@ -82,6 +82,7 @@ func (a *Agent) startSession(m *StartSession) {
 	case a.phase == phaseIdle:
 	case a.phase < phaseIdle && a.waiting == nil:
 		a.waiting = m // started once the process is ready
+		a.waitTrace, a.waitSpan = a.sessionSpan(m)
 		switch {
 		case a.phase != phaseUnspawned:
 		case a.cfg.Workspace != nil:
@@ -110,11 +111,16 @@ func (a *Agent) startSession(m *StartSession) {
 	if t := a.host.IdleTimeout.D(); t > 0 {
 		s.timers = append(s.timers, a.after(t, timerIdle, s.gen))
 	}
-	a.startSpan(s)
+	if a.waitSpan != nil { // begun before its process started
+		s.trace, s.span = a.waitTrace, a.waitSpan
+		a.waitTrace, a.waitSpan = nil, nil
+	} else {
+		s.trace, s.span = a.sessionSpan(m)
+	}
 	a.sess = s
 	a.to(phaseBusy)
 	a.openStream(s)
-	a.proc.stdin.write(a.dialect.Prompt(protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous}))
+	a.proc.stdin.write(a.dialect.Prompt(tracedPrompt(s, protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous})))
 	a.startBudget(s)
 }
 

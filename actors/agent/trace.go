@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -20,20 +21,43 @@ func (a *Agent) traceCtx() context.Context {
 	return context.Background()
 }
 
-// startSpan starts session s's span, when the node traces.
-func (a *Agent) startSpan(s *session) {
+// sessionSpan starts the span of session m, when the node traces: when m waits for a
+// process of its own, before that process starts, so the process is given the span's
+// context (TRACEPARENT); else as the session starts on the process.
+func (a *Agent) sessionSpan(m *StartSession) (context.Context, trace.Span) {
 	if a.cfg.Tracer == nil {
-		return
+		return nil, nil
 	}
-	m := s.start
 	parent := m.Trace
 	if parent == nil {
 		parent = context.Background()
 	}
-	s.trace, s.span = a.cfg.Tracer.Start(parent, "session "+a.host.Name, trace.WithAttributes(
-		attribute.String("agentmux.session", s.id), attribute.String("agentmux.host", a.host.Name), attribute.String("agentmux.node", a.cfg.Node),
+	return a.cfg.Tracer.Start(parent, "session "+a.host.Name, trace.WithAttributes(
+		attribute.String("agentmux.session", m.Session), attribute.String("agentmux.host", a.host.Name), attribute.String("agentmux.node", a.cfg.Node),
 		attribute.String("agentmux.task", m.Task), attribute.Int("agentmux.attempt", m.Attempt),
 		attribute.String("agentmux.pipeline", m.Pipeline), attribute.String("agentmux.stage", m.Stage)))
+}
+
+// traceEnv is the environment that gives a process the context of the span in ctx,
+// as Claude Code and Codex read it: TRACEPARENT and TRACESTATE; nil when untraced.
+func traceEnv(ctx context.Context) []string {
+	parent, state := tracing.Context(ctx)
+	if parent == "" {
+		return nil
+	}
+	env := []string{"TRACEPARENT=" + parent}
+	if state != "" {
+		env = append(env, "TRACESTATE="+state)
+	}
+	return env
+}
+
+// tracedPrompt is p with the W3C context of session s's span, when it has one.
+func tracedPrompt(s *session, p protocol.Prompt) protocol.Prompt {
+	if s.trace != nil {
+		p.Traceparent, p.Tracestate = tracing.Context(s.trace)
+	}
+	return p
 }
 
 // endSpan ends a session's span with how it ended.

@@ -45,6 +45,9 @@ type Config struct {
 	// Tracer makes a span of the run on this node and of each stage, the stage's
 	// session's parent (nil: none).
 	Tracer trace.Tracer
+	// Trace is the context of the span the run's is a child of: the one its task's
+	// client sent; nil, a trace of its own.
+	Trace context.Context
 }
 
 // RunStage asks the parent to run a stage's session; its agent.Result comes back to

@@ -15,7 +15,11 @@ func (r *Run) startSpan() {
 	if r.cfg.Tracer == nil {
 		return
 	}
-	r.trace, r.span = r.cfg.Tracer.Start(context.Background(), "pipeline "+r.run.Pipeline, trace.WithAttributes(
+	parent := r.cfg.Trace
+	if parent == nil {
+		parent = context.Background()
+	}
+	r.trace, r.span = r.cfg.Tracer.Start(parent, "pipeline "+r.run.Pipeline, trace.WithAttributes(
 		attribute.String("agentmux.pipeline", r.run.Pipeline), attribute.String("agentmux.run", r.run.ID), attribute.String("agentmux.node", r.cfg.Node)))
 }
 

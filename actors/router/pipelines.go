@@ -80,7 +80,7 @@ func (r *Router) onPipelineTask(m *taskArrived) {
 			return
 		}
 	}
-	r.spawnRun(&run{id: task.ID, pipeline: m.host, task: m.msg}, task.Params)
+	r.spawnRun(&run{id: task.ID, pipeline: m.host, task: m.msg}, task.Params, taskTrace(m.msg))
 }
 
 func (r *Router) runPipeline(m *RunPipeline) {
@@ -92,13 +92,13 @@ func (r *Router) runPipeline(m *RunPipeline) {
 		hand(r.cfg.Log, m.Reply, failedRun(m.ID, m.Pipeline, ErrShuttingDown.Error()))
 		return
 	}
-	r.spawnRun(&run{id: m.ID, pipeline: m.Pipeline, reply: m.Reply}, m.Params)
+	r.spawnRun(&run{id: m.ID, pipeline: m.Pipeline, reply: m.Reply}, m.Params, nil)
 }
 
-func (r *Router) spawnRun(ru *run, params map[string]string) {
+func (r *Router) spawnRun(ru *run, params map[string]string, trace context.Context) {
 	pid := r.c.Spawn(pipeline.Props(pipeline.Config{Pipeline: r.cfg.Manifest.Pipelines[ru.pipeline], Hosts: r.cfg.Manifest.Hosts,
 		ID: ru.id, Params: params, Node: r.cfg.Node, Store: r.cfg.Pipelines, ReadAudit: r.readAudit, Conn: r.cfg.Conn, Metrics: r.cfg.Metrics,
-		Log: r.cfg.Log, Audit: r.cfg.Audit, Routines: r.cfg.Routines, Tracer: r.cfg.Tracer}))
+		Log: r.cfg.Log, Audit: r.cfg.Audit, Routines: r.cfg.Routines, Tracer: r.cfg.Tracer, Trace: trace}))
 	ru.pid = pid
 	r.runs[pid.Id] = ru
 }

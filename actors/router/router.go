@@ -23,6 +23,7 @@ import (
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
 )
@@ -327,6 +328,16 @@ func tick(ctx context.Context, system *actor.ActorSystem, self *actor.PID) {
 	}
 }
 
+// taskTrace is the trace context a task's client sent in its headers, which its
+// session's span (a pipeline run's) joins; nil without one.
+func taskTrace(msg jetstream.Msg) context.Context {
+	h := msg.Headers()
+	if h.Get("traceparent") == "" {
+		return nil
+	}
+	return tracing.FromHeader(context.Background(), h)
+}
+
 func (r *Router) onTask(m *taskArrived) {
 	p := r.pools[m.host]
 	var task wire.Task
@@ -356,7 +367,7 @@ func (r *Router) onTask(m *taskArrived) {
 		return
 	}
 	s := &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt,
-		Resume: task.Resume, By: task.By, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now()}}
+		Resume: task.Resume, By: task.By, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now(), Trace: taskTrace(m.msg)}}
 	if s.start.Attempt == 0 {
 		r.enqueue(p, s)
 		return

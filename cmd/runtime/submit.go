@@ -11,11 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentmux/agentmux/store"
-	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/tracing"
+	"github.com/agentmux/agentmux/wire"
 )
 
 const (
@@ -104,7 +106,10 @@ func (c *busClient) queue(cmd, subject, id string, data []byte, ttl time.Duratio
 	if ttl > 0 {
 		opts = append(opts, jetstream.WithMsgTTL(ttl)) // the server drops it then, unless a node acknowledged it first
 	}
-	ack, err := c.js.Publish(ctx, subject, data, opts...)
+	// A client run under a trace (TRACEPARENT, as CI systems and agents set it) queues
+	// its task in it: the session's span joins that trace.
+	msg := &nats.Msg{Subject: subject, Data: data, Header: tracing.Carried(os.Getenv("TRACEPARENT"), os.Getenv("TRACESTATE"))}
+	ack, err := c.js.PublishMsg(ctx, msg, opts...)
 	if err == nil && ack.Duplicate {
 		fmt.Fprintf(stderr, "agentmux %s: task %s was submitted already, within the last %v, and is not queued again%s; give the new one another --id\n",
 			cmd, id, store.DuplicateWindow, c.fate(ctx, id))
