@@ -198,3 +198,121 @@ supervisor = "architect"
 		t.Errorf("the request's tags: %v", req)
 	}
 }
+
+// traceOf waits for the trace traceID in Jaeger to hold every one of the operations,
+// and returns it.
+func traceOf(t *testing.T, query, traceID string, operations ...string) jaegerTrace {
+	t.Helper()
+	var tr jaegerTrace
+	proctest.Within(t, 60*time.Second, func() error {
+		resp, err := http.Get("http://" + query + "/api/traces/" + traceID)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var found struct{ Data []jaegerTrace }
+		if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+			return err
+		}
+		if len(found.Data) != 1 {
+			return fmt.Errorf("jaeger holds no trace %s yet", traceID)
+		}
+		tr = found.Data[0]
+		have := map[string]bool{}
+		for _, s := range tr.Spans {
+			have[s.Operation] = true
+		}
+		for _, op := range operations {
+			if !have[op] {
+				return fmt.Errorf("trace %s has no span %q yet: %v", traceID, op, have)
+			}
+		}
+		return nil
+	})
+	return tr
+}
+
+// TestClaudeCodeJoinsTheTrace: a client that runs under a trace (TRACEPARENT, as a CI
+// job does) submits a task; the session's span on the node is the client's span's
+// child, and the real Claude Code, given the session span's TRACEPARENT, exports its own
+// spans (its telemetry on, to the same Jaeger) into that trace, under the session: its
+// interaction, and the tool call a rule supervisor approved, with its wait for the
+// answer and its own run.
+func TestClaudeCodeJoinsTheTrace(t *testing.T) {
+	otlp, query := jaeger(t)
+	dir := t.TempDir()
+	api := agenttest.NewAnthropic(t,
+		[]agenttest.Block{{Tool: "Bash", Input: map[string]any{"command": "echo traced > " + filepath.Join(dir, "out"), "description": "write out"}}},
+		[]agenttest.Block{{Text: "done"}})
+	home := t.TempDir()
+	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[hosts.claude]
+command = %q
+dialect = "claude-code"
+working_dir = %q
+stop_grace = "5s"
+env = { HOME = %[5]q, CLAUDE_CONFIG_DIR = %[6]q, ANTHROPIC_BASE_URL = %[7]q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1", CLAUDE_CODE_ENABLE_TELEMETRY = "1", CLAUDE_CODE_ENHANCED_TELEMETRY_BETA = "1", OTEL_TRACES_EXPORTER = "otlp", OTEL_METRICS_EXPORTER = "none", OTEL_LOGS_EXPORTER = "none", OTEL_EXPORTER_OTLP_PROTOCOL = "http/protobuf", OTEL_EXPORTER_OTLP_ENDPOINT = "http://%[8]s", OTEL_TRACES_EXPORT_INTERVAL = "200" }
+[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = "echo ", answer = "yes" }]
+[[routes]]
+supervisor = "ops"
+`, proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), agenttest.Claude(t), dir, home, filepath.Join(home, ".claude"), api.URL(), otlp)
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := exec.Command(os.Args[0], "up", "-c", manifest)
+	up.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+otlp, "OTEL_BSP_SCHEDULE_DELAY=100")
+	node := startProc(t, up)
+	until(t, "agentmux up", node.stderr, "node up")
+
+	const clientTrace, clientSpan = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-claude-traced", "--follow", "claude", "write the file")
+	submit.Env = append(os.Environ(), "TRACEPARENT=00-"+clientTrace+"-"+clientSpan+"-01")
+	follow := startProc(t, submit)
+	if code := follow.wait(t, 90*time.Second); code != exitOK {
+		t.Fatalf("submit --follow: exit %d\n%s%s\nnode:\n%s", code, follow.stdout, follow.stderr, node.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out")); err != nil || string(b) != "traced\n" {
+		t.Fatalf("the approved command wrote %q (%v)", b, err)
+	}
+
+	tr := traceOf(t, query, clientTrace, "session claude", "request approval", "claude_code.interaction", "claude_code.tool.blocked_on_user", "claude_code.tool.execution")
+	spans := map[string]string{} // operation → span id (the first of each)
+	parent := map[string]string{}
+	service := map[string]string{}
+	for _, s := range tr.Spans {
+		if _, ok := spans[s.Operation]; !ok {
+			spans[s.Operation] = s.SpanID
+		}
+		for _, r := range s.References {
+			if r.RefType == "CHILD_OF" {
+				parent[s.SpanID] = r.SpanID
+			}
+		}
+		service[s.SpanID] = tr.Processes[s.ProcessID].Service
+	}
+	session, interaction := spans["session claude"], spans["claude_code.interaction"]
+	if parent[session] != clientSpan || service[session] != "agentmux" {
+		t.Errorf("the session's span is a child of %q, from service %q; want the client's span %s, from agentmux", parent[session], service[session], clientSpan)
+	}
+	if parent[interaction] != session || service[interaction] == "agentmux" {
+		t.Errorf("Claude Code's interaction span is a child of %q, from service %q; want the session's span %s, from Claude Code", parent[interaction], service[interaction], session)
+	}
+	if parent[spans["request approval"]] != session {
+		t.Errorf("the approval's span is not the session's child")
+	}
+	// The tool's own run, and its wait for agentmux's answer, lie under the session.
+	for _, op := range []string{"claude_code.tool.blocked_on_user", "claude_code.tool.execution"} {
+		under := false
+		for id := spans[op]; id != "" && !under; id = parent[id] {
+			under = id == session
+		}
+		if !under {
+			t.Errorf("Claude Code's %s span does not lie under the session's span", op)
+		}
+	}
+}
