@@ -232,6 +232,34 @@ func traceOf(t *testing.T, query, traceID string, operations ...string) jaegerTr
 	return tr
 }
 
+// index maps each operation to its first span's id, and each span to its parent and
+// to the service that made it.
+func (tr jaegerTrace) index() (spans, parent, service map[string]string) {
+	spans, parent, service = map[string]string{}, map[string]string{}, map[string]string{}
+	for _, s := range tr.Spans {
+		if _, ok := spans[s.Operation]; !ok {
+			spans[s.Operation] = s.SpanID
+		}
+		for _, r := range s.References {
+			if r.RefType == "CHILD_OF" {
+				parent[s.SpanID] = r.SpanID
+			}
+		}
+		service[s.SpanID] = tr.Processes[s.ProcessID].Service
+	}
+	return spans, parent, service
+}
+
+// under reports whether span lies under ancestor.
+func (jaegerTrace) under(span, ancestor string, parent map[string]string) bool {
+	for id := parent[span]; id != ""; id = parent[id] {
+		if id == ancestor {
+			return true
+		}
+	}
+	return false
+}
+
 // TestClaudeCodeJoinsTheTrace: a client that runs under a trace (TRACEPARENT, as a CI
 // job does) submits a task; the session's span on the node is the client's span's
 // child, and the real Claude Code, given the session span's TRACEPARENT, exports its own
@@ -281,20 +309,7 @@ supervisor = "ops"
 	}
 
 	tr := traceOf(t, query, clientTrace, "session claude", "request approval", "claude_code.interaction", "claude_code.tool.blocked_on_user", "claude_code.tool.execution")
-	spans := map[string]string{} // operation → span id (the first of each)
-	parent := map[string]string{}
-	service := map[string]string{}
-	for _, s := range tr.Spans {
-		if _, ok := spans[s.Operation]; !ok {
-			spans[s.Operation] = s.SpanID
-		}
-		for _, r := range s.References {
-			if r.RefType == "CHILD_OF" {
-				parent[s.SpanID] = r.SpanID
-			}
-		}
-		service[s.SpanID] = tr.Processes[s.ProcessID].Service
-	}
+	spans, parent, service := tr.index()
 	session, interaction := spans["session claude"], spans["claude_code.interaction"]
 	if parent[session] != clientSpan || service[session] != "agentmux" {
 		t.Errorf("the session's span is a child of %q, from service %q; want the client's span %s, from agentmux", parent[session], service[session], clientSpan)
@@ -307,12 +322,71 @@ supervisor = "ops"
 	}
 	// The tool's own run, and its wait for agentmux's answer, lie under the session.
 	for _, op := range []string{"claude_code.tool.blocked_on_user", "claude_code.tool.execution"} {
-		under := false
-		for id := spans[op]; id != "" && !under; id = parent[id] {
-			under = id == session
-		}
-		if !under {
+		if !tr.under(spans[op], session, parent) {
 			t.Errorf("Claude Code's %s span does not lie under the session's span", op)
+		}
+	}
+}
+
+// TestCodexJoinsTheTrace: the real Codex app server, its own trace exporter on
+// ([otel] trace_exporter in its config.toml, batches every 200 ms), is given the
+// session span's context on its turn/start request (the app server's "trace"): its
+// turn/start span is the session's child, in the client's trace, and its tool call and
+// the approved command's run lie under it.
+func TestCodexJoinsTheTrace(t *testing.T) {
+	otlp, query := jaeger(t)
+	dir := t.TempDir()
+	api := agenttest.NewResponses(t, agenttest.Exec("echo traced > "+filepath.Join(dir, "out")), agenttest.Call{Text: "done"})
+	argv, _ := json.Marshal(agenttest.CodexProvider(api))
+	codexHome := t.TempDir()
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), fmt.Appendf(nil, "[otel]\nenvironment = \"test\"\ntrace_exporter = { otlp-http = { endpoint = \"http://%s/v1/traces\", protocol = \"binary\" } }\n", otlp), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[hosts.codex]
+command = %q
+args = %s
+dialect = "codex"
+working_dir = %q
+stop_grace = "5s"
+env = { HOME = %q, CODEX_HOME = %q, FAKE_MODEL_KEY = "sk-test", OTEL_BSP_SCHEDULE_DELAY = "200" }
+[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = "echo ", answer = "yes" }]
+[[routes]]
+supervisor = "ops"
+`, proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), agenttest.Codex(t), argv, dir, t.TempDir(), codexHome)
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := exec.Command(os.Args[0], "up", "-c", manifest)
+	up.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+otlp, "OTEL_BSP_SCHEDULE_DELAY=100")
+	node := startProc(t, up)
+	until(t, "agentmux up", node.stderr, "node up")
+
+	const clientTrace, clientSpan = "7a8efff798038103d269b633813fc60d", "aee19b7ec3c1b175"
+	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-codex-traced", "--follow", "codex", "write the file")
+	submit.Env = append(os.Environ(), "TRACEPARENT=00-"+clientTrace+"-"+clientSpan+"-01")
+	follow := startProc(t, submit)
+	if code := follow.wait(t, 90*time.Second); code != exitOK {
+		t.Fatalf("submit --follow: exit %d\n%s%s\nnode:\n%s", code, follow.stdout, follow.stderr, node.stderr)
+	}
+	tr := traceOf(t, query, clientTrace, "session codex", "request approval", "turn/start", "handle_tool_call", "codex.process.spawn")
+	spans, parent, service := tr.index()
+	session := spans["session codex"]
+	if parent[session] != clientSpan {
+		t.Errorf("the session's span is a child of %q; want the client's span %s", parent[session], clientSpan)
+	}
+	if turn := spans["turn/start"]; parent[turn] != session || service[turn] != "codex-app-server" {
+		t.Errorf("Codex's turn/start span is a child of %q, from %q; want the session's span %s, from codex-app-server", parent[turn], service[turn], session)
+	}
+	// The tool call and its command's own run lie under the session.
+	for _, op := range []string{"handle_tool_call", "codex.process.spawn"} {
+		if !tr.under(spans[op], session, parent) {
+			t.Errorf("Codex's %s span does not lie under the session's span", op)
 		}
 	}
 }
