@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -389,4 +390,63 @@ supervisor = "ops"
 			t.Errorf("Codex's %s span does not lie under the session's span", op)
 		}
 	}
+}
+
+// TestAPITaskJoinsTheClientsTrace: a CI job that posts a task to the API with its
+// traceparent header has the task's session span as its span's child; a traceparent
+// that is not one is ignored, and that task's session is a trace of its own.
+func TestAPITaskJoinsTheClientsTrace(t *testing.T) {
+	otlp, query := jaeger(t)
+	manifest := apiManifest(t, "deny")
+	up := exec.Command(os.Args[0], "up", "-c", manifest)
+	up.Env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_BSP_SCHEDULE_DELAY=100"}
+	node := startProc(t, up)
+	until(t, "agentmux up", node.stderr, "node up")
+	port := proctest.FreePort(t)
+	con := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	con.Env = []string{"TEST_HOOK_TOKEN=" + hookToken, "TEST_OPERATOR_TOKEN=" + operatorToken, "TEST_VIEWER_TOKEN=" + viewerToken}
+	until(t, "agentmux console", startProc(t, con).stderr, "console up")
+
+	post := func(id, traceparent string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"host": "w", "prompt": okScript, "id": id})
+		req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/v1/tasks", port), bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+operatorToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", traceparent)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("POST /v1/tasks %s: %d", id, resp.StatusCode)
+		}
+	}
+	const clientTrace, clientSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	post("t-api-traced", "00-"+clientTrace+"-"+clientSpan+"-01")
+	post("t-api-forged", "00-zzzz-b7ad6b7169203331-01")
+	spans, parent, _ := traceOf(t, query, clientTrace, "session w").index()
+	if parent[spans["session w"]] != clientSpan {
+		t.Errorf("the API task's session span is a child of %q; want the client's span %s", parent[spans["session w"]], clientSpan)
+	}
+	proctest.Within(t, 30*time.Second, func() error {
+		resp, err := http.Get("http://" + query + `/api/traces?service=agentmux&tags={"agentmux.session":"t-api-forged"}&limit=5`)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var found struct{ Data []jaegerTrace }
+		if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+			return err
+		}
+		if len(found.Data) != 1 {
+			return fmt.Errorf("jaeger holds %d traces of t-api-forged; want 1", len(found.Data))
+		}
+		spans, parent, _ := found.Data[0].index()
+		if p := parent[spans["session w"]]; p != "" || found.Data[0].TraceID == clientTrace {
+			t.Errorf("the task with an invalid traceparent has its session under %q in trace %s; want a trace of its own", p, found.Data[0].TraceID)
+		}
+		return nil
+	})
 }
