@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/actors/pipeline"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/retry"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
@@ -49,9 +51,41 @@ func (r *Router) startPipelines(pullCtx context.Context, c actor.Context) {
 			slots = make(chan struct{}, size)
 			r.runSlots[name] = slots
 		}
+		var gate Gate
+		if r.cfg.Daily != nil {
+			gate = stagesGate{Gate: r.cfg.Daily, hosts: stageHosts(r.cfg.Manifest.Pipelines[name])}
+		}
 		system, self := c.ActorSystem(), c.Self()
-		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, nil, r.cfg.Log) })
+		r.cfg.Routines.Go(func(context.Context) { pull(pullCtx, system, self, name, cons, slots, gate, r.cfg.Log) })
 	}
+}
+
+// stagesGate holds a pipeline's queued runs while the daily budget holds any host of
+// its stages: a run would otherwise start stages on a host whose day is spent.
+type stagesGate struct {
+	Gate
+	hosts []string
+}
+
+// Wait returns once every host of the pipeline's stages may take work.
+func (g stagesGate) Wait(ctx context.Context, _ string) error {
+	for _, h := range g.hosts {
+		if err := g.Gate.Wait(ctx, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stageHosts are the hosts p's stages run on, each once.
+func stageHosts(p *config.Pipeline) []string {
+	var out []string
+	for _, st := range p.Stages {
+		if !slices.Contains(out, st.Host) {
+			out = append(out, st.Host)
+		}
+	}
+	return out
 }
 
 func (r *Router) onPipelineTask(m *taskArrived) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -153,6 +154,11 @@ env = { AGENTMUX_RUNTIME_MAIN = "1" }
 stop_grace = "2s"
 [budgets.daily]
 usd = 1
+[pipelines.p]
+[[pipelines.p.stages]]
+name = "a"
+host = "w"
+prompt = '{"steps":[{"result":"a"}]}'
 `, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
 	manifest := filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
@@ -169,10 +175,14 @@ usd = 1
 	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-second", "w", spends("0.25")); code != exitOK {
 		t.Fatalf("the second task: exit %d\n%s%s", code, out, stderr)
 	}
+	// A pipeline with a stage on w waits too: its run would start work on w.
+	pipelineRun := runtimeProc(t, "submit", "-c", manifest, "--id", "p-held", "--follow", "p")
 	proctest.Within(t, 20*time.Second, func() error {
 		_, out, stderr := runCLI("tasks", "-c", manifest, "-o", "json")
-		if !strings.Contains(out, `"id":"t-second"`) || !strings.Contains(out, `"state":"held"`) {
-			return fmt.Errorf("tasks: %s%s; want t-second held", out, stderr)
+		for _, id := range []string{"t-second", "p-held"} {
+			if !regexp.MustCompile(`"id":"` + id + `".*"state":"held"`).MatchString(out) {
+				return fmt.Errorf("tasks: %s%s; want %s held", out, stderr, id)
+			}
 		}
 		return nil
 	})
@@ -212,6 +222,9 @@ usd = 1
 	})
 	if started < raised {
 		t.Errorf("t-second started at %d, before the raise at %d", started, raised)
+	}
+	if code := pipelineRun.wait(t, 30*time.Second); code != exitOK {
+		t.Errorf("the pipeline run held with w: exit %d once raised\n%s%s", code, pipelineRun.stdout, pipelineRun.stderr)
 	}
 	records, err := readAudit(t, manifest, "_budget")
 	if err != nil {

@@ -54,10 +54,15 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 		for _, d := range dailyBudgets(m, days, time.Now()) {
 			held[d.Host] = d.State == "held"
 		}
+		for name, p := range m.Pipelines { // a pipeline's runs wait while any host of its stages is held
+			for _, st := range p.Stages {
+				held[name] = held[name] || held[st.Host]
+			}
+		}
 	}
 	type row struct {
 		store.QueuedTask
-		State string `json:"state"`          // waiting, held (its host at its daily budget), or running
+		State string `json:"state"`          // waiting, held (its host, or a host of its pipeline's stages, at its daily budget), or running
 		Node  string `json:"node,omitempty"` // the node running it
 	}
 	var list []row
