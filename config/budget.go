@@ -107,3 +107,12 @@ func (v *validator) budgets(b *Budgets) {
 		v.add([]string{"budgets", "daily", "usd"}, "%v is not an amount: give US dollars per host and day, more than 0", d.USD)
 	}
 }
+
+// DailyUSD is the daily budget of each host in US dollars; 0: none.
+func (b Budgets) DailyUSD() float64 {
+	if b.Daily == nil {
+		return 0
+	}
+	return b.Daily.USD
+}
+

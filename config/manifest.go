@@ -377,3 +377,13 @@ type Connection struct {
 	Retry        map[string]any    `toml:"retry"`
 	RateLimit    map[string]any    `toml:"rate_limit"`
 }
+
+// HostNames are m's hosts, sorted.
+func (m *Manifest) HostNames() []string {
+	out := make([]string, 0, len(m.Hosts))
+	for name := range m.Hosts {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -134,4 +135,46 @@ func (d *DailySpend) Merge(o *DailySpend) {
 	d.CostUSD += o.CostUSD
 	d.Unpriced += o.Unpriced
 	d.RaisedUSD += o.RaisedUSD
+}
+
+// The states of a host's day against its daily budget.
+const (
+	DailyTaken = "taken" // its tasks are taken
+	DailyHeld  = "held"  // at its budget: its tasks wait in the queue
+)
+
+// DailyBudget is a host's day against the fleet's daily budget ([budgets.daily]).
+type DailyBudget struct {
+	*DailySpend
+	LimitUSD float64 `json:"limit_usd,omitempty"` // the budget and today's raises; 0: none
+	State    string  `json:"state"`               // DailyTaken or DailyHeld
+}
+
+// DailyBudgets is the day of each of hosts today (UTC) against limit, the daily budget
+// in US dollars (0: none), from what days holds of them, sorted by host.
+func DailyBudgets(hosts []string, limit float64, days []*DailySpend, now time.Time) []*DailyBudget {
+	today := now.UTC().Format(time.DateOnly)
+	byHost := map[string]*DailySpend{}
+	for _, d := range days {
+		if d.Day == today {
+			byHost[d.Host] = d
+		}
+	}
+	out := make([]*DailyBudget, 0, len(hosts))
+	for _, host := range hosts {
+		d := byHost[host]
+		if d == nil {
+			d = &DailySpend{Day: today, Host: host}
+		}
+		b := &DailyBudget{DailySpend: d, State: DailyTaken}
+		if limit > 0 {
+			b.LimitUSD = limit + d.RaisedUSD
+			if d.CostUSD >= b.LimitUSD {
+				b.State = DailyHeld
+			}
+		}
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b *DailyBudget) int { return strings.Compare(a.Host, b.Host) })
+	return out
 }

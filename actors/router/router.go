@@ -309,10 +309,37 @@ func pull(ctx context.Context, system *actor.ActorSystem, self *actor.PID, host 
 				}
 				continue
 			}
+			if gate != nil && gate.Limit() > 0 && keepWhileHeld(ctx, gate, host, msg) != nil {
+				_ = msg.Nak() // the intake stopped while it was held: back to the queue
+				freeSlot(slots)
+				return
+			}
 			system.Root.Send(self, &taskArrived{host: host, msg: msg})
 			break
 		}
 	}
+}
+
+// keepWhileHeld asks the gate again once a task is fetched: the fetch waited up to
+// taskFetchWait, in which the host may have reached its daily budget. A task fetched
+// then is kept, said in progress so the queue gives it to no other node, until the gate
+// lets the host go (an error once ctx is done).
+func keepWhileHeld(ctx context.Context, gate Gate, host string, msg jetstream.Msg) error {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(taskProgressTick)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return gate.Wait(ctx, host)
 }
 
 func tick(ctx context.Context, system *actor.ActorSystem, self *actor.PID) {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
@@ -64,39 +62,9 @@ func budgetCommand(args []string, stdout, stderr io.Writer) int {
 	return table(stdout, []string{"DAY", "HOST", "SPENT", "BUDGET", "RAISED", "TASKS"}, lines)
 }
 
-// dailyBudget is a host's day against its daily budget.
-type dailyBudget struct {
-	*wire.DailySpend
-	LimitUSD float64 `json:"limit_usd,omitempty"` // [budgets.daily] and today's raises; 0: none
-	State    string  `json:"state"`               // "taken", or "held" at the budget
-}
-
-// dailyBudgets is each host of m's day today against its budget, by host.
-func dailyBudgets(m *config.Manifest, days []*wire.DailySpend, now time.Time) []*dailyBudget {
-	today := now.UTC().Format(time.DateOnly)
-	byHost := map[string]*wire.DailySpend{}
-	for _, d := range days {
-		if d.Day == today {
-			byHost[d.Host] = d
-		}
-	}
-	var out []*dailyBudget
-	for host := range m.Hosts {
-		d := byHost[host]
-		if d == nil {
-			d = &wire.DailySpend{Day: today, Host: host}
-		}
-		r := &dailyBudget{DailySpend: d, State: "taken"}
-		if m.Budgets.Daily != nil {
-			r.LimitUSD = m.Budgets.Daily.USD + d.RaisedUSD
-			if d.CostUSD >= r.LimitUSD {
-				r.State = "held"
-			}
-		}
-		out = append(out, r)
-	}
-	slices.SortFunc(out, func(a, b *dailyBudget) int { return strings.Compare(a.Host, b.Host) })
-	return out
+// dailyBudgets is each host of m's day today against its daily budget, by host.
+func dailyBudgets(m *config.Manifest, days []*wire.DailySpend, now time.Time) []*wire.DailyBudget {
+	return wire.DailyBudgets(m.HostNames(), m.Budgets.DailyUSD(), days, now)
 }
 
 func dollars(f float64) string {

@@ -181,7 +181,7 @@ prompt = '{"steps":[{"result":"a"}]}'
 		_, out, stderr := runCLI("tasks", "-c", manifest, "-o", "json")
 		for _, id := range []string{"t-second", "p-held"} {
 			if !regexp.MustCompile(`"id":"` + id + `".*"state":"held"`).MatchString(out) {
-				return fmt.Errorf("tasks: %s%s; want %s held", out, stderr, id)
+				return fmt.Errorf("tasks: %s%s; want %s held (submit: %s%s)", out, stderr, id, pipelineRun.stdout, pipelineRun.stderr)
 			}
 		}
 		return nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // tasks lists what the work queue holds: tasks and pipeline runs waiting for a node,
@@ -52,7 +53,7 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		for _, d := range dailyBudgets(m, days, time.Now()) {
-			held[d.Host] = d.State == "held"
+			held[d.Host] = d.State == wire.DailyHeld
 		}
 		for name, p := range m.Pipelines { // a pipeline's runs wait while any host of its stages is held
 			for _, st := range p.Stages {
