@@ -115,4 +115,3 @@ func (b Budgets) DailyUSD() float64 {
 	}
 	return b.Daily.USD
 }
-
