@@ -81,8 +81,9 @@ func GrantsFor(u User) Grants {
 		if u.Role == RoleConsole {
 			// Answer as each person; for the API's tokens, queue tasks and put attached
 			// agents' requests to the nodes.
-			// Change rules files as each person ("always for this rule").
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
+			// Change rules files ("always for this rule") and raise hosts' daily budgets
+			// as each person.
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.BudgetRaiseSubjects, wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
 			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.AttachSubjects, wire.BudgetRaiseSubjects)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/wire"
@@ -172,4 +173,23 @@ func (g *DailyGate) check(ctx context.Context, host string, now time.Time, limit
 		g.Held(host, why)
 	}
 	return errHeld
+}
+
+// RaiseDaily asks the fleet to raise host's daily budget for today by raise, in
+// person's name (a node takes it: wire.BudgetRaiseSubject), and returns the node's
+// answer: the day after the raise, or why it was refused.
+func RaiseDaily(ctx context.Context, nc *nats.Conn, host, person string, raise *wire.BudgetRaise) (*wire.BudgetRaiseReply, error) {
+	data, _ := json.Marshal(raise)
+	msg, err := nc.RequestWithContext(ctx, wire.BudgetRaiseSubject(host, person), data)
+	if err != nil {
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil, errors.New("no node took the raise: is `agentmux up` running with this manifest?")
+		}
+		return nil, err
+	}
+	var reply wire.BudgetRaiseReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return nil, fmt.Errorf("the node's answer is not JSON (%v): %q", err, msg.Data)
+	}
+	return &reply, nil
 }

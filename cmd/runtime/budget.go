@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -105,15 +104,11 @@ func raiseBudget(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux budget:", err)
 		return exitUsage
 	}
-	data, _ := json.Marshal(&wire.BudgetRaise{USD: *usd, Note: *note})
-	msg, err := c.nc.Request(wire.BudgetRaiseSubject(*host, who), data, clientTimeout)
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	reply, err := store.RaiseDaily(ctx, c.nc, *host, who, &wire.BudgetRaise{USD: *usd, Note: *note})
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux budget:", c.explain(err))
-		return exitError
-	}
-	var reply wire.BudgetRaiseReply
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		fmt.Fprintf(stderr, "agentmux budget: the node's answer is not JSON (%v): %q\n", err, msg.Data)
 		return exitError
 	}
 	if reply.Error != "" {

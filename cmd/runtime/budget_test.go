@@ -240,3 +240,72 @@ prompt = '{"steps":[{"result":"a"}]}'
 		t.Errorf("budget -o json: %s; want $1.75 of $2, taken", out)
 	}
 }
+
+// TestConsoleRaisesADailyBudget: a host at its daily budget shows as held in the
+// console, its task waiting; a person raises it there with a note, and the task runs;
+// the raise is shown on the host's row and audited in the person's name.
+func TestConsoleRaisesADailyBudget(t *testing.T) {
+	dir := t.TempDir()
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+stop_grace = "2s"
+[budgets.daily]
+usd = 1
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
+	manifest := filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up", up.stderr, "node up")
+	con := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), "--as", "ana")
+	until(t, "agentmux console", con.stderr, "console up")
+	spends := `{"steps":[{"send":{"type":"usage","model":"m","input_tokens":10,"output_tokens":1,"cost_usd":1.5}},{"result":"done"}]}`
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-spent", "--follow", "w", spends); code != exitOK {
+		t.Fatalf("the first task: exit %d\n%s%s", code, out, stderr)
+	}
+	held := runtimeProc(t, "submit", "-c", manifest, "--id", "t-held", "--follow", "w", `{"steps":[{"result":"ran"}]}`)
+
+	ctx := browser(t)
+	do(t, ctx, "open the console", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+	row := `#budgets tbody tr[data-host="w"]`
+	state := get(t, ctx, "w held", chromedp.Poll[string](fmt.Sprintf(
+		`(r => r && r.classList.contains("held") ? r.textContent : (loadBudgets(), false))(document.querySelector(%q))`, row),
+		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(time.Second)))
+	if !strings.Contains(state, "$1.5000") || !strings.Contains(state, "$1.00") || !strings.Contains(state, "held: they wait in the queue") {
+		t.Errorf("w's row while held: %q", state)
+	}
+	shot(t, ctx, "daily-1-held")
+	select {
+	case <-held.done:
+		t.Fatalf("t-held ran while w was at its daily budget: exit %d\n%s", held.code, held.stdout)
+	default:
+	}
+
+	raised := time.Now().UnixMilli()
+	do(t, ctx, "raise w's budget", chromedp.SendKeys(chromedp.CSS(row+" input.raise-usd"), "1"),
+		chromedp.SendKeys(chromedp.CSS(row+" input.raise-note"), "release day"),
+		chromedp.Click(chromedp.CSS(row+" button.raise-budget")))
+	after := get(t, ctx, "w taken again", chromedp.Poll[string](fmt.Sprintf(
+		`(r => r && r.classList.contains("taken") ? r.textContent : false)(document.querySelector(%q))`, row),
+		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(500*time.Millisecond)))
+	if !strings.Contains(after, "$2.00") || !strings.Contains(after, "+$1.00 (ana)") {
+		t.Errorf("w's row once raised: %q", after)
+	}
+	shot(t, ctx, "daily-2-raised")
+	if code := held.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("t-held once w was raised: exit %d\n%s%s", code, held.stdout, held.stderr)
+	}
+	records, err := readAudit(t, manifest, "_budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 || records[0].Kind != "budget.raised" || records[0].Decider != "human:ana" || records[0].Reason != "release day" || records[0].Time < raised {
+		t.Errorf("the raise's audit: %+v", records)
+	}
+}

@@ -317,6 +317,51 @@ async function revoke(g, button) {
   loadGrants();
 }
 
+// ---- daily budgets: each host's day against [budgets.daily], raised by a person ----
+
+const usd = (n, places) => "$" + (n || 0).toFixed(places);
+
+async function loadBudgets() {
+  let reply;
+  try { reply = await (await fetch("/api/budgets")).json(); } catch (e) { return; }
+  document.getElementById("budgets-section").hidden = !reply.limit_usd;
+  const problem = document.getElementById("budgets-error");
+  problem.hidden = !reply.error;
+  problem.textContent = reply.error ? "Not known: " + reply.error : "";
+  const body = document.querySelector("#budgets tbody");
+  const typing = body.contains(document.activeElement); // a raise being written is not redrawn away
+  if (typing) return;
+  body.replaceChildren(...(reply.days || []).map((d) => el("tr", { "data-host": d.host, class: d.state },
+    el("td", {}, d.host),
+    el("td", {}, usd(d.cost_usd, 4), d.unpriced ? el("div", { class: "hint" }, d.unpriced + " unpriced") : null),
+    el("td", {}, usd(d.limit_usd, 2)),
+    el("td", { title: (d.raises || []).map((r) => `+${usd(r.usd, 2)} by ${r.by}${r.note ? ": " + r.note : ""}`).join("\n") },
+      d.raised_usd ? "+" + usd(d.raised_usd, 2) + " (" + (d.raises || []).map((r) => r.by).join(", ") + ")" : "-"),
+    el("td", { class: d.state === "held" ? "state refused" : "state" }, d.state === "held" ? "held: they wait in the queue" : "taken"),
+    el("td", {}, state.role === "operator" ? raiseForm(d) : null))));
+}
+
+function raiseForm(d) {
+  const amount = el("input", { type: "number", class: "raise-usd", min: "0.01", step: "0.01", required: "", placeholder: "USD", "aria-label": "US dollars to raise " + d.host + "'s budget by" });
+  const note = el("input", { type: "text", class: "raise-note", placeholder: "why", "aria-label": "why" });
+  const out = el("span", { class: "raise-outcome", role: "status" });
+  return el("form", { class: "raise", onsubmit: async (e) => {
+    e.preventDefault();
+    const button = e.target.querySelector("button");
+    button.disabled = true;
+    let reply;
+    try {
+      reply = await (await fetch("/api/budgets/" + encodeURIComponent(d.host) + "/raise", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ usd: Number(amount.value), note: note.value }) })).json();
+    } catch (err) { reply = { error: String(err) }; }
+    button.disabled = false;
+    if (reply.error) { out.className = "raise-outcome refused"; out.textContent = "not raised: " + reply.error; return; }
+    out.className = "raise-outcome"; out.textContent = `raised to ${usd(reply.limit_usd, 2)} (${reply.node})`;
+    document.activeElement.blur();
+    loadBudgets();
+  } }, amount, note, el("button", { type: "submit", class: "raise-budget" }, "Raise"), out);
+}
+
 // ---- rules: the rules files of the fleet's rule supervisors ----
 
 async function loadRules() {
@@ -632,7 +677,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   route();
   loadGrants();
   loadRules();
+  loadBudgets();
   setInterval(tick, 1000);
   setInterval(loadGrants, 10000);
   setInterval(loadRules, 30000);
+  setInterval(loadBudgets, 10000);
 });
