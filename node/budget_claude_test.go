@@ -142,3 +142,71 @@ func TestCodexBudgetRaisedThenRefused(t *testing.T) {
 }
 
 func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
+
+// answerBudget waits for session's budget request, checks what it says and answers
+// it value as alice.
+func answerBudget(t *testing.T, pending *store.PendingStore, session, wantSuffix, value string) {
+	t.Helper()
+	var p *wire.PendingRequest
+	waitFor(t, time.Minute, func() error {
+		p = waitPending(t, pending, session)
+		if p.Type != string(protocol.TypeBudget) {
+			return fmt.Errorf("waiting for a budget request; %s (%s) waits", p.Request, p.Type)
+		}
+		return nil
+	})
+	if !strings.HasSuffix(p.Text, wantSuffix) {
+		t.Errorf("the budget request asks %q; want it to end %q", p.Text, wantSuffix)
+	}
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(value)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An ACP agent (the real claude-agent-acp) at its wall budget, its approval waiting, is
+// cancelled (session/cancel) and its turn ends without ending the session; raised by a
+// person it goes on in a new prompt of the same ACP session and finishes. Refused, the
+// next session ends budget_exceeded. (claude-agent-acp reports its tokens and cost only
+// with its turn's end, which ends an ACP session: a token or dollar budget is checked
+// then, too late to pause it; README, "Budgets".)
+func TestACPBudgetRaisedThenRefused(t *testing.T) {
+	dir := t.TempDir()
+	bash := func(file string) []block {
+		return []block{{Tool: "Bash", Input: map[string]any{"command": "echo " + file + " > " + filepath.Join(dir, file), "description": "write " + file}}}
+	}
+	// prod-one is routed to nobody, who never answers: the session waits on it until its wall budget.
+	f := newFakeAnthropic(t, bash("prod-one"), bash("two"), []block{{Text: "done"}})
+	n := start(t, acpManifest(t, f, dir, "budget = { wall = \"3s\" }\nquestion_timeout = \"1m\""+budgetRoutes))
+	pending := pendingStore(t, n)
+
+	results := make(chan *agent.Result, 1)
+	session := n.n.Submit("acp", "", "write the files", results)
+	answerBudget(t, pending, session, "go on with +3s?", `"yes"`)
+	res := <-results
+	if !res.OK || res.BudgetExceeded || res.Raises != 1 {
+		t.Fatalf("result %+v; want it ok once raised", res)
+	}
+	if got := written(dir, "prod-one", "two"); got != "two" {
+		t.Errorf("written: %s; want two, after the raise, and never prod-one, cancelled at the pause", got)
+	}
+	if !strings.Contains(string(f.LastMessages()), "Your budget was raised (human:alice). Continue the task where you stopped.") {
+		t.Errorf("the conversation did not go on in a new prompt: …%s", tail(string(f.LastMessages()), 600))
+	}
+	outcomes := map[string]string{}
+	for _, r := range res.Requests {
+		if r.Type == protocol.TypeApproval {
+			outcomes[strings.Fields(r.Text)[1]] = string(r.Outcome) + " " + r.Decider
+		}
+	}
+	if outcomes["prod-one"] != "cancelled runtime" || outcomes["two"] != "answered rule:ops" {
+		t.Errorf("the approvals ended %v; want prod-one cancelled at the pause, two approved by ops", outcomes)
+	}
+
+	f.Replay(bash("prod-three"), []block{{Text: "never"}})
+	session = n.n.Submit("acp", "", "write three", results)
+	answerBudget(t, pending, session, "go on with +3s?", `"no"`)
+	res = <-results
+	if res.OK || !res.BudgetExceeded || !strings.Contains(res.Error, "human:alice did not raise it") {
+		t.Fatalf("result %+v; want budget_exceeded", res)
+	}
+}
