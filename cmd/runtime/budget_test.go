@@ -139,10 +139,9 @@ func TestConsoleRaisesABudget(t *testing.T) {
 	}
 }
 
-// TestDailyBudgetHoldsTasksInTheQueue: once a host's sessions spent its daily budget,
-// fleet-wide, its next task waits in the queue, shown held by `tasks` and `budget`;
-// a raise lets it run, recorded in the audit as who raised it and why.
-func TestDailyBudgetHoldsTasksInTheQueue(t *testing.T) {
+// dailyManifest is a node of a scripted host w with a daily budget of $1, and extra.
+func dailyManifest(t *testing.T, extra string) string {
+	t.Helper()
 	dir := t.TempDir()
 	m := fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
@@ -154,16 +153,24 @@ env = { AGENTMUX_RUNTIME_MAIN = "1" }
 stop_grace = "2s"
 [budgets.daily]
 usd = 1
-[pipelines.p]
-[[pipelines.p.stages]]
-name = "a"
-host = "w"
-prompt = '{"steps":[{"result":"a"}]}'
-`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0]) + extra
 	manifest := filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return manifest
+}
+
+// TestDailyBudgetHoldsTasksInTheQueue: once a host's sessions spent its daily budget,
+// fleet-wide, its next task waits in the queue, shown held by `tasks` and `budget`;
+// a raise lets it run, recorded in the audit as who raised it and why.
+func TestDailyBudgetHoldsTasksInTheQueue(t *testing.T) {
+	manifest := dailyManifest(t, `[pipelines.p]
+[[pipelines.p.stages]]
+name = "a"
+host = "w"
+prompt = '{"steps":[{"result":"a"}]}'
+`)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
 	spends := func(usd string) string {
@@ -245,22 +252,7 @@ prompt = '{"steps":[{"result":"a"}]}'
 // console, its task waiting; a person raises it there with a note, and the task runs;
 // the raise is shown on the host's row and audited in the person's name.
 func TestConsoleRaisesADailyBudget(t *testing.T) {
-	dir := t.TempDir()
-	m := fmt.Sprintf(`[nats]
-listen = "127.0.0.1:%d"
-store_dir = %q
-[hosts.w]
-command = %q
-args = ["sim"]
-env = { AGENTMUX_RUNTIME_MAIN = "1" }
-stop_grace = "2s"
-[budgets.daily]
-usd = 1
-`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
-	manifest := filepath.Join(dir, "agentmux.toml")
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	manifest := dailyManifest(t, "")
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
 	con := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), "--as", "ana")

@@ -261,6 +261,34 @@ func (jaegerTrace) under(span, ancestor string, parent map[string]string) bool {
 	return false
 }
 
+// runTraced writes a manifest of host (its [hosts.X] table) whose approvals of echo
+// rule supervisor ops allows, starts a node exporting to otlp, and submits a task to
+// hostName under the client's trace (TRACEPARENT), waiting for it to end.
+func runTraced(t *testing.T, otlp, host, hostName, clientTrace, clientSpan string) {
+	t.Helper()
+	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
+	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n", proctest.FreePort(t), filepath.Join(t.TempDir(), "store")) + host + `
+[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = "echo ", answer = "yes" }]
+[[routes]]
+supervisor = "ops"
+`
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := exec.Command(os.Args[0], "up", "-c", manifest)
+	up.Env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_BSP_SCHEDULE_DELAY=100"}
+	node := startProc(t, up)
+	until(t, "agentmux up", node.stderr, "node up")
+	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-"+hostName+"-traced", "--follow", hostName, "write the file")
+	submit.Env = []string{"TRACEPARENT=00-" + clientTrace + "-" + clientSpan + "-01"}
+	follow := startProc(t, submit)
+	if code := follow.wait(t, 90*time.Second); code != exitOK {
+		t.Fatalf("submit --follow: exit %d\n%s%s\nnode:\n%s", code, follow.stdout, follow.stderr, node.stderr)
+	}
+}
+
 // TestClaudeCodeJoinsTheTrace: a client that runs under a trace (TRACEPARENT, as a CI
 // job does) submits a task; the session's span on the node is the client's span's
 // child, and the real Claude Code, given the session span's TRACEPARENT, exports its own
@@ -274,37 +302,14 @@ func TestClaudeCodeJoinsTheTrace(t *testing.T) {
 		[]agenttest.Block{{Tool: "Bash", Input: map[string]any{"command": "echo traced > " + filepath.Join(dir, "out"), "description": "write out"}}},
 		[]agenttest.Block{{Text: "done"}})
 	home := t.TempDir()
-	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
-	m := fmt.Sprintf(`[nats]
-listen = "127.0.0.1:%d"
-store_dir = %q
-[hosts.claude]
+	const clientTrace, clientSpan = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+	runTraced(t, otlp, fmt.Sprintf(`[hosts.claude]
 command = %q
 dialect = "claude-code"
 working_dir = %q
 stop_grace = "5s"
-env = { HOME = %[5]q, CLAUDE_CONFIG_DIR = %[6]q, ANTHROPIC_BASE_URL = %[7]q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1", CLAUDE_CODE_ENABLE_TELEMETRY = "1", CLAUDE_CODE_ENHANCED_TELEMETRY_BETA = "1", OTEL_TRACES_EXPORTER = "otlp", OTEL_METRICS_EXPORTER = "none", OTEL_LOGS_EXPORTER = "none", OTEL_EXPORTER_OTLP_PROTOCOL = "http/protobuf", OTEL_EXPORTER_OTLP_ENDPOINT = "http://%[8]s", OTEL_TRACES_EXPORT_INTERVAL = "200" }
-[supervisors.ops]
-strategy = "rule"
-rules = [{ type = "approval", match = "echo ", answer = "yes" }]
-[[routes]]
-supervisor = "ops"
-`, proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), agenttest.Claude(t), dir, home, filepath.Join(home, ".claude"), api.URL(), otlp)
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	up := exec.Command(os.Args[0], "up", "-c", manifest)
-	up.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+otlp, "OTEL_BSP_SCHEDULE_DELAY=100")
-	node := startProc(t, up)
-	until(t, "agentmux up", node.stderr, "node up")
-
-	const clientTrace, clientSpan = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
-	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-claude-traced", "--follow", "claude", "write the file")
-	submit.Env = append(os.Environ(), "TRACEPARENT=00-"+clientTrace+"-"+clientSpan+"-01")
-	follow := startProc(t, submit)
-	if code := follow.wait(t, 90*time.Second); code != exitOK {
-		t.Fatalf("submit --follow: exit %d\n%s%s\nnode:\n%s", code, follow.stdout, follow.stderr, node.stderr)
-	}
+env = { HOME = %[3]q, CLAUDE_CONFIG_DIR = %[4]q, ANTHROPIC_BASE_URL = %[5]q, ANTHROPIC_API_KEY = "sk-test", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = "1", DISABLE_AUTOUPDATER = "1", CLAUDE_CODE_ENABLE_TELEMETRY = "1", CLAUDE_CODE_ENHANCED_TELEMETRY_BETA = "1", OTEL_TRACES_EXPORTER = "otlp", OTEL_METRICS_EXPORTER = "none", OTEL_LOGS_EXPORTER = "none", OTEL_EXPORTER_OTLP_PROTOCOL = "http/protobuf", OTEL_EXPORTER_OTLP_ENDPOINT = "http://%[6]s", OTEL_TRACES_EXPORT_INTERVAL = "200" }
+`, agenttest.Claude(t), dir, home, filepath.Join(home, ".claude"), api.URL(), otlp), "claude", clientTrace, clientSpan)
 	if b, err := os.ReadFile(filepath.Join(dir, "out")); err != nil || string(b) != "traced\n" {
 		t.Fatalf("the approved command wrote %q (%v)", b, err)
 	}
@@ -343,38 +348,15 @@ func TestCodexJoinsTheTrace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), fmt.Appendf(nil, "[otel]\nenvironment = \"test\"\ntrace_exporter = { otlp-http = { endpoint = \"http://%s/v1/traces\", protocol = \"binary\" } }\n", otlp), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
-	m := fmt.Sprintf(`[nats]
-listen = "127.0.0.1:%d"
-store_dir = %q
-[hosts.codex]
+	const clientTrace, clientSpan = "7a8efff798038103d269b633813fc60d", "aee19b7ec3c1b175"
+	runTraced(t, otlp, fmt.Sprintf(`[hosts.codex]
 command = %q
 args = %s
 dialect = "codex"
 working_dir = %q
 stop_grace = "5s"
 env = { HOME = %q, CODEX_HOME = %q, FAKE_MODEL_KEY = "sk-test", OTEL_BSP_SCHEDULE_DELAY = "200" }
-[supervisors.ops]
-strategy = "rule"
-rules = [{ type = "approval", match = "echo ", answer = "yes" }]
-[[routes]]
-supervisor = "ops"
-`, proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), agenttest.Codex(t), argv, dir, t.TempDir(), codexHome)
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	up := exec.Command(os.Args[0], "up", "-c", manifest)
-	up.Env = append(os.Environ(), "OTEL_EXPORTER_OTLP_ENDPOINT=http://"+otlp, "OTEL_BSP_SCHEDULE_DELAY=100")
-	node := startProc(t, up)
-	until(t, "agentmux up", node.stderr, "node up")
-
-	const clientTrace, clientSpan = "7a8efff798038103d269b633813fc60d", "aee19b7ec3c1b175"
-	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-codex-traced", "--follow", "codex", "write the file")
-	submit.Env = append(os.Environ(), "TRACEPARENT=00-"+clientTrace+"-"+clientSpan+"-01")
-	follow := startProc(t, submit)
-	if code := follow.wait(t, 90*time.Second); code != exitOK {
-		t.Fatalf("submit --follow: exit %d\n%s%s\nnode:\n%s", code, follow.stdout, follow.stderr, node.stderr)
-	}
+`, agenttest.Codex(t), argv, dir, t.TempDir(), codexHome), "codex", clientTrace, clientSpan)
 	tr := traceOf(t, query, clientTrace, "session codex", "request approval", "turn/start", "handle_tool_call", "codex.process.spawn")
 	spans, parent, service := tr.index()
 	session := spans["session codex"]
