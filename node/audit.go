@@ -127,6 +127,7 @@ func (a *auditor) run() {
 					if it.rec.Text == "" {
 						it.rec.Text = h.rec.Text
 					}
+					it.rec.Ask = h.rec.Ask
 				}
 				a.publishRecord(it.id, it.rec)
 			default:

@@ -53,7 +53,7 @@ func (r *Reply) AppendJSON(dst []byte) []byte {
 // AppendJSON appends the audit record as JSON.
 func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o := rawjson.Begin(slices.Grow(dst, 200+len(r.Node)+len(r.Host)+len(r.Session)+len(r.Pipeline)+len(r.Stage)+len(r.Request)+
-		len(r.Text)+len(r.By)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)+len(r.Error)))
+		len(r.Text)+len(r.Ask)+len(r.By)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)+len(r.Error)))
 	o.String("kind", r.Kind)
 	o.Int("time", r.Time)
 	o.String("node", r.Node)
@@ -65,6 +65,7 @@ func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o.StringOmit("request", r.Request)
 	o.StringOmit("type", r.Type)
 	o.StringOmit("text", r.Text)
+	o.RawOmit("ask", r.Ask)
 	o.StringOmit("by", r.By)
 	o.IntOmit("asked", r.Asked)
 	o.RawOmit("value", r.Value)

@@ -67,7 +67,7 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 		&Reply{Value: json.RawMessage(`{"a": [1, 2.5e-9, true, null]}`), Kind: ReplyDefault, Decider: "rule:x",
 			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session", Grant: "g-h-1"},
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
-			Request: "q1", Type: "question", Text: "Which?", By: "alice", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
+			Request: "q1", Type: "question", Text: "Which?", Ask: json.RawMessage(`{"type":"question","question":"Which?"}`), By: "alice", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
 			Claimed: "c", Member: "m", Reason: "r", Scope: "host", Latency: 0.123, Duration: 1e-7, Error: "e\x00", Truncated: 512,
 			Workspace: &Workspace{Mode: "worktree", Branch: "agentmux/s", Base: "b", Head: "h", Files: 1}, Spend: testSpend},
 		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
@@ -109,7 +109,7 @@ func FuzzRecordsAppendAsTheirTagsSay(f *testing.F) {
 		for _, rec := range []appender{
 			&Ask{Session: s, Host: typ, Type: typ, ID: s, Text: text, Timeout: n / 3, Deadline: n, Default: raw, Request: raw, Node: text, Attempt: int(n % 1000)},
 			&Reply{Kind: ReplyKind(uint64(n) % 3), Value: raw, Decider: typ, Reason: text, Member: s, Claimed: text, Scope: typ, Grant: s},
-			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Asked: n, Value: raw, Reason: text, Latency: latency, Duration: latency},
+			&AuditRecord{Kind: typ, Time: n, Session: s, Text: text, Ask: raw, Asked: n, Value: raw, Reason: text, Latency: latency, Duration: latency},
 			&RequestAnswered{ID: s, Type: typ, Value: raw, Decider: text, Reason: text, Latency: latency},
 			&SessionStarted{Session: s, Host: typ, Task: text, Node: text, Attempt: int(n % 1000), Stage: typ},
 			&SessionEnded{Session: s, Host: typ, Outcome: typ, Result: raw, Data: raw, Error: text, Duration: latency},

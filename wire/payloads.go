@@ -121,6 +121,10 @@ type AuditRecord struct {
 	Request  string `json:"request,omitempty"`
 	Type     string `json:"type,omitempty"`
 	Text     string `json:"text,omitempty"`
+	// Ask, on a request's record, is the request as its agent asked it (its canonical
+	// JSON: a tool call's tool and input, a question's options): what `agentmux policy`
+	// learns rules from and decides again.
+	Ask json.RawMessage `json:"ask,omitempty"`
 	// By, on a session's start, is who asked for the session: who submitted its task,
 	// or the user of an attached agent.
 	By string `json:"by,omitempty"`
@@ -150,7 +154,7 @@ type AuditRecord struct {
 }
 
 // Fit cuts the record's text, reason and error to keep bytes each, and drops its value
-// when that is longer (a value cut in two would not be JSON), noting in Truncated how
+// and its ask when longer (a value cut in two would not be JSON), noting in Truncated how
 // long the record was: a record over the server's payload limit is stored so, never
 // retried for ever.
 func (r *AuditRecord) Fit(was, keep int) {
@@ -163,6 +167,9 @@ func (r *AuditRecord) Fit(was, keep int) {
 	r.Text, r.Reason, r.Error = cut(r.Text), cut(r.Reason), cut(r.Error)
 	if len(r.Value) > keep {
 		r.Value = nil
+	}
+	if len(r.Ask) > keep {
+		r.Ask = nil
 	}
 	r.Truncated = was
 }

@@ -48,7 +48,7 @@ func (a *Agent) newPending(s *session, msg *protocol.Message) *pending {
 
 func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
 	r := a.record(s, "request")
-	r.Request, r.Type, r.Text = p.id, string(p.msg.Type), p.msg.RequestText()
+	r.Request, r.Type, r.Text, r.Ask = p.id, string(p.msg.Type), p.msg.RequestText(), p.msg.Raw
 	return r
 }
 
