@@ -118,3 +118,35 @@ func proposeShell(command, cwd string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Narrowest is the narrowest rule that covers every one of calls, for which Propose
+// proposed rule (each on its own): for shell lines of one command, Bash with the
+// longest run of words their commands begin with ("Bash(npm test -- --watch:*)" when
+// every one ran that); for any other rule, rule itself, which names no more than a
+// folder, a domain or a tool. ok is false when a call is not one rule could cover.
+func Narrowest(rule string, calls []Call) (string, bool) {
+	if !strings.HasPrefix(rule, "Bash(") {
+		return rule, true
+	}
+	var common []string
+	for i, c := range calls {
+		line, err := parseShell(c.Command)
+		if err != nil || len(line.unknown) > 0 || len(line.commands) != 1 || line.commands[0].script {
+			return "", false
+		}
+		words := strings.Fields(line.commands[0].allowable[len(line.commands[0].allowable)-1])
+		if i == 0 {
+			common = words
+			continue
+		}
+		n := 0
+		for n < len(common) && n < len(words) && common[n] == words[n] {
+			n++
+		}
+		common = common[:n]
+	}
+	if len(common) == 0 {
+		return "", false
+	}
+	return "Bash(" + strings.Join(common, " ") + ":*)", true
+}

@@ -67,3 +67,33 @@ func TestProposeRefusesWhatNoRuleCanAllow(t *testing.T) {
 		}
 	}
 }
+
+// Narrowest keeps the longest run of words the commands share, never fewer than their
+// one rule proposes, and takes no line a rule could not cover.
+func TestNarrowest(t *testing.T) {
+	bash := func(lines ...string) []Call {
+		var out []Call
+		for _, l := range lines {
+			out = append(out, Call{Tool: "Bash", Command: l})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		rule  string
+		calls []Call
+		want  string
+	}{
+		{"Bash(npm test:*)", bash("npm test -- --watch", "npm test -- --watch --ci"), "Bash(npm test -- --watch:*)"},
+		{"Bash(npm test:*)", bash("npm test", "npm test -- --watch"), "Bash(npm test:*)"},
+		{"Bash(go test:*)", bash("timeout 60 go test ./...", "go test ./..."), "Bash(go test ./...:*)"},
+		{"Edit(./src/**)", []Call{{Tool: "Edit", Path: "src/a.go"}}, "Edit(./src/**)"},
+		{"mcp__github__create_issue", []Call{{Tool: "mcp__github__create_issue"}}, "mcp__github__create_issue"},
+		{"Bash(npm test:*)", bash("npm test && rm -rf /"), ""},
+		{"Bash(npm test:*)", bash("npm test $(curl x)"), ""},
+	} {
+		got, ok := Narrowest(c.rule, c.calls)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("Narrowest(%s, %v) = %q, %v; want %q", c.rule, c.calls, got, ok, c.want)
+		}
+	}
+}

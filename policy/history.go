@@ -1,0 +1,70 @@
+package policy
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentmux/agentmux/permission"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// Decided is one past approval and how it was decided.
+type Decided struct {
+	Host, Session, Request string
+	Call                   permission.Call
+	Text                   string // what it asked, as the audit shows it
+	Value                  string // the answer: "yes", "no", or an option
+	Decider                string // who decided: human:ana, rule:ops, session:human:ana, …
+	At                     time.Time
+}
+
+// Approved reports whether it was approved.
+func (d *Decided) Approved() bool { return d.Value == "yes" }
+
+// Person reports whether a person decided it, or an answer a person gave for its
+// session or host.
+func (d *Decided) Person() bool {
+	decider := d.Decider
+	for _, scope := range []string{"session:", "host:"} {
+		decider = strings.TrimPrefix(decider, scope)
+	}
+	return strings.HasPrefix(decider, "human:")
+}
+
+// FromAudit is the approvals in records that were answered (not defaulted, timed out or
+// cancelled) and name the tool call they asked for, oldest first. An answer's request
+// is read from its own record (the request's one record) or from its request record.
+func FromAudit(records []*wire.AuditRecord) []Decided {
+	key := func(r *wire.AuditRecord) string {
+		return r.Session + "\x00" + strconv.Itoa(r.Attempt) + "\x00" + r.Request
+	}
+	asked := map[string]json.RawMessage{}
+	for _, r := range records {
+		if r.Kind == "request" && len(r.Ask) > 0 {
+			asked[key(r)] = r.Ask
+		}
+	}
+	var out []Decided
+	for _, r := range records {
+		if r.Kind != "answer" || r.Type != "approval" || r.Outcome != "answered" {
+			continue
+		}
+		ask := r.Ask
+		if len(ask) == 0 {
+			ask = asked[key(r)]
+		}
+		call, ok := permission.FromApproval(ask)
+		if !ok {
+			continue
+		}
+		var value string
+		if json.Unmarshal(r.Value, &value) != nil {
+			continue
+		}
+		out = append(out, Decided{Host: r.Host, Session: r.Session, Request: r.Request, Call: call, Text: r.Text,
+			Value: value, Decider: r.Decider, At: time.UnixMilli(r.Time)})
+	}
+	return out
+}
