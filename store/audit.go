@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,11 +84,16 @@ func (q AuditQuery) Keeps(r *wire.AuditRecord) bool {
 	return true
 }
 
-// ParseTimeBound reads a search's --since or --until: a duration before now ("24h") or
-// an RFC 3339 time; empty is no bound.
+// ParseTimeBound reads a search's --since or --until: a duration before now ("24h",
+// or days: "30d") or an RFC 3339 time; empty is no bound.
 func ParseTimeBound(v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
 	}
 	if d, err := time.ParseDuration(v); err == nil {
 		return now.Add(-d), nil
@@ -95,7 +101,7 @@ func ParseTimeBound(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t, nil
 	}
-	return time.Time{}, fmt.Errorf("%q: want a duration before now (24h, 90m) or an RFC 3339 time (2026-11-26T09:00:00Z)", v)
+	return time.Time{}, fmt.Errorf("%q: want a duration before now (30d, 24h, 90m) or an RFC 3339 time (2026-11-26T09:00:00Z)", v)
 }
 
 // SearchAudit calls each with the audit's records the query keeps, oldest first, with
