@@ -40,10 +40,10 @@ func FromAudit(records []*wire.AuditRecord) []Decided {
 	key := func(r *wire.AuditRecord) string {
 		return r.Session + "\x00" + strconv.Itoa(r.Attempt) + "\x00" + r.Request
 	}
-	asked := map[string]json.RawMessage{}
+	requests := map[string]*wire.AuditRecord{}
 	for _, r := range records {
-		if r.Kind == "request" && len(r.Ask) > 0 {
-			asked[key(r)] = r.Ask
+		if r.Kind == "request" {
+			requests[key(r)] = r
 		}
 	}
 	var out []Decided
@@ -51,9 +51,9 @@ func FromAudit(records []*wire.AuditRecord) []Decided {
 		if r.Kind != "answer" || r.Type != "approval" || r.Outcome != "answered" {
 			continue
 		}
-		ask := r.Ask
-		if len(ask) == 0 {
-			ask = asked[key(r)]
+		ask, text := r.Ask, r.Text
+		if q := requests[key(r)]; q != nil { // asked, and answered later: the request's record says what
+			ask, text = q.Ask, q.Text
 		}
 		call, ok := permission.FromApproval(ask)
 		if !ok {
@@ -63,7 +63,7 @@ func FromAudit(records []*wire.AuditRecord) []Decided {
 		if json.Unmarshal(r.Value, &value) != nil {
 			continue
 		}
-		out = append(out, Decided{Host: r.Host, Session: r.Session, Request: r.Request, Call: call, Text: r.Text,
+		out = append(out, Decided{Host: r.Host, Session: r.Session, Request: r.Request, Call: call, Text: text,
 			Value: value, Decider: r.Decider, At: time.UnixMilli(r.Time)})
 	}
 	return out

@@ -30,10 +30,10 @@ func PastFromAudit(records []*wire.AuditRecord) []Past {
 	key := func(r *wire.AuditRecord) string {
 		return r.Session + "\x00" + strconv.Itoa(r.Attempt) + "\x00" + r.Request
 	}
-	asked := map[string]json.RawMessage{}
+	requests := map[string]*wire.AuditRecord{}
 	for _, r := range records {
-		if r.Kind == "request" && len(r.Ask) > 0 {
-			asked[key(r)] = r.Ask
+		if r.Kind == "request" {
+			requests[key(r)] = r
 		}
 	}
 	var out []Past
@@ -41,14 +41,14 @@ func PastFromAudit(records []*wire.AuditRecord) []Past {
 		if r.Kind != "answer" || r.Type == "budget" {
 			continue
 		}
-		ask := r.Ask
-		if len(ask) == 0 {
-			ask = asked[key(r)]
+		ask, text := r.Ask, r.Text
+		if q := requests[key(r)]; q != nil { // asked, and answered later: the request's record says what
+			ask, text = q.Ask, q.Text
 		}
 		if len(ask) == 0 {
 			continue
 		}
-		out = append(out, Past{Host: r.Host, Session: r.Session, Request: r.Request, Type: r.Type, Text: r.Text, Ask: ask,
+		out = append(out, Past{Host: r.Host, Session: r.Session, Request: r.Request, Type: r.Type, Text: text, Ask: ask,
 			Value: r.Value, Outcome: r.Outcome, Decider: r.Decider, At: time.UnixMilli(r.Time)})
 	}
 	return out
@@ -154,7 +154,7 @@ func (r *Replayer) compare(x *Replayed) (string, bool) {
 		return DeniesAllow, false
 	case x.Type != "approval" && x.NewValue != nil && !bytes.Equal(compact(x.Value), compact(x.NewValue)):
 		return AnswersOther, false
-	case person && x.NewValue != nil:
+	case person:
 		return DecidesAsked, false
 	}
 	return Same, false

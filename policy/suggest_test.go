@@ -28,9 +28,10 @@ func (h *history) add(times int, host, tool string, input map[string]any, value,
 		if len(outcome) > 0 {
 			answer.Outcome = outcome[0]
 		}
-		if h.n%3 == 0 { // asked, then answered later: two records
+		if h.n%3 == 0 { // asked, then answered later: two records, the answer's without the text
 			h.records = append(h.records, &wire.AuditRecord{Kind: "request", Time: answer.Time - 500, Host: host, Session: session, Request: id,
 				Type: "approval", Text: answer.Text, Ask: ask})
+			answer.Text = ""
 		} else {
 			answer.Asked, answer.Ask = answer.Time-10, ask
 		}

@@ -106,3 +106,116 @@ supervisor = "ops"
 		t.Errorf("--since yesterday: exit %d, %s", code, stderr)
 	}
 }
+
+// TestPolicyReplay: a scripted agent's approvals are decided by rule supervisor ops
+// (npm test yes, rm no) and by ana, who denies a deploy. Replayed with the same
+// manifest, nothing changes; with one that lets ops allow deploys, the replay flags
+// the deploy ana denied and exits 1; with one that only allows rm, it shows the change
+// and exits 0 (no person denied those). The same replay reads an exported audit.
+func TestPolicyReplay(t *testing.T) {
+	dir := t.TempDir()
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+stop_grace = "2s"
+question_timeout = "2m"
+[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
+[supervisors.oncall]
+strategy = "human"
+[[routes]]
+type = "approval"
+match = "deploy"
+supervisor = "oncall"
+[[routes]]
+supervisor = "ops"
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
+	manifest := filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up", up.stderr, "node up")
+	var steps []string
+	for i, cmd := range []string{"npm test", "rm -rf build", "make deploy", "npm test -- --ci"} {
+		steps = append(steps, fmt.Sprintf(`{"send":{"type":"approval","id":"a%d","tool":"Bash","input":{"command":%q},"description":%q}},{"await":"a%d"}`, i, cmd, cmd, i))
+	}
+	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-replayed", "--follow", "w", `{"steps":[`+strings.Join(steps, ",")+`,{"result":"done"}]}`)
+	var id string
+	proctest.Within(t, 30*time.Second, func() error {
+		_, out, _ := runCLI("pending", "-c", manifest, "--json")
+		for _, line := range strings.Split(out, "\n") {
+			var p struct{ ID, Session string }
+			if json.Unmarshal([]byte(line), &p) == nil && p.Session == "t-replayed" {
+				id = p.ID
+				return nil
+			}
+		}
+		return fmt.Errorf("the deploy is not waiting for a person: %s", out)
+	})
+	if code, out, stderr := runCLI("respond", "-c", manifest, id, "no", "--as", "ana"); code != exitOK {
+		t.Fatalf("respond: exit %d\n%s%s", code, out, stderr)
+	}
+	if code := follow.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("the session: exit %d\n%s%s", code, follow.stdout, follow.stderr)
+	}
+	variant := func(name, old, new string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(strings.Replace(m, old, new, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cache := t.TempDir()
+	replay := func(args ...string) (int, string, string) {
+		return runCLI(append([]string{"policy", "replay", "--since", "1d", "--cache", cache}, args...)...)
+	}
+
+	proctest.Within(t, 20*time.Second, func() error { // the audit is written as the session goes
+		code, out, stderr := replay("-c", manifest)
+		if code != exitOK || !strings.Contains(out, "4 requests replayed") || !strings.Contains(out, "     4  same") {
+			return fmt.Errorf("replay with the same manifest: exit %d\n%s%s", code, out, stderr)
+		}
+		return nil
+	})
+	loose := strings.Replace(strings.Replace(m, "match = \"deploy\"\nsupervisor = \"oncall\"", "match = \"deploy\"\nsupervisor = \"ops\"", 1),
+		`match = "^npm test", answer = "yes" }`, `match = "^(npm test|make deploy)", answer = "yes" }`, 1)
+	loosePath := filepath.Join(dir, "loose.toml")
+	if err := os.WriteFile(loosePath, []byte(loose), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := replay("-c", loosePath)
+	if code != exitDangerous || !regexp.MustCompile(`(?m)^ +1  would allow what was denied\n.*t-replayed make deploy: was "no" by human:ana, now "yes" by rule:ops  DANGEROUS$`).MatchString(out) ||
+		!strings.Contains(stderr, "would allow 1 requests a person denied") {
+		t.Errorf("replay allowing deploys: exit %d\n%s%s", code, out, stderr)
+	}
+	rm := variant("rm.toml", `match = "^rm ", answer = "no" }`, `match = "^rm ", answer = "yes" }`)
+	if code, out, stderr := replay("-c", rm); code != exitOK || !regexp.MustCompile(`(?m)^ +1  would allow what was denied\n.*rm -rf build: was "no" by rule:ops, now "yes" by rule:ops$`).MatchString(out) {
+		t.Errorf("replay allowing rm: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// In CI, from an exported audit.
+	code, exported, stderr := runCLI("audit", "-c", manifest, "--since", "1h", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("audit -o json: exit %d, %s", code, stderr)
+	}
+	file := filepath.Join(dir, "audit.jsonl")
+	if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noBus := filepath.Join(dir, "no-bus.toml") // the CI job's copy: no server to reach
+	if err := os.WriteFile(noBus, []byte(regexp.MustCompile(`(?s)\[nats\].*?\[hosts`).ReplaceAllString(loose, "[nats]\nurl = \"nats://127.0.0.1:1\"\n[hosts")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := replay("-c", noBus, "--audit", file); code != exitDangerous || !strings.Contains(out, "DANGEROUS") {
+		t.Errorf("replay from an exported audit: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := replay("-c", manifest, "--audit", manifest); code != exitError || !strings.Contains(stderr, "line 1 is not an audit record") {
+		t.Errorf("replay of a file that is no audit: exit %d, %s", code, stderr)
+	}
+}
