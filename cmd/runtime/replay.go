@@ -186,4 +186,3 @@ func defaultReplayCache() string {
 	}
 	return filepath.Join(dir, "agentmux", "replay")
 }
-
