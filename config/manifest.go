@@ -342,6 +342,10 @@ type Route struct {
 	// Conflict: the route takes only requests to change files another live session on
 	// the same repository has touched (the conflict radar, hosts with workspaces).
 	Conflict bool `toml:"conflict"`
+	// Shadow is a supervisor that decides every request the route takes, beside its
+	// supervisor and within the same deadline, whose answer is never given: it is
+	// recorded (a shadow audit record) and compared with the answer that was.
+	Shadow string `toml:"shadow"`
 
 	Re *regexp.Regexp `toml:"-"`
 	// Failover: the supervisor is run by agentmux nodes, whose members acknowledge asks
@@ -351,6 +355,8 @@ type Route struct {
 	// External: the supervisor is another process, so the decider its answers name is
 	// only its claim; they are recorded as external:<supervisor>.
 	External bool `toml:"-"`
+	// ShadowExternal: the shadow is another process (as External, for the shadow).
+	ShadowExternal bool `toml:"-"`
 }
 
 // Tool is a tool agents may call. With a command it runs once per call (the args as JSON

@@ -220,6 +220,19 @@ func (v *validator) route(base []string, r *Route, m *Manifest) {
 			v.add(at("post_process"), "post_process needs an llm supervisor; %q is %s", r.Supervisor, s.Strategy)
 		}
 	}
+	if r.Shadow != "" {
+		s, ok := m.Supervisors[r.Shadow]
+		switch {
+		case !ok:
+			v.add(at("shadow"), "no supervisor %q; define [supervisors.%s] or name one of %s", r.Shadow, r.Shadow, names(m.Supervisors))
+		case r.Shadow == r.Supervisor:
+			v.add(at("shadow"), "%q is the route's supervisor: a shadow is another supervisor, compared with it", r.Shadow)
+		case s.Strategy == StrategyHuman || s.Escalate != nil:
+			v.add(at("shadow"), "supervisor %q would hand requests to a person, who would answer in vain: a shadow's answer is never given; shadow a rule, static, command, llm or external supervisor that does not escalate", r.Shadow)
+		default:
+			r.ShadowExternal = s.Strategy == StrategyExternal
+		}
+	}
 }
 
 func (v *validator) tool(t *Tool, manifestPath string) {

@@ -83,6 +83,9 @@ func TestStrategyProblems(t *testing.T) {
 		{"[supervisors.h]\nstrategy = \"human\"\nescalate = { to = \"h\", when = \"x\" }\n", "escalate works on llm and rule supervisors"},
 		{"[supervisors.a]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"a\"\npost_process = true\n", "post_process needs an llm supervisor"},
 		{"[supervisors.a]\nstrategy = \"oracle\"\n", `unknown strategy "oracle"`},
+		{"[supervisors.a]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"a\"\nshadow = \"nope\"\n", `no supervisor "nope"`},
+		{"[supervisors.a]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"a\"\nshadow = \"a\"\n", "is the route's supervisor: a shadow is another supervisor"},
+		{"[supervisors.a]\nstrategy = \"static\"\nanswers = { question = 1 }\n[supervisors.h]\nstrategy = \"human\"\n[[routes]]\nsupervisor = \"a\"\nshadow = \"h\"\n", "would hand requests to a person, who would answer in vain"},
 	} {
 		_, err := Parse("m.toml", []byte(c.manifest))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -12,6 +12,7 @@ type SupervisorMetrics struct {
 	LLMTokens    *prometheus.CounterVec // supervisor, direction (input, output)
 	LLMCost      *prometheus.CounterVec // supervisor, model
 	HumanPending *prometheus.CounterVec // supervisor
+	Shadow       *prometheus.CounterVec // supervisor, agreed (true, false, none)
 }
 
 func newSupervisorMetrics(f *families) SupervisorMetrics {
@@ -24,5 +25,6 @@ func newSupervisorMetrics(f *families) SupervisorMetrics {
 		LLMTokens:    f.counter("llm_tokens_total", "Tokens of model calls, by direction (input, output).", "supervisor", "direction"),
 		LLMCost:      f.counter("llm_cost_usd_total", "What the llm supervisors' model calls cost in US dollars, priced by the manifest's [pricing] (models it does not price are not counted).", "supervisor", "model"),
 		HumanPending: f.counter("human_requests_total", "Requests handed to a person (human supervisors and escalations).", "supervisor"),
+		Shadow:       f.counter("shadow_decisions_total", "Decisions of routes' shadow supervisors, never given, by whether they agreed with the answer given (true, false; none: the shadow gave no answer before its session ended).", "supervisor", "agreed"),
 	}
 }

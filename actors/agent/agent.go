@@ -272,6 +272,8 @@ func (a *Agent) Receive(c actor.Context) {
 		a.onWriteFailed(m)
 	case *answerArrived:
 		a.onAnswer(m)
+	case *shadowArrived:
+		a.onShadow(m)
 	case *timerFired:
 		a.onTimer(c, m)
 	case *requestsDue:

@@ -194,6 +194,13 @@ type (
 		id      string
 		reply   *wire.Reply
 	}
+	// shadowArrived is a route's shadow supervisor's answer to request id.
+	shadowArrived struct {
+		gen     uint64
+		session string
+		id      string
+		reply   *wire.Reply
+	}
 	timerFired struct {
 		kind timerKind
 		gen  uint64

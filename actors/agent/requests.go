@@ -123,6 +123,10 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	if p.span != nil {
 		header = tracing.Header(p.trace)
 	}
+	var shadow wire.Ask
+	if route.Shadow != "" {
+		shadow = *ask // the Asker owns the one it is given
+	}
 	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Supervisor), ask, header, p.deadline, route.Failover, func(r *wire.Reply) {
 		if route.External {
 			r = externalReply(route.Supervisor, r)
@@ -136,6 +140,9 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	}
 	p.settle = settle
 	a.dueAt(s, p.deadline, id)
+	if route.Shadow != "" {
+		a.askShadow(s, p, route, shadow, header)
+	}
 }
 
 // askSubject is the subject of supervisor's asks, made once.
@@ -294,6 +301,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	rec.Request, rec.Type, rec.Value, rec.Outcome, rec.Decider, rec.Claimed, rec.Reason, rec.Latency, rec.Scope =
 		p.id, string(p.msg.Type), value, string(outcome), decider, p.claimed, reason, ms, p.scope
 	a.cfg.Audit(p.audit+".answer", rec)
+	a.shadowGiven(s, p.id, value, decider)
 	if p.msg.Type == protocol.TypeBudget {
 		a.budgetAnswered(s, value, outcome, decider)
 	}

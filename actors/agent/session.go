@@ -27,6 +27,7 @@ type session struct {
 	seq       map[protocol.Type]int // runtime-assigned request ids, per type
 	requests  int                   // requests read, in order: numbers them in the audit
 	pending   map[string]*pending
+	shadows   map[string]*shadowing // requests whose shadow decision is not recorded yet
 	records   []RequestRecord
 	timers    []*time.Timer // session, idle and interrupt timers; stopped when it ends
 	due       due.Heap      // request deadlines by id (Agent.requests is armed for the soonest)
@@ -147,6 +148,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	for _, p := range s.pending {
 		a.answer(s, p, nil, protocol.OutcomeCancelled, "runtime", "session ended")
 	}
+	a.endShadows(s)
 	a.unhold(s, "", "runtime", "session ended while it was paused at its budget")
 	for _, t := range s.timers {
 		t.Stop()
