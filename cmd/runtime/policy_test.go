@@ -111,7 +111,8 @@ supervisor = "ops"
 // (npm test yes, rm no) and by ana, who denies a deploy. Replayed with the same
 // manifest, nothing changes; with one that lets ops allow deploys, the replay flags
 // the deploy ana denied and exits 1; with one that only allows rm, it shows the change
-// and exits 0 (no person denied those). The same replay reads an exported audit.
+// and exits 0 (no person denied those). The same replay reads an exported audit. A
+// shadow that approves everything is shown agreeing on half.
 func TestPolicyReplay(t *testing.T) {
 	dir := t.TempDir()
 	m := fmt.Sprintf(`[nats]
@@ -128,12 +129,17 @@ strategy = "rule"
 rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
 [supervisors.oncall]
 strategy = "human"
+[supervisors.optimist]
+strategy = "static"
+answers = { approval = "yes" }
 [[routes]]
 type = "approval"
 match = "deploy"
 supervisor = "oncall"
+shadow = "optimist"
 [[routes]]
 supervisor = "ops"
+shadow = "optimist"
 `, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
 	manifest := filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
@@ -197,6 +203,14 @@ supervisor = "ops"
 	rm := variant("rm.toml", `match = "^rm ", answer = "no" }`, `match = "^rm ", answer = "yes" }`)
 	if code, out, stderr := replay("-c", rm); code != exitOK || !regexp.MustCompile(`(?m)^ +1  would allow what was denied\n.*rm -rf build: was "no" by rule:ops, now "yes" by rule:ops$`).MatchString(out) {
 		t.Errorf("replay allowing rm: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// The shadow that approves everything agreed on the two approved, not on the two denied.
+	code, out, stderr = runCLI("policy", "shadow", "-c", manifest, "--since", "1d")
+	if code != exitOK || !regexp.MustCompile(`(?m)^optimist +4 +2 +2 +0 +50%$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)t-replayed +a1 +rm -rf build +"yes" by static:optimist +given "no" by rule:ops$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)t-replayed +a2 +make deploy +"yes" by static:optimist +given "no" by human:ana$`).MatchString(out) {
+		t.Errorf("policy shadow: exit %d\n%s%s", code, out, stderr)
 	}
 
 	// In CI, from an exported audit.

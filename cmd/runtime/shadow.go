@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// shadowTally is how often one shadow supervisor agreed with the answers given.
+type shadowTally struct {
+	Supervisor string  `json:"supervisor"`
+	Decided    int     `json:"decided"`
+	Agreed     int     `json:"agreed"`
+	Disagreed  int     `json:"disagreed"`
+	NoAnswer   int     `json:"no_answer"`
+	Agreement  float64 `json:"agreement"` // Agreed / (Agreed + Disagreed)
+}
+
+// shadowPolicy prints how the routes' shadow supervisors decided beside the answers
+// given: each one's agreement, and the requests where they disagreed.
+func shadowPolicy(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("policy shadow", stdout, stderr)
+	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	since := fs.String("since", "7d", "from `when`: a duration before now (7d, 24h) or an RFC 3339 time")
+	supervisor := fs.String("supervisor", "", "only shadow `supervisor`'s decisions")
+	out := newOutputFlags(fs)
+	pos, err := parse(fs, args)
+	if err == nil && len(pos) > 0 {
+		err = fmt.Errorf("%q: agentmux policy shadow takes flags only", pos[0])
+	}
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	form, err := out.form()
+	if err != nil {
+		return usageError(stderr, err)
+	}
+	from, err := store.ParseTimeBound(*since, time.Now())
+	if err != nil {
+		return usageError(stderr, fmt.Errorf("--since %w", err))
+	}
+	c, code := client("policy", *path, stderr)
+	if c == nil {
+		return code
+	}
+	defer c.close()
+	ctx, cancel := c.timeout(searchTimeout)
+	defer cancel()
+	tallies := map[string]*shadowTally{}
+	var disagreed []*wire.AuditRecord
+	err = store.SearchAudit(ctx, c.nc, store.AuditQuery{Kind: "shadow", Since: from}, func(r *wire.AuditRecord) error {
+		name := shadowName(r)
+		if *supervisor != "" && name != *supervisor {
+			return nil
+		}
+		t := tallies[name]
+		if t == nil {
+			t = &shadowTally{Supervisor: name}
+			tallies[name] = t
+		}
+		t.Decided++
+		switch r.Outcome {
+		case "agreed":
+			t.Agreed++
+		case "disagreed":
+			t.Disagreed++
+			disagreed = append(disagreed, r)
+		default:
+			t.NoAnswer++
+		}
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux policy:", c.explain(err))
+		return exitError
+	}
+	var list []*shadowTally
+	for _, name := range slices.Sorted(maps.Keys(tallies)) {
+		t := tallies[name]
+		t.Agreement = float64(t.Agreed) / float64(max(t.Agreed+t.Disagreed, 1))
+		list = append(list, t)
+	}
+	if form == outJSON {
+		if code := jsonLines(stdout, list); code != exitOK {
+			return code
+		}
+		return jsonLines(stdout, disagreed)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(stdout, "no shadow decisions since %s: name a shadow on a route ([[routes]] shadow = \"s\")\n", from.UTC().Format(time.RFC3339))
+		return exitOK
+	}
+	rows := make([][]string, 0, len(list))
+	for _, t := range list {
+		rows = append(rows, []string{t.Supervisor, fmt.Sprint(t.Decided), fmt.Sprint(t.Agreed), fmt.Sprint(t.Disagreed), fmt.Sprint(t.NoAnswer), fmt.Sprintf("%.0f%%", 100*t.Agreement)})
+	}
+	if code := table(stdout, []string{"SHADOW", "DECIDED", "AGREED", "DISAGREED", "NO ANSWER", "AGREEMENT"}, rows); code != exitOK || len(disagreed) == 0 {
+		return code
+	}
+	fmt.Fprintln(stdout, "\ndisagreements:")
+	rows = rows[:0]
+	for _, r := range disagreed {
+		text := r.Text
+		if form != outWide {
+			text = oneLine(text, 50)
+		}
+		rows = append(rows, []string{time.UnixMilli(r.Time).UTC().Format("2006-01-02 15:04"), r.Session, r.Request, text, string(r.Value) + " by " + r.Decider, r.Reason})
+	}
+	return table(stdout, []string{"TIME", "SESSION", "REQUEST", "TEXT", "SHADOW", "GIVEN"}, rows)
+}
+
+// shadowName is the shadow supervisor a shadow record is of: its decider names it
+// (llm:reviewer/model, rule:ops, external:x) or, with no answer, is its name.
+func shadowName(r *wire.AuditRecord) string {
+	name := r.Decider
+	if _, after, ok := strings.Cut(name, ":"); ok {
+		name = after
+	}
+	name, _, _ = strings.Cut(name, "/")
+	return name
+}
