@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"slices"
 
@@ -392,4 +393,17 @@ func (m *Manifest) HostNames() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// WorkDir is host's working folder, absolute ("" when it names none): where its
+// agents' relative paths, and rules about them, start.
+func (m *Manifest) WorkDir(host string) string {
+	h := m.Hosts[host]
+	if h == nil || h.WorkingDir == "" {
+		return ""
+	}
+	if filepath.IsAbs(h.WorkingDir) || m.Path == "" {
+		return h.WorkingDir
+	}
+	return filepath.Join(filepath.Dir(m.Path), h.WorkingDir)
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/nats-io/nuid"
 
-	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/permission"
 	"github.com/agentmux/agentmux/policy"
 	"github.com/agentmux/agentmux/store"
@@ -46,6 +46,8 @@ func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 	minSupport := fs.Int("min-support", 3, "propose a rule only if it allows at least `n` past requests")
 	minAgreement := fs.Float64("min-agreement", 0.9, "… of which at least this `share` (0 to 1) were approved")
 	write := fs.String("write", "", "add the rules to the rules `file` a rule supervisor's rules_file loads")
+	promote := fs.String("promote", "", "add the rules to rule `supervisor`'s rules_file on every node that runs it, which reloads (as agentmux rules allow: audited in your name)")
+	as := fs.String("as", "", "`name` recorded as who promoted them, on a bus without users (default $USER)")
 	out := newOutputFlags(fs, outTOML)
 	pos, err := parse(fs, args)
 	switch {
@@ -84,13 +86,18 @@ func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 	}
 	history := policy.FromAudit(records)
 	suggestions, refused := policy.Suggest(history, policy.Options{MinSupport: *minSupport, MinAgreement: *minAgreement,
-		Cwd: func(h string) string { return hostDir(m, h) }, Root: filepath.Dir(m.Path)})
+		Cwd: m.WorkDir, Root: filepath.Dir(m.Path)})
 	fmt.Fprintf(stderr, "agentmux policy: %d approvals decided since %s; %d rules proposed\n", len(history), from.UTC().Format(time.RFC3339), len(suggestions))
 	for _, r := range refused {
 		fmt.Fprintf(stderr, "not proposed: %s: %s\n", r.Rule, r.Why)
 	}
 	if *write != "" {
 		if code := writeSuggestions(*write, suggestions, stdout, stderr); code != exitOK {
+			return code
+		}
+	}
+	if *promote != "" {
+		if code := promoteSuggestions(c, *promote, *as, suggestions, stderr); code != exitOK {
 			return code
 		}
 	}
@@ -122,18 +129,6 @@ func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 		header = append(header, "HOSTS")
 	}
 	return table(stdout, header, rows)
-}
-
-// hostDir is host's working folder, absolute: where its file rules are relative to.
-func hostDir(m *config.Manifest, host string) string {
-	h := m.Hosts[host]
-	if h == nil || h.WorkingDir == "" {
-		return ""
-	}
-	if filepath.IsAbs(h.WorkingDir) {
-		return h.WorkingDir
-	}
-	return filepath.Join(filepath.Dir(m.Path), h.WorkingDir)
 }
 
 // suggestedEntry is a suggestion as a rules file keeps it: what it stands on in its note.
@@ -182,6 +177,37 @@ func writeSuggestions(path string, suggestions []policy.Suggestion, stdout, stde
 	if _, err := os.Stat(path); err != nil {
 		fmt.Fprintln(stderr, "agentmux policy:", err)
 		return exitError
+	}
+	return exitOK
+}
+
+// promoteSuggestions adds each suggestion to supervisor's rules file across the fleet,
+// one audited change each (rule.added, in the caller's name, with what it stands on).
+func promoteSuggestions(c *busClient, supervisor, as string, suggestions []policy.Suggestion, stderr io.Writer) int {
+	who, err := responder(c, as)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux policy:", err)
+		return exitUsage
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	for _, s := range suggestions {
+		ctx, cancel := c.timeout(2 * clientTimeout)
+		change := &wire.RuleChange{ID: nuid.Next(), Verdict: string(permission.Allow), Rules: []string{s.Rule}, Note: suggestedEntry(s, now).Note}
+		replies, err := store.ChangeRules(ctx, c.nc, c.js, supervisor, who, change)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "agentmux policy:", c.explain(err))
+			return exitError
+		}
+		var nodes []string
+		for _, r := range replies {
+			if r.Error != "" {
+				fmt.Fprintf(stderr, "agentmux policy: %s: %s: %s\n", s.Rule, r.Node, r.Error)
+				return exitError
+			}
+			nodes = append(nodes, r.Node)
+		}
+		fmt.Fprintf(stderr, "agentmux policy: %s promoted to %s's rules file on %s, as %s\n", s.Rule, supervisor, strings.Join(nodes, ", "), who)
 	}
 	return exitOK
 }

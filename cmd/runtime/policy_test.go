@@ -32,11 +32,17 @@ stop_grace = "2s"
 [supervisors.ops]
 strategy = "rule"
 rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
+[supervisors.learned]
+strategy = "rule"
+rules_file = "learned/rules.toml"
 [[routes]]
 supervisor = "ops"
 `, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
 	manifest := filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "learned"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	up := runtimeProc(t, "up", "-c", manifest)
@@ -96,7 +102,7 @@ supervisor = "ops"
 		t.Errorf("policy suggest --write again: exit %d, %s", code, stderr)
 	}
 	loads := manifest + ".rules.toml"
-	if err := os.WriteFile(loads, []byte(strings.Replace(m, `[[routes]]`, "[supervisors.learned]\nstrategy = \"rule\"\nrules_file = \"rules/suggested.toml\"\n[[routes]]", 1)), 0o600); err != nil {
+	if err := os.WriteFile(loads, []byte(strings.Replace(m, `[[routes]]`, "[supervisors.suggested]\nstrategy = \"rule\"\nrules_file = \"rules/suggested.toml\"\n[[routes]]", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, stderr := runCLI("validate", "-c", loads); code != exitOK {
@@ -105,6 +111,29 @@ supervisor = "ops"
 	if code, _, stderr := runCLI("policy", "suggest", "-c", manifest, "--since", "yesterday"); code != exitUsage || !strings.Contains(stderr, "want a duration before now (30d") {
 		t.Errorf("--since yesterday: exit %d, %s", code, stderr)
 	}
+
+	// Promoted into supervisor learned's rules file on the fleet, audited as ana's.
+	if code, _, stderr := runCLI("policy", "suggest", "-c", manifest, "--since", "1d", "--promote", "learned", "--as", "ana"); code != exitOK ||
+		!strings.Contains(stderr, "Bash(npm test:*) promoted to learned's rules file on ") || !strings.Contains(stderr, ", as ana") {
+		t.Fatalf("policy suggest --promote: exit %d\n%s", code, stderr)
+	}
+	learned, err := permission.ReadFile(filepath.Join(dir, "learned", "rules.toml"))
+	if err != nil || !slices.Equal(learned.Rules(permission.Allow), []string{"Bash(npm test:*)"}) || learned.Entries(permission.Allow)[0].By != "human:ana" ||
+		!strings.Contains(learned.Entries(permission.Allow)[0].Note, "allows 5 past requests") {
+		t.Fatalf("learned's rules file: %+v (%v)", learned, err)
+	}
+	proctest.Within(t, 20*time.Second, func() error {
+		records, err := readAudit(t, manifest, "learned")
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			if r.Kind == "rule.added" && r.Decider == "human:ana" && r.Text == "Bash(npm test:*)" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no rule.added by human:ana in %d records of learned's rules", len(records))
+	})
 }
 
 // TestPolicyReplay: a scripted agent's approvals are decided by rule supervisor ops
