@@ -192,6 +192,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/rules", s.rules)
 	m.HandleFunc("GET /api/rules/propose", s.proposeRules)
 	m.HandleFunc("POST /api/rules", s.saveRules)
+	m.HandleFunc("GET /api/policy/shadow", s.shadows)
+	m.HandleFunc("GET /api/policy/suggest", s.suggest)
 	m.HandleFunc("GET /api/budgets", s.budgets)
 	m.HandleFunc("POST /api/budgets/{host}/raise", s.raiseBudget)
 	m.HandleFunc("GET /api/audit", s.searchAudit)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/permission"
 )
@@ -260,5 +262,87 @@ shadow = "optimist"
 	}
 	if code, _, stderr := replay("-c", manifest, "--audit", manifest); code != exitError || !strings.Contains(stderr, "line 1 is not an audit record") {
 		t.Errorf("replay of a file that is no audit: exit %d, %s", code, stderr)
+	}
+}
+
+// TestConsolePolicyFromHistory: the console shows how a shadow that approves everything
+// agreed with rule supervisor ops (4 of 5) and where not, suggests the rule the approvals
+// agree on, and a person promotes it into rule supervisor learned's rules file, audited
+// in her name.
+func TestConsolePolicyFromHistory(t *testing.T) {
+	dir := t.TempDir()
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[hosts.w]
+command = %q
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+stop_grace = "2s"
+[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
+[supervisors.optimist]
+strategy = "static"
+answers = { approval = "yes" }
+[supervisors.learned]
+strategy = "rule"
+rules_file = "learned/rules.toml"
+[[routes]]
+supervisor = "ops"
+shadow = "optimist"
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
+	manifest := filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "learned"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up", up.stderr, "node up")
+	var steps []string
+	for i, cmd := range []string{"npm test", "npm test -- --ci", "rm -rf build", "npm test", "npm test"} {
+		steps = append(steps, fmt.Sprintf(`{"send":{"type":"approval","id":"a%d","tool":"Bash","input":{"command":%q},"description":%q}},{"await":"a%d"}`, i, cmd, cmd, i))
+	}
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-console-policy", "--follow", "w", `{"steps":[`+strings.Join(steps, ",")+`,{"result":"done"}]}`); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	con := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), "--as", "ana")
+	until(t, "agentmux console", con.stderr, "console up")
+	ctx := browser(t)
+	do(t, ctx, "open the console", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
+
+	row := get(t, ctx, "optimist's agreement", chromedp.Poll[string](
+		`(r => r && r.textContent.startsWith("optimist5") ? r.textContent : (loadShadows(), false))(document.querySelector('#shadows tr[data-shadow="optimist"]'))`,
+		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(time.Second)))
+	if row != "optimist541080%" {
+		t.Errorf("optimist's row: %q; want 5 decided, 4 agreed, 1 disagreed, 0 without an answer, 80%%", row)
+	}
+	if off := text(t, ctx, "#disagreements tbody tr"); !strings.Contains(off, "rm -rf build") || !strings.Contains(off, "yes by static:optimist") || !strings.Contains(off, `given "no" by rule:ops`) {
+		t.Errorf("the disagreement: %q", off)
+	}
+	do(t, ctx, "suggest", chromedp.Click(chromedp.CSS("#suggest")))
+	suggested := `#suggestions tr[data-rule="Bash(npm test:*)"]`
+	got := get(t, ctx, "the suggestion", chromedp.Poll[string](fmt.Sprintf(`(r => r ? r.textContent : false)(document.querySelector(%q))`, suggested),
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if !strings.Contains(got, "Bash(npm test:*)4100%rule:ops (4)") {
+		t.Errorf("the suggested rule's row: %q", got)
+	}
+	if refused := text(t, ctx, "#refused"); refused != "" && strings.Contains(refused, "npm test") {
+		t.Errorf("refused: %q", refused)
+	}
+	shot(t, ctx, "policy-1-suggested")
+	do(t, ctx, "promote", chromedp.Click(chromedp.CSS(suggested+" button.promote")))
+	outcome := get(t, ctx, "promoted", chromedp.Poll[string](fmt.Sprintf(`(o => o && o.textContent ? o.textContent : false)(document.querySelector(%q))`, suggested+" .promote-outcome"),
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if outcome != "promoted to learned's rules file" {
+		t.Fatalf("the promotion: %q", outcome)
+	}
+	shot(t, ctx, "policy-2-promoted")
+	f, err := permission.ReadFile(filepath.Join(dir, "learned", "rules.toml"))
+	if err != nil || !slices.Equal(f.Rules(permission.Allow), []string{"Bash(npm test:*)"}) || f.Entries(permission.Allow)[0].By != "human:ana" ||
+		!strings.Contains(f.Entries(permission.Allow)[0].Note, "allows 4 past requests, 100% approved (rule:ops 4)") {
+		t.Fatalf("learned's rules file: %+v (%v)", f, err)
 	}
 }

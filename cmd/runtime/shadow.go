@@ -3,24 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/agentmux/agentmux/policy"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
-
-// shadowTally is how often one shadow supervisor agreed with the answers given.
-type shadowTally struct {
-	Supervisor string  `json:"supervisor"`
-	Decided    int     `json:"decided"`
-	Agreed     int     `json:"agreed"`
-	Disagreed  int     `json:"disagreed"`
-	NoAnswer   int     `json:"no_answer"`
-	Agreement  float64 `json:"agreement"` // Agreed / (Agreed + Disagreed)
-}
 
 // shadowPolicy prints how the routes' shadow supervisors decided beside the answers
 // given: each one's agreement, and the requests where they disagreed.
@@ -52,27 +40,10 @@ func shadowPolicy(args []string, stdout, stderr io.Writer) int {
 	defer c.close()
 	ctx, cancel := c.timeout(searchTimeout)
 	defer cancel()
-	tallies := map[string]*shadowTally{}
-	var disagreed []*wire.AuditRecord
+	var records []*wire.AuditRecord
 	err = store.SearchAudit(ctx, c.nc, store.AuditQuery{Kind: "shadow", Since: from}, func(r *wire.AuditRecord) error {
-		name := shadowName(r)
-		if *supervisor != "" && name != *supervisor {
-			return nil
-		}
-		t := tallies[name]
-		if t == nil {
-			t = &shadowTally{Supervisor: name}
-			tallies[name] = t
-		}
-		t.Decided++
-		switch r.Outcome {
-		case "agreed":
-			t.Agreed++
-		case "disagreed":
-			t.Disagreed++
-			disagreed = append(disagreed, r)
-		default:
-			t.NoAnswer++
+		if *supervisor == "" || policy.ShadowOf(r) == *supervisor {
+			records = append(records, r)
 		}
 		return nil
 	})
@@ -80,12 +51,7 @@ func shadowPolicy(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux policy:", c.explain(err))
 		return exitError
 	}
-	var list []*shadowTally
-	for _, name := range slices.Sorted(maps.Keys(tallies)) {
-		t := tallies[name]
-		t.Agreement = float64(t.Agreed) / float64(max(t.Agreed+t.Disagreed, 1))
-		list = append(list, t)
-	}
+	list, disagreed := policy.Shadows(records)
 	if form == outJSON {
 		if code := jsonLines(stdout, list); code != exitOK {
 			return code
@@ -113,15 +79,4 @@ func shadowPolicy(args []string, stdout, stderr io.Writer) int {
 		rows = append(rows, []string{time.UnixMilli(r.Time).UTC().Format("2006-01-02 15:04"), r.Session, r.Request, text, string(r.Value) + " by " + r.Decider, r.Reason})
 	}
 	return table(stdout, []string{"TIME", "SESSION", "REQUEST", "TEXT", "SHADOW", "GIVEN"}, rows)
-}
-
-// shadowName is the shadow supervisor a shadow record is of: its decider names it
-// (llm:reviewer/model, rule:ops, external:x) or, with no answer, is its name.
-func shadowName(r *wire.AuditRecord) string {
-	name := r.Decider
-	if _, after, ok := strings.Cut(name, ":"); ok {
-		name = after
-	}
-	name, _, _ = strings.Cut(name, "/")
-	return name
 }

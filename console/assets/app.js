@@ -362,6 +362,67 @@ function raiseForm(d) {
   } }, amount, note, el("button", { type: "submit", class: "raise-budget" }, "Raise"), out);
 }
 
+// ---- policy from history: shadow supervisors, and rules suggested from approvals ----
+
+const pct = (x) => Math.round(100 * x) + "%";
+
+async function loadShadows() {
+  let reply;
+  try { reply = await (await fetch("/api/policy/shadow")).json(); } catch (e) { return; }
+  const shadows = reply.shadows || [];
+  document.querySelector("#shadows tbody").replaceChildren(...shadows.map((s) => el("tr", { "data-shadow": s.supervisor },
+    el("td", {}, s.supervisor), el("td", {}, String(s.decided)), el("td", {}, String(s.agreed)),
+    el("td", {}, String(s.disagreed)), el("td", {}, String(s.no_answer)), el("td", {}, pct(s.agreement)))));
+  document.getElementById("shadows").hidden = shadows.length === 0;
+  document.getElementById("shadows-empty").hidden = shadows.length > 0;
+  if (reply.error) { document.getElementById("shadows-empty").hidden = false; document.getElementById("shadows-empty").textContent = "Not known: " + reply.error; }
+  const off = reply.disagreed || [];
+  document.querySelector("#disagreements tbody").replaceChildren(...off.map((r) => el("tr", { "data-request": r.request },
+    el("td", {}, new Date(r.time).toLocaleString()),
+    el("td", {}, el("a", { href: "#/session/" + r.session }, r.session)),
+    el("td", {}, visible(r.text || r.request)),
+    el("td", {}, show(r.value) + " by " + r.decider),
+    el("td", {}, r.reason || ""))));
+  document.getElementById("disagreements").hidden = off.length === 0;
+}
+
+async function loadSuggestions() {
+  const note = document.getElementById("suggestions-note");
+  note.textContent = "Reading the audit…";
+  let reply;
+  try { reply = await (await fetch("/api/policy/suggest")).json(); } catch (e) { note.textContent = "Not known: " + e; return; }
+  const list = reply.suggestions || [];
+  document.querySelector("#suggestions tbody").replaceChildren(...list.map((s) => el("tr", { "data-rule": s.rule },
+    el("td", {}, el("code", {}, s.rule)),
+    el("td", {}, String(s.support)),
+    el("td", {}, pct(s.agreement)),
+    el("td", {}, (s.deciders || []).map((d) => `${d.decider} (${d.n})`).join(", ")),
+    el("td", {}, visible(s.example || "")),
+    el("td", {}, state.role === "operator" && (reply.supervisors || []).length ? promoteForm(s, reply.supervisors) : null))));
+  document.getElementById("suggestions").hidden = list.length === 0;
+  note.textContent = reply.error ? "Not known: " + reply.error :
+    list.length ? (reply.supervisors || []).length ? "" : "No rule supervisor has a rules_file to promote them to." : "No rule is suggested: too few approvals agree.";
+  document.getElementById("refused").replaceChildren(...(reply.refused || []).map((r) => el("li", {}, el("code", {}, r.rule), " not suggested: " + r.why)));
+}
+
+function promoteForm(s, supervisors) {
+  const pick = el("select", { class: "promote-to", "aria-label": "the rule supervisor whose rules file takes it" }, ...supervisors.map((n) => el("option", { value: n }, n)));
+  const out = el("span", { class: "promote-outcome", role: "status" });
+  const note = `allows ${s.support} past requests, ${pct(s.agreement)} approved (${(s.deciders || []).map((d) => d.decider + " " + d.n).join(", ")}); e.g. ${s.example || ""}`;
+  return el("span", {}, pick, el("button", { type: "button", class: "promote", onclick: async (e) => {
+    e.target.disabled = true;
+    let reply;
+    try {
+      reply = await (await fetch("/api/rules", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ supervisor: pick.value, verdict: "allow", rules: [s.rule], note: note.slice(0, 500) }) })).json();
+    } catch (err) { reply = { ok: false, error: String(err) }; }
+    e.target.disabled = false;
+    out.className = reply.ok ? "promote-outcome" : "promote-outcome refused";
+    out.textContent = reply.ok ? `promoted to ${pick.value}'s rules file` : "not promoted: " + reply.error;
+    if (reply.ok) loadRules();
+  } }, "Promote"), out);
+}
+
 // ---- rules: the rules files of the fleet's rule supervisors ----
 
 async function loadRules() {
@@ -678,6 +739,9 @@ document.addEventListener("DOMContentLoaded", async () => {
   loadGrants();
   loadRules();
   loadBudgets();
+  loadShadows();
+  document.getElementById("shadows-refresh").addEventListener("click", loadShadows);
+  document.getElementById("suggest").addEventListener("click", loadSuggestions);
   setInterval(tick, 1000);
   setInterval(loadGrants, 10000);
   setInterval(loadRules, 30000);

@@ -33,7 +33,7 @@ var mayImport = map[string][]string{
 	"hook":                {"config", "dialect", "wire"},
 	"attach":              {"config", "store", "wire"},
 	"mcptools":            {"config", "hook", "wire"},
-	"console":             {"actionlink", "bus", "config", "hook", "mcptools", "notify", "store", "tracing", "wire"},
+	"console":             {"actionlink", "bus", "config", "hook", "mcptools", "notify", "policy", "store", "tracing", "wire"},
 	"decide":              {"config", "wire"},
 	"policy":              {"config", "decide", "wire"},
 	"workspace":           {"config", "wire"},
