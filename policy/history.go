@@ -37,22 +37,14 @@ func (d *Decided) Person() bool {
 // cancelled) and name the tool call they asked for, oldest first. An answer's request
 // is read from its own record (the request's one record) or from its request record.
 func FromAudit(records []*wire.AuditRecord) []Decided {
-	key := func(r *wire.AuditRecord) string {
-		return r.Session + "\x00" + strconv.Itoa(r.Attempt) + "\x00" + r.Request
-	}
-	requests := map[string]*wire.AuditRecord{}
-	for _, r := range records {
-		if r.Kind == "request" {
-			requests[key(r)] = r
-		}
-	}
+	requests := requestRecords(records)
 	var out []Decided
 	for _, r := range records {
 		if r.Kind != "answer" || r.Type != "approval" || r.Outcome != "answered" {
 			continue
 		}
 		ask, text := r.Ask, r.Text
-		if q := requests[key(r)]; q != nil { // asked, and answered later: the request's record says what
+		if q := requests[requestKey(r)]; q != nil { // asked, and answered later: the request's record says what
 			ask, text = q.Ask, q.Text
 		}
 		call, ok := permission.FromApproval(ask)
@@ -65,6 +57,23 @@ func FromAudit(records []*wire.AuditRecord) []Decided {
 		}
 		out = append(out, Decided{Host: r.Host, Session: r.Session, Request: r.Request, Call: call, Text: text,
 			Value: value, Decider: r.Decider, At: time.UnixMilli(r.Time)})
+	}
+	return out
+}
+
+// requestKey names the request a record is of: its session, attempt and request id.
+func requestKey(r *wire.AuditRecord) string {
+	return r.Session + "\x00" + strconv.Itoa(r.Attempt) + "\x00" + r.Request
+}
+
+// requestRecords are records' request records by requestKey: a request answered later
+// than it was asked has one, which holds what it asked (its ask and text) for the answer.
+func requestRecords(records []*wire.AuditRecord) map[string]*wire.AuditRecord {
+	out := map[string]*wire.AuditRecord{}
+	for _, r := range records {
+		if r.Kind == "request" {
+			out[requestKey(r)] = r
+		}
 	}
 	return out
 }

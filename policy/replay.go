@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
@@ -27,22 +26,14 @@ type Past struct {
 // PastFromAudit is every request in records that has its ask and an answer, oldest
 // first (records from before agentmux kept the ask are left out: nothing to decide).
 func PastFromAudit(records []*wire.AuditRecord) []Past {
-	key := func(r *wire.AuditRecord) string {
-		return r.Session + "\x00" + strconv.Itoa(r.Attempt) + "\x00" + r.Request
-	}
-	requests := map[string]*wire.AuditRecord{}
-	for _, r := range records {
-		if r.Kind == "request" {
-			requests[key(r)] = r
-		}
-	}
+	requests := requestRecords(records)
 	var out []Past
 	for _, r := range records {
 		if r.Kind != "answer" || r.Type == "budget" {
 			continue
 		}
 		ask, text := r.Ask, r.Text
-		if q := requests[key(r)]; q != nil { // asked, and answered later: the request's record says what
+		if q := requests[requestKey(r)]; q != nil { // asked, and answered later: the request's record says what
 			ask, text = q.Ask, q.Text
 		}
 		if len(ask) == 0 {

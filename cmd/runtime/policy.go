@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +38,33 @@ func policyCommand(args []string, stdout, stderr io.Writer) int {
 	return suggestPolicy(args, stdout, stderr)
 }
 
+// policyArgs parses the flags of `agentmux policy <verb>`, which takes no other
+// arguments, then check's: the output form asked for, and the time --since names
+// (read once the flags are).
+func policyArgs(fs *flag.FlagSet, verb string, args []string, out *outputFlags, since *string, check func() error) (string, time.Time, error) {
+	pos, err := parse(fs, args)
+	switch {
+	case err != nil:
+		return "", time.Time{}, err
+	case len(pos) > 0:
+		return "", time.Time{}, fmt.Errorf("%q: agentmux policy %s takes flags only", pos[0], verb)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return "", time.Time{}, err
+		}
+	}
+	form, err := out.form()
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	from, err := store.ParseTimeBound(*since, time.Now())
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("--since %w", err)
+	}
+	return form, from, nil
+}
+
 // suggestPolicy proposes permission rules from the audit's past approvals.
 func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("policy suggest", stdout, stderr)
@@ -49,24 +77,14 @@ func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 	promote := fs.String("promote", "", "add the rules to rule `supervisor`'s rules_file on every node that runs it, which reloads (as agentmux rules allow: audited in your name)")
 	as := fs.String("as", "", "`name` recorded as who promoted them, on a bus without users (default $USER)")
 	out := newOutputFlags(fs, outTOML)
-	pos, err := parse(fs, args)
-	switch {
-	case err != nil:
-	case len(pos) > 0:
-		err = fmt.Errorf("%q: agentmux policy suggest takes flags only", pos[0])
-	case *minAgreement < 0 || *minAgreement > 1:
-		err = fmt.Errorf("--min-agreement %v: give a share from 0 to 1", *minAgreement)
-	}
+	form, from, err := policyArgs(fs, "suggest", args, out, since, func() error {
+		if *minAgreement < 0 || *minAgreement > 1 {
+			return fmt.Errorf("--min-agreement %v: give a share from 0 to 1", *minAgreement)
+		}
+		return nil
+	})
 	if err != nil {
 		return usageError(stderr, err)
-	}
-	form, err := out.form()
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	from, err := store.ParseTimeBound(*since, time.Now())
-	if err != nil {
-		return usageError(stderr, fmt.Errorf("--since %w", err))
 	}
 	m, c, code := manifestClient("policy", *path, stderr)
 	if c == nil {

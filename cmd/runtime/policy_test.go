@@ -17,13 +17,13 @@ import (
 	"github.com/agentmux/agentmux/permission"
 )
 
-// TestPolicySuggestFromTheFleetsAudit: sessions of a scripted agent ask approvals that
-// rule supervisor ops decides; agentmux policy suggest reads them back from the audit
-// (each with the tool call it asked) and proposes the rule they agree on, as a table,
-// as JSON and as a rules file, and writes it where a rule supervisor loads it.
-func TestPolicySuggestFromTheFleetsAudit(t *testing.T) {
-	dir := t.TempDir()
-	m := fmt.Sprintf(`[nats]
+// policyNode starts a node of scripted host w and supervisors (its routes too), with an
+// empty folder learned/ beside the manifest for a rules file; it returns the manifest's
+// path, its text and its folder.
+func policyNode(t *testing.T, supervisors string) (manifest, text, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	text = fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
 store_dir = %q
 [hosts.w]
@@ -31,17 +31,10 @@ command = %q
 args = ["sim"]
 env = { AGENTMUX_RUNTIME_MAIN = "1" }
 stop_grace = "2s"
-[supervisors.ops]
-strategy = "rule"
-rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
-[supervisors.learned]
-strategy = "rule"
-rules_file = "learned/rules.toml"
-[[routes]]
-supervisor = "ops"
-`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
-	manifest := filepath.Join(dir, "agentmux.toml")
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+question_timeout = "2m"
+`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0]) + supervisors
+	manifest = filepath.Join(dir, "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "learned"), 0o755); err != nil {
@@ -49,11 +42,38 @@ supervisor = "ops"
 	}
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
+	return manifest, text, dir
+}
+
+// approvals is a scripted agent's session that asks approval of each command in turn,
+// then ends.
+func approvals(cmds ...string) string {
 	var steps []string
-	for i, cmd := range []string{"npm test", "npm test -- --ci", "npm test", "rm -rf /tmp/x", "npm test -- --ci", "rm -rf build", "npm test"} {
+	for i, cmd := range cmds {
 		steps = append(steps, fmt.Sprintf(`{"send":{"type":"approval","id":"a%d","tool":"Bash","input":{"command":%q},"description":%q}},{"await":"a%d"}`, i, cmd, cmd, i))
 	}
-	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-history", "--follow", "w", `{"steps":[`+strings.Join(steps, ",")+`,{"result":"done"}]}`); code != exitOK {
+	return `{"steps":[` + strings.Join(steps, ",") + `,{"result":"done"}]}`
+}
+
+// opsRules is rule supervisor ops: npm test allowed, rm denied.
+const opsRules = `[supervisors.ops]
+strategy = "rule"
+rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
+`
+
+// TestPolicySuggestFromTheFleetsAudit: sessions of a scripted agent ask approvals that
+// rule supervisor ops decides; agentmux policy suggest reads them back from the audit
+// (each with the tool call it asked) and proposes the rule they agree on, as a table,
+// as JSON and as a rules file, and writes it where a rule supervisor loads it.
+func TestPolicySuggestFromTheFleetsAudit(t *testing.T) {
+	manifest, m, dir := policyNode(t, opsRules+`[supervisors.learned]
+strategy = "rule"
+rules_file = "learned/rules.toml"
+[[routes]]
+supervisor = "ops"
+`)
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-history", "--follow", "w",
+		approvals("npm test", "npm test -- --ci", "npm test", "rm -rf /tmp/x", "npm test -- --ci", "rm -rf build", "npm test")); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
 	}
 
@@ -145,20 +165,7 @@ supervisor = "ops"
 // and exits 0 (no person denied those). The same replay reads an exported audit. A
 // shadow that approves everything is shown agreeing on half.
 func TestPolicyReplay(t *testing.T) {
-	dir := t.TempDir()
-	m := fmt.Sprintf(`[nats]
-listen = "127.0.0.1:%d"
-store_dir = %q
-[hosts.w]
-command = %q
-args = ["sim"]
-env = { AGENTMUX_RUNTIME_MAIN = "1" }
-stop_grace = "2s"
-question_timeout = "2m"
-[supervisors.ops]
-strategy = "rule"
-rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
-[supervisors.oncall]
+	manifest, m, dir := policyNode(t, opsRules+`[supervisors.oncall]
 strategy = "human"
 [supervisors.optimist]
 strategy = "static"
@@ -171,18 +178,8 @@ shadow = "optimist"
 [[routes]]
 supervisor = "ops"
 shadow = "optimist"
-`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
-	manifest := filepath.Join(dir, "agentmux.toml")
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "agentmux up", up.stderr, "node up")
-	var steps []string
-	for i, cmd := range []string{"npm test", "rm -rf build", "make deploy", "npm test -- --ci"} {
-		steps = append(steps, fmt.Sprintf(`{"send":{"type":"approval","id":"a%d","tool":"Bash","input":{"command":%q},"description":%q}},{"await":"a%d"}`, i, cmd, cmd, i))
-	}
-	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-replayed", "--follow", "w", `{"steps":[`+strings.Join(steps, ",")+`,{"result":"done"}]}`)
+`)
+	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-replayed", "--follow", "w", approvals("npm test", "rm -rf build", "make deploy", "npm test -- --ci"))
 	var id string
 	proctest.Within(t, 30*time.Second, func() error {
 		_, out, _ := runCLI("pending", "-c", manifest, "--json")
@@ -270,19 +267,7 @@ shadow = "optimist"
 // agree on, and a person promotes it into rule supervisor learned's rules file, audited
 // in her name.
 func TestConsolePolicyFromHistory(t *testing.T) {
-	dir := t.TempDir()
-	m := fmt.Sprintf(`[nats]
-listen = "127.0.0.1:%d"
-store_dir = %q
-[hosts.w]
-command = %q
-args = ["sim"]
-env = { AGENTMUX_RUNTIME_MAIN = "1" }
-stop_grace = "2s"
-[supervisors.ops]
-strategy = "rule"
-rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "approval", match = "^rm ", answer = "no" }]
-[supervisors.optimist]
+	manifest, _, dir := policyNode(t, opsRules+`[supervisors.optimist]
 strategy = "static"
 answers = { approval = "yes" }
 [supervisors.learned]
@@ -291,21 +276,8 @@ rules_file = "learned/rules.toml"
 [[routes]]
 supervisor = "ops"
 shadow = "optimist"
-`, proctest.FreePort(t), filepath.Join(dir, "store"), os.Args[0])
-	manifest := filepath.Join(dir, "agentmux.toml")
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "learned"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	up := runtimeProc(t, "up", "-c", manifest)
-	until(t, "agentmux up", up.stderr, "node up")
-	var steps []string
-	for i, cmd := range []string{"npm test", "npm test -- --ci", "rm -rf build", "npm test", "npm test"} {
-		steps = append(steps, fmt.Sprintf(`{"send":{"type":"approval","id":"a%d","tool":"Bash","input":{"command":%q},"description":%q}},{"await":"a%d"}`, i, cmd, cmd, i))
-	}
-	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-console-policy", "--follow", "w", `{"steps":[`+strings.Join(steps, ",")+`,{"result":"done"}]}`); code != exitOK {
+`)
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-console-policy", "--follow", "w", approvals("npm test", "npm test -- --ci", "rm -rf build", "npm test", "npm test")); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
 	}
 	con := runtimeProc(t, "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), "--as", "ana")

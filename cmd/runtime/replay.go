@@ -32,20 +32,9 @@ func replayPolicy(args []string, stdout, stderr io.Writer) int {
 	cacheDir := fs.String("cache", defaultReplayCache(), "keep the llm supervisors' model answers in `dir`: a second replay calls no model")
 	examples := fs.Int("examples", 3, "show up to `n` requests of each change")
 	out := newOutputFlags(fs)
-	pos, err := parse(fs, args)
-	if err == nil && len(pos) > 0 {
-		err = fmt.Errorf("%q: agentmux policy replay takes flags only", pos[0])
-	}
+	form, from, err := policyArgs(fs, "replay", args, out, since, nil)
 	if err != nil {
 		return usageError(stderr, err)
-	}
-	form, err := out.form()
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	from, err := store.ParseTimeBound(*since, time.Now())
-	if err != nil {
-		return usageError(stderr, fmt.Errorf("--since %w", err))
 	}
 	m, code := loadManifest(*path, stderr)
 	if m == nil {

@@ -18,20 +18,9 @@ func shadowPolicy(args []string, stdout, stderr io.Writer) int {
 	since := fs.String("since", "7d", "from `when`: a duration before now (7d, 24h) or an RFC 3339 time")
 	supervisor := fs.String("supervisor", "", "only shadow `supervisor`'s decisions")
 	out := newOutputFlags(fs)
-	pos, err := parse(fs, args)
-	if err == nil && len(pos) > 0 {
-		err = fmt.Errorf("%q: agentmux policy shadow takes flags only", pos[0])
-	}
+	form, from, err := policyArgs(fs, "shadow", args, out, since, nil)
 	if err != nil {
 		return usageError(stderr, err)
-	}
-	form, err := out.form()
-	if err != nil {
-		return usageError(stderr, err)
-	}
-	from, err := store.ParseTimeBound(*since, time.Now())
-	if err != nil {
-		return usageError(stderr, fmt.Errorf("--since %w", err))
 	}
 	c, code := client("policy", *path, stderr)
 	if c == nil {
