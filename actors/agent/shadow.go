@@ -113,8 +113,12 @@ func (a *Agent) recordShadow(s *session, id string, sh *shadowing) {
 			outcome = shadowAgreed
 		}
 	}
-	if sh.given != nil {
-		rec.Reason = fmt.Sprintf("given %s by %s", sh.given.Value, sh.given.Decider) + suffix(rec.Reason)
+	switch g := sh.given; {
+	case g == nil:
+	case len(g.Value) == 0:
+		rec.Reason = "no answer was given (" + g.Decider + ")" + suffix(rec.Reason)
+	default:
+		rec.Reason = fmt.Sprintf("given %s by %s", g.Value, g.Decider) + suffix(rec.Reason)
 	}
 	rec.Outcome = outcome
 	a.cfg.Audit(sh.audit+".shadow", rec)
