@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"math"
 	"net/http"
 	"time"
 
@@ -54,8 +53,9 @@ func (s *Server) raiseBudget(w http.ResponseWriter, r *http.Request) {
 	case s.cfg.Manifest.Hosts[host] == nil:
 		writeJSON(w, http.StatusBadRequest, &wire.BudgetRaiseReply{Error: "host " + host + " is not in the manifest"})
 		return
-	case q.USD <= 0 || math.IsInf(q.USD, 0) || math.IsNaN(q.USD):
-		writeJSON(w, http.StatusBadRequest, &wire.BudgetRaiseReply{Error: "give the US dollars to raise it by, more than 0"})
+	}
+	if err := q.Check(); err != nil {
+		writeJSON(w, http.StatusBadRequest, &wire.BudgetRaiseReply{Error: err.Error()})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)

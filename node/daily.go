@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -81,8 +80,8 @@ func (n *Node) raiseBudget(spend *store.SpendStore, m *nats.Msg) *wire.BudgetRai
 	if err := json.Unmarshal(m.Data, &r); err != nil {
 		return &wire.BudgetRaiseReply{Error: "the raise is not JSON: " + err.Error()}
 	}
-	if r.USD <= 0 || math.IsNaN(r.USD) || math.IsInf(r.USD, 0) || r.USD > 1e9 {
-		return &wire.BudgetRaiseReply{Error: fmt.Sprintf("%v is not an amount to raise by: give US dollars, more than 0", r.USD)}
+	if err := r.Check(); err != nil {
+		return &wire.BudgetRaiseReply{Error: err.Error()}
 	}
 	n.reloading.Lock()
 	manifest := n.opts.Manifest

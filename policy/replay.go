@@ -123,12 +123,12 @@ func (r *Replayer) Replay(ctx context.Context, p Past) Replayed {
 			out.NewDecider = decision.Decider
 		}
 	}
-	out.Change, out.Dangerous = r.compare(&out)
+	out.Change, out.Dangerous = compare(&out)
 	return out
 }
 
 // compare classes the new decision against the old.
-func (r *Replayer) compare(x *Replayed) (string, bool) {
+func compare(x *Replayed) (string, bool) {
 	old, now := word(x.Value), word(x.NewValue)
 	person := (&Decided{Decider: x.Decider}).Person()
 	switch {

@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"fmt"
+	"math"
+)
+
 // SessionPaused is the session.paused and session.resumed events: why a session
 // stopped or goes on, what it has spent, and its budget now.
 type SessionPaused struct {
@@ -44,6 +49,17 @@ func ParseBudgetRaiseSubject(subject string) (host, name string, ok bool) {
 type BudgetRaise struct {
 	USD  float64 `json:"usd"`
 	Note string  `json:"note,omitempty"`
+}
+
+// MaxRaiseUSD is the most one raise may add to a host's day.
+const MaxRaiseUSD = 1e9
+
+// Check says what is wrong with the raise's amount, if anything.
+func (r *BudgetRaise) Check() error {
+	if r.USD <= 0 || math.IsNaN(r.USD) || math.IsInf(r.USD, 0) || r.USD > MaxRaiseUSD {
+		return fmt.Errorf("%v: give the US dollars to raise it by, more than 0 (and at most %g)", r.USD, MaxRaiseUSD)
+	}
+	return nil
 }
 
 // BudgetRaiseReply is the host's day after a raise, or why it was refused.

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
@@ -88,8 +87,10 @@ func raiseBudget(args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("%q: agentmux budget raise takes flags only", pos[0])
 	case !wire.IsName(*host):
 		err = fmt.Errorf("name the host: --host h")
-	case *usd <= 0 || math.IsInf(*usd, 0) || math.IsNaN(*usd):
-		err = fmt.Errorf("--usd %v: give the US dollars to raise it by, more than 0", *usd)
+	default:
+		if cerr := (&wire.BudgetRaise{USD: *usd}).Check(); cerr != nil {
+			err = fmt.Errorf("--usd %w", cerr)
+		}
 	}
 	if err != nil {
 		return usageError(stderr, err)

@@ -142,13 +142,8 @@ supervisor = "architect"
 
 	var tr jaegerTrace
 	proctest.Within(t, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + query + `/api/traces?service=agentmux&tags={"agentmux.session":"t-traced"}&limit=5`)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
 		var found struct{ Data []jaegerTrace }
-		if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+		if err := jaegerGet(query, sessionTraces("t-traced"), &found); err != nil {
 			return err
 		}
 		if len(found.Data) != 1 || len(found.Data[0].Spans) < 4 {
@@ -200,19 +195,29 @@ supervisor = "architect"
 	}
 }
 
+// jaegerGet decodes what Jaeger's query API at query answers to path.
+func jaegerGet(query, path string, v any) error {
+	resp, err := http.Get("http://" + query + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// sessionTraces is the query path of agentmux's traces of session.
+func sessionTraces(session string) string {
+	return `/api/traces?service=agentmux&tags={"agentmux.session":"` + session + `"}&limit=5`
+}
+
 // traceOf waits for the trace traceID in Jaeger to hold every one of the operations,
 // and returns it.
 func traceOf(t *testing.T, query, traceID string, operations ...string) jaegerTrace {
 	t.Helper()
 	var tr jaegerTrace
 	proctest.Within(t, 60*time.Second, func() error {
-		resp, err := http.Get("http://" + query + "/api/traces/" + traceID)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
 		var found struct{ Data []jaegerTrace }
-		if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+		if err := jaegerGet(query, "/api/traces/"+traceID, &found); err != nil {
 			return err
 		}
 		if len(found.Data) != 1 {
@@ -413,13 +418,8 @@ func TestAPITaskJoinsTheClientsTrace(t *testing.T) {
 		t.Errorf("the API task's session span is a child of %q; want the client's span %s", parent[spans["session w"]], clientSpan)
 	}
 	proctest.Within(t, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + query + `/api/traces?service=agentmux&tags={"agentmux.session":"t-api-forged"}&limit=5`)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
 		var found struct{ Data []jaegerTrace }
-		if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+		if err := jaegerGet(query, sessionTraces("t-api-forged"), &found); err != nil {
 			return err
 		}
 		if len(found.Data) != 1 {
