@@ -265,7 +265,7 @@ shadow = "optimist"
 // TestConsolePolicyFromHistory: the console shows how a shadow that approves everything
 // agreed with rule supervisor ops (4 of 5) and where not, suggests the rule the approvals
 // agree on, and a person promotes it into rule supervisor learned's rules file, audited
-// in her name.
+// in her name. An agent's markup in its request stays text there.
 func TestConsolePolicyFromHistory(t *testing.T) {
 	manifest, _, dir := policyNode(t, opsRules+`[supervisors.optimist]
 strategy = "static"
@@ -316,5 +316,20 @@ shadow = "optimist"
 	if err != nil || !slices.Equal(f.Rules(permission.Allow), []string{"Bash(npm test:*)"}) || f.Entries(permission.Allow)[0].By != "human:ana" ||
 		!strings.Contains(f.Entries(permission.Allow)[0].Note, "allows 4 past requests, 100% approved (rule:ops 4)") {
 		t.Fatalf("learned's rules file: %+v (%v)", f, err)
+	}
+
+	// An agent's request is shown as text on the policy views, never run as markup.
+	evil := `rm -rf "<img src=x onerror=document.title='owned'>"`
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-markup", "--follow", "w", approvals(evil)); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	shown := get(t, ctx, "the markup's disagreement", chromedp.Poll[string](
+		`(r => r ? r.textContent : (loadShadows(), false))(document.querySelector('#disagreements tr[data-request="a0"]'))`,
+		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(time.Second)))
+	if !strings.Contains(shown, evil) {
+		t.Errorf("the disagreement shows %q; want the request's text as it was", shown)
+	}
+	if n := get(t, ctx, "images", chromedp.Evaluate[int](`document.querySelectorAll("#policy img").length`)); n != 0 || get(t, ctx, "title", chromedp.Evaluate[string](`document.title`)) == "owned" {
+		t.Errorf("the agent's markup ran on the page: %d images", n)
 	}
 }
