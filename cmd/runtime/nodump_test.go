@@ -101,8 +101,10 @@ func TestAgentCannotReadTheNode(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	port := proctest.FreePort(t)
 	manifest := filepath.Join(dir, "agentmux.toml")
-	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n[hosts.probe]\ncommand = \"python3\"\nargs = [\"-c\", %q]\n",
-		port, filepath.Join(dir, "store"), procProbe)
+	// The probe works in dir, which its user may enter: the test's own folder may lie
+	// under one only root may (a clone in a folder of mktemp's).
+	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n[hosts.probe]\ncommand = \"python3\"\nargs = [\"-c\", %q]\nworking_dir = %q\n",
+		port, filepath.Join(dir, "store"), procProbe, dir)
 	if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
 		t.Fatal(err)
 	}
