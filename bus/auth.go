@@ -53,7 +53,7 @@ const responseTTL = 24 * time.Hour
 
 // readable are the streams and buckets operators and viewers may read.
 var readable = []string{wire.AuditStream, wire.TaskStream, wire.EventStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket, "KV_" + wire.PipelineBucket,
-	"KV_" + wire.SpendBucket}
+	"KV_" + wire.SpendBucket, "KV_" + wire.PromotionsBucket}
 
 // readStream is what reading a stream takes: its info, message gets (scan) and direct
 // gets (a bucket's key). No consumer: its creator would choose where it delivers, and
@@ -81,17 +81,18 @@ func GrantsFor(u User) Grants {
 		if u.Role == RoleConsole {
 			// Answer as each person; for the API's tokens, queue tasks and put attached
 			// agents' requests to the nodes.
-			// Change rules files ("always for this rule") and raise hosts' daily budgets
-			// as each person.
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.BudgetRaiseSubjects, wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
+			// Change rules files ("always for this rule"), raise hosts' daily budgets and
+			// promote shadow supervisors as each person.
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.BudgetRaiseSubjects, wire.ShadowPromoteSubjects,
+				wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.AttachSubjects, wire.BudgetRaiseSubjects)
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.AttachSubjects, wire.BudgetRaiseSubjects, wire.ShadowPromoteSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).
 			g.Publish = append(g.Publish, wire.TaskSubjects, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"),
-				wire.RulesChangeSubject("*", u.Name), wire.BudgetRaiseSubject("*", u.Name))
+				wire.RulesChangeSubject("*", u.Name), wire.BudgetRaiseSubject("*", u.Name), wire.ShadowPromoteSubject("*", u.Name))
 			for _, verb := range CtlVerbs() {
 				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))
 			}

@@ -358,6 +358,8 @@ type Route struct {
 	External bool `toml:"-"`
 	// ShadowExternal: the shadow is another process (as External, for the shadow).
 	ShadowExternal bool `toml:"-"`
+	// promoted is the route with its shadow promoted (Effective); nil without a shadow.
+	promoted *Route
 }
 
 // Tool is a tool agents may call. With a command it runs once per call (the args as JSON

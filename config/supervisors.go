@@ -231,8 +231,23 @@ func (v *validator) route(base []string, r *Route, m *Manifest) {
 			v.add(at("shadow"), "supervisor %q would hand requests to a person, who would answer in vain: a shadow's answer is never given; shadow a rule, static, command, llm or external supervisor that does not escalate", r.Shadow)
 		default:
 			r.ShadowExternal = s.Strategy == StrategyExternal
+			r.promoted = promote(r, s, m.Supervisors[r.Supervisor])
 		}
 	}
+}
+
+// promote is r with its shadow, whose supervisor is shadow, promoted: the shadow
+// decides, and r's supervisor, sup, shadows it if a shadow may be what sup is.
+func promote(r *Route, shadow, sup *Supervisor) *Route {
+	p := *r
+	p.Supervisor, p.External, p.Failover = r.Shadow, r.ShadowExternal, !r.ShadowExternal
+	p.PostProcess = r.PostProcess && shadow.Strategy == StrategyLLM
+	p.Shadow, p.ShadowExternal = "", false
+	if sup != nil && sup.Strategy != StrategyHuman && sup.Escalate == nil {
+		p.Shadow, p.ShadowExternal = r.Supervisor, r.External
+	}
+	p.promoted = nil
+	return &p
 }
 
 func (v *validator) tool(t *Tool, manifestPath string) {

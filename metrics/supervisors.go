@@ -13,6 +13,7 @@ type SupervisorMetrics struct {
 	LLMCost      *prometheus.CounterVec // supervisor, model
 	HumanPending *prometheus.CounterVec // supervisor
 	Shadow       *prometheus.CounterVec // supervisor, agreed (true, false, none)
+	Promoted     *prometheus.GaugeVec   // supervisor: 1 while promoted
 }
 
 func newSupervisorMetrics(f *families) SupervisorMetrics {
@@ -26,5 +27,6 @@ func newSupervisorMetrics(f *families) SupervisorMetrics {
 		LLMCost:      f.counter("llm_cost_usd_total", "What the llm supervisors' model calls cost in US dollars, priced by the manifest's [pricing] (models it does not price are not counted).", "supervisor", "model"),
 		HumanPending: f.counter("human_requests_total", "Requests handed to a person (human supervisors and escalations).", "supervisor"),
 		Shadow:       f.counter("shadow_decisions_total", "Decisions of routes' shadow supervisors, never given, by whether they agreed with the answer given (true, false; none: the shadow gave no answer before its session ended).", "supervisor", "agreed"),
+		Promoted:     f.gauge("shadow_promoted", "1 while the shadow supervisor is promoted fleet-wide to decide the routes it shadows (agentmux policy promote); 0 once demoted.", "supervisor"),
 	}
 }

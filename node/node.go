@@ -114,7 +114,12 @@ type Node struct {
 	// bucket until stopGrants.
 	grants     *store.Grants
 	stopGrants context.CancelFunc
-	procs      *shim.Registry // the process groups started, in the store
+	// promoted are the shadows promoted fleet-wide, kept from the bucket until
+	// stopPromotions; promotedMu orders their changes with the router's start.
+	promoted       map[string]bool
+	promotedMu     sync.Mutex
+	stopPromotions context.CancelFunc
+	procs          *shim.Registry // the process groups started, in the store
 	// sandboxes confine the programs the node starts, by manifest table.
 	sandboxes sandbox.Set
 	stopped   chan struct{}
@@ -220,6 +225,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	if err := n.serveRules(); err != nil {
+		n.abort()
+		return nil, err
+	}
+	if err := n.watchPromotions(); err != nil {
 		n.abort()
 		return nil, err
 	}
@@ -385,7 +394,11 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 		}
 		rcfg.JS, rcfg.Intake = n.Bus.JS, intake
 	}
+	// The router starts with the promotions standing; each later one reaches it.
+	n.promotedMu.Lock()
+	rcfg.Promoted = n.promoted
 	n.router = n.system.Root.Spawn(router.Props(rcfg))
+	n.promotedMu.Unlock()
 	if n.attached != nil {
 		if err := n.attached.Start(); err != nil {
 			return err
@@ -440,6 +453,7 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 // abort undoes a partial start.
 func (n *Node) abort() {
 	n.closeGrants()
+	n.closePromotions()
 	n.closeAsker()
 	n.sandboxes.Close()
 	n.procs.Close()
@@ -578,6 +592,7 @@ func (n *Node) stop(ctx context.Context) error {
 	n.stopRoutines(ctx)
 	n.stopNotifiers()
 	n.closeGrants()
+	n.closePromotions()
 	n.closeAsker()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()

@@ -122,6 +122,11 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 	if n.daily != nil {
 		n.daily.SetLimit(dailyUSD(m))
 	}
+	for _, name := range slices.Sorted(maps.Keys(n.promotedNow())) {
+		if len(m.Shadowing(name)) == 0 {
+			n.log.Warn("shadow promoted fleet-wide, but no route of the reloaded manifest shadows it: it decides nothing here (agentmux policy demote "+name+" ends it)", "shadow", name)
+		}
+	}
 	n.log.Info("manifest reloaded", "path", m.Path, "hosts", len(roles.hosts), "supervisors", len(roles.supervisors), "routes", len(m.Routes), "notify", len(m.Notify))
 	return nil
 }

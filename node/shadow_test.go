@@ -105,7 +105,8 @@ supervisor = "oncall"
 		if b1 := got["b1"]; b1.Outcome != "agreed" || b1.Decider != "llm:reviewer/fake-1" || string(b1.Value) != `"yes"` || b1.Reason != `given "yes" by rule:ops` {
 			t.Errorf("b1's shadow: %+v", b1)
 		}
-		if b2 := got["b2"]; b2.Outcome != "disagreed" || string(b2.Value) != `"yes"` || b2.Reason != `given "no" by rule:ops` || b2.Text != "rm -rf dist" {
+		if b2 := got["b2"]; b2.Outcome != "disagreed" || string(b2.Value) != `"yes"` || b2.Reason != `given "no" by rule:ops` || b2.Text != "rm -rf dist" ||
+			string(b2.Given) != `"no"` || b2.GivenBy != "rule:ops" {
 			t.Errorf("b2's shadow: %+v", b2)
 		}
 		return nil

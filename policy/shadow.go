@@ -16,6 +16,12 @@ type ShadowTally struct {
 	Disagreed  int     `json:"disagreed"`
 	NoAnswer   int     `json:"no_answer"`
 	Agreement  float64 `json:"agreement"` // Agreed / (Agreed + Disagreed)
+	// AllowsDenied counts the approvals it would have allowed that were denied; of
+	// them, PersonDenied a person denied.
+	AllowsDenied int `json:"allows_denied"`
+	PersonDenied int `json:"person_denied"`
+	// Promoted, when it is promoted fleet-wide (its callers read the bucket).
+	Promoted *wire.Promotion `json:"promoted,omitempty"`
 }
 
 // Shadows tallies the shadow records among records, by shadow supervisor (sorted),
@@ -40,6 +46,12 @@ func Shadows(records []*wire.AuditRecord) ([]ShadowTally, []*wire.AuditRecord) {
 		case "disagreed":
 			t.Disagreed++
 			disagreed = append(disagreed, r)
+			if r.Type == "approval" && word(r.Value) == "yes" && word(r.Given) == "no" {
+				t.AllowsDenied++
+				if (&Decided{Decider: r.GivenBy}).Person() {
+					t.PersonDenied++
+				}
+			}
 		default:
 			t.NoAnswer++
 		}

@@ -180,6 +180,10 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		TTL:         spendTTL,
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      wire.PromotionsBucket,
+		Description: "agentmux shadow supervisors promoted fleet-wide to decide their routes (agentmux policy promote)",
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      wire.NodesBucket,
 		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (agentmux nodes)",
 		TTL:         nodesTTL,

@@ -94,32 +94,62 @@ func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key
 // goroutine that ends with ctx and then calls done (when set). A watch JetStream cannot
 // start for the moment is tried again for up to bucketWait.
 func watchBucket(ctx context.Context, kv jetstream.KeyValue, each func(jetstream.KeyValueEntry), done func()) error {
+	_, err := startWatch(ctx, kv, each, nil, done)
+	return err
+}
+
+// watchBucketSynced is watchBucket that calls synced, on the same goroutine, once each
+// has had every entry the bucket held as the watch began, and returns after it.
+func watchBucketSynced(ctx context.Context, kv jetstream.KeyValue, each func(jetstream.KeyValueEntry), synced func()) error {
+	ch, err := startWatch(ctx, kv, each, synced, nil)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// startWatch starts watchBucket's goroutine; once each has had the entries the bucket
+// held as the watch began, it calls synced (when set) and closes the channel returned.
+func startWatch(ctx context.Context, kv jetstream.KeyValue, each func(jetstream.KeyValueEntry), synced, done func()) (<-chan struct{}, error) {
 	var w jetstream.KeyWatcher
 	err := Settled(ctx, func() (err error) {
 		w, err = kv.WatchAll(ctx)
 		return err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	ch := make(chan struct{})
 	go func() {
 		if done != nil {
 			defer done()
 		}
 		defer func() { _ = w.Stop() }()
+		initial := true
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case e, ok := <-w.Updates():
-				if !ok {
+				switch {
+				case !ok:
 					return
-				}
-				if e != nil { // nil marks the end of the initial values
+				case e != nil:
 					each(e)
+				case initial: // nil marks the end of the initial values
+					initial = false
+					if synced != nil {
+						synced()
+					}
+					close(ch)
 				}
 			}
 		}
 	}()
-	return nil
+	return ch, nil
 }

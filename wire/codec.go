@@ -53,7 +53,7 @@ func (r *Reply) AppendJSON(dst []byte) []byte {
 // AppendJSON appends the audit record as JSON.
 func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o := rawjson.Begin(slices.Grow(dst, 200+len(r.Node)+len(r.Host)+len(r.Session)+len(r.Pipeline)+len(r.Stage)+len(r.Request)+
-		len(r.Text)+len(r.Ask)+len(r.By)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)+len(r.Error)))
+		len(r.Text)+len(r.Ask)+len(r.By)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)+len(r.Given)+len(r.GivenBy)+len(r.Error)))
 	o.String("kind", r.Kind)
 	o.Int("time", r.Time)
 	o.String("node", r.Node)
@@ -74,6 +74,8 @@ func (r *AuditRecord) AppendJSON(dst []byte) []byte {
 	o.StringOmit("claimed", r.Claimed)
 	o.StringOmit("member", r.Member)
 	o.StringOmit("reason", r.Reason)
+	o.RawOmit("given", r.Given)
+	o.StringOmit("given_by", r.GivenBy)
 	o.StringOmit("scope", r.Scope)
 	o.FloatOmit("latency_ms", r.Latency)
 	o.FloatOmit("duration_ms", r.Duration)

@@ -68,7 +68,7 @@ func TestRecordsAppendAsTheirTagsSay(t *testing.T) {
 			Reason: "ünïcödé \u2028", Member: "n2", Claimed: "human:bo", Scope: "session", Grant: "g-h-1"},
 		&AuditRecord{Kind: "answer", Time: 1764000000123, Node: "n", Host: "h", Session: "s", Attempt: 2, Pipeline: "p", Stage: "st",
 			Request: "q1", Type: "question", Text: "Which?", Ask: json.RawMessage(`{"type":"question","question":"Which?"}`), By: "alice", Asked: 1764000000100, Value: json.RawMessage(`"x"`), Outcome: "answered", Decider: "static:d",
-			Claimed: "c", Member: "m", Reason: "r", Scope: "host", Latency: 0.123, Duration: 1e-7, Error: "e\x00", Truncated: 512,
+			Claimed: "c", Member: "m", Reason: "r", Given: json.RawMessage(`"y"`), GivenBy: "rule:g", Scope: "host", Latency: 0.123, Duration: 1e-7, Error: "e\x00", Truncated: 512,
 			Workspace: &Workspace{Mode: "worktree", Branch: "agentmux/s", Base: "b", Head: "h", Files: 1}, Spend: testSpend},
 		&RequestAnswered{ID: "q", Type: "question", Value: json.RawMessage(`["a","b"]`), Outcome: "invalid", Decider: "default",
 			Claimed: "c", Reason: "no answer within 500ms", Latency: 12.5},

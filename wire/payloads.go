@@ -138,6 +138,10 @@ type AuditRecord struct {
 	Claimed string          `json:"claimed,omitempty"` // the decider an external supervisor named
 	Member  string          `json:"member,omitempty"`  // the node that sent a refused answer
 	Reason  string          `json:"reason,omitempty"`
+	// Given and GivenBy, on a shadow's decision, are the answer given to the request and
+	// who decided it; none when no answer was given before the session ended.
+	Given   json.RawMessage `json:"given,omitempty"`
+	GivenBy string          `json:"given_by,omitempty"`
 	// Scope, on an answer, is what a person gave it for beyond its request (session,
 	// host); on a grant's revocation, the grant's.
 	Scope    string  `json:"scope,omitempty"`
@@ -153,8 +157,8 @@ type AuditRecord struct {
 	Spend *Spend `json:"spend,omitempty"`
 }
 
-// Fit cuts the record's text, reason and error to keep bytes each, and drops its value
-// and its ask when longer (a value cut in two would not be JSON), noting in Truncated how
+// Fit cuts the record's text, reason and error to keep bytes each, and drops its value,
+// its ask and the answer given when longer (a value cut in two would not be JSON), noting in Truncated how
 // long the record was: a record over the server's payload limit is stored so, never
 // retried for ever.
 func (r *AuditRecord) Fit(was, keep int) {
@@ -170,6 +174,9 @@ func (r *AuditRecord) Fit(was, keep int) {
 	}
 	if len(r.Ask) > keep {
 		r.Ask = nil
+	}
+	if len(r.Given) > keep {
+		r.Given = nil
 	}
 	r.Truncated = was
 }

@@ -68,8 +68,10 @@ type Config struct {
 	Asker   *ask.Asker // sends requests to supervisors; one per node
 	Metrics *metrics.Set
 	Log     *slog.Logger
-	// Routes send requests to supervisors.
-	Routes config.Routes
+	// Routes send requests to supervisors; those whose shadow is in Promoted (read
+	// only: shared by every agent), to their shadow instead (config.Route.Effective).
+	Routes   config.Routes
+	Promoted map[string]bool
 	// Audit records an audit entry under a deduplication id; it must not block.
 	Audit func(id string, rec *wire.AuditRecord)
 	// WriteTimeout bounds each write to the agent's stdin.
@@ -283,7 +285,7 @@ func (a *Agent) Receive(c actor.Context) {
 	case *SendMessage:
 		respond(c, a.sendMessage(m.Text))
 	case *RoutesChanged:
-		a.cfg.Routes = m.Routes
+		a.cfg.Routes, a.cfg.Promoted = m.Routes, m.Promoted
 	case *Shutdown:
 		a.shutdown(m.Reason)
 	case *actor.Stopping:

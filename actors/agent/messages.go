@@ -62,10 +62,12 @@ type Interrupt struct {
 	Reason string
 }
 
-// RoutesChanged gives the agent the manifest's routes after a reload: its next request
-// is routed by them, in the session running now too.
+// RoutesChanged gives the agent the manifest's routes after a reload, or the shadows
+// promoted fleet-wide after a promotion: its next request is routed by them, in the
+// session running now too.
 type RoutesChanged struct {
-	Routes config.Routes
+	Routes   config.Routes
+	Promoted map[string]bool // read only: shared by every agent
 }
 
 // SendMessage delivers a mid-session message to agents that declared "message".

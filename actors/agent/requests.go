@@ -99,6 +99,7 @@ func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	if route == nil {
 		route = a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText(), len(conflicts) > 0)
 	}
+	route = route.Effective(a.cfg.Promoted)
 	if route == nil {
 		s.pending[id] = p
 		a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", "no route matched")

@@ -118,6 +118,7 @@ func (a *Agent) recordShadow(s *session, id string, sh *shadowing) {
 	case len(g.Value) == 0:
 		rec.Reason = "no answer was given (" + g.Decider + ")" + suffix(rec.Reason)
 	default:
+		rec.Given, rec.GivenBy = g.Value, g.Decider
 		rec.Reason = fmt.Sprintf("given %s by %s", g.Value, g.Decider) + suffix(rec.Reason)
 	}
 	rec.Outcome = outcome

@@ -28,7 +28,7 @@ type Reload struct {
 func (r *Router) reload(m *Reload) {
 	r.cfg.Manifest, r.cfg.Hosts, r.cfg.Sandboxes, r.cfg.Workspaces, r.cfg.Radar = m.Manifest, m.Hosts, m.Sandboxes, m.Workspaces, m.Radar
 	hosts := hostsOf(r.cfg)
-	changed := &agent.RoutesChanged{Routes: m.Manifest.Routes}
+	changed := &agent.RoutesChanged{Routes: m.Manifest.Routes, Promoted: r.cfg.Promoted}
 	for name, p := range r.pools {
 		h := hosts[name]
 		if h == nil {
@@ -57,4 +57,21 @@ func (p *pool) retire() []*actor.PID {
 		p.stale[id] = true
 	}
 	return idle
+}
+
+// Promotions gives the router the shadows promoted fleet-wide (wire.PromotionsBucket)
+// as they change: every live agent routes its next request by them (config.Route.Effective),
+// in a running session too, and so does every agent started later.
+type Promotions struct {
+	Promoted map[string]bool // read only from now on: shared by every agent
+}
+
+func (r *Router) promote(m *Promotions) {
+	r.cfg.Promoted = m.Promoted
+	changed := &agent.RoutesChanged{Routes: r.cfg.Manifest.Routes, Promoted: m.Promoted}
+	for _, p := range r.pools {
+		for _, pid := range p.procs {
+			r.c.Send(pid, changed)
+		}
+	}
 }

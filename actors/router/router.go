@@ -55,6 +55,8 @@ const (
 // Config is what a Router needs.
 type Config struct {
 	Manifest *config.Manifest
+	// Promoted are the shadows promoted fleet-wide, at the start (then Promotions).
+	Promoted map[string]bool
 	// Hosts are the hosts this node runs; nil: every host of the manifest.
 	Hosts map[string]*config.Host
 	Node  string
@@ -207,6 +209,8 @@ func (r *Router) Receive(c actor.Context) {
 		r.shutdown(m.Reason)
 	case *Reload:
 		r.reload(m)
+	case *Promotions:
+		r.promote(m)
 	case *Drain:
 		c.Respond(r.drain(m))
 	case *Undrain:
@@ -523,7 +527,7 @@ func (r *Router) enqueue(p *pool, s *session) {
 func (r *Router) dispatch(p *pool) {
 	spawn := func() *actor.PID {
 		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
+			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
 			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
 			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, Tracer: r.cfg.Tracer}))
 	}
