@@ -119,7 +119,10 @@ type Node struct {
 	promoted       map[string]bool
 	promotedMu     sync.Mutex
 	stopPromotions context.CancelFunc
-	procs          *shim.Registry // the process groups started, in the store
+	// late holds the shadow decisions of ended sessions still to come, until the
+	// node stops.
+	late  *agent.Late
+	procs *shim.Registry // the process groups started, in the store
 	// sandboxes confine the programs the node starts, by manifest table.
 	sandboxes sandbox.Set
 	stopped   chan struct{}
@@ -184,7 +187,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		opts.Log = slog.New(tracing.LogHandler(opts.Log.Handler())) // lines about a session or request join its trace
 	}
 	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
-		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts}
+		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts, late: agent.NewLate()}
 	if err := n.sweepLeftovers(opts); err != nil {
 		return nil, err
 	}
@@ -369,7 +372,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer()}
+		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late}
 	spend, err := store.OpenSpend(ctx, n.Bus.JS)
 	if err != nil {
 		return err
@@ -593,6 +596,7 @@ func (n *Node) stop(ctx context.Context) error {
 	n.stopNotifiers()
 	n.closeGrants()
 	n.closePromotions()
+	n.late.Close() // before the asker and the audit close
 	n.closeAsker()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
@@ -19,9 +19,9 @@ import (
 
 // TestShadowSupervisor: a route's shadow, an llm supervisor on a scripted model,
 // decides each request beside rule supervisor ops and is never given. While the model
-// hangs, the session is answered by ops alone and ends; its shadows are recorded
-// without an answer. Once the model answers (it approves everything), its decisions
-// are recorded beside ops' answers: it agrees on npm test and disagrees on rm.
+// hangs, the session is answered by ops alone and ends. Once the model answers (it
+// approves everything), its decisions are recorded beside ops' answers, the ended
+// session's too: it agrees on npm test and disagrees on rm.
 func TestShadowSupervisor(t *testing.T) {
 	t.Setenv("AGENTMUX_TEST_MODEL_KEY", "sk-test")
 	hang := make(chan struct{})
@@ -77,20 +77,24 @@ supervisor = "oncall"
 		return out
 	}
 
-	// The model hangs: ops answers at once, and the session ends without waiting.
+	// The model hangs: ops answers at once, and the session ends without waiting. Its
+	// shadow decisions are recorded once the model answers, after the session's end.
 	res := f.run("w", script(approval("a1", "npm test"), approval("a2", "rm -rf build"), result))
 	if !res.OK || record(res, "a1").Decider != "rule:ops" || string(record(res, "a2").Value) != `"no"` {
 		t.Fatalf("the session while the shadow hangs: %+v", res)
 	}
+	if got := shadows(res.Session); len(got) != 0 {
+		t.Fatalf("shadow records while the model hangs: %s", show(got))
+	}
+	close(hang)
 	waitFor(t, 10*time.Second, func() error {
 		got := shadows(res.Session)
-		if len(got) != 2 || got["a1"].Outcome != "no_answer" || got["a2"].Outcome != "no_answer" || got["a1"].Decider != "reviewer" ||
-			!strings.HasPrefix(got["a2"].Reason, `given "no" by rule:ops; no answer from the shadow`) {
-			return fmt.Errorf("shadow records %s", show(got))
+		if len(got) != 2 || got["a1"].Outcome != "agreed" || got["a2"].Outcome != "disagreed" || got["a2"].Decider != "llm:reviewer/fake-1" ||
+			got["a2"].Reason != `given "no" by rule:ops` {
+			return fmt.Errorf("shadow records of the ended session %s", show(got))
 		}
 		return nil
 	})
-	close(hang)
 
 	// The model answers: each decision is recorded beside ops' answer, while the
 	// session waits on a person.
@@ -118,7 +122,7 @@ supervisor = "oncall"
 	if res := <-results; !res.OK || string(record(res, "b2").Value) != `"no"` {
 		t.Fatalf("the shadow's answer was given: %+v", res)
 	}
-	for agreed, want := range map[string]float64{"none": 2, "true": 1, "false": 1} {
+	for agreed, want := range map[string]float64{"none": 0, "true": 2, "false": 2} {
 		if got := testutil.ToFloat64(f.n.Metrics.Shadow.WithLabelValues("reviewer", agreed)); got != want {
 			t.Errorf("agentmux_shadow_decisions_total{supervisor=reviewer,agreed=%s} = %v; want %v", agreed, got, want)
 		}
@@ -126,3 +130,50 @@ supervisor = "oncall"
 }
 
 func show(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestShadowWithoutAnswerByItsDeadline: a session ends with its shadow's decision still
+// to come; the shadow, another process, takes the ask and never answers, so at the
+// request's deadline it is recorded without one, and counted so.
+func TestShadowWithoutAnswerByItsDeadline(t *testing.T) {
+	f := start(t, simHost("w", `question_timeout = "1s"`)+`
+[supervisors.ops]
+strategy = "static"
+answers = { approval = "no" }
+[supervisors.outside]
+strategy = "external"
+[[routes]]
+supervisor = "ops"
+shadow = "outside"
+`)
+	asked := make(chan struct{}, 1)
+	sub, err := f.n.Bus.Conn.Subscribe(wire.AskSubject("outside"), func(*nats.Msg) { asked <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	res := f.run("w", script(send(`{"type":"approval","id":"a1","tool":"Bash","input":{"command":"ls"},"description":"ls"}`), await("a1"), result))
+	if !res.OK || string(record(res, "a1").Value) != `"no"` {
+		t.Fatalf("the session: %+v", res)
+	}
+	<-asked
+	waitFor(t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		records, err := store.ReadAudit(ctx, f.n.Bus.JS, res.Session)
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			if r.Kind == "shadow" {
+				if r.Outcome != "no_answer" || r.Decider != "outside" || r.Reason != `given "no" by static:ops; no answer from the shadow by its deadline` {
+					t.Errorf("the shadow record: %+v", r)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no shadow record among %d", len(records))
+	})
+	if got := testutil.ToFloat64(f.n.Metrics.Shadow.WithLabelValues("outside", "none")); got != 1 {
+		t.Errorf("agentmux_shadow_decisions_total{supervisor=outside,agreed=none} = %v; want 1", got)
+	}
+}

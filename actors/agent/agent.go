@@ -72,8 +72,12 @@ type Config struct {
 	// only: shared by every agent), to their shadow instead (config.Route.Effective).
 	Routes   config.Routes
 	Promoted map[string]bool
-	// Audit records an audit entry under a deduplication id; it must not block.
+	// Audit records an audit entry under a deduplication id; it must not block, and
+	// may be called from any goroutine.
 	Audit func(id string, rec *wire.AuditRecord)
+	// Late records the shadow decisions that come after their session ended; nil: they
+	// are recorded without one as it ends.
+	Late *Late
 	// WriteTimeout bounds each write to the agent's stdin.
 	WriteTimeout time.Duration
 	// InProc, when set, runs the agent in this process instead of the host's command.

@@ -196,12 +196,12 @@ type (
 		id      string
 		reply   *wire.Reply
 	}
-	// shadowArrived is a route's shadow supervisor's answer to request id.
+	// shadowArrived is a route's shadow supervisor's answer to sh, asked in session
+	// generation gen.
 	shadowArrived struct {
-		gen     uint64
-		session string
-		id      string
-		reply   *wire.Reply
+		gen   uint64
+		sh    *shadowing
+		reply *wire.Reply
 	}
 	timerFired struct {
 		kind timerKind

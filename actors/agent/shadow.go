@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
@@ -21,50 +24,63 @@ const (
 
 // shadowing is a request's shadow decision: asked of its route's shadow supervisor
 // beside its own supervisor, within the same deadline, and never given. It is recorded,
-// with the answer that was given, once it has both (or its session ends).
+// with the answer that was given, once it has both. A session that ends with the answer
+// given and the shadow's still to come hands it to the node's Late, which records it
+// when it comes, or without it at its deadline.
 type shadowing struct {
+	id         string // the request's
 	supervisor string
 	msg        *protocol.Message
 	audit      string // the request's audit id prefix
+	deadline   time.Time
 	settle     func(why string)
 	reply      *wire.Reply // the shadow's, once it answered
 	given      *wire.Reply // the answer given, once there is one
+	// late is set once the session ended waiting for the shadow: from then on only
+	// late touches the shadowing.
+	late atomic.Pointer[lateShadow]
 }
 
 // askShadow asks route's shadow supervisor about p, as ask (a copy of the request's
 // own ask): the request's answer neither waits for it nor ever is it.
 func (a *Agent) askShadow(s *session, p *pending, route *config.Route, ask wire.Ask, header nats.Header) {
-	gen, session, id := s.gen, s.id, p.id
+	gen, id := s.gen, p.id
+	sh := &shadowing{id: id, supervisor: route.Shadow, msg: p.msg, audit: p.audit, deadline: p.deadline}
 	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Shadow), &ask, header, p.deadline, !route.ShadowExternal, func(r *wire.Reply) {
 		if route.ShadowExternal {
 			r = externalReply(route.Shadow, r)
 		}
-		a.send(&shadowArrived{gen: gen, session: session, id: id, reply: r})
+		if late := sh.late.Load(); late != nil {
+			late.deliver(r, "")
+			return
+		}
+		a.send(&shadowArrived{gen: gen, sh: sh, reply: r})
 	})
 	if err != nil {
 		a.log.Warn("shadow supervisor not asked", "session", s.id, "request", id, "shadow", route.Shadow, "err", err)
 		return
 	}
+	sh.settle = settle
 	if s.shadows == nil {
 		s.shadows = map[string]*shadowing{}
 	}
-	s.shadows[id] = &shadowing{supervisor: route.Shadow, msg: p.msg, audit: p.audit, settle: settle}
+	s.shadows[id] = sh
 }
 
 // onShadow keeps a shadow's decision, and records it once its request was answered.
 func (a *Agent) onShadow(m *shadowArrived) {
-	s := a.sess
-	if s == nil || s.gen != m.gen {
-		return // its session ended, and recorded it without an answer
-	}
-	sh := s.shadows[m.id]
-	if sh == nil || sh.reply != nil {
+	if late := m.sh.late.Load(); late != nil {
+		late.deliver(m.reply, "") // its session ended, waiting for it
 		return
 	}
-	sh.reply = m.reply
-	sh.settle("")
-	if sh.given != nil {
-		a.recordShadow(s, m.id, sh)
+	s := a.sess
+	if s == nil || s.gen != m.gen || m.sh.reply != nil {
+		return // recorded when its session ended
+	}
+	m.sh.reply = m.reply
+	m.sh.settle("")
+	if m.sh.given != nil {
+		a.recordShadow(s, m.sh)
 	}
 }
 
@@ -77,29 +93,42 @@ func (a *Agent) shadowGiven(s *session, id string, value json.RawMessage, decide
 	}
 	sh.given = &wire.Reply{Value: value, Decider: decider}
 	if sh.reply != nil {
-		a.recordShadow(s, id, sh)
+		a.recordShadow(s, sh)
 	}
 }
 
-// endShadows records the shadows of session s that gave no answer: it ends.
+// endShadows records the shadow decisions of session s, which ends: those whose answer
+// was given and whose shadow may still answer wait for it in the node's Late; the rest
+// are recorded as they stand.
 func (a *Agent) endShadows(s *session) {
+	now := time.Now()
 	for id, sh := range s.shadows {
+		delete(s.shadows, id)
+		if sh.reply == nil && sh.given != nil && now.Before(sh.deadline) && a.cfg.Late != nil {
+			a.cfg.Late.wait(sh, a.record(s, "shadow"), a.cfg.Audit, a.cfg.Metrics.Shadow)
+			continue
+		}
 		sh.settle("session ended")
-		a.recordShadow(s, id, sh)
+		writeShadow(a.record(s, "shadow"), sh, "no answer from the shadow before the session ended", a.cfg.Audit, a.cfg.Metrics.Shadow)
 	}
 }
 
-// recordShadow writes a shadow's decision to the audit beside the answer given, and
-// counts whether they agreed.
-func (a *Agent) recordShadow(s *session, id string, sh *shadowing) {
-	delete(s.shadows, id)
-	rec := a.record(s, "shadow")
-	rec.Request, rec.Type, rec.Text = id, string(sh.msg.Type), sh.msg.RequestText()
+// recordShadow writes the shadow decision sh of session s.
+func (a *Agent) recordShadow(s *session, sh *shadowing) {
+	delete(s.shadows, sh.id)
+	writeShadow(a.record(s, "shadow"), sh, "", a.cfg.Audit, a.cfg.Metrics.Shadow)
+}
+
+// writeShadow writes a shadow's decision to the audit as rec (the session's record of
+// kind shadow), beside the answer given, and counts whether they agreed; none says why
+// there is no decision, if there is none.
+func writeShadow(rec *wire.AuditRecord, sh *shadowing, none string, audit func(string, *wire.AuditRecord), counted *prometheus.CounterVec) {
+	rec.Request, rec.Type, rec.Text = sh.id, string(sh.msg.Type), sh.msg.RequestText()
 	outcome := shadowNone
 	switch r := sh.reply; {
 	case r == nil:
 		rec.Decider = sh.supervisor
-		rec.Reason = "no answer from the shadow before the session ended"
+		rec.Reason = none
 	case r.Kind != wire.ReplyValue || len(r.Value) == 0:
 		rec.Decider = r.Decider
 		rec.Reason = "the shadow decided nothing: " + r.Reason
@@ -122,9 +151,9 @@ func (a *Agent) recordShadow(s *session, id string, sh *shadowing) {
 		rec.Reason = fmt.Sprintf("given %s by %s", g.Value, g.Decider) + suffix(rec.Reason)
 	}
 	rec.Outcome = outcome
-	a.cfg.Audit(sh.audit+".shadow", rec)
+	audit(sh.audit+".shadow", rec)
 	agreed := map[string]string{shadowAgreed: "true", shadowDisagreed: "false", shadowNone: "none"}[outcome]
-	a.cfg.Metrics.Shadow.WithLabelValues(sh.supervisor, agreed).Inc()
+	counted.WithLabelValues(sh.supervisor, agreed).Inc()
 }
 
 // sameAnswer reports whether two answers are the same JSON.

@@ -57,6 +57,8 @@ type Config struct {
 	Manifest *config.Manifest
 	// Promoted are the shadows promoted fleet-wide, at the start (then Promotions).
 	Promoted map[string]bool
+	// Late records the shadow decisions that come after their session ended.
+	Late *agent.Late
 	// Hosts are the hosts this node runs; nil: every host of the manifest.
 	Hosts map[string]*config.Host
 	Node  string
@@ -527,7 +529,7 @@ func (r *Router) enqueue(p *pool, s *session) {
 func (r *Router) dispatch(p *pool) {
 	spawn := func() *actor.PID {
 		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
+			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Late: r.cfg.Late, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
 			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
 			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, Tracer: r.cfg.Tracer}))
 	}
