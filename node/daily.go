@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
@@ -52,23 +51,11 @@ func (n *Node) dailyGate(spend *store.SpendStore, m *config.Manifest) *store.Dai
 // serveBudgetRaises takes people's raises of a host's daily budget: one node of the
 // fleet writes each into the host's day, audits it and answers with the day.
 func (n *Node) serveBudgetRaises(spend *store.SpendStore) error {
-	sub, err := n.Bus.Conn.QueueSubscribe(wire.BudgetRaiseSubjects, budgetRaiseQueue, func(m *nats.Msg) {
-		if err := bus.CheckRequest(m, wire.BudgetRaiseSubjects); err != nil {
-			n.log.Warn("budget raise refused", "err", err)
-			return
-		}
+	return n.serveQueue(wire.BudgetRaiseSubjects, budgetRaiseQueue, "budget raise", func(m *nats.Msg) any {
 		reply := n.raiseBudget(spend, m)
 		reply.Node = n.Name
-		data, _ := json.Marshal(reply)
-		if err := m.Respond(data); err != nil {
-			n.log.Warn("budget raise reply", "err", err)
-		}
+		return reply
 	})
-	if err != nil {
-		return fmt.Errorf("bus: serve %s: %w", wire.BudgetRaiseSubjects, err)
-	}
-	n.ctlSubs = append(n.ctlSubs, sub)
-	return nil
 }
 
 func (n *Node) raiseBudget(spend *store.SpendStore, m *nats.Msg) *wire.BudgetRaiseReply {

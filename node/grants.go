@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -29,20 +27,13 @@ func (n *Node) openGrants() error {
 		return err
 	}
 	n.grants, n.stopGrants = grants, cancel
-	sub, err := n.Bus.Conn.QueueSubscribe(wire.GrantsSubject, grantsQueue, func(m *nats.Msg) {
-		if err := bus.CheckRequest(m, wire.GrantsSubject); err != nil {
-			n.log.Warn("grants request refused", "err", err)
-			return
-		}
-		data, _ := json.Marshal(&wire.GrantsReply{Grants: grants.Standing(time.Now())})
-		_ = m.Respond(data)
+	err = n.serveQueue(wire.GrantsSubject, grantsQueue, "grants request", func(*nats.Msg) any {
+		return &wire.GrantsReply{Grants: grants.Standing(time.Now())}
 	})
 	if err != nil {
 		cancel()
-		return fmt.Errorf("bus: serve %s: %w", wire.GrantsSubject, err)
 	}
-	n.ctlSubs = append(n.ctlSubs, sub)
-	return nil
+	return err
 }
 
 // closeGrants stops keeping the grants' index.

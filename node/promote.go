@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/actors/router"
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -42,23 +41,11 @@ func (n *Node) watchPromotions() error {
 	if err := promotions.Watch(wctx, n.promotionsChanged); err != nil {
 		return err
 	}
-	sub, err := n.Bus.Conn.QueueSubscribe(wire.ShadowPromoteSubjects, promoteQueue, func(m *nats.Msg) {
-		if err := bus.CheckRequest(m, wire.ShadowPromoteSubjects); err != nil {
-			n.log.Warn("shadow promotion refused", "err", err)
-			return
-		}
+	return n.serveQueue(wire.ShadowPromoteSubjects, promoteQueue, "shadow promotion", func(m *nats.Msg) any {
 		reply := n.promote(promotions, m)
 		reply.Node = n.Name
-		data, _ := json.Marshal(reply)
-		if err := m.Respond(data); err != nil {
-			n.log.Warn("shadow promotion reply", "err", err)
-		}
+		return reply
 	})
-	if err != nil {
-		return fmt.Errorf("bus: serve %s: %w", wire.ShadowPromoteSubjects, err)
-	}
-	n.ctlSubs = append(n.ctlSubs, sub)
-	return nil
 }
 
 // closePromotions stops the promotions' watch.
