@@ -2,9 +2,13 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
@@ -18,28 +22,94 @@ import (
 const policyReadTimeout = time.Minute
 
 // shadowView is GET /api/policy/shadow: how the routes' shadow supervisors agreed
-// with the answers given, and the latest requests they disagreed on.
+// with the answers given, which are promoted, and the latest requests they disagreed on.
 type shadowView struct {
-	Shadows   []policy.ShadowTally `json:"shadows"`
-	Disagreed []*wire.AuditRecord  `json:"disagreed"`
-	Error     string               `json:"error,omitempty"`
+	Shadows   []shadowRow         `json:"shadows"`
+	Disagreed []*wire.AuditRecord `json:"disagreed"`
+	Error     string              `json:"error,omitempty"`
+}
+
+// shadowRow is a shadow's tally, and why the default bar would not promote it ("" if
+// it would).
+type shadowRow struct {
+	policy.ShadowTally
+	NotPromotable string `json:"not_promotable,omitempty"`
 }
 
 // maxDisagreements is how many disagreements the page lists, latest first.
 const maxDisagreements = 50
 
+// shadowWindow is how far back the page reads shadow decisions, and judges a promotion.
+const shadowWindow = "7d"
+
+// defaultBar is the bar the console promotes by.
+func defaultBar() policy.Bar {
+	return policy.Bar{MinAgreement: policy.DefaultMinAgreement, MinDecided: policy.DefaultMinDecided}
+}
+
 func (s *Server) shadows(w http.ResponseWriter, r *http.Request) {
-	out := &shadowView{Shadows: []policy.ShadowTally{}, Disagreed: []*wire.AuditRecord{}}
-	records, err := s.readPolicyAudit(r, store.AuditQuery{Kind: "shadow"}, "7d")
+	out := &shadowView{Shadows: []shadowRow{}, Disagreed: []*wire.AuditRecord{}}
+	from, err := sinceParam(r, shadowWindow)
+	var tallies []policy.ShadowTally
+	var disagreed []*wire.AuditRecord
+	if err == nil {
+		ctx, cancel := context.WithTimeout(r.Context(), policyReadTimeout)
+		defer cancel()
+		tallies, disagreed, err = policy.ReadShadows(ctx, s.cfg.Conn, from, "")
+	}
 	if err != nil {
 		out.Error = err.Error()
 		writeJSON(w, http.StatusBadGateway, out)
 		return
 	}
-	tallies, disagreed := policy.Shadows(records)
+	for _, t := range tallies {
+		row := shadowRow{ShadowTally: t}
+		if err := defaultBar().Check(t); err != nil {
+			row.NotPromotable = err.Error()
+		}
+		out.Shadows = append(out.Shadows, row)
+	}
 	slices.Reverse(disagreed)
-	out.Shadows, out.Disagreed = tallies, disagreed[:min(len(disagreed), maxDisagreements)]
+	out.Disagreed = disagreed[:min(len(disagreed), maxDisagreements)]
 	writeJSON(w, http.StatusOK, out)
+}
+
+// promoteShadow is POST /api/policy/shadow/{name}/promote and …/demote: an operator
+// promotes a shadow whose last 7 days clear the default bar, or demotes one, in their
+// name.
+func (s *Server) promoteShadow(w http.ResponseWriter, r *http.Request) {
+	p := s.gate.who(r)
+	shadow, demote := r.PathValue("name"), strings.HasSuffix(r.URL.Path, "/demote")
+	var q struct {
+		Note string `json:"note"`
+	}
+	err := json.NewDecoder(io.LimitReader(r.Body, maxAnswerBytes)).Decode(&q)
+	switch {
+	case p.role != config.APIOperator:
+		writeJSON(w, http.StatusForbidden, &wire.ShadowPromoteReply{Error: p.name + " may look, not promote a supervisor: that takes one of the console's operator groups"})
+		return
+	case err != nil && !errors.Is(err, io.EOF):
+		writeJSON(w, http.StatusBadRequest, &wire.ShadowPromoteReply{Error: `post {"note": "why"}`})
+		return
+	case !wire.IsName(shadow):
+		writeJSON(w, http.StatusBadRequest, &wire.ShadowPromoteReply{Error: "no such supervisor: " + shadow})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), policyReadTimeout)
+	defer cancel()
+	var reply *wire.ShadowPromoteReply
+	if demote {
+		reply, err = store.PromoteShadow(ctx, s.cfg.Conn, shadow, p.name, &wire.ShadowPromote{Demote: true, Note: q.Note})
+	} else {
+		from, _ := store.ParseTimeBound(shadowWindow, time.Now())
+		reply, err = policy.Promote(ctx, s.cfg.Conn, shadow, p.name, q.Note, from, defaultBar())
+	}
+	if err != nil {
+		writeJSON(w, http.StatusConflict, &wire.ShadowPromoteReply{Error: err.Error()})
+		return
+	}
+	s.cfg.Log.Info("shadow promotion from the console", "shadow", shadow, "demote", demote, "as", p.name, "error", reply.Error)
+	writeJSON(w, http.StatusOK, reply)
 }
 
 // suggestView is GET /api/policy/suggest: the rules the audit's approvals agree on, and
@@ -72,14 +142,20 @@ func (s *Server) suggest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// readPolicyAudit reads the audit records q keeps, since the request's ?since= (a
-// duration, days, or a time; def without one).
-func (s *Server) readPolicyAudit(r *http.Request, q store.AuditQuery, def string) ([]*wire.AuditRecord, error) {
+// sinceParam is the time the request's ?since= names (a duration, days, or a time;
+// def without one).
+func sinceParam(r *http.Request, def string) (time.Time, error) {
 	since := r.URL.Query().Get("since")
 	if since == "" {
 		since = def
 	}
-	from, err := store.ParseTimeBound(since, time.Now())
+	return store.ParseTimeBound(since, time.Now())
+}
+
+// readPolicyAudit reads the audit records q keeps, since the request's ?since= (def
+// without one).
+func (s *Server) readPolicyAudit(r *http.Request, q store.AuditQuery, def string) ([]*wire.AuditRecord, error) {
+	from, err := sinceParam(r, def)
 	if err != nil {
 		return nil, err
 	}

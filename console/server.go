@@ -193,6 +193,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/rules/propose", s.proposeRules)
 	m.HandleFunc("POST /api/rules", s.saveRules)
 	m.HandleFunc("GET /api/policy/shadow", s.shadows)
+	m.HandleFunc("POST /api/policy/shadow/{name}/promote", s.promoteShadow)
+	m.HandleFunc("POST /api/policy/shadow/{name}/demote", s.promoteShadow)
 	m.HandleFunc("GET /api/policy/suggest", s.suggest)
 	m.HandleFunc("GET /api/budgets", s.budgets)
 	m.HandleFunc("POST /api/budgets/{host}/raise", s.raiseBudget)

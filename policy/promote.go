@@ -1,6 +1,16 @@
 package policy
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
 
 // Bar is what a shadow supervisor's record must show before it is promoted to decide
 // the routes it shadows: answers to at least MinDecided requests, agreeing with the
@@ -33,4 +43,46 @@ func (b Bar) Check(t ShadowTally) error {
 			t.Supervisor, t.NoAnswer, t.Decided)
 	}
 	return nil
+}
+
+// ReadShadows tallies the shadow records of the audit since from (of supervisor alone,
+// if named), marks the promoted shadows, and lists the disagreements, oldest first.
+func ReadShadows(ctx context.Context, nc *nats.Conn, from time.Time, supervisor string) ([]ShadowTally, []*wire.AuditRecord, error) {
+	var records []*wire.AuditRecord
+	err := store.SearchAudit(ctx, nc, store.AuditQuery{Kind: "shadow", Since: from}, func(r *wire.AuditRecord) error {
+		if supervisor == "" || ShadowOf(r) == supervisor {
+			records = append(records, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	promotions, err := store.ReadPromotions(ctx, nc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if supervisor != "" {
+		maps.DeleteFunc(promotions, func(name string, _ *wire.Promotion) bool { return name != supervisor })
+	}
+	tallies, disagreed := Shadows(records)
+	return Promoted(tallies, promotions), disagreed, nil
+}
+
+// Promote asks the fleet to promote shadow in person's name, once its decisions since
+// from clear the bar; the error says why not. The reply may still carry the node's
+// refusal.
+func Promote(ctx context.Context, nc *nats.Conn, shadow, person, note string, from time.Time, bar Bar) (*wire.ShadowPromoteReply, error) {
+	tallies, _, err := ReadShadows(ctx, nc, from, shadow)
+	if err != nil {
+		return nil, err
+	}
+	if len(tallies) == 0 || tallies[0].Decided == 0 {
+		return nil, fmt.Errorf("%s made no shadow decisions since %s: name it a route's shadow (shadow = %q) and let it decide first", shadow, from.UTC().Format(time.RFC3339), shadow)
+	}
+	t := tallies[0]
+	if err := bar.Check(t); err != nil {
+		return nil, fmt.Errorf("not promoted: %w", err)
+	}
+	return store.PromoteShadow(ctx, nc, shadow, person, &wire.ShadowPromote{Note: note, Agreement: t.Agreement, Decided: t.Agreed + t.Disagreed, SinceMS: from.UnixMilli()})
 }

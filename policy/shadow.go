@@ -75,3 +75,19 @@ func ShadowOf(r *wire.AuditRecord) string {
 	name, _, _ = strings.Cut(name, "/")
 	return name
 }
+
+// Promoted marks the tallies of the shadows promotions promoted, adding an empty
+// tally for each promoted shadow that has none, sorted by shadow.
+func Promoted(tallies []ShadowTally, promotions map[string]*wire.Promotion) []ShadowTally {
+	out := slices.Clone(tallies)
+	for i := range out {
+		out[i].Promoted = promotions[out[i].Supervisor]
+	}
+	for name, p := range promotions {
+		if !slices.ContainsFunc(out, func(t ShadowTally) bool { return t.Supervisor == name }) {
+			out = append(out, ShadowTally{Supervisor: name, Promoted: p})
+		}
+	}
+	slices.SortFunc(out, func(a, b ShadowTally) int { return strings.Compare(a.Supervisor, b.Supervisor) })
+	return out
+}

@@ -106,7 +106,7 @@ operator_groups = ["sre"]
 	id := strings.TrimSuffix(strings.TrimPrefix(card, `.request[data-id="`), `"]`)
 	for path, body := range map[string]string{"/api/respond": fmt.Sprintf(`{"id":%q,"value":"yes"}`, id), "/v1/pending/" + id + "/answer": `{"value":"yes"}`,
 		"/api/rules":           fmt.Sprintf(`{"id":%q,"supervisor":"oncall","verdict":"allow","rules":["Bash"]}`, id),
-		"/api/budgets/w/raise": `{"usd":1000}`} {
+		"/api/budgets/w/raise": `{"usd":1000}`, "/api/policy/shadow/optimist/promote": `{}`, "/api/policy/shadow/optimist/demote": `{}`} {
 		status := get(t, ctx, "post "+path+" from the viewer's page", chromedp.Evaluate[int](fmt.Sprintf(
 			`fetch(%q, {method: "POST", headers: {"Content-Type": "application/json"}, body: %q}).then(r => r.status)`, path, body),
 			chromedp.EvalAwaitPromise))

@@ -22,18 +22,20 @@ import (
 
 const outTOML = "toml"
 
-// policyCommand learns policy from the fleet's history: `policy suggest` (the default)
-// and `policy replay`.
+// policyCommand learns policy from the fleet's history: `policy suggest` (the default),
+// `policy shadow`, `policy promote|demote` and `policy replay`.
 func policyCommand(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) > 0 && args[0] == "replay":
 		return replayPolicy(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "shadow":
 		return shadowPolicy(args[1:], stdout, stderr)
+	case len(args) > 0 && (args[0] == "promote" || args[0] == "demote"):
+		return promotePolicy(args[0], args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "suggest":
 		args = args[1:]
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
-		return usageError(stderr, fmt.Errorf("%q: want `agentmux policy suggest`, `agentmux policy shadow` or `agentmux policy replay`", args[0]))
+		return usageError(stderr, fmt.Errorf("%q: want `agentmux policy suggest`, `shadow`, `promote`, `demote` or `replay`", args[0]))
 	}
 	return suggestPolicy(args, stdout, stderr)
 }

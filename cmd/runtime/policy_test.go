@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/permission"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // policyNode starts a node of scripted host w and supervisors (its routes too), with an
@@ -235,10 +237,16 @@ shadow = "optimist"
 
 	// The shadow that approves everything agreed on the two approved, not on the two denied.
 	code, out, stderr = runCLI("policy", "shadow", "-c", manifest, "--since", "1d")
-	if code != exitOK || !regexp.MustCompile(`(?m)^optimist +4 +2 +2 +0 +50%$`).MatchString(out) ||
+	if code != exitOK || !regexp.MustCompile(`(?m)^optimist +4 +2 +2 +0 +50% +2\s*$`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)t-replayed +a1 +rm -rf build +"yes" by static:optimist +given "no" by rule:ops$`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)t-replayed +a2 +make deploy +"yes" by static:optimist +given "no" by human:ana$`).MatchString(out) {
 		t.Errorf("policy shadow: exit %d\n%s%s", code, out, stderr)
+	}
+
+	// However low the bar, a shadow that would allow what a person denied is not promoted.
+	if code, _, stderr := runCLI("policy", "promote", "-c", manifest, "--since", "1d", "--min-decisions", "0", "--min-agreement", "0", "optimist"); code != exitError ||
+		!strings.Contains(stderr, "not promoted: optimist would have allowed 1 approvals a person denied") {
+		t.Errorf("promoting a shadow over a person's denial: exit %d, %s", code, stderr)
 	}
 
 	// In CI, from an exported audit.
@@ -285,11 +293,14 @@ shadow = "optimist"
 	ctx := browser(t)
 	do(t, ctx, "open the console", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
 
-	row := get(t, ctx, "optimist's agreement", chromedp.Poll[string](
-		`(r => r && r.textContent.startsWith("optimist5") ? r.textContent : (loadShadows(), false))(document.querySelector('#shadows tr[data-shadow="optimist"]'))`,
-		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(time.Second)))
-	if row != "optimist541080%" {
-		t.Errorf("optimist's row: %q; want 5 decided, 4 agreed, 1 disagreed, 0 without an answer, 80%%", row)
+	shadowRow := func(decided string) string {
+		t.Helper()
+		return get(t, ctx, "optimist's agreement", chromedp.Poll[string](fmt.Sprintf(
+			`(r => r && r.cells[1].textContent == %q ? Array.from(r.cells).map(c => c.textContent).join("|") : (loadShadows(), false))(document.querySelector('#shadows tr[data-shadow="optimist"]'))`, decided),
+			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(time.Second)))
+	}
+	if row := shadowRow("5"); row != "optimist|5|4|1|0|80%|1||not promotable: optimist answered 5 requests, under the 50 a promotion needs: let it shadow longer, or lower the bar" {
+		t.Errorf("optimist's row: %q; want 5 decided, 4 agreed, 1 disagreed, 0 without an answer, 80%%, 1 allowing what was denied, not promotable", row)
 	}
 	if off := text(t, ctx, "#disagreements tbody tr"); !strings.Contains(off, "rm -rf build") || !strings.Contains(off, "yes by static:optimist") || !strings.Contains(off, `given "no" by rule:ops`) {
 		t.Errorf("the disagreement: %q", off)
@@ -318,13 +329,56 @@ shadow = "optimist"
 		t.Fatalf("learned's rules file: %+v (%v)", f, err)
 	}
 
+	// Fifty more approvals that optimist agrees with: it clears the bar, and a person
+	// promotes it; the node decides ops' route by it from then on. Then she demotes it.
+	var fifty []string
+	for range 50 {
+		fifty = append(fifty, "npm test")
+	}
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-fifty", "--follow", "w", approvals(fifty...)); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	if row := shadowRow("55"); !strings.HasPrefix(row, "optimist|55|54|1|0|98%|1||Promote") {
+		t.Fatalf("optimist's row after 55 decisions: %q", row)
+	}
+	do(t, ctx, "promote optimist", chromedp.Click(chromedp.CSS(`#shadows tr[data-shadow="optimist"] button.promote`)))
+	said := get(t, ctx, "the promotion", chromedp.Poll[string](`(o => o.textContent || false)(document.getElementById("shadows-outcome"))`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if said != "optimist promoted: routes[0]: ops → optimist" {
+		t.Fatalf("the promotion said %q", said)
+	}
+	promoted := get(t, ctx, "optimist promoted", chromedp.Poll[string](`(c => c && c.textContent || false)(document.querySelector('#shadows tr[data-shadow="optimist"] td.promoted'))`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if !strings.HasPrefix(promoted, "by ana ") {
+		t.Errorf("the promoted cell: %q", promoted)
+	}
+	shot(t, ctx, "policy-3-shadow-promoted")
+	proctest.Within(t, 20*time.Second, func() error {
+		id := "t-promoted-" + nuid.Next()
+		if code, out, stderr := runCLI("submit", "-c", manifest, "--id", id, "--follow", "w", approvals("rm -rf dist")); code != exitOK {
+			t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+		}
+		if a := auditAnswer(t, manifest, id, "a0"); a.Decider != "static:optimist" {
+			return fmt.Errorf("rm answered %s by %s; want yes by static:optimist", a.Value, a.Decider)
+		}
+		return nil
+	})
+	do(t, ctx, "demote optimist", chromedp.Click(chromedp.CSS(`#shadows tr[data-shadow="optimist"] button.demote`)))
+	said = get(t, ctx, "the demotion", chromedp.Poll[string](`(o => o.textContent == "optimist demoted" ? o.textContent : false)(document.getElementById("shadows-outcome"))`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	code, out, stderr := runCLI("audit", "-c", manifest, "--kind", "shadow.demoted", "--since", "1h", "-o", "json")
+	var demoted wire.AuditRecord
+	if code != exitOK || json.Unmarshal([]byte(out), &demoted) != nil || demoted.Decider != "human:ana" {
+		t.Errorf("the demotion's audit record: exit %d\n%s%s", code, out, stderr)
+	}
+
 	// An agent's request is shown as text on the policy views, never run as markup.
 	evil := `rm -rf "<img src=x onerror=document.title='owned'>"`
 	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-markup", "--follow", "w", approvals(evil)); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
 	}
 	shown := get(t, ctx, "the markup's disagreement", chromedp.Poll[string](
-		`(r => r ? r.textContent : (loadShadows(), false))(document.querySelector('#disagreements tr[data-request="a0"]'))`,
+		`(r => r ? r.textContent : (loadShadows(), false))(document.querySelector('#disagreements tr[data-session="t-markup"][data-request="a0"]'))`,
 		chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(time.Second)))
 	if !strings.Contains(shown, evil) {
 		t.Errorf("the disagreement shows %q; want the request's text as it was", shown)
@@ -332,4 +386,114 @@ shadow = "optimist"
 	if n := get(t, ctx, "images", chromedp.Evaluate[int](`document.querySelectorAll("#policy img").length`)); n != 0 || get(t, ctx, "title", chromedp.Evaluate[string](`document.title`)) == "owned" {
 		t.Errorf("the agent's markup ran on the page: %d images", n)
 	}
+}
+
+// TestPolicyPromoteShadow: a shadow that approves everything agrees with rule supervisor
+// ops on four of five requests (it would allow the rm that ops denied). Under the
+// default bar it is not promoted; under one it clears, it is, in the caller's name: the
+// running node decides its route by it from then on, with ops shadowing it, and says
+// so in policy shadow and the audit. Demoted, ops decides again.
+func TestPolicyPromoteShadow(t *testing.T) {
+	manifest, _, _ := policyNode(t, opsRules+`[supervisors.optimist]
+strategy = "static"
+answers = { approval = "yes" }
+[[routes]]
+supervisor = "ops"
+shadow = "optimist"
+`)
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-before", "--follow", "w", approvals("npm test", "npm test -- --ci", "rm -rf build", "npm test", "npm test")); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	promote := func(args ...string) (int, string, string) {
+		return runCLI(append([]string{"policy", "promote", "-c", manifest, "--since", "1d", "--as", "ana"}, args...)...)
+	}
+	if code, _, stderr := promote("ops"); code != exitError || !strings.Contains(stderr, "ops made no shadow decisions since") {
+		t.Errorf("promoting ops, no route's shadow: exit %d, %s", code, stderr)
+	}
+	proctest.Within(t, 20*time.Second, func() error { // the shadow records are written as the session goes
+		code, _, stderr := promote("optimist")
+		if code != exitError || !strings.Contains(stderr, "not promoted: optimist answered 5 requests, under the 50 a promotion needs") {
+			return fmt.Errorf("promoting under the default bar: exit %d, %s", code, stderr)
+		}
+		return nil
+	})
+	if code, _, stderr := promote("--min-decisions", "5", "optimist"); code != exitError || !strings.Contains(stderr, "optimist agreed on 80.0% of 5 answers, under the 95.0%") {
+		t.Errorf("promoting under 95%% agreement: exit %d, %s", code, stderr)
+	}
+	code, out, stderr := promote("--min-decisions", "5", "--min-agreement", "0.8", "--note", "rm is fine here", "optimist")
+	if code != exitOK || !strings.Contains(out, "optimist promoted by ana, agreeing 80.0% of 5 answers; on node ") || !strings.Contains(out, "routes[0]: ops → optimist") {
+		t.Fatalf("promote: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := promote("--min-decisions", "5", "--min-agreement", "0.8", "optimist"); code != exitError || !strings.Contains(stderr, "optimist was promoted already, by human:ana at ") {
+		t.Errorf("promoting twice: exit %d, %s", code, stderr)
+	}
+
+	// The node applies it as it sees it: a new session's rm is allowed by optimist.
+	var answer *wire.AuditRecord
+	proctest.Within(t, 20*time.Second, func() error {
+		id := "t-after-" + nuid.Next()
+		if code, out, stderr := runCLI("submit", "-c", manifest, "--id", id, "--follow", "w", approvals("rm -rf build")); code != exitOK {
+			t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+		}
+		answer = auditAnswer(t, manifest, id, "a0")
+		if answer.Decider != "static:optimist" {
+			return fmt.Errorf("rm answered %s by %s; want yes by static:optimist", answer.Value, answer.Decider)
+		}
+		return nil
+	})
+	if string(answer.Value) != `"yes"` {
+		t.Errorf("rm answered %s by optimist", answer.Value)
+	}
+	proctest.Within(t, 20*time.Second, func() error {
+		code, out, stderr := runCLI("policy", "shadow", "-c", manifest, "--since", "1d")
+		if code != exitOK || !regexp.MustCompile(`(?m)^ops +1 +0 +1 +0 +0% +0 +\n`).MatchString(out) ||
+			!regexp.MustCompile(`(?m)^optimist +5 +4 +1 +0 +80% +1 +ana 20\d\d-\d\d-\d\d \d\d:\d\d\n`).MatchString(out) {
+			return fmt.Errorf("policy shadow: exit %d\n%s%s", code, out, stderr)
+		}
+		return nil
+	})
+	code, out, stderr = runCLI("audit", "-c", manifest, "--kind", "shadow.promoted", "--since", "1h", "-o", "json")
+	var promoted wire.AuditRecord
+	if code != exitOK || json.Unmarshal([]byte(out), &promoted) != nil || promoted.Decider != "human:ana" || promoted.Reason != "rm is fine here" ||
+		promoted.Text != "shadow optimist promoted by ana, agreeing 80.0% of 5 decisions: routes[0]: ops → optimist" {
+		t.Errorf("the promotion's audit record: exit %d\n%s%s", code, out, stderr)
+	}
+
+	if code, out, stderr := runCLI("policy", "demote", "-c", manifest, "--as", "bo", "optimist"); code != exitOK || !strings.Contains(out, "optimist demoted by bo (promoted by human:ana)") {
+		t.Fatalf("demote: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, _, stderr := runCLI("policy", "demote", "-c", manifest, "--as", "bo", "optimist"); code != exitError || !strings.Contains(stderr, "optimist is not promoted") {
+		t.Errorf("demoting twice: exit %d, %s", code, stderr)
+	}
+	proctest.Within(t, 20*time.Second, func() error {
+		id := "t-demoted-" + nuid.Next()
+		if code, out, stderr := runCLI("submit", "-c", manifest, "--id", id, "--follow", "w", approvals("rm -rf build")); code != exitOK {
+			t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+		}
+		if a := auditAnswer(t, manifest, id, "a0"); a.Decider != "rule:ops" || string(a.Value) != `"no"` {
+			return fmt.Errorf("after the demotion, rm answered %s by %s; want no by rule:ops", a.Value, a.Decider)
+		}
+		return nil
+	})
+}
+
+// auditAnswer is the answer the audit keeps for request of session, once it has one.
+func auditAnswer(t *testing.T, manifest, session, request string) *wire.AuditRecord {
+	t.Helper()
+	var found *wire.AuditRecord
+	proctest.Within(t, 20*time.Second, func() error {
+		code, out, stderr := runCLI("audit", "-c", manifest, session, "-o", "json")
+		if code != exitOK {
+			return fmt.Errorf("audit: exit %d, %s", code, stderr)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			var r wire.AuditRecord
+			if json.Unmarshal([]byte(line), &r) == nil && r.Request == request && r.Kind == "answer" {
+				found = &r
+				return nil
+			}
+		}
+		return fmt.Errorf("no answer to %s in session %s's audit:\n%s", request, session, out)
+	})
+	return found
 }

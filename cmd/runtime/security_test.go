@@ -225,7 +225,7 @@ func TestSecureRoles(t *testing.T) {
 		skip    []string // users it is not tried as: it would change the node's state
 		do      func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error
 	}{
-		{"submit a task", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"submit a task", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := js.Publish(ctx, wire.TaskSubject("w"), task, jetstream.WithMsgID("t-roles"))
 			return err
 		}},
@@ -241,10 +241,10 @@ func TestSecureRoles(t *testing.T) {
 			}
 			return nc.Flush()
 		}},
-		{"watch events", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"watch events", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			return subscribeOnce(nc, wire.AllEvents, "")
 		}},
-		{"put an attached agent's request, as anyone", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"put an attached agent's request, as anyone", []string{"machine", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			// Only a console (and the local CLI) puts these, as the API token's user; a
 			// reader of the bus that could would ask in anyone's session.
 			req, _ := json.Marshal(&wire.AttachRequest{Session: "s-forged", User: "alice", Request: json.RawMessage(`{"type":"approval","description":"rm -rf /"}`)})
@@ -259,11 +259,11 @@ func TestSecureRoles(t *testing.T) {
 			}
 			return nc.Flush()
 		}},
-		{"read the audit", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"read the audit", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := store.ReadAudit(ctx, js, "t-none")
 			return err
 		}},
-		{"read pending requests", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"read pending requests", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			pending, err := store.OpenPending(ctx, js, nc)
 			if err != nil {
 				return err
@@ -271,7 +271,7 @@ func TestSecureRoles(t *testing.T) {
 			_, err = pending.List(ctx)
 			return err
 		}},
-		{"read the daily spend", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"read the daily spend", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := store.ReadSpend(ctx, nc, time.Now().AddDate(0, 0, -7))
 			return err
 		}},
@@ -287,7 +287,7 @@ func TestSecureRoles(t *testing.T) {
 			_, err := js.Publish(ctx, "$KV."+wire.PendingBucket+".h-forged", []byte(`{}`))
 			return err
 		}},
-		{"answer a person's request", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"answer a person's request", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			user := strings.TrimPrefix(nc.Opts.Name, "test-")
 			msg, err := nc.RequestWithContext(ctx, wire.RespondSubject(user, "h-none"), []byte(`{"value":"yes"}`))
 			if err != nil {
@@ -299,27 +299,43 @@ func TestSecureRoles(t *testing.T) {
 			}
 			return nil
 		}},
-		{"list the rules files", []string{"machine", "ops", "view"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"list the rules files", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := nc.RequestWithContext(ctx, wire.RulesSubject, nil)
 			return err
 		}},
-		{"change a rules file", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"change a rules file", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			// A viewer that could would allow, for every agent, what a person must approve.
 			user := strings.TrimPrefix(nc.Opts.Name, "test-")
 			return publishRequest(nc, wire.RulesChangeSubject("policy", user), `{"id":"c1","verdict":"allow","rules":["Bash"]}`)
 		}},
-		{"change a rules file as another person", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"change a rules file as another person", []string{"machine", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			return publishRequest(nc, wire.RulesChangeSubject("policy", "ana@example.com"), `{"id":"c1","verdict":"allow","rules":["Bash"]}`)
 		}},
-		{"raise a host's daily budget", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"raise a host's daily budget", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			// A viewer or an agent that could would spend past what the fleet may.
 			user := strings.TrimPrefix(nc.Opts.Name, "test-")
 			return publishRequest(nc, wire.BudgetRaiseSubject("w", user), `{"usd":1000}`)
 		}},
-		{"raise a host's daily budget as another person", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"raise a host's daily budget as another person", []string{"machine", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			return publishRequest(nc, wire.BudgetRaiseSubject("w", "ana@example.com"), `{"usd":1000}`)
 		}},
-		{"ctl list", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"promote a shadow supervisor", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// A viewer or an agent that could would have its own supervisor decide.
+			user := strings.TrimPrefix(nc.Opts.Name, "test-")
+			return publishRequest(nc, wire.ShadowPromoteSubject("optimist", user), `{"agreement":1,"decided":1000}`)
+		}},
+		{"promote a shadow supervisor as another person", []string{"machine", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			return publishRequest(nc, wire.ShadowPromoteSubject("optimist", "ana@example.com"), `{"agreement":1,"decided":1000}`)
+		}},
+		{"read the promotions", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := store.ReadPromotions(ctx, nc)
+			return err
+		}},
+		{"write a promotion", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV."+wire.PromotionsBucket+".optimist", []byte(`{"shadow":"optimist","by":"human:ana"}`))
+			return err
+		}},
+		{"ctl list", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "list"), nil)
 			return err
 		}},
@@ -328,7 +344,7 @@ func TestSecureRoles(t *testing.T) {
 			return err
 		}},
 	}
-	for _, user := range []string{"machine", "ops", "view", "pager"} {
+	for _, user := range []string{"machine", "ops", "view", "pager", "desk"} {
 		for _, op := range ops {
 			if slices.Contains(op.skip, user) {
 				continue

@@ -372,18 +372,42 @@ async function loadShadows() {
   const shadows = reply.shadows || [];
   document.querySelector("#shadows tbody").replaceChildren(...shadows.map((s) => el("tr", { "data-shadow": s.supervisor },
     el("td", {}, s.supervisor), el("td", {}, String(s.decided)), el("td", {}, String(s.agreed)),
-    el("td", {}, String(s.disagreed)), el("td", {}, String(s.no_answer)), el("td", {}, pct(s.agreement)))));
+    el("td", {}, String(s.disagreed)), el("td", {}, String(s.no_answer)), el("td", {}, pct(s.agreement)),
+    el("td", {}, String(s.allows_denied)),
+    el("td", { class: "promoted" }, s.promoted ? `by ${s.promoted.by.replace(/^human:/, "")} ${new Date(s.promoted.at).toLocaleString()}` : ""),
+    el("td", {}, state.role === "operator" ? shadowAction(s) : null))));
   document.getElementById("shadows").hidden = shadows.length === 0;
   document.getElementById("shadows-empty").hidden = shadows.length > 0;
   if (reply.error) { document.getElementById("shadows-empty").hidden = false; document.getElementById("shadows-empty").textContent = "Not known: " + reply.error; }
   const off = reply.disagreed || [];
-  document.querySelector("#disagreements tbody").replaceChildren(...off.map((r) => el("tr", { "data-request": r.request },
+  document.querySelector("#disagreements tbody").replaceChildren(...off.map((r) => el("tr", { "data-session": r.session, "data-request": r.request },
     el("td", {}, new Date(r.time).toLocaleString()),
     el("td", {}, el("a", { href: "#/session/" + r.session }, r.session)),
     el("td", {}, visible(r.text || r.request)),
     el("td", {}, show(r.value) + " by " + r.decider),
     el("td", {}, r.reason || ""))));
   document.getElementById("disagreements").hidden = off.length === 0;
+}
+
+// shadowAction promotes a shadow that clears the bar, or demotes a promoted one; the
+// outcome stays below the table as the table is read again.
+function shadowAction(s) {
+  const act = s.promoted ? "demote" : "promote";
+  if (!s.promoted && s.not_promotable) return el("span", { class: "hint not-promotable" }, "not promotable: " + s.not_promotable);
+  return el("button", { type: "button", class: act, onclick: async (e) => {
+    e.target.disabled = true;
+    let reply;
+    try {
+      reply = await (await fetch(`/api/policy/shadow/${encodeURIComponent(s.supervisor)}/${act}`, { method: "POST",
+        headers: { "Content-Type": "application/json" }, body: "{}" })).json();
+    } catch (err) { reply = { error: String(err) }; }
+    e.target.disabled = false;
+    const out = document.getElementById("shadows-outcome");
+    out.className = reply.error ? "refused" : "";
+    out.textContent = reply.error ? `${s.supervisor} not ${act}d: ${reply.error}` :
+      act === "promote" ? `${s.supervisor} promoted: ${(reply.routes || []).join("; ")}` : `${s.supervisor} demoted`;
+    if (!reply.error) loadShadows();
+  } }, act === "promote" ? "Promote" : "Demote");
 }
 
 async function loadSuggestions() {

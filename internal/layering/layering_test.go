@@ -35,7 +35,7 @@ var mayImport = map[string][]string{
 	"mcptools":            {"config", "hook", "wire"},
 	"console":             {"actionlink", "bus", "config", "hook", "mcptools", "notify", "policy", "store", "tracing", "wire"},
 	"decide":              {"config", "wire"},
-	"policy":              {"config", "decide", "wire"},
+	"policy":              {"config", "decide", "store", "wire"},
 	"workspace":           {"config", "wire"},
 	"actors/agent":        {"ask", "bus", "config", "dialect", "metrics", "tracing", "wire", "workspace"},
 	"actors/supervisor":   {"ask", "bus", "config", "decide", "metrics", "store", "tracing", "wire"},
