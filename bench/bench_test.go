@@ -90,14 +90,22 @@ func TestRunWithBaselinesAndProbes(t *testing.T) {
 		names = append(names, s.Name)
 		checkSystem(t, s, c, s.Name != "B2")
 	}
-	if strings.Join(names, ",") != "agentmux,B0,B1,B2,node" {
+	if strings.Join(names, ",") != "agentmux,B0,B1,B1a,B2,node" {
 		t.Fatalf("systems %v", names)
+	}
+	// B1a's every answer is durable: the stream holds each session's start and end and
+	// each request's record.
+	if b1a, want := rep.system("B1a"), int64(c.Sessions*(2+c.Questions+c.Approvals+c.Unrouted)); b1a.Durable != want {
+		t.Errorf("B1a: the audit holds %d records; want %d", b1a.Durable, want)
 	}
 	figures := map[string]bool{}
 	for _, r := range rep.Ratios {
 		figures[r.Figure] = true
 	}
-	for _, want := range []string{"question rtt p50 / B1", "question rtt p50 / B2", "requests per harness CPU-second / Node.js", "default answer lateness p99 (ms)",
+	if w := rep.Wire; w == nil || w.Request.Count != wireRounds || w.Publish.Count != wireRounds || w.RequestPC <= 0 || w.PublishPC <= 0 {
+		t.Errorf("the wire's floor: %+v", rep.Wire)
+	}
+	for _, want := range []string{"question rtt p50 / B1a", "requests per CPU-second / B1a", "question rtt p50 / wire request p50", "question rtt p50 / B1", "question rtt p50 / B2", "requests per harness CPU-second / Node.js", "default answer lateness p99 (ms)",
 		"runtime memory per live session (KiB)", "goroutines per live session", "NATS subscriptions per live session", "idle CPU of the idle sessions (% of a core)", "session start rate / raw os/exec"} {
 		if !figures[want] {
 			t.Errorf("no ratio %q", want)
@@ -113,7 +121,7 @@ func TestRunWithBaselinesAndProbes(t *testing.T) {
 
 	var table bytes.Buffer
 	WriteTable(&table, rep)
-	for _, want := range []string{"agentmux", "B1", "node", "target", "probes (50 idle process sessions)"} {
+	for _, want := range []string{"agentmux", "B1", "B1a", "node", "target", "probes (50 idle process sessions)", "wire (5000 round trips"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

@@ -40,7 +40,7 @@ type Config struct {
 	Nodes   int
 	Timeout time.Duration
 
-	Baselines   bool   // also run B0, B1, B2 and the Node.js harness
+	Baselines   bool   // also run B0, B1, B1a, B2, the wire's floor and the Node.js harness
 	NodeBinary  string // node, for the Node.js harness
 	NodeModules string // the harness's node_modules (nats.js): `npm ci --prefix bench/nodeharness`
 	Probes      bool   // also measure memory per session, idle CPU and start rate

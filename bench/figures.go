@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -56,6 +57,28 @@ type System struct {
 	HarnessCPU     float64 `json:"harness_cpu_s,omitempty"`
 	QPSPerHarness  float64 `json:"requests_per_harness_cpu_s,omitempty"`
 	PeakConcurrent int     `json:"peak_concurrent_sessions,omitempty"` // agentmux: sampled every 50 ms
+	// Durable is how many of its audit records the stream holds once its run is over
+	// (B1a): one for each session's start and end, and one for each request.
+	Durable int64 `json:"durable_records,omitempty"`
+	// Load1 is the machine's 1-minute load average as the run began; OthersCPU the
+	// cores other processes kept busy during it, on average (Linux); StealPct the share
+	// of the machine's CPU time its hypervisor stole. Busy marks a run on a machine too
+	// busy for its figures to be trusted (busyMachine).
+	Load1     float64 `json:"load1"`
+	OthersCPU float64 `json:"others_cpu_cores"`
+	StealPct  float64 `json:"steal_pct"`
+	Busy      bool    `json:"busy,omitempty"`
+}
+
+// busyMachine says whether a run shared the machine: other processes kept more than a
+// quarter of a core busy on average, or the hypervisor stole more than 2% of its CPU
+// time. Where the machine's CPU time is not read (macOS), a run that began with the
+// 1-minute load above half the cores is busy.
+func busyMachine(s *System, cores int, cpuKnown bool) bool {
+	if !cpuKnown {
+		return s.Load1 > float64(cores)/2
+	}
+	return s.OthersCPU > 0.25 || s.StealPct > 2
 }
 
 // collector gathers the load reports of one system's sessions.
@@ -120,7 +143,14 @@ func (c *collector) system(wall time.Duration, u usage) *System {
 	s := &System{Name: c.name, Sessions: c.sessions, Failed: c.failed, Errors: c.errors, Wall: wall.Seconds(),
 		Progress: c.progress, Requests: c.requests, Questions: summarize(c.q), Approvals: summarize(c.a),
 		DefaultLate: summarize(c.late), SendLag: summarize(c.lag), LagMax: c.lagMax, Outcomes: c.outcomes,
-		Missing: c.missing, CPU: u.cpu, PeakRSS: u.rss, ChildRSS: u.childRSS}
+		Missing: c.missing, CPU: u.cpu, PeakRSS: u.rss, ChildRSS: u.childRSS, Load1: u.load1}
+	if u.total > 0 {
+		s.StealPct = 100 * u.steal / u.total
+		if wall > 0 {
+			s.OthersCPU = max(0, (u.busy-u.steal-u.cpu)/wall.Seconds())
+		}
+	}
+	s.Busy = busyMachine(s, runtime.NumCPU(), u.total > 0)
 	if wall > 0 {
 		s.RequestsPS = float64(c.requests) / wall.Seconds()
 	}

@@ -23,10 +23,12 @@ const b1Subject = "agentmux.bench.answer"
 
 // harness is the baseline a team would write without agentmux: pipes, framing and
 // decoding, questions answered inline (B0); with nc set, also every message published
-// and a NATS request per question (B1).
+// and a NATS request per question (B1); with trail set too, agentmux's audit records
+// (B1a).
 type harness struct {
-	c  *Config
-	nc *nats.Conn
+	c     *Config
+	nc    *nats.Conn
+	trail *auditTrail
 }
 
 // run runs the scenario's sessions on the arrival schedule.
@@ -63,11 +65,28 @@ func (h *harness) run(ctx context.Context, name string, progress Progress) (*Sys
 	}
 	wg.Wait()
 	wall := time.Since(t0)
-	return col.system(wall, readUsage().since(before)), nil
+	var durable int64
+	if h.trail != nil {
+		err := h.trail.flush(ctx)
+		if err == nil {
+			durable, err = h.trail.stored(ctx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s's audit: %w", name, err)
+		}
+	}
+	s := col.system(wall, readUsage().since(before))
+	s.Durable = durable
+	return s, nil
 }
 
 // session runs one agent through one load plan.
-func (h *harness) session(ctx context.Context, id, prompt string) (*sim.LoadReport, error) {
+func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.LoadReport, err error) {
+	if h.trail != nil {
+		began := time.Now()
+		h.trail.started(id)
+		defer func() { h.trail.ended(id, began, err) }()
+	}
 	in, out, wait, err := h.start()
 	if err != nil {
 		return nil, err
@@ -114,14 +133,15 @@ func (h *harness) session(ctx context.Context, id, prompt string) (*sim.LoadRepo
 		case protocol.TypeError:
 			return nil, errors.New(m.Message)
 		case protocol.TypeQuestion, protocol.TypeApproval:
-			h.answer(m, write, &pending)
+			h.answer(id, m, write, &pending)
 		}
 	}
 }
 
 // answer answers a request: inline (B0) or after a NATS request (B1); unrouted
 // questions get their default when their timeout fires, as the runtime's would.
-func (h *harness) answer(m *protocol.Message, write func([]byte), pending *sync.WaitGroup) {
+func (h *harness) answer(session string, m *protocol.Message, write func([]byte), pending *sync.WaitGroup) {
+	asked := time.Now()
 	resp := protocol.Response{InReplyTo: m.Type, ID: m.ID, Value: json.RawMessage(`"unit"`), Outcome: protocol.OutcomeAnswered}
 	if m.Type == protocol.TypeApproval {
 		resp.Value = json.RawMessage(`"yes"`)
@@ -132,6 +152,9 @@ func (h *harness) answer(m *protocol.Message, write func([]byte), pending *sync.
 		time.AfterFunc(time.Duration(m.Timeout)*time.Millisecond, func() {
 			defer pending.Done()
 			write(protocol.AppendResponse(nil, resp))
+			if h.trail != nil {
+				h.trail.answered(session, m, &resp, "default", asked)
+			}
 		})
 		return
 	}
@@ -146,6 +169,9 @@ func (h *harness) answer(m *protocol.Message, write func([]byte), pending *sync.
 			resp.Value = reply.Data
 		}
 		write(protocol.AppendResponse(nil, resp))
+		if h.trail != nil {
+			h.trail.answered(session, m, &resp, "rule:b1", asked)
+		}
 	}()
 }
 

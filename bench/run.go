@@ -19,6 +19,7 @@ type Report struct {
 	Systems []*System  `json:"systems"`
 	Ratios  []Ratio    `json:"ratios,omitempty"`
 	Probes  *Probes    `json:"probes,omitempty"`
+	Wire    *Wire      `json:"wire,omitempty"`
 	Notes   []string   `json:"notes,omitempty"`
 }
 
@@ -139,6 +140,13 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 	if err != nil {
 		return err
 	}
+	b1a, err := (&harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}}).run(ctx, "B1a", progress)
+	if err == nil {
+		err = settle(ctx)
+	}
+	if err != nil {
+		return err
+	}
 	b2, err := runB2(ctx, c, b.Conn, progress)
 	if err == nil {
 		err = settle(ctx)
@@ -146,7 +154,10 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 	if err != nil {
 		return err
 	}
-	rep.Systems = append(rep.Systems, b0, b1, b2)
+	rep.Systems = append(rep.Systems, b0, b1, b1a, b2)
+	if rep.Wire, err = measureWire(ctx, b.Conn, b.JS); err != nil {
+		return err
+	}
 	if c.Agent != AgentProcess {
 		rep.Notes = append(rep.Notes, "node: the Node.js harness spawns processes; run with --agent process to compare with it")
 		return nil

@@ -12,13 +12,27 @@ func WriteTable(w io.Writer, r *Report) {
 		r.Machine.Cores, r.Machine.GOOS, r.Machine.GOARCH, r.Machine.GoVersion, r.Config.Sessions, r.Config.Agent, r.Config.Progress,
 		r.Config.Questions, r.Config.Approvals, r.Config.Unrouted, r.Config.ThinkMS, r.Config.NATS)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tok\tfailed\twall s\tprogress/s\trequests/s\tq p50 ms\tq p99 ms\tq p99.9 ms\tq max ms\tdefault late p99 ms\tsend lag max ms\tCPU s\treq/CPU-s\tharness CPU s\t")
+	fmt.Fprintln(tw, "system\tok\tfailed\twall s\tprogress/s\trequests/s\tq p50 ms\tq p99 ms\tq p99.9 ms\tq max ms\tdefault late p99 ms\tsend lag max ms\tCPU s\treq/CPU-s\tharness CPU s\tload1\tothers' cores\tsteal %\t")
+	busy := 0
 	for _, s := range r.Systems {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%.1f\t%.2f\t%.0f\t%.2f\t\n", s.Name, s.Sessions-s.Failed, s.Failed, s.Wall,
+		name := s.Name
+		if s.Busy {
+			name += " (busy)"
+			busy++
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%.1f\t%.2f\t%.0f\t%.2f\t%.2f\t%.2f\t%.1f\t\n", name, s.Sessions-s.Failed, s.Failed, s.Wall,
 			s.ProgressPS, s.RequestsPS, ms(s.Questions.P50), ms(s.Questions.P99), ms(s.Questions.P999), ms(s.Questions.Max),
-			lateCell(s), ms(s.LagMax), s.CPU, s.QPSPerCore, s.HarnessCPU)
+			lateCell(s), ms(s.LagMax), s.CPU, s.QPSPerCore, s.HarnessCPU, s.Load1, s.OthersCPU, s.StealPct)
 	}
 	_ = tw.Flush()
+	if busy > 0 {
+		fmt.Fprintf(w, "\n(busy): in %d runs other processes kept over a quarter of a core busy, or the hypervisor stole over 2%% of the CPU (macOS: the 1-minute load began above half the cores): their figures measure the neighbours too\n",
+			busy)
+	}
+	if x := r.Wire; x != nil {
+		fmt.Fprintf(w, "\nwire (%d round trips, one client, one after another): NATS request p50 %.3f ms, p99 %.3f ms, %.0f per CPU-second; JetStream publish (acked) p50 %.3f ms, p99 %.3f ms, %.0f per CPU-second\n",
+			x.Rounds, ms(x.Request.P50), ms(x.Request.P99), x.RequestPC, ms(x.Publish.P50), ms(x.Publish.P99), x.PublishPC)
+	}
 	if p := r.Probes; p != nil {
 		fmt.Fprintf(w, "\nprobes (%d idle %s sessions): %.1f KiB and %.2f goroutines and %.2f NATS subscriptions per session; idle CPU %.2f%% of a core",
 			p.Sessions, p.Agent, p.BytesPerSession/1024, p.GoroutinesPerSession, p.SubscriptionsPerSession, p.IdleCPUPercent)

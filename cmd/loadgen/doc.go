@@ -1,5 +1,5 @@
 // Command loadgen measures agentmux: it runs scripted agents in open loop against a node
-// (and, with --baselines, against B0, B1, B2 and a Node.js harness in the same run) and
-// reports latency percentiles from the intended send times: JSON on stdout, a table on
-// stderr, a PNG of the percentile curves. `loadgen agent` is the scripted agent itself.
+// (and, with --baselines, against B0, B1, B1a, B2, the wire's floor and a Node.js
+// harness in the same run) and reports latency percentiles from the intended send
+// times: JSON on stdout, a table on stderr, a PNG of the percentile curves. `loadgen agent` is the scripted agent itself.
 package main

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// b1aHost is the host B1a's audit records name.
+const b1aHost = "load"
+
+// b1aRetry is how long B1a waits before publishing a record again whose publication
+// failed or was not acknowledged in time.
+const b1aRetry = 250 * time.Millisecond
+
+// auditTrail is what B1a adds to B1: the records agentmux writes for a session —
+// started, each request with its answer and the request as asked, ended — to the same
+// JetStream stream, each acknowledged and published again until it is, hand-written in
+// the most direct way (a PublishAsync and a goroutine awaiting its ack).
+type auditTrail struct {
+	js   jetstream.JetStream
+	node string
+	wg   sync.WaitGroup // records not yet acknowledged
+}
+
+// write publishes rec of session as id until the stream acknowledges it.
+func (a *auditTrail) write(session, id string, rec *wire.AuditRecord) {
+	rec.Node, rec.Host, rec.Session = a.node, b1aHost, session
+	msg := &nats.Msg{Subject: wire.AuditSubject(b1aHost, session), Data: rec.AppendJSON(nil), Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, id)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		for {
+			f, err := a.js.PublishMsgAsync(msg)
+			if err == nil {
+				select {
+				case <-f.Ok():
+					return
+				case err = <-f.Err():
+				}
+			}
+			_ = err // what agentmux does with it: count it, and publish again
+			time.Sleep(b1aRetry)
+		}
+	}()
+}
+
+// started records a session's start.
+func (a *auditTrail) started(session string) {
+	a.write(session, wire.AuditID(session, 0, "started"), &wire.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli()})
+}
+
+// answered records request m's answer resp, asked at asked, as agentmux records an
+// answer that came soon: one record with the request's text and ask.
+func (a *auditTrail) answered(session string, m *protocol.Message, resp *protocol.Response, decider string, asked time.Time) {
+	now := time.Now()
+	a.write(session, wire.AuditID(session, 0, "r"+m.ID+".answer"), &wire.AuditRecord{Kind: "answer", Time: now.UnixMilli(),
+		Request: m.ID, Type: string(m.Type), Text: m.RequestText(), Ask: m.Raw, Asked: asked.UnixMilli(), Value: resp.Value,
+		Outcome: string(resp.Outcome), Decider: decider, Latency: float64(now.Sub(asked).Microseconds()) / 1000})
+}
+
+// ended records a session's end.
+func (a *auditTrail) ended(session string, began time.Time, err error) {
+	rec := &wire.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Outcome: "ok", Duration: float64(time.Since(began).Microseconds()) / 1000}
+	if err != nil {
+		rec.Outcome, rec.Error = "error", err.Error()
+	}
+	a.write(session, wire.AuditID(session, 0, "ended"), rec)
+}
+
+// stored counts the records the audit stream holds of B1a's sessions.
+func (a *auditTrail) stored(ctx context.Context) (int64, error) {
+	s, err := a.js.Stream(ctx, wire.AuditStream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(wire.AuditSubject(b1aHost, ">")))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, c := range info.State.Subjects {
+		n += int64(c)
+	}
+	return n, nil
+}
+
+// flush waits until every record is acknowledged, or ctx ends.
+func (a *auditTrail) flush(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		a.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
