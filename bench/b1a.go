@@ -2,13 +2,17 @@ package bench
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -18,6 +22,23 @@ const b1aHost = "load"
 // b1aRetry is how long B1a waits before publishing a record again whose publication
 // failed or was not acknowledged in time.
 const b1aRetry = 250 * time.Millisecond
+
+// runB1a runs B1a: B1 writing what agentmux writes — its audit records (auditTrail)
+// and, as a node keeps them by default (--keep-events), every event in the history
+// stream, which exists for this run alone.
+func runB1a(ctx context.Context, c *Config, b *bus.Bus, log *slog.Logger, progress Progress) (*System, error) {
+	if c.KeepEvents {
+		if _, err := store.Declare(ctx, b.JS, 0, store.Keep{Events: &store.Retention{MaxAge: config.DefaultEventsMaxAge}}, log); err != nil {
+			return nil, err
+		}
+		defer func() { _ = b.JS.DeleteStream(context.WithoutCancel(ctx), wire.EventStream) }()
+	}
+	s, err := (&harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}}).run(ctx, "B1a", progress)
+	if err == nil {
+		err = settle(ctx)
+	}
+	return s, err
+}
 
 // auditTrail is what B1a adds to B1: the records agentmux writes for a session —
 // started, each request with its answer and the request as asked, ended — to the same

@@ -140,10 +140,7 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 	if err != nil {
 		return err
 	}
-	b1a, err := (&harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}}).run(ctx, "B1a", progress)
-	if err == nil {
-		err = settle(ctx)
-	}
+	b1a, err := runB1a(ctx, c, b, log, progress)
 	if err != nil {
 		return err
 	}
