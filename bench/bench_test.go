@@ -251,3 +251,28 @@ func TestNodeHarnessWithoutNatsJS(t *testing.T) {
 		t.Fatalf("Run = %v; want the install command", err)
 	}
 }
+
+// TestRunReplicated: --replicated runs the single node's scenario again on a cluster of
+// three servers, the audit at three replicas, and reports it beside one replica.
+func TestRunReplicated(t *testing.T) {
+	c := small(AgentInProc)
+	c.Replicated = true
+	rep, err := Run(context.Background(), c, slog.New(slog.DiscardHandler), noProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Systems) != 2 || rep.Systems[1].Name != "agentmux-r3" {
+		t.Fatalf("systems %v", rep.Systems)
+	}
+	checkSystem(t, rep.Systems[1], c, true)
+	if r := rep.Systems[1].AuditReplicas; r != 3 {
+		t.Errorf("the replicated run's audit has %d replicas; want 3", r)
+	}
+	figures := map[string]bool{}
+	for _, r := range rep.Ratios {
+		figures[r.Figure] = true
+	}
+	if !figures["three replicas: question rtt p50 / one replica"] || !figures["three replicas: requests per CPU-second / one replica"] {
+		t.Errorf("ratios %+v", rep.Ratios)
+	}
+}

@@ -37,8 +37,11 @@ type Config struct {
 	RemoteSupervisors bool   // supervisors already run elsewhere (on NATSURL)
 	// Nodes ≥ 2 also runs the scenario on a fleet of that many nodes in one NATS
 	// cluster in this process: agents on one, supervisors on the others.
-	Nodes   int
-	Timeout time.Duration
+	Nodes int
+	// Replicated also runs the scenario as the single node does, on a cluster of three
+	// servers in this process: the audit and every stream and bucket at three replicas.
+	Replicated bool
+	Timeout    time.Duration
 
 	Baselines   bool   // also run B0, B1, B1a, B2, the wire's floor and the Node.js harness
 	NodeBinary  string // node, for the Node.js harness
@@ -76,8 +79,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bench: remote supervisors need the NATS URL they listen on")
 	case c.Nodes == 1 || c.Nodes < 0:
 		return fmt.Errorf("bench: --nodes %d: a fleet needs at least 2 nodes (one for agents, the rest for supervisors); 0 runs none", c.Nodes)
-	case c.Nodes > 0 && c.NATSURL != "":
-		return fmt.Errorf("bench: --nodes runs its own cluster; drop --nats")
+	case (c.Nodes > 0 || c.Replicated) && c.NATSURL != "":
+		return fmt.Errorf("bench: --nodes and --replicated run their own cluster; drop --nats")
 	case c.Baselines && c.Agent == AgentProcess:
 		_, err := c.nodeModules()
 		return err

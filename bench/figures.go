@@ -60,6 +60,8 @@ type System struct {
 	// Durable is how many of its audit records the stream holds once its run is over
 	// (B1a): one for each session's start and end, and one for each request.
 	Durable int64 `json:"durable_records,omitempty"`
+	// AuditReplicas is how many copies of the audit its cluster kept (clustered runs).
+	AuditReplicas int `json:"audit_replicas,omitempty"`
 	// Load1 is the machine's 1-minute load average as the run began; OthersCPU the
 	// cores other processes kept busy during it, on average (Linux); StealPct the share
 	// of the machine's CPU time its hypervisor stole. Busy marks a run on a machine too

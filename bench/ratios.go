@@ -80,6 +80,11 @@ func ratios(r *Report) []Ratio {
 		add("cross-node question rtt p50 / single node", ratio(float64(f.Questions.P50), float64(am.Questions.P50)), "", true)
 		add("cross-node question rtt p99 / single node", ratio(float64(f.Questions.P99), float64(am.Questions.P99)), "", true)
 	}
+	if r3 := r.system("agentmux-r3"); r3 != nil && r3.Questions.Count > 0 && am.Questions.Count > 0 {
+		add("three replicas: question rtt p50 / one replica", ratio(float64(r3.Questions.P50), float64(am.Questions.P50)), "", true)
+		add("three replicas: question rtt p99 / one replica", ratio(float64(r3.Questions.P99), float64(am.Questions.P99)), "", true)
+		add("three replicas: requests per CPU-second / one replica", ratio(r3.QPSPerCore, am.QPSPerCore), "", true)
+	}
 	if am.DefaultLate.Count > 0 {
 		v := ms(am.DefaultLate.P99)
 		add("default answer lateness p99 (ms)", v, "≤ 5", v <= 5)

@@ -45,6 +45,7 @@ type ConfigEcho struct {
 	Agent           string  `json:"agent"`
 	NATS            string  `json:"nats"`
 	Nodes           int     `json:"nodes,omitempty"`
+	Replicated      bool    `json:"replicated,omitempty"`
 }
 
 // Run runs the scenario on agentmux and, when asked, on the baselines and probes, one
@@ -62,7 +63,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 		Machine: Machine{Cores: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version()},
 		Config: ConfigEcho{Sessions: c.Sessions, Rate: c.Rate, Progress: c.Progress, ProgressRate: c.ProgressRate, Questions: c.Questions,
 			Approvals: c.Approvals, Unrouted: c.Unrouted, ThinkMS: ms(c.Think.Microseconds()), QuestionTimeout: ms(c.QuestionTimeout.Microseconds()),
-			Agent: c.Agent, NATS: natsName(c.NATSURL), Nodes: c.Nodes},
+			Agent: c.Agent, NATS: natsName(c.NATSURL), Nodes: c.Nodes, Replicated: c.Replicated},
 	}
 	sys, err := runAgentmux(ctx, &c, log, progress)
 	if err != nil {
@@ -78,6 +79,16 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 			return nil, err
 		}
 		rep.Systems = append(rep.Systems, fleet)
+	}
+	if c.Replicated {
+		if err := settle(ctx); err != nil {
+			return nil, err
+		}
+		r3, err := runReplicated(ctx, &c, log, progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Systems = append(rep.Systems, r3)
 	}
 	if c.Baselines {
 		if err := settle(ctx); err != nil {

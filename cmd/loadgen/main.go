@@ -47,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.NATSURL, "nats", "", "NATS `url` to drive (default: an embedded server)")
 	fs.BoolVar(&c.RemoteSupervisors, "remote-supervisors", false, "supervisors fast/nobody already run on --nats; start none here")
 	fs.IntVar(&c.Nodes, "nodes", 0, "also run on a fleet of this many nodes in one NATS cluster (agents on one, supervisors on the rest)")
+	fs.BoolVar(&c.Replicated, "replicated", false, "also run as the single node does on a cluster of three servers: the audit at three replicas")
 	fs.BoolVar(&c.Baselines, "baselines", false, "also run B0, B1, B1a (B1 writing agentmux's audit records), B2, the wire's floor and the Node.js harness, and report the ratios")
 	fs.StringVar(&c.NodeBinary, "node", c.NodeBinary, "`node` binary for the Node.js harness")
 	fs.StringVar(&c.NodeModules, "node-modules", c.NodeModules, "the Node.js harness's node_modules `dir` (npm ci --prefix bench/nodeharness)")
