@@ -141,7 +141,10 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 // answer answers a request: inline (B0) or after a NATS request (B1); unrouted
 // questions get their default when their timeout fires, as the runtime's would.
 func (h *harness) answer(session string, m *protocol.Message, write func([]byte), pending *sync.WaitGroup) {
-	asked := time.Now()
+	var asked time.Time // when B1a's record says it was asked
+	if h.trail != nil {
+		asked = time.Now()
+	}
 	resp := protocol.Response{InReplyTo: m.Type, ID: m.ID, Value: json.RawMessage(`"unit"`), Outcome: protocol.OutcomeAnswered}
 	if m.Type == protocol.TypeApproval {
 		resp.Value = json.RawMessage(`"yes"`)

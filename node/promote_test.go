@@ -110,23 +110,9 @@ func TestShadowPromotedFleetWide(t *testing.T) {
 	if _, err := pendingStore(t, b).Respond(context.Background(), p.ID, "ana", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		records, err := store.ReadAudit(ctx, a.n.Bus.JS, held)
-		if err != nil {
-			return err
-		}
-		for _, r := range records {
-			if r.Kind == "shadow" && r.Request == "after" {
-				if r.Decider != "rule:ops" || r.Outcome != "disagreed" || string(r.Value) != `"no"` || r.GivenBy != "static:yes" {
-					t.Errorf("the shadow record of the request after the promotion: %+v", r)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no shadow record of request after among %d", len(records))
-	})
+	if r := awaitRecord(t, a, held, "shadow", "after"); r.Decider != "rule:ops" || r.Outcome != "disagreed" || string(r.Value) != `"no"` || r.GivenBy != "static:yes" {
+		t.Errorf("the shadow record of the request after the promotion: %+v", r)
+	}
 	waitFor(t, 10*time.Second, func() error {
 		if p = waitPending(t, pendingStore(t, b), held); p.Request != "q2" {
 			return fmt.Errorf("request %s waits for a person; want q2", p.Request)
@@ -154,26 +140,7 @@ func TestShadowPromotedFleetWide(t *testing.T) {
 	}
 	decided(b, `"yes"`, "static:yes")
 
-	audited := func(kind string) *wire.AuditRecord {
-		t.Helper()
-		var found *wire.AuditRecord
-		waitFor(t, 10*time.Second, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			records, err := store.ReadAudit(ctx, a.n.Bus.JS, promotionsAudit)
-			if err != nil {
-				return err
-			}
-			for _, r := range records {
-				if r.Kind == kind {
-					found = r
-					return nil
-				}
-			}
-			return fmt.Errorf("no %s record among the %d of session %s", kind, len(records), promotionsAudit)
-		})
-		return found
-	}
+	audited := func(kind string) *wire.AuditRecord { return awaitRecord(t, a, promotionsAudit, kind, "") }
 	if r := audited(wire.AuditShadowPromoted); r.Decider != "human:ana" || r.Reason != "agrees with ops" ||
 		r.Text != "shadow yes promoted by ana, agreeing 97.0% of 120 decisions: routes[0]: ops → yes" {
 		t.Errorf("the promotion's audit record: %+v", r)
@@ -192,4 +159,27 @@ func TestShadowPromotedFleetWide(t *testing.T) {
 	if r := audited(wire.AuditShadowDemoted); r.Decider != "human:bo" || !strings.HasPrefix(r.Text, "shadow yes demoted by bo (promoted by human:ana at ") {
 		t.Errorf("the demotion's audit record: %+v", r)
 	}
+}
+
+// awaitRecord waits for session's audit to hold a record of kind (of request, if
+// named), and returns it.
+func awaitRecord(t *testing.T, f *fixture, session, kind, request string) *wire.AuditRecord {
+	t.Helper()
+	var found *wire.AuditRecord
+	waitFor(t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		records, err := store.ReadAudit(ctx, f.n.Bus.JS, session)
+		if err != nil {
+			return err
+		}
+		for _, r := range records {
+			if r.Kind == kind && (request == "" || r.Request == request) {
+				found = r
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s record of request %q among the %d of session %s", kind, request, len(records), session)
+	})
+	return found
 }

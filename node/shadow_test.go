@@ -156,23 +156,10 @@ shadow = "outside"
 		t.Fatalf("the session: %+v", res)
 	}
 	<-asked
-	waitFor(t, 10*time.Second, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		records, err := store.ReadAudit(ctx, f.n.Bus.JS, res.Session)
-		if err != nil {
-			return err
-		}
-		for _, r := range records {
-			if r.Kind == "shadow" {
-				if r.Outcome != "no_answer" || r.Decider != "outside" || r.Reason != `given "no" by static:ops; no answer from the shadow by its deadline` {
-					t.Errorf("the shadow record: %+v", r)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no shadow record among %d", len(records))
-	})
+	if r := awaitRecord(t, f, res.Session, "shadow", ""); r.Outcome != "no_answer" || r.Decider != "outside" ||
+		r.Reason != `given "no" by static:ops; no answer from the shadow by its deadline` {
+		t.Errorf("the shadow record: %+v", r)
+	}
 	if got := testutil.ToFloat64(f.n.Metrics.Shadow.WithLabelValues("outside", "none")); got != 1 {
 		t.Errorf("agentmux_shadow_decisions_total{supervisor=outside,agreed=none} = %v; want 1", got)
 	}

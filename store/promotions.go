@@ -35,9 +35,8 @@ func (p *Promotions) Watch(ctx context.Context, each func(map[string]*wire.Promo
 	standing := map[string]*wire.Promotion{}
 	synced := false
 	err := watchBucketSynced(ctx, p.kv, func(e jetstream.KeyValueEntry) {
-		var pr wire.Promotion
-		if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &pr) == nil && pr.Shadow == e.Key() {
-			standing[e.Key()] = &pr
+		if pr := promotionOf(e.Key(), e.Value()); pr != nil && e.Operation() == jetstream.KeyValuePut {
+			standing[e.Key()] = pr
 		} else {
 			delete(standing, e.Key())
 		}
@@ -52,6 +51,15 @@ func (p *Promotions) Watch(ctx context.Context, each func(map[string]*wire.Promo
 		return fmt.Errorf("bus: watch the promotions: %w", err)
 	}
 	return nil
+}
+
+// promotionOf is the promotion stored under key, or nil if value is none.
+func promotionOf(key string, value []byte) *wire.Promotion {
+	var pr wire.Promotion
+	if json.Unmarshal(value, &pr) != nil || pr.Shadow != key {
+		return nil
+	}
+	return &pr
 }
 
 // Promote stores pr: its shadow is promoted from now on. A shadow promoted already
@@ -93,9 +101,8 @@ func (p *Promotions) Demote(ctx context.Context, shadow string) (*wire.Promotion
 func ReadPromotions(ctx context.Context, nc *nats.Conn) (map[string]*wire.Promotion, error) {
 	out := map[string]*wire.Promotion{}
 	err := scanBucket(ctx, nc, wire.PromotionsBucket, func(key string, value []byte, _ time.Time) error {
-		var pr wire.Promotion
-		if json.Unmarshal(value, &pr) == nil && pr.Shadow == key {
-			out[key] = &pr
+		if pr := promotionOf(key, value); pr != nil {
+			out[key] = pr
 		} else {
 			delete(out, key)
 		}
