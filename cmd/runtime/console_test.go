@@ -530,6 +530,7 @@ func rebinding(t *testing.T, base string, port int) {
 		{http.MethodGet, "/api/stream", ""},
 		{http.MethodGet, "/", ""},
 		{http.MethodPost, "/api/respond", `{"id":"h-any","value":"yes"}`},
+		{http.MethodPost, "/api/policy/shadow/optimist/promote", `{}`},
 		{http.MethodPost, "/login", "name=bob&token=" + consoleToken},
 	} {
 		r, _ := http.NewRequest(req.method, base+req.path, strings.NewReader(req.body))
