@@ -35,7 +35,7 @@ func runB1a(ctx context.Context, c *Config, b *bus.Bus, log *slog.Logger, progre
 	}
 	s, err := (&harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}}).run(ctx, "B1a", progress)
 	if err == nil {
-		err = settle(ctx)
+		err = Settle(ctx)
 	}
 	return s, err
 }

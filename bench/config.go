@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -51,6 +52,11 @@ type Config struct {
 	// ([audit] keep_events): what it costs is in the figures.
 	KeepEvents    bool
 	ProbeSessions int // sessions of the memory, idle-CPU and start-rate probes
+	// Peers also runs the scenario on these systems users would pick instead
+	// (PeerTemporal, PeerRestate), each by PeerCommand with --peer and its name: the
+	// bench/peers module's cmd/peerload, which reads the scenario as JSON on stdin.
+	Peers       []string
+	PeerCommand []string
 }
 
 // Defaults is a short scenario that runs in seconds on two cores.
@@ -81,11 +87,37 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("bench: --nodes %d: a fleet needs at least 2 nodes (one for agents, the rest for supervisors); 0 runs none", c.Nodes)
 	case (c.Nodes > 0 || c.Replicated) && c.NATSURL != "":
 		return fmt.Errorf("bench: --nodes and --replicated run their own cluster; drop --nats")
+	case len(c.Peers) > 0 && len(c.PeerCommand) == 0:
+		return fmt.Errorf("bench: the peers need the command that runs them (bench/peers' cmd/peerload)")
+	case c.badPeer() != "":
+		return fmt.Errorf("bench: --peers: no peer %q: use %s or %s", c.badPeer(), PeerTemporal, PeerRestate)
 	case c.Baselines && c.Agent == AgentProcess:
 		_, err := c.nodeModules()
 		return err
 	}
 	return nil
+}
+
+// begin checks the scenario and bounds ctx by its timeout.
+func (c *Config) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if err := c.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if c.Timeout <= 0 {
+		return ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	return ctx, cancel, nil
+}
+
+// badPeer is the first of the scenario's peers that is not one, or "".
+func (c *Config) badPeer() string {
+	for _, p := range c.Peers {
+		if p != PeerTemporal && p != PeerRestate {
+			return p
+		}
+	}
+	return ""
 }
 
 // nodeModules is the Node.js harness's node_modules as an absolute path, checked to

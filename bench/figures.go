@@ -60,6 +60,11 @@ type System struct {
 	// Durable is how many of its audit records the stream holds once its run is over
 	// (B1a): one for each session's start and end, and one for each request.
 	Durable int64 `json:"durable_records,omitempty"`
+	// ServersCPU is the CPU of a peer's own processes (its servers, its SDK's
+	// services), counted in CPU; ServersRSS their peak memory, summed (on macOS, their
+	// memory as the run ended).
+	ServersCPU float64 `json:"servers_cpu_s,omitempty"`
+	ServersRSS int64   `json:"servers_peak_rss_bytes,omitempty"`
 	// AuditReplicas is how many copies of the audit its cluster kept (clustered runs).
 	AuditReplicas int `json:"audit_replicas,omitempty"`
 	// Load1 is the machine's 1-minute load average as the run began; OthersCPU the

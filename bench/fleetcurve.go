@@ -88,7 +88,7 @@ func RunFleetCurve(ctx context.Context, c Config, shapes []Shape, log *slog.Logg
 			Agent: AgentInProc}}
 	for i, sh := range shapes {
 		if i > 0 {
-			if err := settle(ctx); err != nil {
+			if err := Settle(ctx); err != nil {
 				return nil, err
 			}
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,11 +25,14 @@ const b1Subject = "agentmux.bench.answer"
 // harness is the baseline a team would write without agentmux: pipes, framing and
 // decoding, questions answered inline (B0); with nc set, also every message published
 // and a NATS request per question (B1); with trail set too, agentmux's audit records
-// (B1a).
+// (B1a). With peer set instead, the peer answers every request (RunPeer).
 type harness struct {
 	c     *Config
 	nc    *nats.Conn
 	trail *auditTrail
+	peer  Peer
+	// prefix begins every session's name, before its number: "b-" when empty.
+	prefix string
 }
 
 // run runs the scenario's sessions on the arrival schedule.
@@ -37,6 +41,14 @@ func (h *harness) run(ctx context.Context, name string, progress Progress) (*Sys
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	prompt := h.c.plan().Prompt()
+	var pids []int
+	if h.peer != nil {
+		pids = h.peer.Processes()
+	}
+	servers, err := processesUsage(pids)
+	if err != nil {
+		return nil, fmt.Errorf("%s's processes: %w", name, err)
+	}
 	before := readUsage()
 	t0 := time.Now()
 	done := 0
@@ -51,7 +63,7 @@ func (h *harness) run(ctx context.Context, name string, progress Progress) (*Sys
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := h.session(ctx, "b-"+strconv.Itoa(i), prompt)
+			rep, err := h.session(ctx, cmp.Or(h.prefix, "b-")+strconv.Itoa(i), prompt)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -65,23 +77,48 @@ func (h *harness) run(ctx context.Context, name string, progress Progress) (*Sys
 	}
 	wg.Wait()
 	wall := time.Since(t0)
-	var durable int64
-	if h.trail != nil {
-		err := h.trail.flush(ctx)
-		if err == nil {
-			durable, err = h.trail.stored(ctx)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s's audit: %w", name, err)
-		}
+	u := readUsage().since(before)
+	after, err := processesUsage(pids)
+	if err != nil {
+		return nil, fmt.Errorf("%s's processes: %w", name, err)
 	}
-	s := col.system(wall, readUsage().since(before))
-	s.Durable = durable
+	u.cpu += after.cpu - servers.cpu
+	s := col.system(wall, u)
+	if h.peer != nil {
+		s.ServersCPU, s.ServersRSS = after.cpu-servers.cpu, after.rss
+	}
+	switch {
+	case h.trail != nil:
+		err = h.trail.flush(ctx)
+		if err == nil {
+			s.Durable, err = h.trail.stored(ctx)
+		}
+	case h.peer != nil:
+		dctx, cancel := context.WithTimeout(ctx, peerDurableWait)
+		s.Durable, err = h.peer.Durable(dctx, cmp.Or(h.prefix, "b-"))
+		cancel()
+	}
+	switch {
+	case err != nil && s.Failed > 0:
+		return nil, fmt.Errorf("%s: %d sessions failed (first errors: %v), and its durable answers could not be counted: %w", name, s.Failed, s.Errors, err)
+	case err != nil:
+		return nil, fmt.Errorf("%s's durable answers: %w", name, err)
+	}
 	return s, nil
 }
 
 // session runs one agent through one load plan.
 func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.LoadReport, err error) {
+	if h.peer != nil {
+		if err := h.peer.Begin(ctx, id); err != nil {
+			return nil, fmt.Errorf("begin the session: %w", err)
+		}
+		defer func() {
+			if e := h.peer.End(ctx, id, err); e != nil && err == nil {
+				rep, err = nil, fmt.Errorf("end the session: %w", e)
+			}
+		}()
+	}
 	if h.trail != nil {
 		began := time.Now()
 		h.trail.started(id)
@@ -105,9 +142,24 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 	r := protocol.NewReader(out, 1<<20)
 	var pending sync.WaitGroup
 	defer pending.Wait()
+	// A request the peer could not answer fails the session: its agent's stdin is
+	// closed, so the agent stops waiting for the answer.
+	failed := make(chan error, 1)
+	fail := func(err error) {
+		select {
+		case failed <- err:
+			in.Close()
+		default:
+		}
+	}
 	for {
 		line, err := r.Next()
 		if err != nil {
+			select {
+			case err := <-failed:
+				return nil, err
+			default:
+			}
 			return nil, fmt.Errorf("agent stdout: %w", err)
 		}
 		if ctx.Err() != nil {
@@ -133,14 +185,15 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 		case protocol.TypeError:
 			return nil, errors.New(m.Message)
 		case protocol.TypeQuestion, protocol.TypeApproval:
-			h.answer(id, m, write, &pending)
+			h.answer(ctx, id, m, write, fail, &pending)
 		}
 	}
 }
 
-// answer answers a request: inline (B0) or after a NATS request (B1); unrouted
-// questions get their default when their timeout fires, as the runtime's would.
-func (h *harness) answer(session string, m *protocol.Message, write func([]byte), pending *sync.WaitGroup) {
+// answer answers a request: inline (B0), after a NATS request (B1), or by the peer;
+// unrouted questions get their default when their timeout fires, as the runtime's
+// would (a peer records it).
+func (h *harness) answer(ctx context.Context, session string, m *protocol.Message, write func([]byte), fail func(error), pending *sync.WaitGroup) {
 	var asked time.Time // when B1a's record says it was asked
 	if h.trail != nil {
 		asked = time.Now()
@@ -154,6 +207,12 @@ func (h *harness) answer(session string, m *protocol.Message, write func([]byte)
 		pending.Add(1)
 		time.AfterFunc(time.Duration(m.Timeout)*time.Millisecond, func() {
 			defer pending.Done()
+			if h.peer != nil {
+				if _, err := h.peer.Ask(ctx, session, m, resp.Value); err != nil {
+					fail(fmt.Errorf("request %s's default: %w", m.ID, err))
+					return
+				}
+			}
 			write(protocol.AppendResponse(nil, resp))
 			if h.trail != nil {
 				h.trail.answered(session, m, &resp, "default", asked)
@@ -161,14 +220,21 @@ func (h *harness) answer(session string, m *protocol.Message, write func([]byte)
 		})
 		return
 	}
-	if h.nc == nil {
+	if h.nc == nil && h.peer == nil {
 		write(protocol.AppendResponse(nil, resp))
 		return
 	}
 	pending.Add(1)
 	go func() {
 		defer pending.Done()
-		if reply, err := h.nc.Request(b1Subject, m.Raw, h.c.QuestionTimeout+time.Second); err == nil {
+		if h.peer != nil {
+			v, err := h.peer.Ask(ctx, session, m, nil)
+			if err != nil {
+				fail(fmt.Errorf("request %s: %w", m.ID, err))
+				return
+			}
+			resp.Value = v
+		} else if reply, err := h.nc.Request(b1Subject, m.Raw, h.c.QuestionTimeout+time.Second); err == nil {
 			resp.Value = reply.Data
 		}
 		write(protocol.AppendResponse(nil, resp))

@@ -61,7 +61,8 @@ func WritePNG(w io.Writer, r *Report) error {
 	line(img, left, top, left, plotH-bott, black)
 	label(img, left, 24, fmt.Sprintf("question round trip by percentile (%d sessions, %s agents, %d cores)", r.Config.Sessions, r.Config.Agent, r.Machine.Cores), black)
 	label(img, plotW/2-60, plotH-16, "percentile", black)
-	palette := []color.RGBA{{214, 39, 40, 255}, {31, 119, 180, 255}, {44, 160, 44, 255}, {255, 127, 14, 255}, {148, 103, 189, 255}, {140, 86, 75, 255}}
+	palette := []color.RGBA{{214, 39, 40, 255}, {31, 119, 180, 255}, {44, 160, 44, 255}, {255, 127, 14, 255}, {148, 103, 189, 255},
+		{140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255}, {23, 190, 207, 255}}
 	for i, s := range curves {
 		c := palette[i%len(palette)]
 		px, py := -1, -1

@@ -85,6 +85,17 @@ func ratios(r *Report) []Ratio {
 		add("three replicas: question rtt p99 / one replica", ratio(float64(r3.Questions.P99), float64(am.Questions.P99)), "", true)
 		add("three replicas: requests per CPU-second / one replica", ratio(r3.QPSPerCore, am.QPSPerCore), "", true)
 	}
+	// Against what users would pick instead (issue 35): ten times the answers per
+	// CPU-second of all their processes, a tenth of their median.
+	for _, name := range []string{"Temporal", "Restate"} {
+		if p := r.system(name); p != nil && p.Questions.Count > 0 && am.Questions.Count > 0 {
+			qpc := ratio(am.QPSPerCore, p.QPSPerCore)
+			add("requests per CPU-second / "+name, qpc, "≥ 10", qpc >= 10)
+			p50 := ratio(float64(am.Questions.P50), float64(p.Questions.P50))
+			add("question rtt p50 / "+name, p50, "≤ 0.1", p50 <= 0.1)
+			add("question rtt p99 / "+name, ratio(float64(am.Questions.P99), float64(p.Questions.P99)), "", true)
+		}
+	}
 	if am.DefaultLate.Count > 0 {
 		v := ms(am.DefaultLate.P99)
 		add("default answer lateness p99 (ms)", v, "≤ 5", v <= 5)

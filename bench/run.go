@@ -51,14 +51,11 @@ type ConfigEcho struct {
 // Run runs the scenario on agentmux and, when asked, on the baselines and probes, one
 // after the other in this process, so their figures compare.
 func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*Report, error) {
-	if err := c.Validate(); err != nil {
+	ctx, cancel, err := c.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if c.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
-		defer cancel()
-	}
+	defer cancel()
 	rep := &Report{
 		Machine: Machine{Cores: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version()},
 		Config: ConfigEcho{Sessions: c.Sessions, Rate: c.Rate, Progress: c.Progress, ProgressRate: c.ProgressRate, Questions: c.Questions,
@@ -71,7 +68,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 	}
 	rep.Systems = append(rep.Systems, sys)
 	if c.Nodes > 1 {
-		if err := settle(ctx); err != nil {
+		if err := Settle(ctx); err != nil {
 			return nil, err
 		}
 		fleet, err := runFleet(ctx, &c, log, progress)
@@ -81,7 +78,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 		rep.Systems = append(rep.Systems, fleet)
 	}
 	if c.Replicated {
-		if err := settle(ctx); err != nil {
+		if err := Settle(ctx); err != nil {
 			return nil, err
 		}
 		r3, err := runReplicated(ctx, &c, log, progress)
@@ -91,10 +88,15 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 		rep.Systems = append(rep.Systems, r3)
 	}
 	if c.Baselines {
-		if err := settle(ctx); err != nil {
+		if err := Settle(ctx); err != nil {
 			return nil, err
 		}
 		if err := runBaselines(ctx, &c, log, progress, rep); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.Peers) > 0 {
+		if err := runPeers(ctx, &c, progress, rep); err != nil {
 			return nil, err
 		}
 	}
@@ -139,14 +141,14 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 	}
 	b0, err := (&harness{c: c}).run(ctx, "B0", progress)
 	if err == nil {
-		err = settle(ctx)
+		err = Settle(ctx)
 	}
 	if err != nil {
 		return err
 	}
 	b1, err := (&harness{c: c, nc: b.Conn}).run(ctx, "B1", progress)
 	if err == nil {
-		err = settle(ctx)
+		err = Settle(ctx)
 	}
 	if err != nil {
 		return err
@@ -157,7 +159,7 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 	}
 	b2, err := runB2(ctx, c, b.Conn, progress)
 	if err == nil {
-		err = settle(ctx)
+		err = Settle(ctx)
 	}
 	if err != nil {
 		return err
@@ -197,6 +199,17 @@ func (r *Report) system(name string) *System {
 	return nil
 }
 
+// peers counts the peers' systems of the report.
+func (r *Report) peers() int {
+	n := 0
+	for _, s := range r.Systems {
+		if s.ServersCPU > 0 || s.ServersRSS > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // HasLatencies reports whether any system answered questions (there is a plot).
 func (r *Report) HasLatencies() bool {
 	for _, s := range r.Systems {
@@ -217,11 +230,12 @@ func (r *Report) Err() error {
 	return nil
 }
 
-// settleTime lets the machine quiet down between systems: exited agents reaped, their
-// memory returned, the collector run.
+// settleTime is how long Settle waits.
 const settleTime = time.Second
 
-func settle(ctx context.Context) error {
+// Settle lets the machine quiet down between systems: exited agents reaped, their
+// memory returned, the collector run.
+func Settle(ctx context.Context) error {
 	runtime.GC()
 	debug.FreeOSMemory()
 	select {

@@ -38,7 +38,7 @@ func RunN(ctx context.Context, c Config, n int, log *slog.Logger, progress Progr
 		return nil, fmt.Errorf("bench: warm-up: %w", err)
 	}
 	for i := range max(n, 1) {
-		if err := settle(ctx); err != nil {
+		if err := Settle(ctx); err != nil {
 			return nil, err
 		}
 		rep, err := Run(ctx, c, log, func(system string, done, total int) {
