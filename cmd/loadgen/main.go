@@ -53,6 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.NodeModules, "node-modules", c.NodeModules, "the Node.js harness's node_modules `dir` (npm ci --prefix bench/nodeharness)")
 	fs.BoolVar(&c.Probes, "probes", false, "also measure memory and goroutines per idle session, idle CPU and start rate")
 	fs.IntVar(&c.ProbeSessions, "probe-sessions", c.ProbeSessions, "idle sessions of the probes")
+	var pf peerFlags
+	fs.StringVar(&pf.names, "peers", "", "also run on these systems users would pick instead: "+bench.PeerTemporal+","+bench.PeerRestate+" (each found, or built once into --peers-cache)")
+	fs.StringVar(&pf.dir, "peers-dir", filepath.Join("bench", "peers"), "the bench/peers module `dir`, whose cmd/peerload runs a peer")
+	fs.StringVar(&pf.cache, "peers-cache", "", "where the peers' programs are built (default: the user's cache directory's agentmux/peers)")
 	runs := fs.Int("runs", 1, "run the scenario this many times and report the median of each ratio")
 	jsonOut := fs.String("json", "-", "write the JSON report to this `file` (- for stdout)")
 	pngOut := fs.String("png", filepath.Join(os.TempDir(), "agentmux-loadgen.png"), "write the latency percentile plot to this `file` (empty: none)")
@@ -70,6 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	c.AgentCommand = []string{self, "agent"}
+	c.Peers = pf.list()
+	if len(c.Peers) > 0 {
+		c.PeerCommand = []string{"peerload"} // for Validate; built below
+	}
 	if err := c.Validate(); err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 2
@@ -92,6 +100,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if len(c.Peers) > 0 {
+		if c.PeerCommand, err = pf.peerCommand(ctx, c.NodeBinary); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
 	}
 	bar := newBar(stderr)
 	all, err := bench.RunN(ctx, c, *runs, log, bar.update)
