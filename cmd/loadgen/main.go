@@ -37,6 +37,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return bench.RunNodeProcess(args[1:], stdout, stderr) // a member of `loadgen fleet`
 		case "fleet":
 			return fleet(args[1:], stdout, stderr)
+		case "hooks":
+			return hooks(args[1:], stdout, stderr)
 		}
 	}
 	c := bench.Defaults()

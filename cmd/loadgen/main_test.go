@@ -101,3 +101,32 @@ func TestFleetCurveWritesTheReports(t *testing.T) {
 		t.Fatalf("a bad shape: exit %d\n%s", code, stderr.String())
 	}
 }
+
+// TestHooksPath posts Claude Code PermissionRequest hooks to the console's API in
+// open loop: every one is allowed by the source's rule, and the report says so, with
+// their round trips.
+func TestHooksPath(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"hooks", "--rate", "50", "--hooks", "40", "--sessions", "4"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var rep struct {
+		Hooks, Allowed, Failed int
+		Latency                struct {
+			Count int64
+			P50   int64 `json:"p50_us"`
+		} `json:"round_trip"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report %s: %v", stdout.Bytes(), err)
+	}
+	if rep.Hooks != 40 || rep.Allowed != 40 || rep.Failed != 0 || rep.Latency.Count != 40 || rep.Latency.P50 <= 0 {
+		t.Fatalf("report %s", stdout.Bytes())
+	}
+	if !strings.Contains(stderr.String(), "40 allowed, 0 failed") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	if code := run([]string{"hooks", "--rate", "0"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "must be at least 1") {
+		t.Errorf("--rate 0: exit %d: %s", code, stderr.String())
+	}
+}

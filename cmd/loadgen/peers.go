@@ -38,7 +38,11 @@ func (p *peerFlags) peerCommand(ctx context.Context, node string) ([]string, err
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/peerload")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("--peers: build bench/peers/cmd/peerload: %w\n%s", err, out)
+		hint := ""
+		if strings.Contains(string(out), "go mod tidy") {
+			hint = "\nbench/peers is a module of its own that uses agentmux's: when agentmux's requirements change, run `go mod tidy` in bench/peers"
+		}
+		return nil, fmt.Errorf("--peers: build bench/peers/cmd/peerload: %w\n%s%s", err, out, hint)
 	}
 	return []string{bin, "--cache", cache, "--restate", filepath.Join(dir, "restate"), "--node", node}, nil
 }
