@@ -147,6 +147,22 @@ func (c *Config) arrival(t0 time.Time, i int) time.Time {
 	return t0.Add(time.Duration(float64(i) / c.Rate * float64(time.Second)))
 }
 
+// sleepUntil returns at at, or ctx's error if it ends first.
+func sleepUntil(ctx context.Context, at time.Time) error {
+	wait := time.Until(at)
+	if wait <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // nextArrival says when the next of the scenario's sessions arrives, submitted being
 // how many have: now, or later on timer's channel (reset for it); neither once all
 // have arrived.

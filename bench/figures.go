@@ -81,11 +81,24 @@ type System struct {
 // quarter of a core busy on average, or the hypervisor stole more than 2% of its CPU
 // time. Where the machine's CPU time is not read (macOS), a run that began with the
 // 1-minute load above half the cores is busy.
-func busyMachine(s *System, cores int, cpuKnown bool) bool {
+func busyMachine(load1, others, steal float64, cores int, cpuKnown bool) bool {
 	if !cpuKnown {
-		return s.Load1 > float64(cores)/2
+		return load1 > float64(cores)/2
 	}
-	return s.OthersCPU > 0.25 || s.StealPct > 2
+	return others > 0.25 || steal > 2
+}
+
+// neighbours is what the rest of the machine did during a measurement u of wall: the
+// cores other processes kept busy, the share of CPU the hypervisor stole, and whether
+// that makes the machine too busy to trust the figures (busyMachine).
+func (u usage) neighbours(wall time.Duration) (others, stealPct float64, busy bool) {
+	if u.total > 0 {
+		stealPct = 100 * u.steal / u.total
+		if wall > 0 {
+			others = max(0, (u.busy-u.steal-u.cpu)/wall.Seconds())
+		}
+	}
+	return others, stealPct, busyMachine(u.load1, others, stealPct, runtime.NumCPU(), u.total > 0)
 }
 
 // collector gathers the load reports of one system's sessions.
@@ -151,13 +164,7 @@ func (c *collector) system(wall time.Duration, u usage) *System {
 		Progress: c.progress, Requests: c.requests, Questions: summarize(c.q), Approvals: summarize(c.a),
 		DefaultLate: summarize(c.late), SendLag: summarize(c.lag), LagMax: c.lagMax, Outcomes: c.outcomes,
 		Missing: c.missing, CPU: u.cpu, PeakRSS: u.rss, ChildRSS: u.childRSS, Load1: u.load1}
-	if u.total > 0 {
-		s.StealPct = 100 * u.steal / u.total
-		if wall > 0 {
-			s.OthersCPU = max(0, (u.busy-u.steal-u.cpu)/wall.Seconds())
-		}
-	}
-	s.Busy = busyMachine(s, runtime.NumCPU(), u.total > 0)
+	s.OthersCPU, s.StealPct, s.Busy = u.neighbours(wall)
 	if wall > 0 {
 		s.RequestsPS = float64(c.requests) / wall.Seconds()
 	}

@@ -53,12 +53,8 @@ func (h *harness) run(ctx context.Context, name string, progress Progress) (*Sys
 	t0 := time.Now()
 	done := 0
 	for i := range h.c.Sessions {
-		if wait := time.Until(h.c.arrival(t0, i)); wait > 0 {
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := sleepUntil(ctx, h.c.arrival(t0, i)); err != nil {
+			return nil, err
 		}
 		wg.Add(1)
 		go func() {

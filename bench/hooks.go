@@ -136,12 +136,8 @@ func (c *hookClient) run(ctx context.Context, hc HooksConfig) (*HooksReport, err
 	t0 := time.Now()
 	for i := range hc.Hooks {
 		at := t0.Add(time.Duration(float64(i) / hc.Rate * float64(time.Second)))
-		if wait := time.Until(at); wait > 0 {
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		if err := sleepUntil(ctx, at); err != nil {
+			return nil, err
 		}
 		wg.Add(1)
 		go func() {
@@ -180,12 +176,7 @@ func (c *hookClient) run(ctx context.Context, hc HooksConfig) (*HooksReport, err
 	if u.cpu > 0 {
 		rep.PerCPU = float64(rep.Allowed) / u.cpu
 	}
-	s := &System{Load1: u.load1}
-	if u.total > 0 {
-		s.StealPct = 100 * u.steal / u.total
-		s.OthersCPU = max(0, (u.busy-u.steal-u.cpu)/wall.Seconds())
-	}
-	rep.Others, rep.Busy = s.OthersCPU, busyMachine(s, runtime.NumCPU(), u.total > 0)
+	rep.Others, _, rep.Busy = u.neighbours(wall)
 	return rep, nil
 }
 
