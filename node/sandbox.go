@@ -92,6 +92,13 @@ func (n *Node) startSandboxes(opts Options) error {
 			"programs", strings.Join(unsandboxed, ", "))
 	}
 	if len(set) > 0 {
+		// A node killed with SIGKILL could not remove its sandboxes' temporary
+		// directories: the first node to start after it does.
+		if removed, err := sandbox.SweepStale(""); err != nil {
+			n.log.Warn("the temporary directories of nodes no longer running were not looked for", "err", err)
+		} else if len(removed) > 0 {
+			n.log.Info("removed the temporary directories of nodes no longer running", "count", len(removed))
+		}
 		switch {
 		case abi < 4:
 			n.log.Warn("Landlock ABI "+strconv.Itoa(abi)+" cannot refuse TCP connections (ABI 4, Linux 6.7): sandboxed programs may connect to the node's ports", "denied_ports", base.ConnectDeny)

@@ -97,7 +97,7 @@ func (s *Sandbox) build() error {
 	p := s.policy
 	temp := ""
 	if p.Temp {
-		dir, err := os.MkdirTemp("", "agentmux-"+s.name+"-")
+		dir, err := os.MkdirTemp("", tempPattern(s.name))
 		if err != nil {
 			return fmt.Errorf("sandbox %s: its temporary directory: %w", s.name, err)
 		}
