@@ -32,16 +32,17 @@ func run() error {
 	cache := flag.String("cache", "", "where built programs are kept (default: the user's cache directory's agentmux/peers)")
 	restate := flag.String("restate", "restate", "the directory of Restate's service.mjs and package.json")
 	node := flag.String("node", "node", "Node.js, for Restate's service")
+	prepare := flag.Bool("prepare", false, "find or build every peer's programs (the temporal CLI, Restate's server and SDK), say where they are, and exit")
 	flag.Parse()
+	if *prepare {
+		return prepareAll(*cache, *restate)
+	}
 	if *name == "" {
 		return fmt.Errorf("--peer is required: %s or %s", peers.NameTemporal, peers.NameRestate)
 	}
-	if *cache == "" {
-		dir, err := peers.DefaultCache()
-		if err != nil {
-			return err
-		}
-		*cache = dir
+	tools, err := newTools(*cache, *restate, *node)
+	if err != nil {
+		return err
 	}
 	var c bench.Config
 	if err := json.NewDecoder(os.Stdin).Decode(&c); err != nil {
@@ -50,7 +51,6 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	tools := peers.Tools{Cache: *cache, Restate: *restate, Node: *node, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	s, err := peers.Run(ctx, *name, c, tools, log, func(system string, done, total int) {
 		fmt.Fprintf(os.Stderr, "progress %d %d %s\n", done, total, system)
 	})
@@ -58,4 +58,37 @@ func run() error {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(bench.NewPeerOutput(s))
+}
+
+// newTools finds and builds the peers' programs in cache (the user's cache directory's
+// agentmux/peers when empty), Restate's from the directory restate.
+func newTools(cache, restate, node string) (peers.Tools, error) {
+	if cache == "" {
+		dir, err := peers.DefaultCache()
+		if err != nil {
+			return peers.Tools{}, err
+		}
+		cache = dir
+	}
+	return peers.Tools{Cache: cache, Restate: restate, Node: node, Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}, nil
+}
+
+// prepareAll finds or builds every peer's programs ahead of a run, as CI does.
+func prepareAll(cache, restate string) error {
+	tools, err := newTools(cache, restate, "node")
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	temporal, err := tools.Temporal(ctx)
+	if err != nil {
+		return err
+	}
+	src, err := tools.RestateSource(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("temporal: %s\nrestate: %s\n", temporal, src)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -77,6 +78,28 @@ func TestLoadgenRunsAPeer(t *testing.T) {
 	bench.WriteTable(&table, rep)
 	if !strings.Contains(table.String(), "Restate") || !strings.Contains(table.String(), "peak RSS MiB") {
 		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// TestPrepare finds every peer's programs, as CI runs it before the tests, and says
+// where they are.
+func TestPrepare(t *testing.T) {
+	cache, err := peers.DefaultCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(peerload(t), "--prepare", "--cache", cache, "--restate", filepath.Join("..", "..", "restate")).Output()
+	if err != nil {
+		t.Fatalf("peerload --prepare: %v", err)
+	}
+	for _, want := range []string{"temporal", "restate"} {
+		_, rest, ok := strings.Cut(string(out), want+": ")
+		path, _, _ := strings.Cut(rest, "\n")
+		if !ok {
+			t.Errorf("peerload --prepare said %q, nothing of %s", out, want)
+		} else if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s is at %s, it says: %v", want, path, err)
+		}
 	}
 }
 
