@@ -17,6 +17,8 @@ func TestProcessUsage(t *testing.T) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	pid := cmd.Process.Pid
 	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		u, err := processUsage(pid)
 		if err != nil {
@@ -28,7 +30,7 @@ func TestProcessUsage(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 30 s of a busy loop: %.2f CPU seconds, %d bytes", u.cpu, u.rss)
 		}
-		time.Sleep(20 * time.Millisecond) // polling the child's figures, with a deadline
+		<-tick.C
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
