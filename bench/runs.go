@@ -17,9 +17,9 @@ type Runs struct {
 	Medians []Ratio   `json:"medians,omitempty"`
 }
 
-// warmUpSessions is how many sessions of the scenario warm the machine up before the
+// WarmUpSessions is how many sessions of the scenario warm a system up before the
 // first run.
-const warmUpSessions = 20
+const WarmUpSessions = 20
 
 // RunN runs the scenario n times, after a short warm-up: the first system of an
 // invocation would otherwise pay alone for a cold page cache (the agent binary, with
@@ -27,7 +27,7 @@ const warmUpSessions = 20
 func RunN(ctx context.Context, c Config, n int, log *slog.Logger, progress Progress) (*Runs, error) {
 	out := &Runs{}
 	warm := c
-	warm.Sessions, warm.Probes = min(c.Sessions, warmUpSessions), false
+	warm.Sessions, warm.Probes = min(c.Sessions, WarmUpSessions), false
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if c.Timeout > 0 {
 		wctx, cancel = context.WithTimeout(ctx, c.Timeout)

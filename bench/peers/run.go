@@ -15,10 +15,6 @@ const (
 	NameRestate  = "restate"
 )
 
-// warmUpSessions is how many sessions warm a peer up before its measured run, as
-// loadgen warms agentmux up: its server's caches, and the service's JIT on Restate.
-const warmUpSessions = 20
-
 // peer is a started peer.
 type peer interface {
 	bench.Peer
@@ -39,7 +35,7 @@ func Run(ctx context.Context, name string, c bench.Config, tools Tools, log *slo
 	}
 	defer p.Close()
 	warm := c
-	warm.Sessions = min(c.Sessions, warmUpSessions)
+	warm.Sessions = min(c.Sessions, bench.WarmUpSessions) // as agentmux is warmed up
 	if _, err := bench.RunPeer(ctx, warm, "warm-"+system, p, func(_ string, done, total int) { progress("warm-up "+system, done, total) }); err != nil {
 		return nil, fmt.Errorf("peers: %s's warm-up: %w", system, err)
 	}
