@@ -53,7 +53,13 @@ func StartRestate(ctx context.Context, node, src, dir string) (*Restate, error) 
 	}
 	r := &Restate{ingress: "http://" + addr(1), admin: "http://" + addr(2),
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}}}
-	if r.server, err = startProc(dir, "restate-server", restateServer(src), "--no-logo", "--config-file", conf); err != nil {
+	// restate-server makes an empty invoker-<id> directory per partition in TMPDIR and
+	// leaves them: they go in dir, which the caller removes.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
+	if r.server, err = startProcEnv(dir, "restate-server", []string{"TMPDIR=" + tmp}, restateServer(src), "--no-logo", "--config-file", conf); err != nil {
 		return nil, err
 	}
 	// The SDK logs every invocation at info: at warn, as a service in production would.
