@@ -43,7 +43,9 @@ func runB1a(ctx context.Context, c *Config, b *bus.Bus, log *slog.Logger, progre
 // auditTrail is what B1a adds to B1: the records agentmux writes for a session —
 // started, each request with its answer and the request as asked, ended — to the same
 // JetStream stream, each acknowledged and published again until it is, hand-written in
-// the most direct way (a PublishAsync and a goroutine awaiting its ack).
+// the most direct way (a PublishAsync and a goroutine awaiting its ack); and the events
+// a node publishes besides the agent's own lines, which the history stream keeps as it
+// keeps those: session.started, request.answered and session.ended.
 type auditTrail struct {
 	js   jetstream.JetStream
 	node string
@@ -73,26 +75,52 @@ func (a *auditTrail) write(session, id string, rec *wire.AuditRecord) {
 	}()
 }
 
+// event publishes the event typ of session, as a node does: no acknowledgement, the
+// history stream keeps it.
+func (a *auditTrail) event(session, typ string, data []byte) {
+	_ = a.js.Conn().Publish(wire.EventSubject(b1aHost, session, typ), data)
+}
+
 // started records a session's start.
 func (a *auditTrail) started(session string) {
+	a.event(session, wire.EventSessionStarted, (&wire.SessionStarted{Session: session, Host: b1aHost, Node: a.node}).AppendJSON(nil))
 	a.write(session, wire.AuditID(session, 0, "started"), &wire.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli()})
 }
 
-// answered records request m's answer resp, asked at asked, as agentmux records an
-// answer that came soon: one record with the request's text and ask.
-func (a *auditTrail) answered(session string, m *protocol.Message, resp *protocol.Response, decider string, asked time.Time) {
-	now := time.Now()
-	a.write(session, wire.AuditID(session, 0, "r"+m.ID+".answer"), &wire.AuditRecord{Kind: "answer", Time: now.UnixMilli(),
-		Request: m.ID, Type: string(m.Type), Text: m.RequestText(), Ask: m.Raw, Asked: asked.UnixMilli(), Value: resp.Value,
-		Outcome: string(resp.Outcome), Decider: decider, Latency: float64(now.Sub(asked).Microseconds()) / 1000})
+// requested records request m on its own, as agentmux records one whose answer takes
+// longer than it holds a request's record for (a default at the request's timeout).
+func (a *auditTrail) requested(session string, m *protocol.Message) {
+	a.write(session, wire.AuditID(session, 0, "r"+m.ID+".request"), &wire.AuditRecord{Kind: "request", Time: time.Now().UnixMilli(),
+		Request: m.ID, Type: string(m.Type), Text: m.RequestText(), Ask: m.Raw})
 }
 
-// ended records a session's end.
-func (a *auditTrail) ended(session string, began time.Time, err error) {
-	rec := &wire.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Outcome: "ok", Duration: float64(time.Since(began).Microseconds()) / 1000}
-	if err != nil {
-		rec.Outcome, rec.Error = "error", err.Error()
+// answered records request m's answer resp, asked at asked, and publishes the
+// request.answered event. The record of an answer that came soon stands for the
+// request too, as agentmux's does: it carries the request's text and ask, unless
+// requested recorded them (recorded).
+func (a *auditTrail) answered(session string, m *protocol.Message, resp *protocol.Response, decider string, asked time.Time, recorded bool) {
+	now := time.Now()
+	ms := float64(now.Sub(asked).Microseconds()) / 1000
+	a.event(session, wire.EventRequestAnswered, (&wire.RequestAnswered{ID: m.ID, Type: string(m.Type), Value: resp.Value,
+		Outcome: string(resp.Outcome), Decider: decider, Latency: ms}).AppendJSON(nil))
+	rec := &wire.AuditRecord{Kind: "answer", Time: now.UnixMilli(), Request: m.ID, Type: string(m.Type), Value: resp.Value,
+		Outcome: string(resp.Outcome), Decider: decider, Latency: ms}
+	if !recorded {
+		rec.Text, rec.Ask, rec.Asked = m.RequestText(), m.Raw, asked.UnixMilli()
 	}
+	a.write(session, wire.AuditID(session, 0, "r"+m.ID+".answer"), rec)
+}
+
+// ended records a session's end, with its result line (nil when it failed).
+func (a *auditTrail) ended(session string, began time.Time, result []byte, err error) {
+	ms := float64(time.Since(began).Microseconds()) / 1000
+	ev := &wire.SessionEnded{Session: session, Host: b1aHost, Node: a.node, Outcome: "ok", Result: result, Duration: ms}
+	rec := &wire.AuditRecord{Kind: "session.ended", Time: time.Now().UnixMilli(), Outcome: "ok", Value: result, Duration: ms}
+	if err != nil {
+		ev.Outcome, ev.Error, ev.Result = "error", err.Error(), nil
+		rec.Outcome, rec.Error, rec.Value = "error", err.Error(), nil
+	}
+	a.event(session, wire.EventSessionEnded, ev.AppendJSON(nil))
 	a.write(session, wire.AuditID(session, 0, "ended"), rec)
 }
 

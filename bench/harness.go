@@ -115,10 +115,11 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 			}
 		}()
 	}
+	var result []byte // the result line, for B1a's records of the end
 	if h.trail != nil {
 		began := time.Now()
 		h.trail.started(id)
-		defer func() { h.trail.ended(id, began, err) }()
+		defer func() { h.trail.ended(id, began, result, err) }()
 	}
 	in, out, wait, err := h.start()
 	if err != nil {
@@ -177,6 +178,7 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 				return nil, fmt.Errorf("result without a load report")
 			}
 			p.Load.ReceivedNS = time.Now().UnixNano()
+			result = m.Raw
 			return p.Load, nil
 		case protocol.TypeError:
 			return nil, errors.New(m.Message)
@@ -200,6 +202,9 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 	}
 	if m.Timeout > 0 {
 		resp.Value, resp.Outcome = json.RawMessage(`"skip"`), protocol.OutcomeTimedOut
+		if h.trail != nil {
+			h.trail.requested(session, m)
+		}
 		pending.Add(1)
 		time.AfterFunc(time.Duration(m.Timeout)*time.Millisecond, func() {
 			defer pending.Done()
@@ -211,7 +216,7 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 			}
 			write(protocol.AppendResponse(nil, resp))
 			if h.trail != nil {
-				h.trail.answered(session, m, &resp, "default", asked)
+				h.trail.answered(session, m, &resp, "default", asked, true)
 			}
 		})
 		return
@@ -235,7 +240,7 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 		}
 		write(protocol.AppendResponse(nil, resp))
 		if h.trail != nil {
-			h.trail.answered(session, m, &resp, "rule:b1", asked)
+			h.trail.answered(session, m, &resp, "rule:b1", asked, false)
 		}
 	}()
 }

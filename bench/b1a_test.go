@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/store"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// tally counts what is published on the event and audit subjects: events by type, and
+// audit records by kind of subject (every record of a session has the same subject, so
+// they are counted in all).
+type tally struct {
+	mu     sync.Mutex
+	events map[string]int
+	audit  int
+}
+
+func (t *tally) subscribe(tb testing.TB, nc *nats.Conn) {
+	tb.Helper()
+	t.events = map[string]int{}
+	for _, subject := range []string{wire.AllEvents, wire.AuditSubjects} {
+		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if _, _, typ, ok := wire.ParseEventSubject(m.Subject); ok {
+				t.events[typ]++
+			} else {
+				t.audit++
+			}
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = sub.Unsubscribe() })
+	}
+	if err := nc.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func (t *tally) counts() (map[string]int, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.events), t.audit
+}
+
+// B1a is the floor that does agentmux's work: for the same sessions it publishes the
+// same events, of the same types, for the history stream to keep, and as many audit
+// records. A B1a that wrote less would flatter the ratios against it.
+func TestB1aWritesWhatANodeWrites(t *testing.T) {
+	c := small(AgentInProc)
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+
+	n, err := c.startNode(ctx, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node tally
+	node.subscribe(t, n.Bus.Conn)
+	if _, err := runOn(ctx, &c, "agentmux", n, func() { stopNodes(n) }, noProgress); err != nil {
+		t.Fatal(err)
+	}
+
+	u := newBusUser()
+	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", Users: []bus.User{u.User}, Identity: u.identity()}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := store.Declare(ctx, b.JS, 0, store.Keep{}, log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := responder(b.Conn, b1Subject); err != nil {
+		t.Fatal(err)
+	}
+	var floor tally
+	floor.subscribe(t, b.Conn)
+	s, err := runB1a(ctx, &c, b, log, noProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSystem(t, s, c, true)
+	if err := b.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	nodeEvents, nodeAudit := node.counts()
+	floorEvents, floorAudit := floor.counts()
+	// Lines outside a session (an agent's init) go on session "_": B1a has no such
+	// lines, as its agents are not pooled.
+	perSession := c.Progress + c.Questions + c.Approvals + c.Unrouted
+	for _, typ := range []string{"progress", "question", "approval", "result", wire.EventSessionStarted, wire.EventRequestAnswered, wire.EventSessionEnded} {
+		if nodeEvents[typ] == 0 || nodeEvents[typ] != floorEvents[typ] {
+			t.Errorf("%s events: the node published %d, B1a %d; want the same, and some", typ, nodeEvents[typ], floorEvents[typ])
+		}
+	}
+	if got := floorEvents["progress"] + floorEvents["question"] + floorEvents["approval"]; got != c.Sessions*perSession {
+		t.Errorf("B1a published %d of its agents' progress and request lines; want %d", got, c.Sessions*perSession)
+	}
+	// A session's start and end, a record per answer, and one more per unrouted
+	// question: its answer comes at its timeout, later than a node holds a request's
+	// record for its answer to stand for both.
+	if want := c.Sessions * (2 + c.Questions + c.Approvals + 2*c.Unrouted); nodeAudit != want || floorAudit != want || s.Durable != int64(want) {
+		t.Errorf("audit records: the node published %d, B1a %d (%d stored); want %d each", nodeAudit, floorAudit, s.Durable, want)
+	}
+	if t.Failed() {
+		t.Logf("node: %v\nB1a:  %v", nodeEvents, floorEvents)
+	}
+}
