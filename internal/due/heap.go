@@ -1,9 +1,6 @@
 package due
 
-import (
-	"container/heap"
-	"time"
-)
+import "time"
 
 // Entry is when the thing named Key falls due.
 type Entry struct {
@@ -11,12 +8,17 @@ type Entry struct {
 	At  time.Time
 }
 
-// Heap holds entries, soonest first. The zero Heap is empty and ready to use; it is
-// not safe for concurrent use.
-type Heap struct{ h entries }
+// Heap holds entries, soonest first: a binary heap of Entry values, so that adding and
+// popping one allocates nothing beyond the slice's growth (container/heap would box
+// each entry in an interface). The zero Heap is empty and ready to use; it is not safe
+// for concurrent use.
+type Heap struct{ h []Entry }
 
 // Add makes key due at at.
-func (d *Heap) Add(key string, at time.Time) { heap.Push(&d.h, Entry{Key: key, At: at}) }
+func (d *Heap) Add(key string, at time.Time) {
+	d.h = append(d.h, Entry{Key: key, At: at})
+	d.up(len(d.h) - 1)
+}
 
 // Len is how many entries it holds.
 func (d *Heap) Len() int { return len(d.h) }
@@ -32,7 +34,7 @@ func (d *Heap) Soonest() (e Entry, ok bool) {
 // Drop removes the soonest entry, if any.
 func (d *Heap) Drop() {
 	if len(d.h) > 0 {
-		heap.Pop(&d.h)
+		d.pop()
 	}
 }
 
@@ -41,19 +43,43 @@ func (d *Heap) PopDue(now time.Time) (Entry, bool) {
 	if len(d.h) == 0 || d.h[0].At.After(now) {
 		return Entry{}, false
 	}
-	return heap.Pop(&d.h).(Entry), true
+	return d.pop(), true
 }
 
-// entries is the container/heap under Heap.
-type entries []Entry
-
-func (h entries) Len() int           { return len(h) }
-func (h entries) Less(i, j int) bool { return h[i].At.Before(h[j].At) }
-func (h entries) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *entries) Push(x any)        { *h = append(*h, x.(Entry)) }
-func (h *entries) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
+// pop removes the soonest entry; the heap is not empty.
+func (d *Heap) pop() Entry {
+	e, last := d.h[0], len(d.h)-1
+	d.h[0] = d.h[last]
+	d.h[last] = Entry{} // the key is not kept alive by the backing array
+	d.h = d.h[:last]
+	d.down(0)
 	return e
+}
+
+func (d *Heap) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !d.h[i].At.Before(d.h[parent].At) {
+			return
+		}
+		d.h[i], d.h[parent] = d.h[parent], d.h[i]
+		i = parent
+	}
+}
+
+func (d *Heap) down(i int) {
+	for n := len(d.h); ; {
+		least, l, r := i, 2*i+1, 2*i+2
+		if l < n && d.h[l].At.Before(d.h[least].At) {
+			least = l
+		}
+		if r < n && d.h[r].At.Before(d.h[least].At) {
+			least = r
+		}
+		if least == i {
+			return
+		}
+		d.h[i], d.h[least] = d.h[least], d.h[i]
+		i = least
+	}
 }

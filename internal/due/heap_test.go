@@ -1,6 +1,8 @@
 package due
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -28,5 +30,42 @@ func TestEntriesComeOutSoonestFirstWhenDue(t *testing.T) {
 	h.Drop() // empty: nothing to drop
 	if _, ok := h.Soonest(); ok || h.Len() != 0 {
 		t.Fatal("the heap is not empty after dropping its last entry")
+	}
+}
+
+// Entries added in any order come out soonest first, equal times included, and a
+// heap in use allocates nothing to add and pop one.
+func TestManyEntriesComeOutInOrder(t *testing.T) {
+	var h Heap
+	t0 := time.Now()
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 1000 {
+		h.Add(strconv.Itoa(i), t0.Add(time.Duration(r.IntN(500))*time.Millisecond))
+	}
+	last := t0
+	for n := 0; ; n++ {
+		e, ok := h.PopDue(t0.Add(time.Second))
+		if !ok {
+			if n != 1000 || h.Len() != 0 {
+				t.Fatalf("%d entries came out, %d left; want 1000 and none", n, h.Len())
+			}
+			break
+		}
+		if e.At.Before(last) {
+			t.Fatalf("entry %d (%s) came out at %v, after one due later", n, e.Key, e.At.Sub(t0))
+		}
+		last = e.At
+	}
+	for i := range 64 { // grown once: the slice is reused
+		h.Add(strconv.Itoa(i), t0)
+	}
+	for h.Len() > 0 {
+		h.Drop()
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		h.Add("k", t0)
+		h.PopDue(t0)
+	}); allocs != 0 {
+		t.Errorf("adding and popping an entry allocated %.0f times; want 0", allocs)
 	}
 }
