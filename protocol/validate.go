@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/agentmux/agentmux/internal/rawjson"
 )
 
 // Approval answers when an approval carries no options.
@@ -17,11 +19,14 @@ const (
 // say. An answer that does not fit is treated like no answer: the default is written
 // with outcome "invalid".
 func ValidateAnswer(m *Message, value json.RawMessage) error {
-	if len(bytes.TrimSpace(value)) == 0 {
+	trimmed := bytes.TrimSpace(value)
+	if len(trimmed) == 0 {
 		return errors.New("the answer has no value")
 	}
 	var v any
-	if err := json.Unmarshal(value, &v); err != nil {
+	if plain, next, ok := rawjson.PlainString(trimmed, 0); ok && next == len(trimmed) {
+		v = string(plain) // most answers: a string that is its own contents
+	} else if err := json.Unmarshal(value, &v); err != nil {
 		return fmt.Errorf("the answer is not JSON: %w", err)
 	}
 	switch m.Type {

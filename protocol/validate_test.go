@@ -45,6 +45,14 @@ func TestValidateAnswer(t *testing.T) {
 		{`{"type":"approval","description":"d","options":["once","always","never"]}`, `"yes"`, false},
 		{`{"type":"tool_call","tool":"t"}`, `{"rows":[1]}`, true},
 		{`{"type":"question","question":"q"}`, ``, false},
+		// Strings read without encoding/json and with it: the same answers.
+		{`{"type":"approval","description":"d"}`, " \"yes\"\n", true},
+		{`{"type":"approval","description":"d"}`, `"y\u0065s"`, true},
+		{`{"type":"approval","description":"d"}`, `"yes" "no"`, false},
+		{`{"type":"approval","description":"d"}`, `"yes`, false},
+		{`{"type":"question","question":"q","kind":"select","options":["é","b"]}`, `"é"`, true},
+		{`{"type":"question","question":"q","kind":"select","options":["é","b"]}`, "\"\xff\"", false},
+		{`{"type":"question","question":"q"}`, `"tab\there"`, true},
 	} {
 		err := ValidateAnswer(mustDecode(t, tc.req), json.RawMessage(tc.value))
 		if (err == nil) != tc.ok {
