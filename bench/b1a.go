@@ -81,10 +81,10 @@ func (a *auditTrail) event(session, typ string, data []byte) {
 	_ = a.js.Conn().Publish(wire.EventSubject(b1aHost, session, typ), data)
 }
 
-// started records a session's start.
-func (a *auditTrail) started(session string) {
+// started records a session's start, with its prompt.
+func (a *auditTrail) started(session, prompt string) {
 	a.event(session, wire.EventSessionStarted, (&wire.SessionStarted{Session: session, Host: b1aHost, Node: a.node}).AppendJSON(nil))
-	a.write(session, wire.AuditID(session, 0, "started"), &wire.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli()})
+	a.write(session, wire.AuditID(session, 0, "started"), &wire.AuditRecord{Kind: "session.started", Time: time.Now().UnixMilli(), Text: prompt})
 }
 
 // requested records request m on its own, as agentmux records one whose answer takes

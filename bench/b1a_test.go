@@ -14,13 +14,13 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// tally counts what is published on the event and audit subjects: events by type, and
-// audit records by kind of subject (every record of a session has the same subject, so
-// they are counted in all).
+// tally counts what is published on the event and audit subjects: events by type,
+// audit records in all, and the bytes of both (subjects and bodies).
 type tally struct {
 	mu     sync.Mutex
 	events map[string]int
 	audit  int
+	bytes  int
 }
 
 func (t *tally) subscribe(tb testing.TB, nc *nats.Conn) {
@@ -30,6 +30,7 @@ func (t *tally) subscribe(tb testing.TB, nc *nats.Conn) {
 		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 			t.mu.Lock()
 			defer t.mu.Unlock()
+			t.bytes += len(m.Subject) + len(m.Data)
 			if _, _, typ, ok := wire.ParseEventSubject(m.Subject); ok {
 				t.events[typ]++
 			} else {
@@ -46,15 +47,16 @@ func (t *tally) subscribe(tb testing.TB, nc *nats.Conn) {
 	}
 }
 
-func (t *tally) counts() (map[string]int, int) {
+func (t *tally) counts() (events map[string]int, audit, bytes int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return maps.Clone(t.events), t.audit
+	return maps.Clone(t.events), t.audit, t.bytes
 }
 
 // B1a is the floor that does agentmux's work: for the same sessions it publishes the
 // same events, of the same types, for the history stream to keep, and as many audit
-// records. A B1a that wrote less would flatter the ratios against it.
+// records, of about as many bytes. A B1a that wrote less would flatter the ratios
+// against it.
 func TestB1aWritesWhatANodeWrites(t *testing.T) {
 	c := small(AgentInProc)
 	ctx := context.Background()
@@ -93,8 +95,8 @@ func TestB1aWritesWhatANodeWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	nodeEvents, nodeAudit := node.counts()
-	floorEvents, floorAudit := floor.counts()
+	nodeEvents, nodeAudit, nodeBytes := node.counts()
+	floorEvents, floorAudit, floorBytes := floor.counts()
 	// Lines outside a session (an agent's init) go on session "_": B1a has no such
 	// lines, as its agents are not pooled.
 	perSession := c.Progress + c.Questions + c.Approvals + c.Unrouted
@@ -111,6 +113,11 @@ func TestB1aWritesWhatANodeWrites(t *testing.T) {
 	// record for its answer to stand for both.
 	if want := c.Sessions * (2 + c.Questions + c.Approvals + 2*c.Unrouted); nodeAudit != want || floorAudit != want || s.Durable != int64(want) {
 		t.Errorf("audit records: the node published %d, B1a %d (%d stored); want %d each", nodeAudit, floorAudit, s.Durable, want)
+	}
+	// The same records of the same sessions, named alike: about as many bytes (the node's
+	// reasons and names differ a little).
+	if float64(floorBytes) < 0.9*float64(nodeBytes) || float64(floorBytes) > 1.1*float64(nodeBytes) {
+		t.Errorf("B1a published %d bytes of events and records, the node %d; want them within 10%%", floorBytes, nodeBytes)
 	}
 	if t.Failed() {
 		t.Logf("node: %v\nB1a:  %v", nodeEvents, floorEvents)

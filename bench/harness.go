@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/sim"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // b1Subject is the trivial responder B1 asks.
@@ -59,7 +60,11 @@ func (h *harness) run(ctx context.Context, name string, progress Progress) (*Sys
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := h.session(ctx, cmp.Or(h.prefix, "b-")+strconv.Itoa(i), prompt)
+			id := cmp.Or(h.prefix, "b-") + strconv.Itoa(i)
+			if h.trail != nil {
+				id = wire.NewSessionID() // its records name sessions as a node's do
+			}
+			rep, err := h.session(ctx, id, prompt)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -118,7 +123,7 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 	var result []byte // the result line, for B1a's records of the end
 	if h.trail != nil {
 		began := time.Now()
-		h.trail.started(id)
+		h.trail.started(id, prompt)
 		defer func() { h.trail.ended(id, began, result, err) }()
 	}
 	in, out, wait, err := h.start()
@@ -245,7 +250,7 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 	}()
 }
 
-// start starts one agent: a process, or sim.Run on pipes in this process.
+// start starts one agent: a process, or sim.Run on in-memory pipes in this process.
 func (h *harness) start() (io.WriteCloser, io.Reader, func() error, error) {
 	if h.c.Agent == AgentProcess {
 		cmd := exec.Command(h.c.AgentCommand[0], h.c.AgentCommand[1:]...)
@@ -263,16 +268,10 @@ func (h *harness) start() (io.WriteCloser, io.Reader, func() error, error) {
 		}
 		return in, out, cmd.Wait, nil
 	}
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, nil, nil, err
-	}
+	// io.Pipes, as a node's in-process agents have (agent.InProc): the same agents on
+	// the same pipes, so neither side pays the kernel's pipes and the other not.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		err := sim.Run(inR, outW, sim.Options{})
