@@ -94,9 +94,16 @@ type Asker struct {
 	replies string
 	sub     *nats.Subscription
 
-	mu     sync.Mutex // protects calls, closed, due and wakeAt
+	mu     sync.Mutex // protects calls, closed, nobody, due and wakeAt
 	calls  map[string]*call
 	closed bool
+	// nobody holds the subjects an ask found no member on (the server's no-responders
+	// reply), or that one is being asked again on to find out, and when. A call whose
+	// backoff runs out within minAskBackoff of that waits another backoff instead of
+	// asking: a supervisor nobody runs costs each request one ask, and one more ask per
+	// backoff for all of them, not one per request. An answer or status on the subject
+	// forgets it, and the calls waiting for it are asked at once.
+	nobody map[string]time.Time
 	// due holds every call's next due time, soonest first, behind the one timer wake:
 	// no timer, and no goroutine when one fires, per ask. An entry a call left behind
 	// when it was armed again is skipped when it comes due.
@@ -130,6 +137,7 @@ type call struct {
 	due      time.Time // when the current wait falls due; earlier entries are stale
 	member   string    // who holds it, from the last acknowledgement
 	tried    []string  // members asked by name, or that fell silent: not asked by name again
+	sent     string    // the subject of the last copy sent
 	deliver  func(*wire.Reply)
 }
 
@@ -147,7 +155,7 @@ func NewAsker(nc *nats.Conn, cfg AskerConfig) (*Asker, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &Asker{nc: nc, cfg: cfg, prefix: nc.NewInbox() + ".", calls: map[string]*call{}}
+	a := &Asker{nc: nc, cfg: cfg, prefix: nc.NewInbox() + ".", calls: map[string]*call{}, nobody: map[string]time.Time{}}
 	a.replies = a.prefix + "*"
 	a.wake = time.AfterFunc(time.Hour, a.sweep)
 	a.wake.Stop()
@@ -225,6 +233,7 @@ func (a *Asker) Ask(subject string, q *wire.Ask, header nats.Header, deadline ti
 // Callers hold mu, or have not shared c yet.
 func (a *Asker) copyOf(c *call, subject string, now time.Time) *nats.Msg {
 	c.ask.Timeout = max(c.deadline.Sub(now).Milliseconds(), 1)
+	c.sent = subject
 	return &nats.Msg{Subject: subject, Reply: c.reply, Header: c.header, Data: c.ask.AppendJSON(nil)}
 }
 
@@ -358,6 +367,14 @@ func (a *Asker) onTimer(key string) {
 		return
 	}
 	member, retry := c.member, c.retry
+	if at, found := a.nobody[c.subject]; retry && found {
+		if now.Sub(at) < minAskBackoff {
+			a.backOff(c, now) // another ask found nobody there a moment ago, or is finding out
+			a.mu.Unlock()
+			return
+		}
+		a.nobody[c.subject] = now // this one finds out for the others
+	}
 	c.state, c.member, c.retry = stateAsking, "", false
 	a.arm(c, a.nextWait(c, now))
 	var msg *nats.Msg
@@ -393,6 +410,9 @@ func (a *Asker) onReply(m *nats.Msg) {
 		a.onNoResponders(c, now)
 		a.mu.Unlock()
 		return
+	}
+	if _, found := a.nobody[c.sent]; found {
+		a.somebodyOn(c.sent)
 	}
 	if status != "" {
 		msg := a.onStatus(c, status, m.Header.Get(wire.HeaderMember), now)
@@ -433,6 +453,25 @@ func (a *Asker) onNoResponders(c *call, now time.Time) {
 		return
 	}
 	inc(a.cfg.Counters.NoResponders)
+	a.nobody[c.sent] = now
+	a.backOff(c, now)
+}
+
+// somebodyOn forgets that nobody was found on subject, now that a member answered
+// there, and asks again at once every call waiting out a backoff for it. Callers hold
+// mu.
+func (a *Asker) somebodyOn(subject string) {
+	delete(a.nobody, subject)
+	for _, w := range a.calls {
+		if w.retry && w.state == stateAsking && w.subject == subject {
+			a.arm(w, 0)
+		}
+	}
+}
+
+// backOff makes c ask again after its backoff, while the deadline allows, and doubles
+// the backoff. Callers hold mu.
+func (a *Asker) backOff(c *call, now time.Time) {
 	if now.Add(c.backoff).Before(c.deadline) {
 		c.state, c.retry = stateAsking, true
 		a.arm(c, c.backoff)

@@ -370,3 +370,35 @@ func TestSilentMemberIsPassedOverByName(t *testing.T) {
 		t.Fatalf("answer %+v after %d re-asks; want the live member's, after one", r, reasked.n.Load())
 	}
 }
+
+// TestASupervisorNobodyRunsIsNotAskedOverAndOver: requests waiting for a supervisor
+// nobody runs are each asked once; after that one ask per backoff finds out whether a
+// member has started, not one per request. A member that starts gets every request
+// still waiting.
+func TestASupervisorNobodyRunsIsNotAskedOverAndOver(t *testing.T) {
+	f := newAskFixture(t)
+	noResponders := &count{}
+	f.asker = newAsker(t, f.nc, AskerConfig{Counters: AskCounters{NoResponders: noResponders, Answered: f.answered}})
+	const waiting = 40
+	answers := make(chan *wire.Reply, waiting)
+	deadline := time.Now().Add(10 * time.Second)
+	for range waiting {
+		f.send(t, &wire.Ask{}, deadline, func(r *wire.Reply) { answers <- r })
+	}
+	// Three rounds of backoff: before, each round asked every request again.
+	proctest.Eventually(t, "three rounds of asking nobody", func() bool { return noResponders.n.Load() >= waiting+3 })
+	f.member(t, func(m *nats.Msg) { answer(t, f.nc, m.Reply, `"late but there"`, "m1") })
+	for i := range waiting {
+		select {
+		case r := <-answers:
+			if string(r.Value) != `"late but there"` {
+				t.Fatalf("answer %d: %+v", i, r)
+			}
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("%d of %d requests answered by the member that started; want all", i, waiting)
+		}
+	}
+	if n := noResponders.n.Load(); n > waiting+10 {
+		t.Fatalf("%d asks found nobody for %d requests; want each asked once, and about one more per round", n, waiting)
+	}
+}
