@@ -155,7 +155,12 @@ func runOn(ctx context.Context, c *Config, name string, n *node.Node, stopAll fu
 		}
 	}
 	wall := time.Since(t0)
-	stop() // reaps the agent processes, so their CPU is counted as the baselines' is
+	if c.Agent == AgentProcess {
+		// Stopping reaps the agent processes, so their CPU is counted as the baselines'
+		// is. In-process agents' is counted already: the node's teardown is not, as the
+		// baselines' is not.
+		stop()
+	}
 	sys := col.system(wall, readUsage().since(before))
 	sys.PeakConcurrent = peak
 	return sys, nil
