@@ -26,6 +26,13 @@ const (
 	// second, and a question nobody takes costs a handful of asks, not dozens.
 	minAskBackoff = 50 * time.Millisecond
 	maxAskBackoff = time.Second
+	// sweepSlack is how late the Asker may act on a call that fell due, so that the
+	// calls falling due within it are swept on one wake: a node asking a thousand
+	// questions a second wakes for them a few dozen times a second, not twice per
+	// question (each ask's acknowledgement wait, then its late-answer window). Nothing
+	// it times needs to be closer: a member's acknowledgement waits seconds, and a
+	// request's default is written by its agent's own timer.
+	sweepSlack = 20 * time.Millisecond
 )
 
 // Counter is the one method of a metric the Asker needs (prometheus.Counter has it).
@@ -275,13 +282,18 @@ func (a *Asker) nextWait(c *call, now time.Time) time.Duration {
 	return untilDeadline // a person answers, or a member outside agentmux
 }
 
-// arm makes c due d from now. Callers hold mu.
+// arm makes c due d from now; with d zero, at once. Callers hold mu.
 func (a *Asker) arm(c *call, d time.Duration) {
-	c.due = time.Now().Add(d)
+	now := time.Now()
+	c.due = now.Add(d)
 	a.due.Add(c.key, c.due)
-	if a.wakeAt.IsZero() || c.due.Before(a.wakeAt) {
-		a.wakeAt = c.due
-		a.wake.Reset(d)
+	fire := c.due
+	if d > 0 {
+		fire = fire.Add(sweepSlack)
+	}
+	if a.wakeAt.IsZero() || fire.Before(a.wakeAt) {
+		a.wakeAt = fire
+		a.wake.Reset(fire.Sub(now))
 	}
 }
 
@@ -297,7 +309,7 @@ func (a *Asker) sweep() {
 	}
 	a.wakeAt = time.Time{}
 	if e, ok := a.due.Soonest(); ok && !a.closed {
-		a.wakeAt = e.At
+		a.wakeAt = e.At.Add(sweepSlack)
 		a.wake.Reset(a.wakeAt.Sub(now))
 	}
 	a.mu.Unlock()

@@ -402,3 +402,39 @@ func TestASupervisorNobodyRunsIsNotAskedOverAndOver(t *testing.T) {
 		t.Fatalf("%d asks found nobody for %d requests; want each asked once, and about one more per round", n, waiting)
 	}
 }
+
+// TestCallsFallingDueTogetherAreSweptTogether: a member answers 400 asks whose
+// deadlines are a millisecond apart; each then waits out its late-answer window past
+// its deadline, so they fall due a millisecond apart. The Asker wakes for them about
+// once per sweepSlack, not once each.
+func TestCallsFallingDueTogetherAreSweptTogether(t *testing.T) {
+	f := newAskFixture(t)
+	a := newAsker(t, f.nc, AskerConfig{LateGrace: 100 * time.Millisecond})
+	var sweeps atomic.Int32
+	a.mu.Lock()
+	a.wake.Stop()
+	a.wake = time.AfterFunc(time.Hour, func() { sweeps.Add(1); a.sweep() })
+	a.wake.Stop()
+	a.mu.Unlock()
+	f.member(t, func(m *nats.Msg) { answer(t, f.nc, m.Reply, `"yes"`, "m1") })
+	const asks = 400
+	answered := make(chan struct{}, asks)
+	begun := time.Now()
+	for i := range asks {
+		if _, err := a.Ask(wire.AskSubject("s"), &wire.Ask{}, nil, begun.Add(time.Duration(i)*time.Millisecond+200*time.Millisecond), true,
+			func(*wire.Reply) { answered <- struct{}{} }); err != nil {
+			t.Fatal(err)
+		}
+		<-answered
+	}
+	proctest.Eventually(t, "every call swept away", func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.calls) == 0
+	})
+	// The calls fall due over about 400 ms: about 20 sweeps of 20 ms, and a few more
+	// for the ones still waiting when the first came due.
+	if n, most := sweeps.Load(), int32(2*(400*time.Millisecond/(20*time.Millisecond))); n > most {
+		t.Fatalf("%d sweeps for %d calls falling due over 400 ms; want at most %d", n, asks, most)
+	}
+}
