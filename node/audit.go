@@ -25,7 +25,9 @@ const (
 	// published alone. A request answered within it is written once: as its answer,
 	// carrying the request (wire.AuditRecord.Asked), which halves the audit's cost on
 	// the request path. A node killed -9 loses at most this much of its last requests'
-	// records, as it loses whatever else it had not yet published.
+	// records, as it loses whatever else it had not yet published. A request's record
+	// is queued without waking the auditor: it comes with its answer's, or within
+	// auditHold with the wake a timer gives.
 	auditHold = 50 * time.Millisecond
 )
 
@@ -46,6 +48,9 @@ type auditor struct {
 	mu    sync.Mutex // protects tries
 	tries map[string]int
 	retry atomic.Int32 // records being published again: len(tries), read without mu
+	// quiet is set while a timer is due to wake the auditor for requests' records
+	// queued without waking it.
+	quiet atomic.Bool
 
 	// Owned by the run goroutine.
 	held  map[string]*heldRequest // by audit id without ".request"
@@ -59,6 +64,7 @@ type auditItem struct {
 	id  string
 	rec *wire.AuditRecord
 	msg *nats.Msg
+	at  time.Time // when a request's record was queued
 }
 
 type heldRequest struct {
@@ -79,7 +85,19 @@ func newAuditor(nc *nats.Conn, m *metrics.Set, log *slog.Logger, hold time.Durat
 	return a, nil
 }
 
-func (a *auditor) record(id string, rec *wire.AuditRecord) { a.q.Push(auditItem{id: id, rec: rec}) }
+func (a *auditor) record(id string, rec *wire.AuditRecord) {
+	if rec.Kind != "request" || a.hold <= 0 {
+		a.q.Push(auditItem{id: id, rec: rec})
+		return
+	}
+	a.q.PushQuiet(auditItem{id: id, rec: rec, at: time.Now()})
+	if a.quiet.CompareAndSwap(false, true) {
+		time.AfterFunc(a.hold, func() {
+			a.quiet.Store(false)
+			a.q.Wake()
+		})
+	}
+}
 
 // failed publishes a record again after a pause; it runs on a NATS goroutine.
 func (a *auditor) failed(msg *nats.Msg, err error) {
@@ -118,7 +136,7 @@ func (a *auditor) run() {
 				a.armed = false
 			case it.rec.Kind == "request" && a.hold > 0:
 				key := strings.TrimSuffix(it.id, ".request")
-				a.held[key] = &heldRequest{id: it.id, rec: it.rec, due: time.Now().Add(a.hold)}
+				a.held[key] = &heldRequest{id: it.id, rec: it.rec, due: it.at.Add(a.hold)}
 				a.order = append(a.order, key)
 			case it.rec.Kind == "answer":
 				if h := a.held[strings.TrimSuffix(it.id, ".answer")]; h != nil {

@@ -28,6 +28,22 @@ func (q *Queue[T]) Push(v T) bool {
 	return ok
 }
 
+// PushQuiet queues v without waking the consumer: v is handled with the batch the
+// next Push or Wake brings. It never blocks; after Close or Discard it drops v and
+// returns false.
+func (q *Queue[T]) PushQuiet(v T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closing {
+		return false
+	}
+	q.items = append(q.items, v)
+	return true
+}
+
+// Wake has the consumer handle what is queued, quietly or not.
+func (q *Queue[T]) Wake() { q.poke() }
+
 // Close stops intake; Drain returns once what was queued before is handled. It
 // reports whether this call closed the queue (false if it was closed already).
 func (q *Queue[T]) Close() bool {
