@@ -85,8 +85,11 @@ func newAuditor(nc *nats.Conn, m *metrics.Set, log *slog.Logger, hold time.Durat
 	return a, nil
 }
 
+// holds reports whether rec is a request's record, held for its answer's.
+func (a *auditor) holds(rec *wire.AuditRecord) bool { return rec.Kind == "request" && a.hold > 0 }
+
 func (a *auditor) record(id string, rec *wire.AuditRecord) {
-	if rec.Kind != "request" || a.hold <= 0 {
+	if !a.holds(rec) {
 		a.q.Push(auditItem{id: id, rec: rec})
 		return
 	}
@@ -134,7 +137,7 @@ func (a *auditor) run() {
 				a.publish(it.id, it.msg)
 			case it.rec == nil:
 				a.armed = false
-			case it.rec.Kind == "request" && a.hold > 0:
+			case a.holds(it.rec):
 				key := strings.TrimSuffix(it.id, ".request")
 				a.held[key] = &heldRequest{id: it.id, rec: it.rec, due: it.at.Add(a.hold)}
 				a.order = append(a.order, key)

@@ -18,12 +18,7 @@ func New[T any]() *Queue[T] {
 
 // Push queues v; it never blocks. After Close or Discard it drops v and returns false.
 func (q *Queue[T]) Push(v T) bool {
-	q.mu.Lock()
-	ok := !q.closing
-	if ok {
-		q.items = append(q.items, v)
-	}
-	q.mu.Unlock()
+	ok := q.PushQuiet(v)
 	q.poke()
 	return ok
 }
