@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"maps"
 	"sync"
@@ -15,26 +16,34 @@ import (
 )
 
 // tally counts what is published on the event and audit subjects: events by type,
-// audit records in all, and the bytes of both (subjects and bodies).
+// audit records by kind, and the bytes of both (subjects and bodies) but for the
+// records of requests written alone, whose number depends on how fast answers come.
 type tally struct {
 	mu     sync.Mutex
 	events map[string]int
-	audit  int
+	audit  map[string]int
 	bytes  int
 }
 
 func (t *tally) subscribe(tb testing.TB, nc *nats.Conn) {
 	tb.Helper()
-	t.events = map[string]int{}
+	t.events, t.audit = map[string]int{}, map[string]int{}
 	for _, subject := range []string{wire.AllEvents, wire.AuditSubjects} {
 		sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			t.bytes += len(m.Subject) + len(m.Data)
 			if _, _, typ, ok := wire.ParseEventSubject(m.Subject); ok {
 				t.events[typ]++
-			} else {
-				t.audit++
+				t.bytes += len(m.Subject) + len(m.Data)
+				return
+			}
+			var rec struct{ Kind string }
+			if err := json.Unmarshal(m.Data, &rec); err != nil {
+				tb.Errorf("an audit record that is not JSON: %.200s", m.Data)
+			}
+			t.audit[rec.Kind]++
+			if rec.Kind != "request" {
+				t.bytes += len(m.Subject) + len(m.Data)
 			}
 		})
 		if err != nil {
@@ -47,10 +56,10 @@ func (t *tally) subscribe(tb testing.TB, nc *nats.Conn) {
 	}
 }
 
-func (t *tally) counts() (events map[string]int, audit, bytes int) {
+func (t *tally) counts() (events, audit map[string]int, bytes int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return maps.Clone(t.events), t.audit, t.bytes
+	return maps.Clone(t.events), maps.Clone(t.audit), t.bytes
 }
 
 // B1a is the floor that does agentmux's work: for the same sessions it publishes the
@@ -108,11 +117,21 @@ func TestB1aWritesWhatANodeWrites(t *testing.T) {
 	if got := floorEvents["progress"] + floorEvents["question"] + floorEvents["approval"]; got != c.Sessions*perSession {
 		t.Errorf("B1a published %d of its agents' progress and request lines; want %d", got, c.Sessions*perSession)
 	}
-	// A session's start and end, a record per answer, and one more per unrouted
-	// question: its answer comes at its timeout, later than a node holds a request's
-	// record for its answer to stand for both.
-	if want := c.Sessions * (2 + c.Questions + c.Approvals + 2*c.Unrouted); nodeAudit != want || floorAudit != want || s.Durable != int64(want) {
-		t.Errorf("audit records: the node published %d, B1a %d (%d stored); want %d each", nodeAudit, floorAudit, s.Durable, want)
+	// A session's start and end and a record per answer, each; and a request's record
+	// of its own for each unrouted question, whose answer comes at its timeout, later
+	// than a node holds a request's record for its answer to stand for both. A node
+	// writes one for any other request answered that late too, which a busy machine
+	// makes happen: it writes at least as many.
+	for kind, want := range map[string]int{"session.started": c.Sessions, "answer": c.Sessions * (c.Questions + c.Approvals + c.Unrouted), "session.ended": c.Sessions} {
+		if nodeAudit[kind] != want || floorAudit[kind] != want {
+			t.Errorf("%s records: the node published %d, B1a %d; want %d each", kind, nodeAudit[kind], floorAudit[kind], want)
+		}
+	}
+	if want := c.Sessions * c.Unrouted; floorAudit["request"] != want || nodeAudit["request"] < want {
+		t.Errorf("requests' records of their own: the node published %d, B1a %d; want %d from B1a, and at least as many from the node", nodeAudit["request"], floorAudit["request"], want)
+	}
+	if want := c.Sessions * (2 + c.Questions + c.Approvals + 2*c.Unrouted); s.Durable != int64(want) {
+		t.Errorf("B1a's stream holds %d records; want %d", s.Durable, want)
 	}
 	// The same records of the same sessions, named alike: about as many bytes (the node's
 	// reasons and names differ a little).
