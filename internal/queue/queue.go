@@ -6,9 +6,10 @@ import "sync"
 type Queue[T any] struct {
 	wake chan struct{}
 
-	mu      sync.Mutex // protects items and closing
-	items   []T
-	closing bool
+	mu       sync.Mutex // protects the fields below
+	items    []T
+	closing  bool
+	handling bool // the consumer has a batch in hand
 }
 
 // New returns an empty, open queue.
@@ -33,6 +34,31 @@ func (q *Queue[T]) PushQuiet(v T) bool {
 		return false
 	}
 	q.items = append(q.items, v)
+	return true
+}
+
+// Offer has now handle v on the caller's goroutine when the consumer is idle with
+// nothing queued, so v goes out without a hand-off; what now leaves undone (its rest,
+// with done false) is queued for the consumer, behind which all else waits. now must
+// not block: it runs with the queue locked, and nothing is queued or handled until it
+// returns. After Close or Discard, Offer drops v and returns false.
+func (q *Queue[T]) Offer(v T, now func(T) (rest T, done bool)) bool {
+	q.mu.Lock()
+	if q.closing {
+		q.mu.Unlock()
+		return false
+	}
+	if !q.handling && len(q.items) == 0 {
+		rest, done := now(v)
+		if done {
+			q.mu.Unlock()
+			return true
+		}
+		v = rest
+	}
+	q.items = append(q.items, v)
+	q.mu.Unlock()
+	q.poke()
 	return true
 }
 
@@ -66,10 +92,16 @@ func (q *Queue[T]) Drain(handle func(batch []T) bool) {
 		q.mu.Lock()
 		batch, closing := q.items, q.closing
 		q.items = nil
+		q.handling = len(batch) > 0
 		q.mu.Unlock()
-		if len(batch) > 0 && !handle(batch) {
-			q.Discard()
-			return
+		if len(batch) > 0 {
+			if !handle(batch) {
+				q.Discard()
+				return
+			}
+			q.mu.Lock()
+			q.handling = false
+			q.mu.Unlock()
 		}
 		if closing {
 			q.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestDrainDeliversInOrderThenStopsAfterClose(t *testing.T) {
@@ -90,4 +91,88 @@ func TestQuietItemsComeWithTheNextWake(t *testing.T) {
 	if q.PushQuiet(6) {
 		t.Fatal("PushQuiet after Close must refuse")
 	}
+}
+
+// Offer does the work on the caller's goroutine only when nothing is queued or being
+// handled, so what it does there never overtakes what the consumer has: every item
+// comes out once, in order, however the work splits between the two.
+func TestOfferNeverOvertakesTheConsumer(t *testing.T) {
+	q := New[int]()
+	var mu sync.Mutex
+	var out []int
+	emit := func(v int) {
+		mu.Lock()
+		out = append(out, v)
+		mu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() {
+		q.Drain(func(batch []int) bool {
+			for _, v := range batch {
+				emit(v)
+			}
+			return true
+		})
+		close(done)
+	}()
+	direct := 0
+	for i := range 20000 {
+		if i%100 == 0 { // now and then, let the consumer catch up and go idle
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Microsecond) {
+				mu.Lock()
+				n := len(out)
+				mu.Unlock()
+				if n == i || time.Now().After(deadline) {
+					break
+				}
+			}
+		}
+		q.Offer(i, func(v int) (int, bool) {
+			if v%3 == 0 { // the pipe is full: the consumer writes it
+				return v, false
+			}
+			direct++
+			emit(v)
+			return 0, true
+		})
+	}
+	q.Close()
+	<-done
+	if len(out) != 20000 || !slices.IsSorted(out) {
+		t.Fatalf("%d items came out, in order: %v", len(out), slices.IsSorted(out))
+	}
+	if direct == 0 {
+		t.Fatal("no item was done on the caller's goroutine")
+	}
+	if q.Offer(-1, func(int) (int, bool) { t.Fatal("now called after Close"); return 0, true }) {
+		t.Fatal("Offer after Close must refuse")
+	}
+}
+
+// While the consumer has a batch in hand, Offer queues without calling now; what now
+// leaves undone goes to the consumer.
+func TestOfferQueuesWhileTheConsumerIsBusy(t *testing.T) {
+	q := New[string]()
+	batches := make(chan []string, 4)
+	release := make(chan struct{})
+	go q.Drain(func(batch []string) bool {
+		batches <- slices.Clone(batch)
+		<-release
+		return true
+	})
+	defer q.Close()
+	q.Offer("ab", func(s string) (string, bool) { return s[1:], false })
+	if b := <-batches; !slices.Equal(b, []string{"b"}) {
+		t.Fatalf("batch %v; want what now left, b", b)
+	}
+	called := false
+	q.Offer("c", func(s string) (string, bool) { called = true; return "", true })
+	if called {
+		t.Fatal("now was called while the consumer had a batch in hand")
+	}
+	release <- struct{}{}
+	if b := <-batches; !slices.Equal(b, []string{"c"}) {
+		t.Fatalf("batch %v; want c", b)
+	}
+	release <- struct{}{}
 }
