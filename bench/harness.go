@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/agentmux/agentmux/internal/pipe"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/sim"
 	"github.com/agentmux/agentmux/wire"
@@ -268,10 +269,11 @@ func (h *harness) start() (io.WriteCloser, io.Reader, func() error, error) {
 		}
 		return in, out, cmd.Wait, nil
 	}
-	// io.Pipes, as a node's in-process agents have (agent.InProc): the same agents on
-	// the same pipes, so neither side pays the kernel's pipes and the other not.
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	// In-memory pipes that buffer as the kernel's do, as a node's in-process agents
+	// have (agent.InProc): the same agents on the same pipes, so neither side pays for
+	// its pipes what the other does not.
+	inR, inW := pipe.New(pipe.Size)
+	outR, outW := pipe.New(pipe.Size)
 	done := make(chan error, 1)
 	go func() {
 		err := sim.Run(inR, outW, sim.Options{})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
+	"github.com/agentmux/agentmux/internal/pipe"
 	"github.com/agentmux/agentmux/internal/procenv"
 	"github.com/agentmux/agentmux/internal/queue"
 	"github.com/agentmux/agentmux/internal/sandbox"
@@ -66,23 +67,28 @@ func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Diale
 			f.Close()
 		}
 	}
-	pipe := func() (*os.File, *os.File, error) {
+	newPipe := func() (*os.File, *os.File, error) {
 		r, w, err := os.Pipe()
 		if err == nil {
 			files = append(files, r, w)
 		}
 		return r, w, err
 	}
-	inR, inW, err := pipe()
+	inR, inW, err := newPipe()
 	if err != nil {
 		return nil, fmt.Errorf("agent: stdin pipe: %w", err)
 	}
-	outR, outW, err := pipe()
+	stdin, err := newFileWriter(inW)
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("agent: stdin pipe: %w", err)
+	}
+	outR, outW, err := newPipe()
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("agent: stdout pipe: %w", err)
 	}
-	errR, errW, err := pipe()
+	errR, errW, err := newPipe()
 	if err != nil {
 		closeAll()
 		return nil, fmt.Errorf("agent: stderr pipe: %w", err)
@@ -103,7 +109,7 @@ func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Diale
 	procs.Record(cmd)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
-	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
+	p.stdin = newStdinWriter(stdin, writeTimeout, counts, send)
 	p.serve = func() {
 		go readStdout(outR, h.MaxLineBytes, plainText(h), !d.Canonical(), counts.frameBytes, st, send)
 		go readStderr(errR, send)
@@ -128,13 +134,14 @@ func plainText(h *config.Host) protocol.PlainText {
 // "inproc" kind, which shows the runtime's own cost without process spawning.
 type InProc func(stdin io.Reader, stdout io.Writer) error
 
-// startInProc runs agent on a goroutine over in-memory pipes: no file descriptors, so
-// tens of thousands fit in one process. Its pid is 0, and closing its pipes stops it.
+// startInProc runs agent on a goroutine over in-memory pipes that buffer as the
+// kernel's do: no file descriptors, so tens of thousands fit in one process. Its pid
+// is 0, and closing its pipes stops it.
 func startInProc(h *config.Host, agent InProc, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	inR, inW := pipe.New(pipe.Size)
+	outR, outW := pipe.New(pipe.Size)
 	p := &process{stdout: outR}
-	p.stdin = newStdinWriter(pipeWriter{inW}, writeTimeout, counts, send)
+	p.stdin = newStdinWriter(inW, writeTimeout, counts, send)
 	p.serve = func() {
 		go readStdout(outR, h.MaxLineBytes, plainText(h), false, counts.frameBytes, st, send)
 		send(&stderrClosed{}) // no stderr
@@ -252,10 +259,12 @@ func signalGroup(pid int, sig syscall.Signal) error {
 	return err
 }
 
-// stdinWriter writes lines to the agent's stdin from its own goroutine, each write with
-// a deadline, so the actor only ever enqueues.
+// stdinWriter writes lines to the agent's stdin, so that the actor never blocks: a line
+// goes straight into the pipe from the actor when nothing is queued before it and the
+// pipe has room, and otherwise to the writer's own goroutine, which writes it with a
+// deadline.
 type stdinWriter struct {
-	f       deadlineWriter
+	f       pipeWriter
 	timeout time.Duration
 	send    func(any)
 	counts  writeCounts
@@ -269,26 +278,70 @@ type writeCounts struct {
 	frameBytes          prometheus.Observer // sizes of the lines read from stdout
 }
 
-// deadlineWriter is the write end of an agent's stdin.
-type deadlineWriter interface {
+// pipeWriter is the write end of an agent's stdin.
+type pipeWriter interface {
 	io.WriteCloser
 	SetWriteDeadline(time.Time) error
+	// TryWrite writes what of p the pipe takes without waiting.
+	TryWrite(p []byte) (int, error)
 }
 
-// pipeWriter is an in-process agent's stdin: it reads as fast as it is written, so a
-// write needs no deadline.
-type pipeWriter struct{ *io.PipeWriter }
+// fileWriter is a process agent's stdin: the write end of a kernel pipe, which Go
+// keeps non-blocking.
+type fileWriter struct {
+	*os.File
+	raw syscall.RawConn
+}
 
-func (pipeWriter) SetWriteDeadline(time.Time) error { return nil }
+func newFileWriter(f *os.File) (*fileWriter, error) {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return &fileWriter{File: f, raw: raw}, nil
+}
 
-func newStdinWriter(f deadlineWriter, timeout time.Duration, counts writeCounts, send func(any)) *stdinWriter {
+// TryWrite makes one write(2) and does not wait for room: a full pipe takes nothing.
+func (f *fileWriter) TryWrite(p []byte) (n int, err error) {
+	rerr := f.raw.Write(func(fd uintptr) bool {
+		n, err = syscall.Write(int(fd), p)
+		return true
+	})
+	switch {
+	case rerr != nil:
+		return 0, rerr
+	case err == syscall.EAGAIN || err == syscall.EINTR:
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return n, nil
+}
+
+func newStdinWriter(f pipeWriter, timeout time.Duration, counts writeCounts, send func(any)) *stdinWriter {
 	w := &stdinWriter{f: f, timeout: timeout, send: send, counts: counts, q: queue.New[[]byte]()}
 	go w.run()
 	return w
 }
 
-// write queues line; it never blocks. Lines queued after close or a failure are dropped.
-func (w *stdinWriter) write(line []byte) { w.q.Push(line) }
+// write writes line, or queues it; it never blocks. Lines written after close or a
+// failure are dropped.
+func (w *stdinWriter) write(line []byte) { w.q.Offer(line, w.now) }
+
+// now writes what of line the pipe takes at once, on the actor; the writer's goroutine
+// writes the rest, and reports any failure, as it would have written it all.
+func (w *stdinWriter) now(line []byte) ([]byte, bool) {
+	begun := time.Now()
+	n, err := w.f.TryWrite(line)
+	if err != nil || n < len(line) {
+		return line[n:], false
+	}
+	if w.counts.seconds != nil {
+		w.counts.seconds.Observe(time.Since(begun).Seconds())
+	}
+	w.counts.ok.Inc()
+	return nil, true
+}
 
 // close closes stdin after the lines already queued; idempotent.
 func (w *stdinWriter) close() { w.q.Close() }

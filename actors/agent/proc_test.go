@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/pipe"
 )
 
 func TestEnvIsExplicit(t *testing.T) {
@@ -43,15 +45,38 @@ func inbox() (chan any, func(any)) {
 	return ch, func(m any) { ch <- m }
 }
 
+// stdinPipes are the two kinds of stdin an agent has: a kernel pipe to a process, and
+// the in-memory pipe of an in-process agent.
+func stdinPipes(t *testing.T) map[string]func() (io.ReadCloser, pipeWriter) {
+	return map[string]func() (io.ReadCloser, pipeWriter){
+		"process": func() (io.ReadCloser, pipeWriter) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fw, err := newFileWriter(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r, fw
+		},
+		"inproc": func() (io.ReadCloser, pipeWriter) { return pipe.New(pipe.Size) },
+	}
+}
+
 func TestStdinWriterWritesInOrderThenCloses(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	fw, err := newFileWriter(w)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := counts()
 	_, send := inbox()
-	sw := newStdinWriter(w, time.Minute, c, send)
+	sw := newStdinWriter(fw, time.Minute, c, send)
 	for i := range 100 {
 		sw.write(fmt.Appendf(nil, "line %d\n", i))
 	}
@@ -76,9 +101,13 @@ func TestStdinWriterTimesOutWhenNobodyReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	fw, err := newFileWriter(w)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := counts()
 	sent, send := inbox()
-	sw := newStdinWriter(w, 100*time.Millisecond, c, send)
+	sw := newStdinWriter(fw, 100*time.Millisecond, c, send)
 	sw.write(make([]byte, 1<<20)) // more than any pipe buffer
 	select {
 	case m := <-sent:
@@ -93,6 +122,86 @@ func TestStdinWriterTimesOutWhenNobodyReads(t *testing.T) {
 		t.Fatalf("timeouts = %v", v)
 	}
 	sw.write([]byte("ignored\n")) // after a failure writes are no-ops, and do not block
+}
+
+// The actor writes to stdin without ever waiting, though nobody reads: what the pipe
+// takes goes in at once, the rest waits in the writer's queue, and the agent reads
+// every line in order once it reads.
+func TestStdinWritesNeverWaitAndStayInOrder(t *testing.T) {
+	for kind, open := range stdinPipes(t) {
+		t.Run(kind, func(t *testing.T) {
+			r, w := open()
+			c := counts()
+			_, send := inbox()
+			sw := newStdinWriter(w, time.Minute, c, send)
+			line := func(i int) []byte { return fmt.Appendf(nil, "%04d %s\n", i, strings.Repeat("x", 1000)) }
+			wrote := make(chan struct{})
+			go func() {
+				for i := range 300 { // 300 KB, more than a pipe holds
+					sw.write(line(i))
+				}
+				sw.close()
+				close(wrote)
+			}()
+			select {
+			case <-wrote:
+			case <-time.After(30 * time.Second):
+				t.Fatal("a write waited for a reader")
+			}
+			all, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 300 {
+				if want := line(i); !strings.HasPrefix(string(all), string(want)) {
+					t.Fatalf("line %d: read %.20q; want %.20q", i, all, want)
+				}
+				all = all[len(line(i)):]
+			}
+			if v := testutil.ToFloat64(c.ok); v < 1 {
+				t.Fatalf("ok writes = %v", v)
+			}
+		})
+	}
+}
+
+// With nothing queued, a line is in the pipe when write returns: written on the
+// actor, with no hand-off to the writer's goroutine.
+func TestAnIdleStdinTakesTheLineAtOnce(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fw, err := newFileWriter(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := counts()
+	_, send := inbox()
+	sw := newStdinWriter(fw, time.Minute, c, send)
+	defer sw.close()
+	raw, err := r.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	for i := range 50 {
+		want := fmt.Sprintf("answer %d\n", i)
+		sw.write([]byte(want))
+		var n int
+		var rerr error
+		if err := raw.Read(func(fd uintptr) bool { // one read(2): only what is there
+			n, rerr = syscall.Read(int(fd), buf)
+			n = max(n, 0)
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(buf[:n]); got != want || rerr != nil {
+			t.Fatalf("the pipe held %q (%v) when write returned; want %q", got, rerr, want)
+		}
+	}
 }
 
 func TestReadStderrRateLimitsAndCountsEveryLine(t *testing.T) {
