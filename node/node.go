@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/dispatch"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
@@ -45,6 +47,12 @@ const (
 	auditFlushTimeout   = 5 * time.Second
 	supervisorStopWait  = 5 * time.Second
 	metricsDisabledAddr = "-"
+	// mailboxWorkers per core run the agents' mailboxes; a Receive never blocks, so
+	// a few per core keep every core's mailboxes off fresh goroutines.
+	mailboxWorkers = 4
+	// mailboxThroughput is protoactor's default: messages a mailbox handles before it
+	// yields.
+	mailboxThroughput = 300
 )
 
 // ErrNotReady is what /readyz reports while the node cannot take work.
@@ -131,9 +139,11 @@ type Node struct {
 	// keep-alives, task acks, pullers, store I/O) and the node's own; stop stops it
 	// once the actors have stopped.
 	routines *routines.Group
-	roles    roles
-	started  time.Time
-	nodes    *store.Nodes
+	// workers run the agents' mailboxes; stopped after the actor system.
+	workers *dispatch.Pool
+	roles   roles
+	started time.Time
+	nodes   *store.Nodes
 	// asker sends the node's asks to supervisors, and directory lists each one's live
 	// members for its re-asks (from the nodes bucket, until stopDirectory).
 	asker         *ask.Asker
@@ -284,6 +294,7 @@ func (n *Node) startMetrics(opts Options) error {
 }
 
 func (n *Node) startActorSystem() {
+	n.workers = dispatch.New(mailboxWorkers*runtime.GOMAXPROCS(0), mailboxThroughput)
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(levelHandler{min: slog.LevelError, Handler: n.log.Handler()}).With("lib", "protoactor")
 	}))
@@ -372,7 +383,8 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late}
+		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late,
+		Dispatcher: n.workers}
 	spend, err := store.OpenSpend(ctx, n.Bus.JS)
 	if err != nil {
 		return err
@@ -455,6 +467,9 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 
 // abort undoes a partial start.
 func (n *Node) abort() {
+	if n.workers != nil {
+		n.workers.Stop()
+	}
 	n.closeGrants()
 	n.closePromotions()
 	n.closeAsker()
@@ -600,6 +615,7 @@ func (n *Node) stop(ctx context.Context) error {
 	n.closeAsker()
 	n.system.EventStream.Unsubscribe(n.events)
 	n.system.Shutdown()
+	n.workers.Stop()
 	n.sandboxes.Close()
 	for _, set := range n.retiredSandboxes {
 		set.Close()

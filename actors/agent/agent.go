@@ -105,6 +105,9 @@ type Config struct {
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration
+	// Dispatcher runs the actor's mailbox: the node's dispatch.Pool, whose workers keep
+	// the stack a Receive grows. Nil: protoactor's default, a goroutine per run.
+	Dispatcher actor.Dispatcher
 }
 
 // Props returns the props that spawn an Agent for cfg.
@@ -118,9 +121,13 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Audit == nil {
 		cfg.Audit = func(string, *wire.AuditRecord) {}
 	}
+	var opts []actor.PropsOption
+	if cfg.Dispatcher != nil {
+		opts = append(opts, actor.WithDispatcher(cfg.Dispatcher))
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Log.With("host", cfg.Host.Name), stream: &stream{}}
-	})
+	}, opts...)
 }
 
 // Agent is the actor for one agent process.

@@ -93,6 +93,9 @@ type Config struct {
 	Routines *routines.Group
 	// Tracer makes a span of each session and request (nil: none).
 	Tracer trace.Tracer
+	// Dispatcher runs its agents' mailboxes (agent.Config.Dispatcher; nil: protoactor's
+	// default).
+	Dispatcher actor.Dispatcher
 	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
 	Pipelines *store.PipelineStore
 	// Spend keeps the fleet's daily spend by host; nil: not kept (no JetStream).
@@ -531,7 +534,7 @@ func (r *Router) dispatch(p *pool) {
 		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
 			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Late: r.cfg.Late, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
 			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
-			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, Tracer: r.cfg.Tracer}))
+			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, Tracer: r.cfg.Tracer, Dispatcher: r.cfg.Dispatcher}))
 	}
 	for !r.stopping() {
 		pid, s := p.next(spawn)
