@@ -266,7 +266,7 @@ func normalize(m *protocol.Message, v json.RawMessage) json.RawMessage {
 // answer ends request p: it writes exactly one response line while the process lives.
 func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
 	delete(s.pending, p.id)
-	s.dropAnswered()
+	a.dropAnswered(s)
 	if p.settle != nil {
 		// The asker listens on past the deadline, so late answers are reported; a
 		// request given up on is withdrawn from a person deciding it.

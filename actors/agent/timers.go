@@ -30,17 +30,23 @@ func (a *Agent) after(d time.Duration, kind timerKind, gen uint64) *time.Timer {
 
 // Request deadlines share one timer per agent, armed for the soonest: a request costs a
 // heap entry, not a timer of its own. An answered request's entry is dropped once it is
-// the soonest, or skipped when it falls due; the timer is not stopped early (a fire
-// with nothing due arms it for the next).
+// the soonest, or skipped when it falls due; the timer is stopped once no entry is left,
+// and otherwise not moved (a fire with nothing due arms it for the next).
 
 // dropAnswered drops the soonest deadlines whose request is no longer pending, so that
-// a long session's heap holds about its outstanding requests, not all it ever asked.
-func (s *session) dropAnswered() {
+// a long session's heap holds about its outstanding requests, not all it ever asked;
+// with none left, the timer is stopped, so a session whose requests are all answered
+// in time costs no wake.
+func (a *Agent) dropAnswered(s *session) {
 	for e, ok := s.due.Soonest(); ok; e, ok = s.due.Soonest() {
 		if p := s.pending[e.Key]; p != nil && p.deadline.Equal(e.At) {
 			return
 		}
 		s.due.Drop()
+	}
+	if !a.wake.IsZero() {
+		a.requests.Stop()
+		a.wake = time.Time{}
 	}
 }
 
