@@ -47,8 +47,8 @@ const (
 	auditFlushTimeout   = 5 * time.Second
 	supervisorStopWait  = 5 * time.Second
 	metricsDisabledAddr = "-"
-	// mailboxWorkers per core run the agents' mailboxes; a Receive never blocks, so
-	// a few per core keep every core's mailboxes off fresh goroutines.
+	// mailboxWorkers per core run the agents' mailboxes; a Receive never blocks, so a
+	// few per core keep every core's mailboxes off fresh goroutines.
 	mailboxWorkers = 4
 	// mailboxThroughput is protoactor's default: messages a mailbox handles before it
 	// yields.

@@ -155,6 +155,7 @@ type Agent struct {
 	requests *time.Timer                          // the soonest request deadline (timers.go)
 	asks     map[string]string                    // ask subjects by supervisor, made once
 	wake     time.Time                            // when requests fires; zero: not armed
+	readAt   time.Time                            // when the lines being handled were read; zero: none are
 
 	stderrTail []string // the last stderr lines, for the error of a crash
 	diedInInit bool     // the process exited while initializing: a waiting session says so
@@ -249,6 +250,7 @@ func (a *Agent) Receive(c actor.Context) {
 	case *StartSession:
 		a.startSession(m)
 	case *linesRead:
+		a.readAt = m.at
 		for _, l := range m.lines {
 			if l.msg != nil {
 				a.onLine(l.msg)
@@ -256,9 +258,12 @@ func (a *Agent) Receive(c actor.Context) {
 				a.onStreamLine(l.typ, m.buf[l.start:l.end:l.end])
 			}
 		}
+		a.readAt = time.Time{}
 		a.stream.taken()
 	case *rawLine:
+		a.readAt = m.at
 		a.onRawLine(m.line)
+		a.readAt = time.Time{}
 		a.stream.taken()
 	case *frameError:
 		a.onFrameError(m)

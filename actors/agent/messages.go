@@ -157,6 +157,7 @@ type (
 	linesRead struct {
 		lines []readLine
 		buf   []byte
+		at    time.Time // when they were read: a request's timeout runs from then
 	}
 	readLine struct {
 		msg        *protocol.Message // nil for a stream line
@@ -164,7 +165,8 @@ type (
 		start, end int               // a stream line's bytes in linesRead.buf
 	}
 	rawLine struct {
-		line []byte // a dialect process's line, for the dialect to decode
+		line []byte    // a dialect process's line, for the dialect to decode
+		at   time.Time // when it was read
 	}
 	frameError struct {
 		reason string

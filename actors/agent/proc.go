@@ -169,6 +169,7 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, 
 	batch := &linesRead{}
 	flush := func() {
 		if len(batch.lines) > 0 {
+			batch.at = time.Now()
 			st.toActor(send, batch)
 			batch = &linesRead{}
 		}
@@ -193,7 +194,7 @@ func readStdout(f io.ReadCloser, limit int, plain protocol.PlainText, raw bool, 
 		}
 		sizes.Observe(float64(len(line)))
 		if raw {
-			st.toActor(send, &rawLine{line: bytes.Clone(line)})
+			st.toActor(send, &rawLine{line: bytes.Clone(line), at: time.Now()})
 			continue
 		}
 		if typ, raw, ok := protocol.StreamLine(line); ok {

@@ -42,7 +42,11 @@ func (a *Agent) newPending(s *session, msg *protocol.Message) *pending {
 		id = string(msg.Type) + "-" + strconv.Itoa(s.seq[msg.Type])
 	}
 	s.requests++
-	return &pending{msg: msg, id: id, readAt: time.Now(), def: a.defaultFor(msg),
+	readAt := a.readAt // a line's request: when the line was read off stdout
+	if readAt.IsZero() {
+		readAt = time.Now()
+	}
+	return &pending{msg: msg, id: id, readAt: readAt, def: a.defaultFor(msg),
 		audit: wire.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
 }
 
