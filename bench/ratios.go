@@ -21,6 +21,12 @@ func (r Ratio) cells() (want, met string) {
 	return r.Target, "yes"
 }
 
+// The target of requests per CPU-second against B1a (issue 35).
+const (
+	perCPUFigure = "requests per CPU-second / B1a"
+	perCPUTarget = "≥ 0.9"
+)
+
 // ratios compares agentmux with the baselines measured in the same run, and states
 // every target the run can speak to.
 func ratios(r *Report) []Ratio {
@@ -46,7 +52,7 @@ func ratios(r *Report) []Ratio {
 		add("question rtt p50 / B1a", p50, "≤ 1.2", p50 <= 1.2)
 		add("question rtt p99 / B1a", p99, "≤ 1.5", p99 <= 1.5)
 		qpc := ratio(am.QPSPerCore, b1a.QPSPerCore)
-		add("requests per CPU-second / B1a", qpc, "≥ 0.9", qpc >= 0.9)
+		add(perCPUFigure, qpc, perCPUTarget, meets(qpc, perCPUTarget))
 	}
 	if b1 := r.system("B1"); b1 != nil && b1.Questions.Count > 0 {
 		add("question rtt p50 / B1", ratio(float64(am.Questions.P50), float64(b1.Questions.P50)), "", true)

@@ -112,33 +112,11 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 }
 
 func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Progress, rep *Report) error {
-	cfg := bus.Config{URL: c.NATSURL, Listen: "127.0.0.1:0", Name: "loadgen-baselines"}
-	if c.NATSURL == "" {
-		u := newBusUser()
-		cfg.Users, cfg.Identity = []bus.User{u.User}, u.identity()
-	} else {
-		var err error
-		if cfg.Identity, err = externalIdentity(); err != nil {
-			return err
-		}
-	}
-	id := cfg.Identity
-	b, err := bus.Open(cfg, log)
+	b, id, closeAll, err := openBaselineBus(ctx, c, log)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	if _, err := store.Declare(ctx, b.JS, 0, store.Keep{}, log); err != nil {
-		return err
-	}
-	peer, err := bus.Connect(bus.Client{URL: b.ClientURL(), Name: "loadgen-responder", Identity: id})
-	if err != nil {
-		return err
-	}
-	defer peer.Close()
-	if _, err := responder(peer, b1Subject); err != nil {
-		return err
-	}
+	defer closeAll()
 	b0, err := (&harness{c: c}).run(ctx, "B0", progress)
 	if err == nil {
 		err = Settle(ctx)
@@ -178,6 +156,37 @@ func runBaselines(ctx context.Context, c *Config, log *slog.Logger, progress Pro
 	}
 	rep.Systems = append(rep.Systems, n)
 	return nil
+}
+
+// openBaselineBus opens the baselines' NATS (an embedded server of their own, or
+// c.NATSURL) with the audit's stream declared and B1's responder answering on a
+// connection of its own; closeAll closes them.
+func openBaselineBus(ctx context.Context, c *Config, log *slog.Logger) (b *bus.Bus, id bus.Identity, closeAll func(), err error) {
+	cfg := bus.Config{URL: c.NATSURL, Listen: "127.0.0.1:0", Name: "loadgen-baselines"}
+	if c.NATSURL == "" {
+		u := newBusUser()
+		cfg.Users, cfg.Identity = []bus.User{u.User}, u.identity()
+	} else if cfg.Identity, err = externalIdentity(); err != nil {
+		return nil, id, nil, err
+	}
+	if b, err = bus.Open(cfg, log); err != nil {
+		return nil, id, nil, err
+	}
+	if _, err := store.Declare(ctx, b.JS, 0, store.Keep{}, log); err != nil {
+		b.Close()
+		return nil, id, nil, err
+	}
+	peer, err := bus.Connect(bus.Client{URL: b.ClientURL(), Name: "loadgen-responder", Identity: cfg.Identity})
+	if err != nil {
+		b.Close()
+		return nil, id, nil, err
+	}
+	if _, err := responder(peer, b1Subject); err != nil {
+		peer.Close()
+		b.Close()
+		return nil, id, nil, err
+	}
+	return b, cfg.Identity, func() { peer.Close(); b.Close() }, nil
 }
 
 func natsName(url string) string {

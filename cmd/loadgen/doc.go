@@ -4,5 +4,7 @@
 // latency percentiles from the intended send times: JSON on stdout, a table on stderr,
 // a PNG of the percentile curves. `loadgen agent` is the scripted agent itself;
 // `loadgen fleet` the scaling curve over fleets of node processes (`loadgen node`);
-// `loadgen hooks` the round trip of Claude Code hooks through the console's API.
+// `loadgen hooks` the round trip of Claude Code hooks through the console's API;
+// `loadgen side-by-side` agentmux's requests per CPU-second over B1a's, the two run at
+// the same time (`loadgen one` each), so that the machine's swings cancel.
 package main

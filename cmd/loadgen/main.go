@@ -39,6 +39,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return fleet(args[1:], stdout, stderr)
 		case "hooks":
 			return hooks(args[1:], stdout, stderr)
+		case "side-by-side":
+			return sideBySide(args[1:], stdout, stderr)
+		case "one":
+			return one(args[1:], os.Stdin, stdout, stderr) // a side of `loadgen side-by-side`
 		}
 	}
 	c := bench.Defaults()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmux/agentmux/bench"
 	"github.com/agentmux/agentmux/internal/proctest"
 )
 
@@ -59,7 +60,7 @@ func TestBadFlagsExit2(t *testing.T) {
 // TestMain doubles as loadgen's own node and agent processes, which its runs start
 // from its own binary.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "node" || os.Args[1] == "agent") {
+	if len(os.Args) > 1 && (os.Args[1] == "node" || os.Args[1] == "agent" || os.Args[1] == "one") {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(proctest.ExitCode(m.Run()))
@@ -128,5 +129,60 @@ func TestHooksPath(t *testing.T) {
 	}
 	if code := run([]string{"hooks", "--rate", "0"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "must be at least 1") {
 		t.Errorf("--rate 0: exit %d: %s", code, stderr.String())
+	}
+}
+
+// TestSideBySide runs agentmux and B1a at once, each in a process of its own, and
+// reports each pair's requests per CPU-second; every session of both is counted.
+func TestSideBySide(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"side-by-side", "--pairs", "2", "--sessions", "20", "--rate", "0", "--progress", "5", "--questions", "2",
+		"--think", "5ms", "--question-timeout", "200ms"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var rep struct {
+		Pairs []struct {
+			Agentmux, B1a struct {
+				Name     string
+				Sessions int
+				Requests int
+				PerCPU   float64 `json:"requests_per_cpu_s"`
+			}
+		}
+		Median struct {
+			Figure string
+			Value  float64
+		}
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("report %s: %v", stdout.Bytes(), err)
+	}
+	if len(rep.Pairs) != 2 || rep.Median.Figure != "requests per CPU-second / B1a" || rep.Median.Value <= 0 {
+		t.Fatalf("report %s", stdout.Bytes())
+	}
+	for _, p := range rep.Pairs {
+		// 2 questions, 1 approval and 1 unrouted question a session.
+		if p.Agentmux.Name != "agentmux" || p.B1a.Name != "B1a" || p.Agentmux.Sessions != 20 || p.B1a.Sessions != 20 ||
+			p.Agentmux.Requests != 80 || p.B1a.Requests != 80 || p.Agentmux.PerCPU <= 0 || p.B1a.PerCPU <= 0 {
+			t.Fatalf("a pair: %+v", p)
+		}
+	}
+	if !strings.Contains(stderr.String(), "agentmux and B1a run at the same time: median") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	if code := run([]string{"side-by-side", "--pairs", "0"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "--pairs must be at least 1") {
+		t.Errorf("--pairs 0: exit %d: %s", code, stderr.String())
+	}
+	scenario, err := json.Marshal(bench.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := one([]string{"B9"}, bytes.NewReader(append(scenario, '\n')), &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), `no system "B9" to run alone`) {
+		t.Errorf("one B9: exit %d: %s", code, stderr.String())
+	}
+	if code := one([]string{"B1a"}, strings.NewReader("{\n"), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "the scenario on stdin") {
+		t.Errorf("one with a broken scenario: exit %d: %s", code, stderr.String())
 	}
 }
