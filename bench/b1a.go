@@ -25,7 +25,9 @@ const b1aRetry = 250 * time.Millisecond
 
 // runB1a runs B1a: B1 writing what agentmux writes — its audit records (auditTrail)
 // and, as a node keeps them by default (--keep-events), every event in the history
-// stream, which exists for this run alone.
+// stream, which exists for this run alone. Its trivial supervisor answers on B1a's own
+// connection, as a node's supervisors answer on the node's, not on one of its own as
+// B1's does: a second connection is work a node does not do.
 func runB1a(ctx context.Context, c *Config, b *bus.Bus, log *slog.Logger, progress Progress) (*System, error) {
 	if c.KeepEvents {
 		if _, err := store.Declare(ctx, b.JS, 0, store.Keep{Events: &store.Retention{MaxAge: config.DefaultEventsMaxAge}}, log); err != nil {
@@ -33,7 +35,12 @@ func runB1a(ctx context.Context, c *Config, b *bus.Bus, log *slog.Logger, progre
 		}
 		defer func() { _ = b.JS.DeleteStream(context.WithoutCancel(ctx), wire.EventStream) }()
 	}
-	s, err := (&harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}}).run(ctx, "B1a", progress)
+	sub, err := responder(b.Conn, b1aSubject)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	s, err := (&harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}, ask: b1aSubject}).run(ctx, "B1a", progress)
 	if err == nil {
 		err = Settle(ctx)
 	}

@@ -90,9 +90,6 @@ func TestB1aWritesWhatANodeWrites(t *testing.T) {
 	if _, err := store.Declare(ctx, b.JS, 0, store.Keep{}, log); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := responder(b.Conn, b1Subject); err != nil {
-		t.Fatal(err)
-	}
 	var floor tally
 	floor.subscribe(t, b.Conn)
 	s, err := runB1a(ctx, &c, b, log, noProgress)

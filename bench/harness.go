@@ -21,8 +21,13 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// b1Subject is the trivial responder B1 asks.
-const b1Subject = "agentmux.bench.answer"
+// The trivial responders B1 and B1a ask. B1's answers on a connection of its own, as
+// a supervisor elsewhere would; B1a's on B1a's own connection, as a node's supervisors
+// answer on the node's: the floor does no more work than a node does.
+const (
+	b1Subject  = "agentmux.bench.answer"
+	b1aSubject = "agentmux.bench.answer.b1a"
+)
 
 // harness is the baseline a team would write without agentmux: pipes, framing and
 // decoding, questions answered inline (B0); with nc set, also every message published
@@ -35,6 +40,8 @@ type harness struct {
 	peer  Peer
 	// prefix begins every session's name, before its number: "b-" when empty.
 	prefix string
+	// ask is the subject its requests go to: b1Subject when empty.
+	ask string
 }
 
 // run runs the scenario's sessions on the arrival schedule.
@@ -241,7 +248,7 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 				return
 			}
 			resp.Value = v
-		} else if reply, err := h.nc.Request(b1Subject, m.Raw, h.c.QuestionTimeout+time.Second); err == nil {
+		} else if reply, err := h.nc.Request(cmp.Or(h.ask, b1Subject), m.Raw, h.c.QuestionTimeout+time.Second); err == nil {
 			resp.Value = reply.Data
 		}
 		write(protocol.AppendResponse(nil, resp))
