@@ -62,14 +62,20 @@ func medians(runs []*Report) []Ratio {
 				values = append(values, run.Ratios[i].Value)
 			}
 		}
-		slices.Sort(values)
-		m := values[len(values)/2]
-		if len(values)%2 == 0 {
-			m = (values[len(values)/2-1] + values[len(values)/2]) / 2
-		}
+		m := median(values)
 		out = append(out, Ratio{Figure: r.Figure, Value: m, Target: r.Target, Met: meets(m, r.Target)})
 	}
 	return out
+}
+
+// median is the median of values, which it sorts.
+func median(values []float64) float64 {
+	slices.Sort(values)
+	m := values[len(values)/2]
+	if len(values)%2 == 0 {
+		m = (values[len(values)/2-1] + values[len(values)/2]) / 2
+	}
+	return m
 }
 
 // meets reads a target such as "≤ 1.3" or "≥ 1,000,000".

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"text/tabwriter"
 )
 
@@ -82,11 +81,7 @@ func NewPairs(pairs []Pair) *Pairs {
 	for i, p := range pairs {
 		values[i] = p.PerCPU()
 	}
-	slices.Sort(values)
-	m := values[len(values)/2]
-	if len(values)%2 == 0 {
-		m = (values[len(values)/2-1] + values[len(values)/2]) / 2
-	}
+	m := median(values)
 	return &Pairs{Pairs: pairs, Median: Ratio{Figure: perCPUFigure, Value: m, Target: perCPUTarget, Met: meets(m, perCPUTarget)},
 		Min: values[0], Max: values[len(values)-1]}
 }
