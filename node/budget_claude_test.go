@@ -149,11 +149,17 @@ func answerBudget(t *testing.T, pending *store.PendingStore, session, wantSuffix
 	t.Helper()
 	var p *wire.PendingRequest
 	waitFor(t, time.Minute, func() error {
-		p = waitPending(t, pending, session)
-		if p.Type != string(protocol.TypeBudget) {
-			return fmt.Errorf("waiting for a budget request; %s (%s) waits", p.Request, p.Type)
+		list, err := pending.List(context.Background())
+		if err != nil {
+			return err
 		}
-		return nil
+		for _, r := range list {
+			if r.Session == session && r.Type == string(protocol.TypeBudget) {
+				p = r
+				return nil
+			}
+		}
+		return fmt.Errorf("no budget request of %s waits for a person (%d requests do)", session, len(list))
 	})
 	if !strings.HasSuffix(p.Text, wantSuffix) {
 		t.Errorf("the budget request asks %q; want it to end %q", p.Text, wantSuffix)
@@ -174,14 +180,17 @@ func TestACPBudgetRaisedThenRefused(t *testing.T) {
 	bash := func(file string) []block {
 		return []block{{Tool: "Bash", Input: map[string]any{"command": "echo " + file + " > " + filepath.Join(dir, file), "description": "write " + file}}}
 	}
-	// prod-one is routed to nobody, who never answers: the session waits on it until its wall budget.
+	// prod-one is routed to nobody, who never answers: the session waits on it until its
+	// wall budget. The budget leaves claude-agent-acp time to start and ask first on a
+	// busy machine: with 3 s, under load, the pause came before prod-one was asked, and
+	// prod-one then waited out its timeout.
 	f := newFakeAnthropic(t, bash("prod-one"), bash("two"), []block{{Text: "done"}})
-	n := start(t, acpManifest(t, f, dir, "budget = { wall = \"3s\" }\nquestion_timeout = \"1m\""+budgetRoutes))
+	n := start(t, acpManifest(t, f, dir, "budget = { wall = \"15s\" }\nquestion_timeout = \"1m\""+budgetRoutes))
 	pending := pendingStore(t, n)
 
 	results := make(chan *agent.Result, 1)
 	session := n.n.Submit("acp", "", "write the files", results)
-	answerBudget(t, pending, session, "go on with +3s?", `"yes"`)
+	answerBudget(t, pending, session, "go on with +15s?", `"yes"`)
 	res := <-results
 	if !res.OK || res.BudgetExceeded || res.Raises != 1 {
 		t.Fatalf("result %+v; want it ok once raised", res)
@@ -204,7 +213,7 @@ func TestACPBudgetRaisedThenRefused(t *testing.T) {
 
 	f.Replay(bash("prod-three"), []block{{Text: "never"}})
 	session = n.n.Submit("acp", "", "write three", results)
-	answerBudget(t, pending, session, "go on with +3s?", `"no"`)
+	answerBudget(t, pending, session, "go on with +15s?", `"no"`)
 	res = <-results
 	if res.OK || !res.BudgetExceeded || !strings.Contains(res.Error, "human:alice did not raise it") {
 		t.Fatalf("result %+v; want budget_exceeded", res)
