@@ -64,13 +64,26 @@ func TestStopWaitsForRunningMailboxes(t *testing.T) {
 		p := New(2, 300)
 		synctest.Wait() // the workers are idle
 		var finished atomic.Bool
+		release := make(chan struct{})
 		p.Schedule(func() {
-			time.Sleep(time.Second)
+			<-release
 			finished.Store(true)
 		})
-		p.Stop()
-		if !finished.Load() {
+		stopped := make(chan struct{})
+		go func() {
+			p.Stop()
+			close(stopped)
+		}()
+		synctest.Wait() // Stop waits for the worker, which waits for release
+		select {
+		case <-stopped:
 			t.Fatal("Stop returned while a worker was still running a mailbox")
+		default:
+		}
+		close(release)
+		<-stopped
+		if !finished.Load() {
+			t.Fatal("Stop returned before the running mailbox finished")
 		}
 		ran := make(chan struct{})
 		p.Schedule(func() { close(ran) })

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -68,6 +69,10 @@ func TestAWriteReturnsOnceBufferedWithNoReader(t *testing.T) {
 // A write to a full pipe waits for room until its deadline, as a process's stdin
 // does; what it wrote before is counted.
 func TestAWriteToAFullPipeEndsAtItsDeadline(t *testing.T) {
+	synctest.Test(t, testAWriteToAFullPipeEndsAtItsDeadline)
+}
+
+func testAWriteToAFullPipeEndsAtItsDeadline(t *testing.T) {
 	_, w := New(10)
 	if err := w.SetWriteDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
 		t.Fatal(err)
@@ -100,17 +105,17 @@ func TestAWaitingWriteGoesOnWhenTheReaderReads(t *testing.T) {
 // While a Write waits for room, TryWrite writes nothing: its bytes would go before
 // the rest of the waiting write's.
 func TestTryWriteNeverOvertakesAWaitingWrite(t *testing.T) {
+	synctest.Test(t, testTryWriteNeverOvertakesAWaitingWrite)
+}
+
+func testTryWriteNeverOvertakesAWaitingWrite(t *testing.T) {
 	r, w := New(4)
 	done := make(chan error, 1)
 	go func() {
 		_, err := w.Write([]byte("abcdefgh"))
 		done <- err
 	}()
-	waitFor(t, func() bool {
-		w.p.mu.Lock()
-		defer w.p.mu.Unlock()
-		return len(w.p.buf) == 4
-	})
+	synctest.Wait() // the write has filled the pipe and waits for room
 	if n, err := w.TryWrite([]byte("X")); n != 0 || err != nil {
 		t.Fatalf("TryWrite while a write waits: %d, %v; want 0", n, err)
 	}
@@ -145,17 +150,17 @@ func TestClosingTheWriteEndEndsReadsAfterTheBufferedBytes(t *testing.T) {
 // Closing the read end fails writes, the one waiting for room too, and ends a read
 // waiting for bytes.
 func TestClosingTheReadEndFailsWritesAndEndsReads(t *testing.T) {
+	synctest.Test(t, testClosingTheReadEndFailsWritesAndEndsReads)
+}
+
+func testClosingTheReadEndFailsWritesAndEndsReads(t *testing.T) {
 	r, w := New(4)
 	wrote := make(chan error, 1)
 	go func() {
 		_, err := w.Write([]byte("too long for four"))
 		wrote <- err
 	}()
-	waitFor(t, func() bool {
-		w.p.mu.Lock()
-		defer w.p.mu.Unlock()
-		return len(w.p.buf) == 4
-	})
+	synctest.Wait() // the write has filled the pipe and waits for room
 	r.Close()
 	if err := <-wrote; !errors.Is(err, io.ErrClosedPipe) {
 		t.Fatalf("a waiting write after the reader closed: %v; want io.ErrClosedPipe", err)
@@ -187,14 +192,5 @@ func TestAnEmptiedPipeLetsABigBufferGo(t *testing.T) {
 	}
 	if c := cap(r.p.buf); c > keep {
 		t.Fatalf("an empty pipe holds a %d-byte buffer; want at most %d", c, keep)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting")
-		}
 	}
 }

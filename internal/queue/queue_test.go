@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
+	"testing/synctest"
 )
 
 func TestDrainDeliversInOrderThenStopsAfterClose(t *testing.T) {
@@ -97,6 +97,10 @@ func TestQuietItemsComeWithTheNextWake(t *testing.T) {
 // handled, so what it does there never overtakes what the consumer has: every item
 // comes out once, in order, however the work splits between the two.
 func TestOfferNeverOvertakesTheConsumer(t *testing.T) {
+	synctest.Test(t, testOfferNeverOvertakesTheConsumer)
+}
+
+func testOfferNeverOvertakesTheConsumer(t *testing.T) {
 	q := New[int]()
 	var mu sync.Mutex
 	var out []int
@@ -117,15 +121,8 @@ func TestOfferNeverOvertakesTheConsumer(t *testing.T) {
 	}()
 	direct := 0
 	for i := range 20000 {
-		if i%100 == 0 { // now and then, let the consumer catch up and go idle
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Microsecond) {
-				mu.Lock()
-				n := len(out)
-				mu.Unlock()
-				if n == i || time.Now().After(deadline) {
-					break
-				}
-			}
+		if i%100 == 0 {
+			synctest.Wait() // now and then, the consumer catches up and goes idle
 		}
 		q.Offer(i, func(v int) (int, bool) {
 			if v%3 == 0 { // the pipe is full: the consumer writes it
