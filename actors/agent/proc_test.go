@@ -45,35 +45,31 @@ func inbox() (chan any, func(any)) {
 	return ch, func(m any) { ch <- m }
 }
 
+// processStdin is a process agent's stdin: a kernel pipe, read from r.
+func processStdin(t *testing.T) (r *os.File, w *fileWriter) {
+	t.Helper()
+	r, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	if w, err = newFileWriter(pw); err != nil {
+		t.Fatal(err)
+	}
+	return r, w
+}
+
 // stdinPipes are the two kinds of stdin an agent has: a kernel pipe to a process, and
 // the in-memory pipe of an in-process agent.
 func stdinPipes(t *testing.T) map[string]func() (io.ReadCloser, pipeWriter) {
 	return map[string]func() (io.ReadCloser, pipeWriter){
-		"process": func() (io.ReadCloser, pipeWriter) {
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			fw, err := newFileWriter(w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r, fw
-		},
-		"inproc": func() (io.ReadCloser, pipeWriter) { return pipe.New(pipe.Size) },
+		"process": func() (io.ReadCloser, pipeWriter) { return processStdin(t) },
+		"inproc":  func() (io.ReadCloser, pipeWriter) { return pipe.New(pipe.Size) },
 	}
 }
 
 func TestStdinWriterWritesInOrderThenCloses(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fw, err := newFileWriter(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, fw := processStdin(t)
 	c := counts()
 	_, send := inbox()
 	sw := newStdinWriter(fw, time.Minute, c, send)
@@ -96,15 +92,7 @@ func TestStdinWriterWritesInOrderThenCloses(t *testing.T) {
 }
 
 func TestStdinWriterTimesOutWhenNobodyReads(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fw, err := newFileWriter(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, fw := processStdin(t) // nobody reads
 	c := counts()
 	sent, send := inbox()
 	sw := newStdinWriter(fw, 100*time.Millisecond, c, send)
@@ -168,15 +156,7 @@ func TestStdinWritesNeverWaitAndStayInOrder(t *testing.T) {
 // With nothing queued, a line is in the pipe when write returns: written on the
 // actor, with no hand-off to the writer's goroutine.
 func TestAnIdleStdinTakesTheLineAtOnce(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	fw, err := newFileWriter(w)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, fw := processStdin(t)
 	c := counts()
 	_, send := inbox()
 	sw := newStdinWriter(fw, time.Minute, c, send)
