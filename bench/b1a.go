@@ -25,22 +25,29 @@ const b1aRetry = 250 * time.Millisecond
 
 // runB1a runs B1a: B1 writing what agentmux writes — its audit records (auditTrail)
 // and, as a node keeps them by default (--keep-events), every event in the history
-// stream, which exists for this run alone. Its trivial supervisor answers on B1a's own
-// connection, as a node's supervisors answer on the node's, not on one of its own as
-// B1's does: a second connection is work a node does not do.
+// stream, which exists for this run alone — and doing with each request what a node
+// does besides (decisions). Its supervisor answers on B1a's own connection, as a
+// node's supervisors answer on the node's, not on one of its own as B1's does: a
+// second connection is work a node does not do.
 func runB1a(ctx context.Context, c *Config, b *bus.Bus, log *slog.Logger, progress Progress) (*System, error) {
+	return runB1aDeciding(ctx, c, b, newDecisions(), log, progress)
+}
+
+// runB1aDeciding runs B1a, counting its requests and decisions in decide.
+func runB1aDeciding(ctx context.Context, c *Config, b *bus.Bus, decide *decisions, log *slog.Logger, progress Progress) (*System, error) {
 	if c.KeepEvents {
 		if _, err := store.Declare(ctx, b.JS, 0, store.Keep{Events: &store.Retention{MaxAge: config.DefaultEventsMaxAge}}, log); err != nil {
 			return nil, err
 		}
 		defer func() { _ = b.JS.DeleteStream(context.WithoutCancel(ctx), wire.EventStream) }()
 	}
-	sub, err := responder(b.Conn, b1aSubject)
+	sub, err := decide.supervise(b.Conn, b1aSubject)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	s, err := (&harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}, ask: b1aSubject}).run(ctx, "B1a", progress)
+	h := &harness{c: c, nc: b.Conn, trail: &auditTrail{js: b.JS, node: "loadgen-b1a"}, ask: b1aSubject, decide: decide}
+	s, err := h.run(ctx, "B1a", progress)
 	if err == nil {
 		err = Settle(ctx)
 	}

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -92,7 +94,8 @@ func TestB1aWritesWhatANodeWrites(t *testing.T) {
 	}
 	var floor tally
 	floor.subscribe(t, b.Conn)
-	s, err := runB1a(ctx, &c, b, log, noProgress)
+	decide := newDecisions()
+	s, err := runB1aDeciding(ctx, &c, b, decide, log, noProgress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,62 @@ func TestB1aWritesWhatANodeWrites(t *testing.T) {
 	if float64(floorBytes) < 0.9*float64(nodeBytes) || float64(floorBytes) > 1.1*float64(nodeBytes) {
 		t.Errorf("B1a published %d bytes of events and records, the node %d; want them within 10%%", floorBytes, nodeBytes)
 	}
+	// What it does with them: each request counted by type and outcome, as the node
+	// counts it; each routed one decided by its supervisor; each unrouted one asked of
+	// its route's, whom nobody runs.
+	for _, k := range []struct {
+		typ  protocol.Type
+		out  protocol.Outcome
+		want int
+	}{
+		{protocol.TypeQuestion, protocol.OutcomeAnswered, c.Sessions * c.Questions},
+		{protocol.TypeApproval, protocol.OutcomeAnswered, c.Sessions * c.Approvals},
+		{protocol.TypeQuestion, protocol.OutcomeTimedOut, c.Sessions * c.Unrouted},
+	} {
+		got := testutil.ToFloat64(decide.requests.WithLabelValues(string(k.typ), string(k.out)))
+		byNode := testutil.ToFloat64(n.Metrics.Requests.WithLabelValues(loadHost, string(k.typ), string(k.out)))
+		if int(got) != k.want || int(byNode) != k.want {
+			t.Errorf("%s requests %s: B1a counted %v, the node %v; want %d each", k.typ, k.out, got, byNode, k.want)
+		}
+	}
+	if got, want := testutil.ToFloat64(decide.decided.WithLabelValues("decided")), c.Sessions*(c.Questions+c.Approvals); int(got) != want {
+		t.Errorf("B1a's supervisor decided %v requests; want %d", got, want)
+	}
+	noResponders := testutil.ToFloat64(decide.asks.WithLabelValues("no_responders"))
+	byNode := testutil.ToFloat64(n.Metrics.AskRequests.WithLabelValues("no_responders"))
+	if want := c.Sessions * c.Unrouted; int(noResponders) != want || int(byNode) < want {
+		t.Errorf("asks that found no supervisor: B1a's %v, the node's %v; want %d from B1a, and at least as many from the node", noResponders, byNode, want)
+	}
 	if t.Failed() {
 		t.Logf("node: %v\nB1a:  %v", nodeEvents, floorEvents)
+	}
+}
+
+// B1a checks each answer against its request, as a node does: its supervisor's rule
+// answers "unit" to any question, which an approval, or a question that offers other
+// choices, does not take.
+func TestB1aChecksEachAnswer(t *testing.T) {
+	d := newDecisions()
+	for _, tc := range []struct {
+		line, answer string
+		want         protocol.Outcome
+	}{
+		{`{"type":"question","id":"q1","question":"which?"}`, `"unit"`, protocol.OutcomeAnswered},
+		{`{"type":"question","id":"q2","question":"which?","kind":"select","options":["a","b"]}`, `"unit"`, protocol.OutcomeInvalid},
+		{`{"type":"approval","id":"a1","description":"rm -rf build"}`, `"yes"`, protocol.OutcomeAnswered},
+		{`{"type":"approval","id":"a2","description":"rm -rf build"}`, `"unit"`, protocol.OutcomeInvalid},
+		{`{"type":"approval","id":"a3","description":"rm -rf build"}`, ``, protocol.OutcomeInvalid},
+	} {
+		m, err := protocol.Decode([]byte(tc.line), protocol.PlainTextResult)
+		if err != nil {
+			t.Fatal(err)
+		}
+		value, outcome, reason := d.check(m, json.RawMessage(tc.answer), json.RawMessage(`"no"`))
+		if outcome != tc.want {
+			t.Errorf("%s answered %s: outcome %s (%s); want %s", tc.line, tc.answer, outcome, reason, tc.want)
+		}
+		if outcome == protocol.OutcomeInvalid && (string(value) != `"no"` || reason == "") {
+			t.Errorf("%s answered %s: wrote %s because %q; want the default, and why", tc.line, tc.answer, value, reason)
+		}
 	}
 }

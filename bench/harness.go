@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,6 +43,9 @@ type harness struct {
 	prefix string
 	// ask is the subject its requests go to: b1Subject when empty.
 	ask string
+	// decide, set for B1a, does with each request what a node does besides writing it
+	// down.
+	decide *decisions
 }
 
 // run runs the scenario's sessions on the arrival schedule.
@@ -203,34 +207,57 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 
 // answer answers a request: inline (B0), after a NATS request (B1), or by the peer;
 // unrouted questions get their default when their timeout fires, as the runtime's
-// would (a peer records it).
+// would (a peer records it). B1a (decide set) also asks an unrouted question of its
+// route's supervisor, whom nobody runs, checks each answer against its request and
+// counts each request.
 func (h *harness) answer(ctx context.Context, session string, m *protocol.Message, write func([]byte), fail func(error), pending *sync.WaitGroup) {
-	var asked time.Time // when B1a's record says it was asked
-	if h.trail != nil {
-		asked = time.Now()
-	}
+	read := time.Now()
 	resp := protocol.Response{InReplyTo: m.Type, ID: m.ID, Value: json.RawMessage(`"unit"`), Outcome: protocol.OutcomeAnswered}
 	if m.Type == protocol.TypeApproval {
 		resp.Value = json.RawMessage(`"yes"`)
 	}
+	// finish writes resp, decided by decider, and records it.
+	finish := func(decider string, recorded bool) {
+		write(protocol.AppendResponse(nil, resp))
+		if h.trail != nil {
+			h.trail.answered(session, m, &resp, decider, read, recorded)
+		}
+		if h.decide != nil {
+			h.decide.count(m, resp.Outcome, decider, time.Since(read))
+		}
+	}
 	if m.Timeout > 0 {
+		timeout := time.Duration(m.Timeout) * time.Millisecond
 		resp.Value, resp.Outcome = json.RawMessage(`"skip"`), protocol.OutcomeTimedOut
 		if h.trail != nil {
 			h.trail.requested(session, m)
 		}
+		var settled atomic.Bool // by an answer, or by the default at the timeout
+		if h.decide != nil {
+			pending.Add(1)
+			go func() {
+				defer pending.Done()
+				reply, err := h.nc.Request(b1aNobody, m.Raw, timeout)
+				h.decide.asked(err)
+				if err == nil && settled.CompareAndSwap(false, true) {
+					resp.Value, resp.Outcome, resp.Reason = h.decide.check(m, reply.Data, resp.Value)
+					finish("rule:b1", true)
+				}
+			}()
+		}
 		pending.Add(1)
-		time.AfterFunc(time.Duration(m.Timeout)*time.Millisecond, func() {
+		time.AfterFunc(timeout, func() {
 			defer pending.Done()
+			if !settled.CompareAndSwap(false, true) {
+				return
+			}
 			if h.peer != nil {
 				if _, err := h.peer.Ask(ctx, session, m, resp.Value); err != nil {
 					fail(fmt.Errorf("request %s's default: %w", m.ID, err))
 					return
 				}
 			}
-			write(protocol.AppendResponse(nil, resp))
-			if h.trail != nil {
-				h.trail.answered(session, m, &resp, "default", asked, true)
-			}
+			finish("default", true)
 		})
 		return
 	}
@@ -238,6 +265,7 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 		write(protocol.AppendResponse(nil, resp))
 		return
 	}
+	decider := "rule:b1"
 	pending.Add(1)
 	go func() {
 		defer pending.Done()
@@ -248,13 +276,20 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 				return
 			}
 			resp.Value = v
-		} else if reply, err := h.nc.Request(cmp.Or(h.ask, b1Subject), m.Raw, h.c.QuestionTimeout+time.Second); err == nil {
-			resp.Value = reply.Data
+		} else {
+			reply, err := h.nc.Request(cmp.Or(h.ask, b1Subject), m.Raw, h.c.QuestionTimeout+time.Second)
+			switch {
+			case h.decide != nil && err != nil:
+				h.decide.asked(err)
+				resp.Outcome, resp.Reason, decider = protocol.OutcomeTimedOut, err.Error(), "default"
+			case h.decide != nil:
+				h.decide.asked(nil)
+				resp.Value, resp.Outcome, resp.Reason = h.decide.check(m, reply.Data, resp.Value)
+			case err == nil:
+				resp.Value = reply.Data
+			}
 		}
-		write(protocol.AppendResponse(nil, resp))
-		if h.trail != nil {
-			h.trail.answered(session, m, &resp, "rule:b1", asked, false)
-		}
+		finish(decider, false)
 	}()
 }
 
