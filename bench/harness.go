@@ -22,9 +22,10 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// The trivial responders B1 and B1a ask. B1's answers on a connection of its own, as
-// a supervisor elsewhere would; B1a's on B1a's own connection, as a node's supervisors
-// answer on the node's: the floor does no more work than a node does.
+// The supervisors B1 and B1a ask. B1's, a trivial responder, answers on a connection
+// of its own, as a supervisor elsewhere would; B1a's reads each request and answers by
+// its rule (decisions.supervise) on B1a's own connection, as a node's supervisors
+// answer on the node's: the floor does no more work than a node does, and no less.
 const (
 	b1Subject  = "agentmux.bench.answer"
 	b1aSubject = "agentmux.bench.answer.b1a"
