@@ -212,7 +212,10 @@ func (h *harness) session(ctx context.Context, id, prompt string) (rep *sim.Load
 // route's supervisor, whom nobody runs, checks each answer against its request and
 // counts each request.
 func (h *harness) answer(ctx context.Context, session string, m *protocol.Message, write func([]byte), fail func(error), pending *sync.WaitGroup) {
-	read := time.Now()
+	var read time.Time // when B1a's records and metrics say it was read
+	if h.trail != nil || h.decide != nil {
+		read = time.Now()
+	}
 	resp := protocol.Response{InReplyTo: m.Type, ID: m.ID, Value: json.RawMessage(`"unit"`), Outcome: protocol.OutcomeAnswered}
 	if m.Type == protocol.TypeApproval {
 		resp.Value = json.RawMessage(`"yes"`)
@@ -279,12 +282,13 @@ func (h *harness) answer(ctx context.Context, session string, m *protocol.Messag
 			resp.Value = v
 		} else {
 			reply, err := h.nc.Request(cmp.Or(h.ask, b1Subject), m.Raw, h.c.QuestionTimeout+time.Second)
+			if h.decide != nil {
+				h.decide.asked(err)
+			}
 			switch {
 			case h.decide != nil && err != nil:
-				h.decide.asked(err)
 				resp.Outcome, resp.Reason, decider = protocol.OutcomeTimedOut, err.Error(), "default"
 			case h.decide != nil:
-				h.decide.asked(nil)
 				resp.Value, resp.Outcome, resp.Reason = h.decide.check(m, reply.Data, resp.Value)
 			case err == nil:
 				resp.Value = reply.Data
