@@ -68,6 +68,11 @@ type Config struct {
 	Asker   *ask.Asker // sends requests to supervisors; one per node
 	Metrics *metrics.Set
 	Log     *slog.Logger
+	// Shared is what the host's agents share (NewShared); nil: the agent makes its own.
+	Shared *Shared
+	// Dir is the node's own directory, where an agent without a workspace or a host
+	// working_dir starts; "": the process's working directory, looked up at each start.
+	Dir string
 	// Routes send requests to supervisors; those whose shadow is in Promoted (read
 	// only: shared by every agent), to their shadow instead (config.Route.Effective).
 	Routes   config.Routes
@@ -125,8 +130,11 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Dispatcher != nil {
 		opts = append(opts, actor.WithDispatcher(cfg.Dispatcher))
 	}
+	if cfg.Shared == nil {
+		cfg.Shared = NewShared(cfg.Host.Name, cfg.Metrics, cfg.Log)
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Log.With("host", cfg.Host.Name), stream: &stream{}}
+		return &Agent{cfg: cfg, host: cfg.Host, log: cfg.Shared.log, shared: cfg.Shared, stream: &stream{}}
 	}, opts...)
 }
 
@@ -135,6 +143,7 @@ type Agent struct {
 	cfg    Config
 	host   *config.Host
 	log    *slog.Logger
+	shared *Shared // the host's metrics and logger
 	system *actor.ActorSystem
 	self   *actor.PID
 	parent *actor.PID
@@ -150,7 +159,6 @@ type Agent struct {
 	gen      uint64
 	ladder   []*time.Timer                        // stop ladder and drain timers, stopped when the process is gone
 	messages map[protocol.Type]prometheus.Counter // messages_total by type, looked up once
-	counted  requestMetrics                       // the request metrics, looked up once
 	scratch  []byte                               // an event being encoded; publishing copies it
 	requests *time.Timer                          // the soonest request deadline (timers.go)
 	asks     map[string]string                    // ask subjects by supervisor, made once
@@ -184,6 +192,9 @@ func (a *Agent) workDir() string {
 	case a.host.WorkingDir != "":
 		return a.host.WorkingDir
 	}
+	if a.cfg.Dir != "" {
+		return a.cfg.Dir
+	}
 	dir, _ := os.Getwd()
 	return dir
 }
@@ -215,9 +226,9 @@ func (a *Agent) spawn(extra []string) {
 		var p *process
 		var err error
 		if a.cfg.InProc != nil {
-			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
 		} else {
-			p, err = startProcess(a.host, dir, env, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.writeCounts(), a.send)
+			p, err = startProcess(a.host, dir, env, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()
@@ -309,17 +320,6 @@ func (a *Agent) Receive(c actor.Context) {
 	}
 }
 
-func (a *Agent) writeCounts() writeCounts {
-	h := a.host.Name
-	return writeCounts{
-		ok:         a.cfg.Metrics.StdinWrites.WithLabelValues(h, "ok"),
-		timeout:    a.cfg.Metrics.StdinWrites.WithLabelValues(h, "timeout"),
-		failed:     a.cfg.Metrics.StdinWrites.WithLabelValues(h, "error"),
-		seconds:    a.cfg.Metrics.StdinSeconds.WithLabelValues(h),
-		frameBytes: a.cfg.Metrics.FrameBytes.WithLabelValues(h),
-	}
-}
-
 func (a *Agent) pid() int {
 	if a.proc == nil {
 		return 0
@@ -329,7 +329,7 @@ func (a *Agent) pid() int {
 
 func (a *Agent) onStarted(m *processStarted) {
 	if m.err != nil {
-		a.cfg.Metrics.AgentExits.WithLabelValues(a.host.Name, "start_failed").Inc()
+		a.shared.exit("start_failed").Inc()
 		a.log.Error("agent did not start", "err", m.err)
 		a.exitErr = m.err
 		a.failWaiting(m.err.Error())
@@ -338,7 +338,7 @@ func (a *Agent) onStarted(m *processStarted) {
 	}
 	a.proc, a.reading = m.proc, 2
 	a.proc.serve()
-	a.cfg.Metrics.AgentStarts.WithLabelValues(a.host.Name).Inc()
+	a.shared.starts.Inc()
 	if a.phase == phaseStopping { // shut down while starting
 		a.climbLadder()
 		return
@@ -406,7 +406,7 @@ func (a *Agent) onExited(m *processExited) {
 	} else if m.err != nil {
 		reason = "exit_error"
 	}
-	a.cfg.Metrics.AgentExits.WithLabelValues(a.host.Name, reason).Inc()
+	a.shared.exit(reason).Inc()
 	a.log.Debug("agent exited", "pid", a.pid(), "reason", reason, "err", m.err)
 	if a.proc != nil {
 		a.proc.stdin.close()
@@ -651,7 +651,7 @@ func (a *Agent) counter(t protocol.Type) prometheus.Counter {
 		if a.messages == nil {
 			a.messages = map[protocol.Type]prometheus.Counter{}
 		}
-		c = a.cfg.Metrics.Messages.WithLabelValues(a.host.Name, string(t))
+		c = a.shared.message(t)
 		a.messages[t] = c
 	}
 	return c

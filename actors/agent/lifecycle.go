@@ -85,10 +85,10 @@ func (a *Agent) to(next phase) bool {
 	a.phase = next
 	if was != now {
 		if was != "" {
-			a.cfg.Metrics.Agents.WithLabelValues(a.host.Name, was).Dec()
+			a.shared.agentsIn(was).Dec()
 		}
 		if now != "" {
-			a.cfg.Metrics.Agents.WithLabelValues(a.host.Name, now).Inc()
+			a.shared.agentsIn(now).Inc()
 		}
 	}
 	return true

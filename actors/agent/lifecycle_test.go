@@ -408,7 +408,8 @@ func TestLifecycleMoves(t *testing.T) {
 		}
 	}
 	m := metrics.New()
-	a := &Agent{cfg: Config{Metrics: m}, host: &config.Host{Name: "w"}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := &Agent{cfg: Config{Metrics: m}, host: &config.Host{Name: "w"}, log: log, shared: NewShared("w", m, log)}
 	if !a.to(phaseStarting) || !a.to(phaseIdle) {
 		t.Fatal("new → starting → idle refused")
 	}

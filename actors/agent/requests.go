@@ -296,7 +296,7 @@ func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome p
 	}
 	endRequestSpan(p, outcome, decider)
 	wait := time.Since(p.readAt)
-	a.counted.request(a.cfg.Metrics, a.host.Name, p.msg.Type, outcome, metrics.DeciderKind(decider), wait)
+	a.shared.request(p.msg.Type, outcome, metrics.DeciderKind(decider), wait)
 	s.records = append(s.records, RequestRecord{ID: p.id, Type: p.msg.Type, Text: p.msg.RequestText(), Value: value, Outcome: outcome, Decider: decider, Latency: wait})
 	ms := float64(wait.Microseconds()) / 1000
 	ev := wire.RequestAnswered{ID: p.id, Type: string(p.msg.Type), Value: value, Outcome: string(outcome), Decider: decider, Claimed: p.claimed, Reason: reason, Latency: ms}

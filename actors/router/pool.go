@@ -5,12 +5,14 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
 )
 
 // pool is one host's processes and waiting sessions.
 type pool struct {
 	host    *config.Host
+	shared  *agent.Shared         // what the host's agents share; made at the first spawn
 	procs   map[string]*actor.PID // every live agent actor, by PID id
 	idle    []*actor.PID
 	busy    map[string]*session // by PID id

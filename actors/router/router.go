@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -93,8 +94,8 @@ type Config struct {
 	Routines *routines.Group
 	// Tracer makes a span of each session and request (nil: none).
 	Tracer trace.Tracer
-	// Dispatcher runs its agents' mailboxes (agent.Config.Dispatcher; nil: protoactor's
-	// default).
+	// Dispatcher runs the router's mailbox and its agents' (agent.Config.Dispatcher;
+	// nil: protoactor's default).
 	Dispatcher actor.Dispatcher
 	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
 	Pipelines *store.PipelineStore
@@ -135,11 +136,16 @@ func Props(cfg Config) *actor.Props {
 	if cfg.Routines == nil {
 		cfg.Routines = routines.New()
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return newRouter(cfg) },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
-			cfg.Log.Error("agent actor failed; stopping it", "reason", reason)
-			return actor.StopDirective
-		})))
+	opts := []actor.PropsOption{actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
+		cfg.Log.Error("agent actor failed; stopping it", "reason", reason)
+		return actor.StopDirective
+	}))}
+	if cfg.Dispatcher != nil {
+		// The router's mailbox runs where its agents' do: on a fresh goroutine each
+		// time, it would grow a new stack on the way down every spawn and session end.
+		opts = append(opts, actor.WithDispatcher(cfg.Dispatcher))
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return newRouter(cfg) }, opts...)
 }
 
 // Router is the node's session router.
@@ -154,6 +160,7 @@ type Router struct {
 	phase    phase                    // lifecycle.go
 	runs     map[string]*run          // pipeline runs, by their actor's PID id
 	runSlots map[string]chan struct{} // per pipeline: held by the puller per run in flight
+	dir      string                   // the node's working directory, where agents start by default
 }
 
 // session is a session the router is responsible for until its final Result.
@@ -171,6 +178,7 @@ type session struct {
 
 func newRouter(cfg Config) *Router {
 	r := &Router{cfg: cfg, pools: map[string]*pool{}, runs: map[string]*run{}, runSlots: map[string]chan struct{}{}}
+	r.dir, _ = os.Getwd() // once: each agent's start would otherwise stat the directory twice
 	for name, h := range hostsOf(cfg) {
 		r.pools[name] = newPool(h)
 	}
@@ -531,8 +539,11 @@ func (r *Router) enqueue(p *pool, s *session) {
 // dispatch hands queued sessions to idle processes, spawning up to the pool size.
 func (r *Router) dispatch(p *pool) {
 	spawn := func() *actor.PID {
+		if p.shared == nil {
+			p.shared = agent.NewShared(p.host.Name, r.cfg.Metrics, r.cfg.Log)
+		}
 		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Late: r.cfg.Late, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
+			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Shared: p.shared, Dir: r.dir, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Late: r.cfg.Late, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
 			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
 			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, Tracer: r.cfg.Tracer, Dispatcher: r.cfg.Dispatcher}))
 	}
