@@ -54,15 +54,16 @@ func NewShared(host string, m *metrics.Set, log *slog.Logger) *Shared {
 	}
 }
 
-// child is m's metric for k, made by make the first time any agent of the host asks.
-func child[K comparable, M any](s *Shared, m map[K]M, k K, make func() M) M {
+// child is m's metric for k, looked up by lookup the first time any agent of the host
+// asks for it.
+func child[K comparable, M any](s *Shared, m map[K]M, k K, lookup func() M) M {
 	s.mu.RLock()
 	v, ok := m[k]
 	s.mu.RUnlock()
 	if ok {
 		return v
 	}
-	v = make()
+	v = lookup()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := m[k]; ok {
