@@ -24,7 +24,8 @@
 // Files by concern: session.go a session's state, start and end; lines.go what the
 // agent sends; requests.go its requests, their asks and answers; result.go its result
 // (typed results, reprompts); control.go timers, interrupts and messages; proc.go and
-// stream.go the process and its output.
+// stream.go the process and its output; shared.go what a host's agents share (their
+// logger and metrics, looked up once per host: the Router makes one per host).
 //
 //	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Asker: asker,
 //		Routes: manifest.Routes, Metrics: m, Log: log})
