@@ -90,7 +90,7 @@ func (a *Agent) onStreamLine(typ protocol.Type, raw []byte) {
 // publishOn publishes an event of type typ of session s on its subject, made once.
 func (a *Agent) publishOn(s *session, typ string, data []byte) {
 	if err := bus.PublishEventOn(a.cfg.Conn, s.subject(a.host.Name, typ), data); err != nil {
-		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+		a.shared.events.Inc()
 	}
 }
 

@@ -22,6 +22,7 @@ type Shared struct {
 	log    *slog.Logger
 	writes writeCounts
 	starts prometheus.Counter
+	events prometheus.Counter // publish errors of events
 
 	mu       sync.RWMutex
 	exits    map[string]prometheus.Counter        // agent_exits_total by reason
@@ -48,6 +49,7 @@ func NewShared(host string, m *metrics.Set, log *slog.Logger) *Shared {
 			frameBytes: m.FrameBytes.WithLabelValues(host),
 		},
 		starts: m.AgentStarts.WithLabelValues(host),
+		events: m.PublishErrors.WithLabelValues("event"),
 		exits:  map[string]prometheus.Counter{}, agents: map[string]prometheus.Gauge{},
 		messages: map[protocol.Type]prometheus.Counter{}, requests: map[requestLabels]prometheus.Counter{},
 		answers: map[string]prometheus.Counter{}, wait: map[protocol.Type]prometheus.Observer{},

@@ -79,7 +79,7 @@ func (a *Agent) openStream(s *session) {
 	if !a.dialect.Canonical() {
 		return // a vendor's lines are its dialect's to decode, in the actor
 	}
-	sink := &streamSink{conn: a.cfg.Conn, errors: a.cfg.Metrics.PublishErrors.WithLabelValues("event"), idle: a.host.IdleTimeout > 0}
+	sink := &streamSink{conn: a.cfg.Conn, errors: a.shared.events, idle: a.host.IdleTimeout > 0}
 	for _, t := range []protocol.Type{protocol.TypeProgress, protocol.TypeLog, protocol.TypeHeartbeat} {
 		i := streamIndex(t)
 		sink.counts[i] = a.counter(t)

@@ -223,6 +223,6 @@ func (a *Agent) touched(s *session, kind string, paths []string) {
 	data, _ := json.Marshal(&wire.WorkspaceTouch{Repo: a.host.Workspace.Repo, Session: s.id, Host: a.host.Name, Node: a.cfg.Node,
 		Branch: a.ws.Branch, Kind: kind, Paths: fresh, Time: time.Now().UnixMilli()})
 	if err := bus.PublishEvent(a.cfg.Conn, a.host.Name, s.id, wire.EventWorkspaceTouched, data); err != nil {
-		a.cfg.Metrics.PublishErrors.WithLabelValues("event").Inc()
+		a.shared.events.Inc()
 	}
 }
