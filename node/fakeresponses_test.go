@@ -20,10 +20,10 @@ func newFakeResponses(t *testing.T, script ...call) *fakeResponses {
 }
 
 // codexHost runs the real `codex app-server` against the fake, in dir, with
-// agentSupervisors.
-func codexHost(t *testing.T, f *fakeResponses, dir, extra string) string {
+// agentSupervisors; codexArgs go after the fake's provider.
+func codexHost(t *testing.T, f *fakeResponses, dir, extra string, codexArgs ...string) string {
 	bin := agenttest.Codex(t)
-	args, _ := json.Marshal(agenttest.CodexProvider(f))
+	args, _ := json.Marshal(append(agenttest.CodexProvider(f), codexArgs...))
 	return fmt.Sprintf(`[hosts.codex]
 command = %q
 args = %s
