@@ -116,7 +116,11 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
-	return n.nodes.Put(ctx, info)
+	if err := n.nodes.Put(ctx, info); err != nil {
+		return err
+	}
+	n.listed.Store(!stopped)
+	return nil
 }
 
 // Info is this node's NodeInfo, without the live figures of its hosts.

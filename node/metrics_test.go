@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/wire"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -141,6 +142,31 @@ func TestReadyzFailsWhenNATSIsGone(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS connection is CLOSED") {
 		t.Fatalf("/readyz = %d %q", code, body)
 	}
+}
+
+// A node is ready once its heartbeat is in the nodes bucket, so whoever waits for
+// /readyz finds it in `agentmux nodes`; one whose heartbeat is not written yet (the
+// first failed) says so, and is ready once the next one is.
+func TestReadyzWaitsForTheHeartbeat(t *testing.T) {
+	f := start(t, simHost("w", ""), func(o *Options) { o.MetricsAddr = "127.0.0.1:0" })
+	readyz := "http://" + f.n.MetricsAddr() + "/readyz"
+	if code, _ := get(t, readyz); code != http.StatusOK {
+		t.Fatalf("/readyz = %d once the node is up", code)
+	}
+	list, _, err := f.n.nodes.List(context.Background())
+	if err != nil || len(list) != 1 || list[0].Name != f.n.Name {
+		t.Fatalf("the nodes bucket of a ready node: %v %v; want %s", list, err, f.n.Name)
+	}
+	f.n.listed.Store(false) // as if the first heartbeat had not been written
+	if code, body := get(t, readyz); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting (no heartbeat written yet)") {
+		t.Fatalf("/readyz = %d %q before a heartbeat; want 503, starting", code, body)
+	}
+	waitFor(t, 3*wire.HeartbeatInterval, func() error {
+		if code, body := get(t, readyz); code != http.StatusOK {
+			return fmt.Errorf("/readyz = %d %q after the next heartbeat", code, body)
+		}
+		return nil
+	})
 }
 
 // A draining node is not ready: /readyz says so, and task_intake drops to 0.

@@ -155,6 +155,7 @@ type Node struct {
 	beatDone      chan struct{}      // closed when the heartbeat loop has ended
 	notifiers     []*notify.Notifier
 	draining      atomic.Bool // as of the last heartbeat: /readyz says so
+	listed        atomic.Bool // a heartbeat of this run is in the nodes bucket: /readyz waits for it
 	stopOnce      sync.Once
 	stopErr       error
 	// opts are the options the node runs by, with the manifest of its last reload.
@@ -481,7 +482,8 @@ func (n *Node) abort() {
 	n.msrv.Close()
 }
 
-// Ready reports whether the node can take work: NATS connected, and not draining (as of
+// Ready reports whether the node can take work: NATS connected, started to the end
+// (its first heartbeat written, so `agentmux nodes` lists it), and not draining (as of
 // its last heartbeat).
 func (n *Node) Ready() error {
 	if n.Bus == nil || n.Bus.Conn == nil {
@@ -489,6 +491,9 @@ func (n *Node) Ready() error {
 	}
 	if st := n.Bus.Conn.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("%w: NATS connection is %v", ErrNotReady, st)
+	}
+	if !n.listed.Load() {
+		return fmt.Errorf("%w: starting (no heartbeat written yet)", ErrNotReady)
 	}
 	if n.draining.Load() {
 		return fmt.Errorf("%w: draining", ErrNotReady)
