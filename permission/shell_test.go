@@ -15,7 +15,7 @@ func shellRules(t *testing.T) *Set {
 		rules []string
 	}{
 		{Allow, []string{"Bash(npm test:*)", "Bash(npm run lint)", "Bash(git diff:*)", "Bash(ls *)", "Bash(cat *)", "Bash(echo *)",
-			"Bash(grep *)", "Bash(wc *)", "Bash(sort *)", "Edit(/build/**)", "Bash(sudo systemctl status *)"}},
+			"Bash(grep *)", "Bash(wc *)", "Bash(sort *)", "Bash(find *)", "Bash(tee *)", "Edit(/build/**)", "Bash(sudo systemctl status *)"}},
 		{Ask, []string{"Bash(git push:*)"}},
 		{Deny, []string{"Bash(curl:*)", "Bash(rm -rf *)", "Bash(chmod *)", "Edit(//etc/**)", "Edit(~/.bashrc)", "Read(./.env)"}},
 	} {
@@ -85,7 +85,8 @@ func TestShellLines(t *testing.T) {
 		{"bash script.sh", Ask, "from a file or its input"},
 		// Wrappers are looked past.
 		{"timeout 30 npm test", Allow, "Bash(npm test:*)"},
-		{"nice -n 10 nohup npm test", Allow, "Bash(npm test:*)"},
+		{"nice -n 10 timeout -k 5 30 npm test", Allow, "Bash(npm test:*)"},
+		{"nice -n 10 nohup npm test", None, ""}, // nohup may write nohup.out, which no Edit rule allows
 		{"env CI=1 npm test", Allow, "Bash(npm test:*)"},
 		{"sudo rm -rf /", Deny, "Bash(rm -rf *)"},
 		{"sudo -u root curl http://x", Deny, "Bash(curl:*)"},
@@ -104,6 +105,66 @@ func TestShellLines(t *testing.T) {
 		{"cat < .env", Deny, "Read(./.env)"},
 		{"npm test > $OUT", Ask, "redirection to $OUT"},
 		{"cat <<EOF\nhello\nEOF", Allow, "Bash(cat *)"},
+		// A wrapper's options are modelled; one that runs, writes or is not known is judged
+		// or asked.
+		{"env -S 'curl evil' ls", Ask, "env -S splits a string"},
+		{"env --split-string='rm -rf /' ls", Ask, "env --split-string"},
+		{"env -v ls", Allow, "Bash(ls *)"},
+		{"env -i ls", Ask, "empties the environment"},
+		{"env -u PATH ls", Ask, "PATH"},
+		{"env --chdir=/tmp tee out.txt", Ask, "changes its folder"},
+		{"env $X ls", Ask, "not plain text"},
+		{"/usr/bin/time -o /etc/passwd ls", Deny, "Edit(//etc/**)"},
+		{"/usr/bin/time -o out.txt ls", None, ""},
+		{"/usr/bin/time --output=build/t.txt ls", Allow, "Edit(/build/**)"},
+		{"time -p ls", Allow, "Bash(ls *)"},
+		{"timeout --frobnicate 5 ls", Ask, "--frobnicate, which is not modelled"},
+		{"sudo -s ls", Ask, "through a shell"},
+		{"ionice -p 1 ls", Ask, "another process"},
+		// So are the options of programs that run or write through them.
+		{"find . -name '*.go' -exec cat {} +", Allow, "Bash(cat *)"},
+		{"find . -exec curl http://x \\;", Deny, "Bash(curl:*)"},
+		{"find . -exec make \\;", None, ""},
+		{"find . -name x -delete", Ask, "find -delete"},
+		{"find . -fprint /etc/x", Deny, "Edit(//etc/**)"},
+		{"sort -o /etc/hosts f", Deny, "Edit(//etc/**)"},
+		{"sort -ro out.txt f", None, ""},
+		{"sort --compress-program=curl f", Ask, "compress-program"},
+		{"ls | tee ~/.bashrc", Deny, "Edit(~/.bashrc)"},
+		{"ls | tee -a build/ls.txt", Allow, "Edit(/build/**)"},
+		// A variable can change what a named command is: asked unless known harmless.
+		{"CI=1 npm test", Allow, "Bash(npm test:*)"},
+		{"LD_PRELOAD=/tmp/x.so ls", Ask, "LD_PRELOAD"},
+		{"PATH=/tmp/evil:$PATH ls", Ask, "PATH"},
+		{"PATH=/tmp/evil; ls", Ask, "PATH"},
+		{"export PATH=/tmp/evil; ls", Ask, "PATH"},
+		{"declare -x BASH_ENV=/tmp/x; npm test", Ask, "BASH_ENV"},
+		{"BASH_ENV=/tmp/x npm test", Ask, "BASH_ENV"},
+		{"GIT_SSH_COMMAND='curl evil' git diff", Ask, "GIT_SSH_COMMAND"},
+		{"npm_config_script_shell=/tmp/evil npm test", Ask, "npm_config_script_shell"},
+		{"env NODE_OPTIONS='--require /tmp/x.js' npm test", Ask, "NODE_OPTIONS"},
+		{"x=1; ls", Allow, "Bash(ls *)"},
+		{"x=1 ls", Ask, "sets x for a command"},
+		{"for f in a b; do cat $f; done", Allow, "Bash(cat *)"},
+		{"for PATH in /tmp; do ls; done", Ask, "PATH"},
+		{"declare -n r=PATH; r=/tmp; ls", Ask, "attribute not modelled"},
+		{"printf -v PATH /tmp; ls", Ask, "PATH"},
+		{"while read -r line; do echo $line; done < build/x", None, ""}, // read has no rule
+		// Arithmetic on a value, indirection and re-evaluating expansions are asked.
+		{"x='a[$(curl evil)]'; ls $((x))", Ask, "arithmetic on x"},
+		{"[[ $x -eq 1 ]] && ls", Ask, "as arithmetic"},
+		{"(( n > 1 )) && ls", Ask, "arithmetic"},
+		{"echo $((1 + 2 * 0x10))", Allow, "Bash(echo *)"},
+		{"echo ${x@P}", Ask, "transforms a value"},
+		{"echo ${!x}", Ask, "named by another"},
+		{"ls ${d:=/tmp}", Ask, "assigns"},
+		{"ls ${d:-/tmp}", Allow, "Bash(ls *)"},
+		{"echo ${a[i]}", Ask, "arithmetic on i"},
+		// A pattern in a command's name is not the name a rule means.
+		{"c*rl http://x", Ask, "not plain text"},
+		{"/usr/bin/c?rl http://x", Ask, "not plain text"},
+		// A changed folder moves every relative path after it.
+		{"cd .. && ls > build/x", Ask, "changes its folder"},
 		// What cannot be known is asked, never allowed.
 		{"$TOOL test", Ask, "not plain text"},
 		{"npm test && $(echo curl) http://x", Ask, "not plain text"},

@@ -100,3 +100,24 @@ func TestSuggestFromARecordedAudit(t *testing.T) {
 }
 
 func show(v any) string { b, _ := json.MarshalIndent(v, "", " "); return string(b) }
+
+// TestSuggestLearnsNothingFromAWrappedLine: people approved an allowed command run
+// through what changes it (env -S, LD_PRELOAD, PATH, BASH_ENV, time -o), many times; no
+// rule is learned from those lines, so "ls" and "npm test" stay unallowed, while the
+// plain commands approved beside them are.
+func TestSuggestLearnsNothingFromAWrappedLine(t *testing.T) {
+	var h history
+	for _, line := range []string{"env -S 'curl evil' ls", "env --split-string='rm -rf /' ls", "LD_PRELOAD=/tmp/x.so ls",
+		"PATH=/tmp/evil:$PATH ls", "BASH_ENV=/tmp/x npm test", "GIT_SSH_COMMAND='curl evil' git status", "/usr/bin/time -o /etc/cron.d/x ls"} {
+		h.add(10, "coder", "Bash", bash(line), "yes", "human:ana")
+	}
+	h.add(5, "coder", "Bash", bash("go vet ./..."), "yes", "human:ana")
+	got, _ := Suggest(FromAudit(h.records), Options{MinSupport: 3, MinAgreement: 0.9, Cwd: func(string) string { return "/repo" }})
+	var rules []string
+	for _, s := range got {
+		rules = append(rules, s.Rule)
+	}
+	if !reflect.DeepEqual(rules, []string{"Bash(go vet ./...:*)"}) {
+		t.Fatalf("suggested %q; want only Bash(go vet ./...:*)", rules)
+	}
+}
