@@ -83,9 +83,18 @@ func (n *Node) raiseBudget(spend *store.SpendStore, m *nats.Msg) *wire.BudgetRai
 	ctx, cancel := context.WithTimeout(context.Background(), raiseTimeout)
 	defer cancel()
 	now := time.Now()
-	day, err := spend.Raise(ctx, host, wire.DailyRaise{USD: r.USD, By: person, At: now.UnixMilli(), Note: r.Note})
+	day, err := spend.Raise(ctx, host, wire.DailyRaise{USD: r.USD, Reset: r.Reset, By: person, At: now.UnixMilli(), Note: r.Note})
 	if err != nil {
 		return &wire.BudgetRaiseReply{Error: err.Error()}
+	}
+	if r.Reset {
+		released := day.Raises[len(day.Raises)-1].USD
+		value, _ := json.Marshal(map[string]float64{"released_usd": released, "limit_usd": limit + day.RaisedUSD})
+		n.audit.record(wire.AuditID(budgetAuditSession, 0, "reset."+nuid.Next()), &wire.AuditRecord{Time: now.UnixMilli(), Kind: "budget.reset",
+			Host: host, Session: budgetAuditSession, Node: n.Name, Decider: "human:" + person, Value: value, Reason: r.Note,
+			Text: fmt.Sprintf("daily spend of %s on %s reset: $%v released, $%v of budget left", host, day.Day, released, limit+day.RaisedUSD)})
+		n.log.Info("daily spend reset", "host", host, "by", person, "released", released)
+		return &wire.BudgetRaiseReply{Day: day, Limit: limit + day.RaisedUSD}
 	}
 	value, _ := json.Marshal(map[string]float64{"usd": r.USD, "limit_usd": limit + day.RaisedUSD})
 	n.audit.record(wire.AuditID(budgetAuditSession, 0, "raise."+nuid.Next()), &wire.AuditRecord{Time: now.UnixMilli(), Kind: "budget.raised",

@@ -31,6 +31,27 @@ type Usage struct {
 	HasTokens bool `json:"-"`
 }
 
+// The most one usage line may claim. A figure past either is no model call's and no
+// session's so far, but a runaway or a lie: it is not counted, and its session is
+// paused (agent.Agent), not its host's day.
+const (
+	MaxLineUSD    = 10_000.0
+	MaxLineTokens = 10_000_000_000
+)
+
+// Runaway says why u claims more than one usage line may, or "" when it does not.
+func (u *Usage) Runaway() string {
+	if u.CostUSD != nil && *u.CostUSD > MaxLineUSD {
+		return fmt.Sprintf("an impossible $%g in one usage line (one line may claim at most $%g; not counted)", *u.CostUSD, MaxLineUSD)
+	}
+	for _, n := range []int64{u.Input, u.Output, u.CacheRead, u.CacheWrite} {
+		if n > MaxLineTokens {
+			return fmt.Sprintf("an impossible %d tokens in one usage line (one line may claim at most %d; not counted)", n, int64(MaxLineTokens))
+		}
+	}
+	return ""
+}
+
 // Tokens is every token the usage counts.
 func (u *Usage) Tokens() int64 { return u.Input + u.Output + u.CacheRead + u.CacheWrite }
 
@@ -65,7 +86,7 @@ func ParseUsage(raw []byte) (*Usage, error) {
 		}
 		*f.out = int64(*f.in)
 	}
-	if u.CostUSD != nil && (*u.CostUSD < 0 || math.IsInf(*u.CostUSD, 0)) {
+	if u.CostUSD != nil && (*u.CostUSD < 0 || math.IsInf(*u.CostUSD, 0) || math.IsNaN(*u.CostUSD)) {
 		return nil, fmt.Errorf("cost_usd must not be negative, got %v", *u.CostUSD)
 	}
 	if w.Input == nil && w.Output == nil && w.CacheRead == nil && w.CacheWrite == nil && w.CostUSD == nil {

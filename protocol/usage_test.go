@@ -35,3 +35,28 @@ func TestUsageLines(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageRunaway: a line claiming more than one line may (a cost or a count no call
+// and no session so far reaches) says so; an ordinary line does not.
+func TestUsageRunaway(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		want string
+	}{
+		{`{"type":"usage","model":"m","input_tokens":10,"output_tokens":1,"cost_usd":0.5}`, ""},
+		{`{"type":"usage","cost_usd":10000,"total":true}`, ""},
+		{`{"type":"usage","cost_usd":1e308}`, "an impossible $1e+308 in one usage line (one line may claim at most $10000; not counted)"},
+		{`{"type":"usage","input_tokens":4e15}`, "an impossible 4000000000000000 tokens in one usage line"},
+	} {
+		u, err := ParseUsage([]byte(c.line))
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		if got := u.Runaway(); (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q; want %q", c.line, got, c.want)
+		}
+	}
+	if _, err := ParseUsage([]byte(`{"type":"usage","cost_usd":NaN}`)); err == nil {
+		t.Error("NaN parsed as a cost")
+	}
+}

@@ -29,8 +29,9 @@ func (st *SpendStore) Day(ctx context.Context, host string, at time.Time) (*wire
 	return &day, nil
 }
 
-// Raise adds r to host's daily budget on the day of r.At, as Add counts a session:
-// read, added to, and written back only if no other node wrote it meanwhile.
+// Raise adds r to host's daily budget on the day of r.At, or with r.Reset releases what
+// the day spent so far, as Add counts a session: read, added to, and written back only
+// if no other node wrote it meanwhile.
 func (st *SpendStore) Raise(ctx context.Context, host string, r wire.DailyRaise) (*wire.DailySpend, error) {
 	at := time.UnixMilli(r.At)
 	key := wire.SpendKey(at, host)
@@ -40,7 +41,12 @@ func (st *SpendStore) Raise(ctx context.Context, host string, r wire.DailyRaise)
 		if err != nil {
 			return nil, err
 		}
-		day.RaisedUSD += r.USD
+		if r.Reset {
+			r.USD = max(day.CostUSD-day.ReleasedUSD, 0)
+			day.ReleasedUSD = day.CostUSD
+		} else {
+			day.RaisedUSD += r.USD
+		}
 		day.Raises = append(day.Raises, r)
 		data, _ := json.Marshal(&day)
 		if rev == 0 {
@@ -157,7 +163,7 @@ var errHeld = errors.New("held")
 // may not (telling Held once).
 func (g *DailyGate) check(ctx context.Context, host string, now time.Time, limit float64, held *bool) error {
 	day, err := g.spend.Day(ctx, host, now)
-	if err == nil && day.CostUSD < limit+day.RaisedUSD {
+	if err == nil && !day.Held(limit) {
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -165,8 +171,8 @@ func (g *DailyGate) check(ctx context.Context, host string, now time.Time, limit
 	}
 	why := fmt.Sprintf("host %s's daily spend could not be read (%v); its tasks wait until it can", host, err)
 	if err == nil {
-		why = fmt.Sprintf("host %s spent $%.2f of its $%s daily budget today (UTC); its tasks wait in the queue until tomorrow or a raise (agentmux budget raise)",
-			host, day.CostUSD, wire.Dollars(limit+day.RaisedUSD))
+		why = fmt.Sprintf("host %s spent $%.2f of its $%s daily budget today (UTC); its tasks wait in the queue until tomorrow, a raise (agentmux budget raise) or a reset (agentmux budget reset)",
+			host, day.CostUSD-day.ReleasedUSD, wire.Dollars(limit+day.RaisedUSD))
 	}
 	if !*held {
 		*held = true

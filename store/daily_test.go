@@ -70,7 +70,7 @@ func TestDailyGateHoldsUntilARaiseOrTheNextDay(t *testing.T) {
 	if err := <-passed; err != nil {
 		t.Fatalf("after the raise: %v", err)
 	}
-	want := []string{"w: host w spent $2.50 of its $2 daily budget today (UTC); its tasks wait in the queue until tomorrow or a raise (agentmux budget raise)", "w: "}
+	want := []string{"w: host w spent $2.50 of its $2 daily budget today (UTC); its tasks wait in the queue until tomorrow, a raise (agentmux budget raise) or a reset (agentmux budget reset)", "w: "}
 	if got := []string{heldWhy, said()}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the gate said %q; want %q", got, want)
 	}

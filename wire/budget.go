@@ -45,10 +45,13 @@ func ParseBudgetRaiseSubject(subject string) (host, name string, ok bool) {
 	return parsePersonSubject(subject, budgetRaisePrefix)
 }
 
-// BudgetRaise raises a host's daily budget for today by USD.
+// BudgetRaise raises a host's daily budget for today by USD, or, with Reset, releases
+// what its sessions spent so far today, whatever it came to: the host has its whole
+// daily budget again.
 type BudgetRaise struct {
-	USD  float64 `json:"usd"`
-	Note string  `json:"note,omitempty"`
+	USD   float64 `json:"usd,omitempty"`
+	Reset bool    `json:"reset,omitempty"`
+	Note  string  `json:"note,omitempty"`
 }
 
 // MaxRaiseUSD is the most one raise may add to a host's day.
@@ -56,6 +59,12 @@ const MaxRaiseUSD = 1e9
 
 // Check says what is wrong with the raise's amount, if anything.
 func (r *BudgetRaise) Check() error {
+	if r.Reset {
+		if r.USD != 0 {
+			return fmt.Errorf("%v: a reset releases what was spent, it takes no amount", r.USD)
+		}
+		return nil
+	}
 	if r.USD <= 0 || math.IsNaN(r.USD) || math.IsInf(r.USD, 0) || r.USD > MaxRaiseUSD {
 		return fmt.Errorf("%v: give the US dollars to raise it by, more than 0 (and at most %g)", r.USD, MaxRaiseUSD)
 	}

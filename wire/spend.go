@@ -33,6 +33,9 @@ type ModelSpend struct {
 	// PricedBy says where CostUSD comes from: "agent" (it reported it), "pricing" (the
 	// manifest's table), or "" (nowhere: the model is Unpriced).
 	PricedBy string `json:"priced_by,omitempty"`
+	// ClaimedUSD is the cost the agent reported where the manifest's table priced its
+	// tokens otherwise: its claim, kept beside the price counted.
+	ClaimedUSD float64 `json:"claimed_usd,omitempty"`
 }
 
 // Pricing sources of a ModelSpend.
@@ -102,14 +105,26 @@ type DailySpend struct {
 	// Raises who raised it, how much, and why.
 	RaisedUSD float64      `json:"raised_usd,omitempty"`
 	Raises    []DailyRaise `json:"raises,omitempty"`
+	// ReleasedUSD is what an operator's resets released of CostUSD: spend that no longer
+	// holds the host's tasks.
+	ReleasedUSD float64 `json:"released_usd,omitempty"`
 }
 
-// DailyRaise is one raise of a host's daily budget.
+// Held reports whether the day holds its host's tasks against a daily budget of limit
+// US dollars (0: none): what it spent and was not released has reached the budget and
+// the raises.
+func (d *DailySpend) Held(limit float64) bool {
+	return limit > 0 && d.CostUSD-d.ReleasedUSD >= limit+d.RaisedUSD
+}
+
+// DailyRaise is one raise of a host's daily budget, or one reset (Reset: USD is what
+// it released).
 type DailyRaise struct {
-	USD  float64 `json:"usd"`
-	By   string  `json:"by"`
-	At   int64   `json:"at"` // unix milliseconds
-	Note string  `json:"note,omitempty"`
+	USD   float64 `json:"usd"`
+	Reset bool    `json:"reset,omitempty"`
+	By    string  `json:"by"`
+	At    int64   `json:"at"` // unix milliseconds
+	Note  string  `json:"note,omitempty"`
 }
 
 // Add counts one ended session's spend.
@@ -135,6 +150,7 @@ func (d *DailySpend) Merge(o *DailySpend) {
 	d.CostUSD += o.CostUSD
 	d.Unpriced += o.Unpriced
 	d.RaisedUSD += o.RaisedUSD
+	d.ReleasedUSD += o.ReleasedUSD
 }
 
 // The states of a host's day against its daily budget.
@@ -169,7 +185,7 @@ func DailyBudgets(hosts []string, limit float64, days []*DailySpend, now time.Ti
 		b := &DailyBudget{DailySpend: d, State: DailyTaken}
 		if limit > 0 {
 			b.LimitUSD = limit + d.RaisedUSD
-			if d.CostUSD >= b.LimitUSD {
+			if d.Held(limit) {
 				b.State = DailyHeld
 			}
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/agentmux/agentmux/protocol"
@@ -14,28 +15,81 @@ type Tally struct {
 }
 
 // modelTally is one model's usage: its tokens, and the cost the agent reported, if it
-// reported any (then the agent prices the model; otherwise [pricing] does).
+// reported any ([pricing] prices the model where it can; otherwise the agent does).
+// lowered is what totals took back from it that no later total of a model gave back
+// (tokens, and loweredUSD of the cost): still counted, as the model's.
 type modelTally struct {
-	tokens   protocol.Usage
-	reported float64
-	anyCost  bool
+	tokens     protocol.Usage
+	reported   float64
+	anyCost    bool
+	lowered    protocol.Usage
+	loweredUSD float64
 }
 
 // Add counts one usage line: a call's is added; a total (Usage.Total) takes the place
-// of what its model had, for what it carries (tokens, cost, or both).
+// of what its model had, for what it carries (tokens, cost, or both). A total may move
+// what was counted from one model to another (Claude Code names a model in its result
+// otherwise than in its messages: the dialect sets the first to nothing and the second
+// to the whole), but never lowers what the session counted: what a total takes from a
+// model stays counted until a later total of a model (its own first) counts it again.
+// What an agent reports is a claim, and {"total":true,"cost_usd":0} undoes nothing.
 func (t *Tally) Add(u *protocol.Usage) {
 	m := t.model(u.Model)
-	if u.Total && u.HasTokens {
-		m.tokens = protocol.Usage{}
-	}
-	addTokens(&m.tokens, u)
-	if u.CostUSD != nil {
-		if u.Total {
-			m.reported = 0
+	if !u.Total {
+		addTokens(&m.tokens, u)
+		if u.CostUSD != nil {
+			m.reported += *u.CostUSD
+			m.anyCost = true
 		}
-		m.reported += *u.CostUSD
+		return
+	}
+	order := t.ordered(m)
+	if u.HasTokens {
+		for _, k := range tokenKinds {
+			total(order, k(&m.tokens), *k(u), func(o *modelTally) *int64 { return k(&o.lowered) })
+		}
+	}
+	if u.CostUSD != nil {
+		total(order, &m.reported, *u.CostUSD, func(o *modelTally) *float64 { return &o.loweredUSD })
 		m.anyCost = true
 	}
+}
+
+// tokenKinds are the token counts of a Usage, each by its field.
+var tokenKinds = []func(*protocol.Usage) *int64{
+	func(u *protocol.Usage) *int64 { return &u.Input },
+	func(u *protocol.Usage) *int64 { return &u.Output },
+	func(u *protocol.Usage) *int64 { return &u.CacheRead },
+	func(u *protocol.Usage) *int64 { return &u.CacheWrite },
+}
+
+// total sets one count of order[0] (*field) to a total: what it lowers is kept in the
+// model's lowered (lowered picks the same count of a tally); what it raises is first
+// taken back from what totals lowered, the model's own, then the others' in order.
+func total[T int64 | float64](order []*modelTally, field *T, to T, lowered func(*modelTally) *T) {
+	from := *field
+	*field = to
+	if to < from {
+		*lowered(order[0]) += from - to
+		return
+	}
+	grew := to - from
+	for _, o := range order {
+		back := min(grew, *lowered(o))
+		*lowered(o) -= back
+		grew -= back
+	}
+}
+
+// ordered is m, then t's other models by name.
+func (t *Tally) ordered(m *modelTally) []*modelTally {
+	out := []*modelTally{m}
+	for _, name := range slices.Sorted(maps.Keys(t.models)) {
+		if o := t.models[name]; o != m {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Merge adds what o counted (an earlier attempt's) to t.
@@ -46,7 +100,9 @@ func (t *Tally) Merge(o *Tally) {
 	for model, om := range o.models {
 		m := t.model(model)
 		addTokens(&m.tokens, &om.tokens)
+		addTokens(&m.lowered, &om.lowered)
 		m.reported += om.reported
+		m.loweredUSD += om.loweredUSD
 		m.anyCost = m.anyCost || om.anyCost
 	}
 }
@@ -74,9 +130,13 @@ func addTokens(dst, u *protocol.Usage) {
 	dst.CacheWrite += u.CacheWrite
 }
 
-// Spend is what t cost: each model's cost as the agent reported it, or, for a model the
-// agent reported no cost for, its tokens priced by price (the manifest's [pricing]); a
-// model price does not know either is Unpriced. Nil when t counted nothing.
+// claimTolerance is how far an agent's cost may differ from the table's price of its
+// tokens and still be the same figure (rounding, a price change mid-month).
+const claimTolerance = 0.01
+
+// Spend is what t cost: each model's tokens priced by price (the manifest's [pricing])
+// where it prices the model, or else the cost the agent reported; a model neither
+// prices is Unpriced. Nil when t counted nothing.
 func (t *Tally) Spend(price func(model string, u *protocol.Usage) (float64, bool)) *Spend {
 	if t.Empty() {
 		return nil
@@ -84,17 +144,26 @@ func (t *Tally) Spend(price func(model string, u *protocol.Usage) (float64, bool
 	s := &Spend{}
 	for _, model := range slices.Sorted(maps.Keys(t.models)) {
 		m := t.models[model]
-		if m.tokens.Tokens() == 0 && !m.anyCost {
-			continue // counted live, then set to nothing by a total that names it otherwise
+		tokens, reported := m.tokens, m.reported+m.loweredUSD
+		addTokens(&tokens, &m.lowered)
+		if tokens.Tokens() == 0 && !m.anyCost {
+			continue // counted live, then moved by a total to a model named otherwise
 		}
-		ms := ModelSpend{Model: model, InputTokens: m.tokens.Input, OutputTokens: m.tokens.Output, CacheReadTokens: m.tokens.CacheRead,
-			CacheWriteTokens: m.tokens.CacheWrite, CostUSD: m.reported}
-		switch cost, ok := price(model, &m.tokens); {
+		ms := ModelSpend{Model: model, InputTokens: tokens.Input, OutputTokens: tokens.Output, CacheReadTokens: tokens.CacheRead,
+			CacheWriteTokens: tokens.CacheWrite, CostUSD: reported}
+		switch cost, ok := price(model, &tokens); {
+		case ok && tokens.Tokens() > 0:
+			// The table prices what the tokens cost; an agent's own figure that disagrees
+			// (by more than rounding) is kept beside it as its claim.
+			ms.CostUSD, ms.PricedBy = cost, PricedByPricing
+			if m.anyCost && math.Abs(reported-cost) > claimTolerance*max(cost, reported) {
+				ms.ClaimedUSD = reported
+			}
 		case m.anyCost:
 			ms.PricedBy = PricedByAgent
 		case ok:
 			ms.CostUSD, ms.PricedBy = cost, PricedByPricing
-		case m.tokens.Tokens() > 0:
+		case tokens.Tokens() > 0:
 			s.Unpriced = append(s.Unpriced, model)
 		}
 		s.InputTokens += ms.InputTokens

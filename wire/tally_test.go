@@ -73,3 +73,41 @@ func BenchmarkTallyAdd(b *testing.B) {
 		t.Add(u)
 	}
 }
+
+// TestTallyTakesUsageAsAClaim: a total of 0 (or of less) does not undo what a session
+// spent, so a budget still sees it; where the table prices a model, its price of the
+// tokens is counted and an agent's figure that disagrees is kept as its claim, so a cost
+// of $0 or $1e6 for priced tokens counts what they cost.
+func TestTallyTakesUsageAsAClaim(t *testing.T) {
+	var a Tally
+	a.Add(&protocol.Usage{Model: "m", Input: 1000, Output: 100, CostUSD: usd(2)})
+	a.Add(&protocol.Usage{Model: "m", Total: true, CostUSD: usd(0)})
+	a.Add(&protocol.Usage{Model: "m", Total: true, HasTokens: true})
+	a.Add(&protocol.Usage{Model: "m", Total: true, HasTokens: true, Input: 500, Output: 200, CostUSD: usd(1)})
+	noTable := func(string, *protocol.Usage) (float64, bool) { return 0, false }
+	if s := a.Spend(noTable); s.InputTokens != 1000 || s.OutputTokens != 200 || s.CostUSD != 2 {
+		t.Fatalf("after totals of 0 and of less: %+v; want 1000 in, 200 out (the larger of each), $2", s)
+	}
+	// A total may move what was counted to a model named otherwise (Claude Code's
+	// result), never count it twice, and never take it away.
+	var r Tally
+	r.Add(&protocol.Usage{Model: "sonnet", Input: 300, Output: 30})
+	r.Add(&protocol.Usage{Model: "sonnet", Total: true, HasTokens: true})
+	r.Add(&protocol.Usage{Model: "sonnet-4-5", Total: true, HasTokens: true, Input: 310, Output: 30, CostUSD: usd(0.01)})
+	if s := r.Spend(noTable); len(s.Models) != 1 || s.InputTokens != 310 || s.OutputTokens != 30 {
+		t.Errorf("moved by a total to another name: %+v; want sonnet-4-5's 310 in, 30 out alone", s)
+	}
+	table := func(model string, u *protocol.Usage) (float64, bool) {
+		return float64(u.Input)/1e6*3 + float64(u.Output)/1e6*15, model == "priced"
+	}
+	for _, c := range []struct {
+		claimed, want, claim float64
+	}{{0, 0.0045, 0}, {1e6, 0.0045, 1e6}, {0.0045, 0.0045, 0}, {0.00451, 0.0045, 0}} {
+		var b Tally
+		b.Add(&protocol.Usage{Model: "priced", Input: 1000, Output: 100, CostUSD: usd(c.claimed)})
+		m := b.Spend(table).Models[0]
+		if math.Abs(m.CostUSD-c.want) > 1e-12 || m.PricedBy != PricedByPricing || m.ClaimedUSD != c.claim {
+			t.Errorf("claimed $%v for tokens the table prices at $%v: %+v; want $%v counted, claim %v kept", c.claimed, c.want, m, c.want, c.claim)
+		}
+	}
+}

@@ -82,12 +82,32 @@ func (a *Agent) checkBudget(s *session) {
 	}
 	sp, usd, tokens := a.spent(s)
 	if why := b.limit.Exceeded(usd, tokens, time.Since(b.from)); why != "" {
-		a.pause(s, why, sp)
+		a.pause(s, why, fmt.Sprintf("%s spent %s; go on with %s?", s.id, why, b.step.Step()), sp)
 	}
 }
 
-// pause stops session s at its budget and asks its supervisors whether it goes on.
-func (a *Agent) pause(s *session, why string, sp *wire.Spend) {
+// runaway pauses session s for a usage line that claims more than one line may: the
+// claim is not counted, and its supervisors are asked whether the session goes on, as
+// at a budget (a session without one is given an empty one for the pause). Its host's
+// other sessions and its day are untouched.
+func (a *Agent) runaway(s *session, why string) {
+	a.log.WarnContext(a.traceCtx(), "usage line refused: "+why, "session", s.id)
+	if a.phase != phaseBusy || a.sess != s {
+		return
+	}
+	if s.budget == nil {
+		s.budget = &budget{from: s.begun, earlier: []*wire.Spend{s.start.Spent, s.start.Retried}}
+	}
+	if s.budget.paused != "" {
+		return // already waiting on its supervisors; this claim is not counted either
+	}
+	sp, _, _ := a.spent(s)
+	a.pause(s, why, fmt.Sprintf("%s claimed %s; go on?", s.id, why), sp)
+}
+
+// pause stops session s at its budget, or for why, and asks its supervisors text:
+// whether it goes on.
+func (a *Agent) pause(s *session, why, text string, sp *wire.Spend) {
 	b := s.budget
 	b.paused = why
 	b.asked++
@@ -95,7 +115,6 @@ func (a *Agent) pause(s *session, why string, sp *wire.Spend) {
 	for n := 2; s.pending[id] != nil; n++ { // the agent's own requests may have any id
 		id = fmt.Sprintf("budget-%d-%d", b.asked, n)
 	}
-	text := fmt.Sprintf("%s spent %s; go on with %s?", s.id, why, b.step.Step())
 	switch {
 	case a.dialect.Canonical():
 		if a.caps["pause"] {

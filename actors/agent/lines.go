@@ -45,8 +45,12 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		}
 		a.onRequest(s, msg)
 	case protocol.TypeUsage:
-		s.usage.Add(msg.Usage)
 		a.publishOn(s, string(msg.Type), msg.Raw)
+		if why := msg.Usage.Runaway(); why != "" {
+			a.runaway(s, why)
+			return
+		}
+		s.usage.Add(msg.Usage)
 		a.checkBudget(s)
 	case protocol.TypePartial:
 		s.partial.WriteString(msg.Text)

@@ -10,12 +10,15 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// budgetCommand lists each host's daily budget today (UTC), fleet-wide, or raises one.
+// budgetCommand lists each host's daily budget today (UTC), fleet-wide, or raises or
+// resets one.
 func budgetCommand(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "raise":
-			return raiseBudget(args[1:], stdout, stderr)
+			return raiseBudget(args[1:], stdout, stderr, false)
+		case "reset":
+			return raiseBudget(args[1:], stdout, stderr, true)
 		case "list":
 			args = args[1:]
 		}
@@ -25,7 +28,7 @@ func budgetCommand(args []string, stdout, stderr io.Writer) int {
 	out := newOutputFlags(fs)
 	pos, err := parse(fs, args)
 	if err == nil && len(pos) > 0 {
-		err = fmt.Errorf("%q: want `agentmux budget`, or `agentmux budget raise --host h --usd n`", pos[0])
+		err = fmt.Errorf("%q: want `agentmux budget`, `agentmux budget raise --host h --usd n` or `agentmux budget reset --host h`", pos[0])
 	}
 	if err != nil {
 		return usageError(stderr, err)
@@ -72,23 +75,32 @@ func dollars(f float64) string {
 	return fmt.Sprintf("$%.2f", f)
 }
 
-// raiseBudget raises a host's daily budget for today, fleet-wide, in the caller's name.
-func raiseBudget(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("budget raise", stdout, stderr)
+// raiseBudget raises a host's daily budget for today, fleet-wide, in the caller's name;
+// with reset, it releases what the host spent so far today, whatever it came to (a
+// figure an agent inflated, a runaway day), so its held tasks run.
+func raiseBudget(args []string, stdout, stderr io.Writer, reset bool) int {
+	verb := "raise"
+	if reset {
+		verb = "reset"
+	}
+	fs := newFlags("budget "+verb, stdout, stderr)
 	path := fs.String("c", "agentmux.toml", "manifest `file`")
-	host := fs.String("host", "", "the `host` whose daily budget to raise")
-	usd := fs.Float64("usd", 0, "how many US `dollars` to raise it by, for today (UTC)")
+	host := fs.String("host", "", "the `host` whose daily budget to "+verb)
+	usd := new(float64)
+	if !reset {
+		fs.Float64Var(usd, "usd", 0, "how many US `dollars` to raise it by, for today (UTC)")
+	}
 	note := fs.String("note", "", "`why`, kept in the audit")
-	as := fs.String("as", "", "`name` recorded as who raised it, on a bus without users (default $USER)")
+	as := fs.String("as", "", "`name` recorded as who did it, on a bus without users (default $USER)")
 	pos, err := parse(fs, args)
 	switch {
 	case err != nil:
 	case len(pos) > 0:
-		err = fmt.Errorf("%q: agentmux budget raise takes flags only", pos[0])
+		err = fmt.Errorf("%q: agentmux budget %s takes flags only", pos[0], verb)
 	case !wire.IsName(*host):
 		err = fmt.Errorf("name the host: --host h")
 	default:
-		if cerr := (&wire.BudgetRaise{USD: *usd}).Check(); cerr != nil {
+		if cerr := (&wire.BudgetRaise{USD: *usd, Reset: reset}).Check(); cerr != nil {
 			err = fmt.Errorf("--usd %w", cerr)
 		}
 	}
@@ -107,7 +119,7 @@ func raiseBudget(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	reply, err := store.RaiseDaily(ctx, c.nc, *host, who, &wire.BudgetRaise{USD: *usd, Note: *note})
+	reply, err := store.RaiseDaily(ctx, c.nc, *host, who, &wire.BudgetRaise{USD: *usd, Reset: reset, Note: *note})
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux budget:", c.explain(err))
 		return exitError
@@ -116,7 +128,12 @@ func raiseBudget(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentmux budget: %s: %s\n", reply.Node, reply.Error)
 		return exitError
 	}
+	if reset {
+		fmt.Fprintf(stdout, "%s's daily spend on %s reset: $%.4f released, its $%.2f budget whole again; its waiting tasks run (%s)\n",
+			*host, reply.Day.Day, reply.Day.Raises[len(reply.Day.Raises)-1].USD, reply.Limit, reply.Node)
+		return exitOK
+	}
 	fmt.Fprintf(stdout, "%s's daily budget on %s raised by $%.2f to $%.2f ($%.4f spent); its waiting tasks run (%s)\n",
-		*host, reply.Day.Day, *usd, reply.Limit, reply.Day.CostUSD, reply.Node)
+		*host, reply.Day.Day, *usd, reply.Limit, reply.Day.CostUSD-reply.Day.ReleasedUSD, reply.Node)
 	return exitOK
 }

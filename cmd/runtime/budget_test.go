@@ -196,7 +196,7 @@ prompt = '{"steps":[{"result":"a"}]}'
 	if _, out, _ := runCLI("budget", "-c", manifest); !strings.Contains(out, "w     $1.5000  $1.00   -       held") {
 		t.Errorf("budget:\n%s", out)
 	}
-	if !strings.Contains(up.stderr.String(), "host w spent $1.50 of its $1 daily budget today (UTC); its tasks wait in the queue until tomorrow or a raise") {
+	if !strings.Contains(up.stderr.String(), "host w spent $1.50 of its $1 daily budget today (UTC); its tasks wait in the queue until tomorrow, a raise") {
 		t.Errorf("the node did not say why it holds w's tasks:\n%s", up.stderr)
 	}
 
@@ -299,5 +299,95 @@ func TestConsoleRaisesADailyBudget(t *testing.T) {
 	}
 	if len(records) != 1 || records[0].Kind != "budget.raised" || records[0].Decider != "human:ana" || records[0].Reason != "release day" || records[0].Time < raised {
 		t.Errorf("the raise's audit: %+v", records)
+	}
+}
+
+// TestAnAgentsClaimsCannotSpendTheDay plays an agent that lies in its usage lines, with
+// real processes: a line claiming $1e308 pauses its own session (not counted; no
+// supervisor raises it, so it ends budget_exceeded) and its host's next task runs; a
+// total of 0 does not undo what a session spent, so its budget still pauses it; and when
+// honest spend does hold the host, an operator's reset releases it, audited.
+func TestAnAgentsClaimsCannotSpendTheDay(t *testing.T) {
+	manifest := dailyManifest(t, `[hosts.b]
+command = "`+os.Args[0]+`"
+args = ["sim"]
+env = { AGENTMUX_RUNTIME_MAIN = "1" }
+budget = { usd = 1 }
+`)
+	up := runtimeProc(t, "up", "-c", manifest)
+	until(t, "agentmux up", up.stderr, "node up")
+	usage := func(fields string) string {
+		return `{"send":{"type":"usage","model":"m","input_tokens":10,"output_tokens":1` + fields + `}}`
+	}
+	outcome := func(session string) (string, string) {
+		t.Helper()
+		var outcome, reason string
+		proctest.Within(t, 20*time.Second, func() error {
+			records, err := readAudit(t, manifest, session)
+			if err != nil {
+				return err
+			}
+			for _, r := range records {
+				if r.Kind == "session.paused" {
+					reason = r.Reason
+				}
+				if r.Kind == "session.ended" {
+					outcome = r.Outcome
+					return nil
+				}
+			}
+			return fmt.Errorf("%s has not ended: %d records", session, len(records))
+		})
+		return outcome, reason
+	}
+
+	// A runaway figure: its session is paused and ends; the day is not spent.
+	runCLI("submit", "-c", manifest, "--id", "t-liar", "--follow", "w", `{"steps":[`+usage(`,"cost_usd":1e308`)+`,{"result":"done"}]}`)
+	if got, why := outcome("t-liar"); got != "budget_exceeded" || !strings.Contains(why, "an impossible $1e+308 in one usage line") {
+		t.Errorf("the liar's session: %s, paused for %q; want budget_exceeded, paused for the impossible claim", got, why)
+	}
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-next", "w", `{"steps":[`+usage(`,"cost_usd":0.25`)+`,{"result":"done"}]}`); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	if got, _ := outcome("t-next"); got != "ok" {
+		t.Fatalf("the host's next task after the liar's: %s; want it run, ok", got)
+	}
+
+	// A total of 0 does not reset a session's spend: $0.9, "0 in all", $0.5 reaches $1.
+	runCLI("submit", "-c", manifest, "--id", "t-reset", "--follow", "b",
+		`{"steps":[`+usage(`,"cost_usd":0.9`)+`,{"send":{"type":"usage","model":"m","total":true,"input_tokens":0,"output_tokens":0,"cost_usd":0}},`+usage(`,"cost_usd":0.5`)+`,{"result":"done"}]}`)
+	if got, why := outcome("t-reset"); got != "budget_exceeded" || !strings.Contains(why, "$1.40 of $1") {
+		t.Errorf("the session whose agent sent a total of 0: %s, paused for %q; want budget_exceeded at $1.40 of $1", got, why)
+	}
+
+	// Honest spend holds w ($0.25 + $0.9 = $1.15 of $1); a reset releases it.
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-held", "w", `{"steps":[`+usage(`,"cost_usd":0.9`)+`,{"result":"done"}]}`); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-after", "w", `{"steps":[{"result":"done"}]}`); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	proctest.Within(t, 20*time.Second, func() error {
+		if _, out, _ := runCLI("tasks", "-c", manifest, "-o", "json"); !regexp.MustCompile(`"id":"t-after".*"state":"held"`).MatchString(out) {
+			return fmt.Errorf("tasks: %s; want t-after held", out)
+		}
+		return nil
+	})
+	code, out, stderr := runCLI("budget", "reset", "-c", manifest, "--host", "w", "--note", "a runaway day", "--as", "ana")
+	if code != exitOK || !strings.Contains(out, "w's daily spend on "+time.Now().UTC().Format(time.DateOnly)+" reset: $1.1500 released, its $1.00 budget whole again") {
+		t.Fatalf("budget reset: exit %d\n%s%s", code, out, stderr)
+	}
+	if got, _ := outcome("t-after"); got != "ok" {
+		t.Errorf("t-after after the reset: %s; want ok", got)
+	}
+	records, err := readAudit(t, manifest, "_budget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 || records[0].Kind != "budget.reset" || records[0].Decider != "human:ana" || records[0].Reason != "a runaway day" {
+		t.Errorf("the reset's audit: %+v", records)
+	}
+	if code, _, stderr := runCLI("budget", "reset", "-c", manifest, "--host", "w", "--usd", "5", "--as", "ana"); code == exitOK || !strings.Contains(stderr, "-usd") {
+		t.Errorf("budget reset --usd 5: exit %d, %s; want the flag refused", code, stderr)
 	}
 }
