@@ -90,9 +90,25 @@ func (v *validator) budget(path []string, b *Budget) {
 	}
 }
 
-// Budgets are the fleet's budgets beyond each session's: [budgets.daily].
+// Budgets are the fleet's budgets beyond each session's: [budgets.daily], and the
+// ceiling of a session whose own budget sets no dollars.
 type Budgets struct {
 	Daily *DailyBudget `toml:"daily"`
+	// SessionUSD is what a session whose budget sets no usd (or that has none) may
+	// spend, as its agent claims it, before it is paused and its supervisors asked, as at
+	// a budget; a "yes" raises it by as much again. 0: DefaultSessionUSD.
+	SessionUSD float64 `toml:"session_usd"`
+}
+
+// DefaultSessionUSD is [budgets] session_usd when the manifest does not set it.
+const DefaultSessionUSD = 1000.0
+
+// SessionCeiling is [budgets] session_usd, or its default.
+func (b Budgets) SessionCeiling() float64 {
+	if b.SessionUSD > 0 {
+		return b.SessionUSD
+	}
+	return DefaultSessionUSD
 }
 
 // DailyBudget is what each host may spend in a day (UTC), fleet-wide: once its
@@ -103,6 +119,9 @@ type DailyBudget struct {
 }
 
 func (v *validator) budgets(b *Budgets) {
+	if u := b.SessionUSD; u < 0 || math.IsNaN(u) || math.IsInf(u, 0) {
+		v.add([]string{"budgets", "session_usd"}, "%v is not an amount: give US dollars a session may spend before it is paused, more than 0 (default %g)", u, DefaultSessionUSD)
+	}
 	if d := b.Daily; d != nil && (d.USD <= 0 || math.IsNaN(d.USD) || math.IsInf(d.USD, 0)) {
 		v.add([]string{"budgets", "daily", "usd"}, "%v is not an amount: give US dollars per host and day, more than 0", d.USD)
 	}

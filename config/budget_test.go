@@ -47,3 +47,19 @@ func TestHostBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCeiling: [budgets] session_usd is read, defaults to $1,000, and is refused
+// negative, saying what to give.
+func TestSessionCeiling(t *testing.T) {
+	const host = "[hosts.w]\ncommand = \"sh\"\n"
+	m, err := Parse("m.toml", []byte(host+"[budgets]\nsession_usd = 25\n"))
+	if err != nil || m.Budgets.SessionCeiling() != 25 {
+		t.Fatalf("session_usd = 25: %v, %v", m, err)
+	}
+	if m, err := Parse("m.toml", []byte(host)); err != nil || m.Budgets.SessionCeiling() != DefaultSessionUSD {
+		t.Fatalf("no session_usd: %v, %v; want the default", m, err)
+	}
+	if _, err := Parse("m.toml", []byte(host+"[budgets]\nsession_usd = -3\n")); err == nil || !strings.Contains(err.Error(), "budgets.session_usd") || !strings.Contains(err.Error(), "-3 is not an amount") {
+		t.Errorf("session_usd = -3: %v; want it refused", err)
+	}
+}

@@ -107,6 +107,9 @@ type Config struct {
 	// Pricing prices the tokens of a session with a budget as it goes, where the agent
 	// reports no cost.
 	Pricing config.Pricing
+	// SessionUSD is what a session whose budget sets no usd may spend before it is
+	// paused ([budgets] session_usd); 0: no ceiling.
+	SessionUSD float64
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
 	// holding it) before it is closed and the group killed.
 	DrainDelay time.Duration

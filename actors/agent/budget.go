@@ -20,11 +20,15 @@ const maxHeld = 256
 // so) while a request of type budget asks its supervisors whether it goes on.
 type budget struct {
 	limit, step config.Budget
-	from        time.Time     // the wall budget counts from here
-	earlier     []*wire.Spend // what its run's earlier stages and its earlier attempts spent
-	raises      int           // how often it was raised, in its run before it too
-	paused      string        // the limits reached, in words: "" while the session runs
-	asked       int           // budget requests made
+	from        time.Time // the wall budget counts from here
+	raises      int       // how often it was raised, in its run before it too
+	paused      string    // the limits reached, in words: "" while the session runs
+	asked       int       // budget requests made
+	// ceiling is what the session may spend while its budget sets no usd ([budgets]
+	// session_usd, raised by as much at each "yes" to a pause at it); atCeiling: the
+	// pause is the ceiling's.
+	ceiling   float64
+	atCeiling bool
 	// interrupted: the turn was interrupted for the pause, and its end (an error line)
 	// is not the session's; stopped: it has ended, and going on takes a new turn.
 	interrupted, stopped bool
@@ -41,16 +45,25 @@ func (a *Agent) startBudget(s *session) {
 	if b == nil {
 		return
 	}
-	bs := &budget{limit: *b, step: *b, from: s.begun, earlier: []*wire.Spend{s.start.Spent, s.start.Retried}, raises: s.start.Raises}
+	bs := a.ensureBudget(s)
+	bs.limit, bs.step = *b, *b
 	for range bs.raises {
 		bs.limit = bs.limit.Raised(bs.step)
 	}
-	if !s.start.BudgetFrom.IsZero() {
-		bs.from = s.start.BudgetFrom
-	}
-	s.budget = bs
 	a.armWall(s)
 	a.checkBudget(s) // its earlier attempts may have spent it all
+}
+
+// ensureBudget is session s's budget, made empty (no limits but the ceiling) for a
+// session that has none when it is first checked or paused.
+func (a *Agent) ensureBudget(s *session) *budget {
+	if s.budget == nil {
+		s.budget = &budget{from: s.begun, raises: s.start.Raises, ceiling: a.cfg.SessionUSD}
+		if !s.start.BudgetFrom.IsZero() {
+			s.budget.from = s.start.BudgetFrom
+		}
+	}
+	return s.budget
 }
 
 // armWall arms the session's wall budget, if it has one, for when it falls due.
@@ -66,7 +79,7 @@ func (a *Agent) spent(s *session) (*wire.Spend, float64, int64) {
 	sp := s.usage.Spend(a.cfg.Pricing.Cost)
 	var usd float64
 	var tokens int64
-	for _, x := range append([]*wire.Spend{sp}, s.budget.earlier...) {
+	for _, x := range []*wire.Spend{sp, s.start.Spent, s.start.Retried} { // this attempt's, its run's earlier stages', its earlier attempts'
 		if x != nil {
 			usd, tokens = usd+x.CostUSD, tokens+x.Tokens()
 		}
@@ -74,15 +87,29 @@ func (a *Agent) spent(s *session) (*wire.Spend, float64, int64) {
 	return sp, usd, tokens
 }
 
-// checkBudget pauses session s when it has reached its budget.
+// checkBudget pauses session s when it has reached its budget, or, while its budget
+// sets no usd, the ceiling of what a session may spend.
 func (a *Agent) checkBudget(s *session) {
 	b := s.budget
-	if b == nil || b.paused != "" || a.phase != phaseBusy || a.sess != s {
+	if (b == nil && a.cfg.SessionUSD == 0) || (b != nil && b.paused != "") || a.phase != phaseBusy || a.sess != s {
 		return
 	}
 	sp, usd, tokens := a.spent(s)
-	if why := b.limit.Exceeded(usd, tokens, time.Since(b.from)); why != "" {
-		a.pause(s, why, fmt.Sprintf("%s spent %s; go on with %s?", s.id, why, b.step.Step()), sp)
+	if b != nil {
+		if why := b.limit.Exceeded(usd, tokens, time.Since(b.from)); why != "" {
+			a.pause(s, why, fmt.Sprintf("%s spent %s; go on with %s?", s.id, why, b.step.Step()), sp)
+			return
+		}
+	}
+	ceiling := a.cfg.SessionUSD
+	if b != nil {
+		ceiling = b.ceiling
+	}
+	if (b == nil || b.limit.USD == 0) && ceiling > 0 && usd >= ceiling {
+		b = a.ensureBudget(s)
+		b.atCeiling = true
+		why := fmt.Sprintf("$%.2f, the most a session without a usd budget may ($%s, [budgets] session_usd)", usd, wire.Dollars(ceiling))
+		a.pause(s, why, fmt.Sprintf("%s spent %s; go on with +$%s?", s.id, why, wire.Dollars(a.cfg.SessionUSD)), sp)
 	}
 }
 
@@ -95,10 +122,7 @@ func (a *Agent) runaway(s *session, why string) {
 	if a.phase != phaseBusy || a.sess != s {
 		return
 	}
-	if s.budget == nil {
-		s.budget = &budget{from: s.begun, earlier: []*wire.Spend{s.start.Spent, s.start.Retried}}
-	}
-	if s.budget.paused != "" {
+	if a.ensureBudget(s).paused != "" {
 		return // already waiting on its supervisors; this claim is not counted either
 	}
 	sp, _, _ := a.spent(s)
@@ -167,6 +191,10 @@ func (a *Agent) resume(s *session, decider string) {
 	b := s.budget
 	b.limit = b.limit.Raised(b.step)
 	b.raises++
+	if b.atCeiling {
+		b.ceiling += a.cfg.SessionUSD
+		b.atCeiling = false
+	}
 	b.paused, b.raisedBy = "", decider
 	a.cfg.Metrics.BudgetPauses.WithLabelValues(a.host.Name, "raised").Inc()
 	ev := &wire.SessionPaused{Reason: "budget raised by " + decider, Decider: decider, Budget: limits(b.limit)}

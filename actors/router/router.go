@@ -545,7 +545,7 @@ func (r *Router) dispatch(p *pool) {
 		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
 			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Shared: p.shared, Dir: r.dir, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Late: r.cfg.Late, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
 			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
-			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, Tracer: r.cfg.Tracer, Dispatcher: r.cfg.Dispatcher}))
+			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, SessionUSD: r.cfg.Manifest.Budgets.SessionCeiling(), Tracer: r.cfg.Tracer, Dispatcher: r.cfg.Dispatcher}))
 	}
 	for !r.stopping() {
 		pid, s := p.next(spawn)

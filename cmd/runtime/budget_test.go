@@ -305,14 +305,17 @@ func TestConsoleRaisesADailyBudget(t *testing.T) {
 // TestAnAgentsClaimsCannotSpendTheDay plays an agent that lies in its usage lines, with
 // real processes: a line claiming $1e308 pauses its own session (not counted; no
 // supervisor raises it, so it ends budget_exceeded) and its host's next task runs; a
-// total of 0 does not undo what a session spent, so its budget still pauses it; and when
-// honest spend does hold the host, an operator's reset releases it, audited.
+// total of 0 does not undo what a session spent, so its budget still pauses it; a
+// session without a usd budget is paused at the fleet's ceiling; and when spend does
+// hold the host, an operator's reset releases it, audited.
 func TestAnAgentsClaimsCannotSpendTheDay(t *testing.T) {
 	manifest := dailyManifest(t, `[hosts.b]
 command = "`+os.Args[0]+`"
 args = ["sim"]
 env = { AGENTMUX_RUNTIME_MAIN = "1" }
 budget = { usd = 1 }
+[budgets]
+session_usd = 0.5
 `)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
@@ -360,9 +363,13 @@ budget = { usd = 1 }
 		t.Errorf("the session whose agent sent a total of 0: %s, paused for %q; want budget_exceeded at $1.40 of $1", got, why)
 	}
 
-	// Honest spend holds w ($0.25 + $0.9 = $1.15 of $1); a reset releases it.
+	// A session without a usd budget is paused at [budgets] session_usd ($0.5), and what
+	// it spent counts: w's day holds ($0.25 + $0.9 = $1.15 of $1); a reset releases it.
 	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-held", "w", `{"steps":[`+usage(`,"cost_usd":0.9`)+`,{"result":"done"}]}`); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
+	}
+	if got, why := outcome("t-held"); got != "budget_exceeded" || !strings.Contains(why, "$0.90, the most a session without a usd budget may ($0.50, [budgets] session_usd)") {
+		t.Errorf("the session past the ceiling: %s, paused for %q; want budget_exceeded at the ceiling", got, why)
 	}
 	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-after", "w", `{"steps":[{"result":"done"}]}`); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s%s", code, out, stderr)
