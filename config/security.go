@@ -158,19 +158,35 @@ func (v *validator) noChildSecrets(m *Manifest) {
 	}
 }
 
-// noSecrets refuses to pass a credential of the bus to an agent, command or tool.
+// noSecrets refuses to pass a credential of the bus to an agent, command or tool: one
+// the manifest names, or any of agentmux's own by its name, whether or not this
+// manifest uses it (AGENTMUX_CONSOLE_TOKEN signs people in to a console).
 func (v *validator) noSecrets(path []string, inherit []string, env map[string]string, m *Manifest) {
 	secrets := m.secretEnvs()
 	for i, name := range inherit {
-		if slices.Contains(secrets, name) {
+		if slices.Contains(secrets, name) || agentmuxSecret(name) {
 			v.add(append(path, "inherit_env", strconv.Itoa(i)), "%s holds a credential of the bus; an agent or command that had it could answer its own requests: leave it out", name)
 		}
 	}
 	for name := range env {
-		if slices.Contains(secrets, name) {
+		if slices.Contains(secrets, name) || agentmuxSecret(name) {
 			v.add(append(path, "env", name), "%s names a credential of the bus; pass it to no agent or command", name)
 		}
 	}
+}
+
+// agentmuxSecret reports whether name is one of agentmux's own secrets by its name:
+// AGENTMUX_ and a token, secret, password, key or credentials.
+func agentmuxSecret(name string) bool {
+	if !strings.HasPrefix(name, "AGENTMUX_") {
+		return false
+	}
+	for _, kind := range []string{"_TOKEN", "_SECRET", "_PASSWORD", "_KEY", "_CREDS", "_NKEY", "_SEED"} {
+		if strings.HasSuffix(name, kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // BeyondLoopback reports whether a listener at host:port can be reached from other

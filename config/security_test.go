@@ -130,13 +130,14 @@ role = "operator"
 token_env = "AGENTMUX_METRICS_TOKEN"
 [hosts.w]
 command = "x"
-inherit_env = ["HOME", "AGENTMUX_OPS_PASSWORD", "AGENTMUX_NATS_CREDS"]
+inherit_env = ["HOME", "AGENTMUX_OPS_PASSWORD", "AGENTMUX_NATS_CREDS", "AGENTMUX_CONSOLE_TOKEN", "AGENTMUX_STATE_DIR"]
 [supervisors.c]
 strategy = "command"
 command = "x"
 env = { AGENTMUX_METRICS_TOKEN = "t" }`, []string{
 			`hosts.w.inherit_env.1`, `AGENTMUX_OPS_PASSWORD holds a credential of the bus`,
 			`AGENTMUX_NATS_CREDS holds a credential of the bus`,
+			`hosts.w.inherit_env.3 (m.toml:10:1): AGENTMUX_CONSOLE_TOKEN holds a credential of the bus`,
 			`supervisors.c.env.AGENTMUX_METRICS_TOKEN`, `names a credential of the bus`,
 		}},
 	} {

@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	switch {
 	case cfg.Token != "":
 		s.gate = newGate(cfg.Token, "", key)
-	case Loopback(cfg.Addr):
+	case Loopback(cfg.Addr) && cfg.OIDC == nil:
 		// On loopback with no token, any process of the machine could answer through
 		// the console (an agent among them): its page signs in with a token it makes,
 		// given in the link it prints, as the one person it answers for.
@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.gate, s.link = newGate(token, cfg.Name, key), "/login?token="+token
 	default:
-		s.gate = newGate("", "", key) // the identity provider's only
+		s.gate = newGate("", "", key) // the identity provider's only: with it, no link signs anyone in
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -270,8 +270,9 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case s.link != "":
-		out.markup(`  <p>This console signs in with the link <code>agentmux console</code> printed when it
-  started (<code>console up url=…/login?token=…</code>): open that link.</p>
+		out.markup(`  <p>This console signs in with the link <code>agentmux console</code> printed on its
+  terminal when it started, or, when its output was no terminal, kept in its state directory
+  (<code>console-&lt;port&gt;.link</code>, named by <code>sign_in_link_in=</code> in its log): open that link.</p>
 `)
 	case s.gate.token != nil:
 		out.markup(`  <p>Your answers are recorded as <code>human:&lt;name&gt;</code>.</p>

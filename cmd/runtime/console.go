@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/console"
+	"github.com/agentmux/agentmux/node"
 )
 
 // consoleShutdown bounds how long open pages hold up the console's exit.
@@ -92,7 +94,18 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	if link := srv.SignInLink(); link != "" {
-		log.Info("console up", "url", "http://"+ln.Addr().String()+link, "answering_as", "human:"+name)
+		// The link signs its holder in as the person the console answers for, so it goes
+		// only where no agent reads it: to a terminal, or into the state directory, which
+		// the agents' sandbox denies, never into a log a redirection keeps.
+		url := "http://" + ln.Addr().String() + link
+		if isTerminal(stderr) {
+			log.Info("console up", "url", url, "answering_as", "human:"+name)
+		} else if path, err := writeSignInLink(ln.Addr(), url); err != nil {
+			fmt.Fprintln(stderr, "agentmux console:", err)
+			return exitError
+		} else {
+			log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in_link_in", path, "answering_as", "human:"+name)
+		}
 	} else if o := m.Console.OIDC; o != nil {
 		log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in", o.Issuer)
 	} else {
@@ -110,6 +123,26 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = hs.Shutdown(sctx)
 	return exitOK
+}
+
+// writeSignInLink keeps a console's sign-in link in the state directory, readable by
+// its user alone (the agents' sandbox denies the directory), and returns the file.
+func writeSignInLink(addr net.Addr, url string) (string, error) {
+	dir, err := node.StateDir(os.Getenv)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("the state directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("console-%d.link", addr.(*net.TCPAddr).Port))
+	if err := os.WriteFile(path+".tmp", []byte(url+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("keep the sign-in link: %w", err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		return "", fmt.Errorf("keep the sign-in link: %w", err)
+	}
+	return path, nil
 }
 
 // apiTokens reads the secrets of the manifest's [[api.tokens]] from their variables.

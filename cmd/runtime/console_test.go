@@ -572,14 +572,27 @@ func throttled(t *testing.T, base string) {
 	}
 }
 
-// signInLink is the link a console without a token printed (console up url=…).
+// signInLink is the link a console without a token kept: its log (a pipe here, not a
+// terminal) names the file in the state directory, and holds no token itself.
 func signInLink(t *testing.T, log string) string {
 	t.Helper()
-	m := regexp.MustCompile(`"console up" url="?([^" ]+)`).FindStringSubmatch(log)
+	m := regexp.MustCompile(`"console up" url=\S+ sign_in_link_in=("[^"]+"|\S+)`).FindStringSubmatch(log)
 	if m == nil {
-		t.Fatalf("no console up url= in:\n%s", log)
+		t.Fatalf("no console up … sign_in_link_in= in:\n%s", log)
 	}
-	return m[1]
+	if strings.Contains(log, "token=") {
+		t.Fatalf("the console's log holds its token:\n%s", log)
+	}
+	path := strings.Trim(m[1], `"`)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the sign-in link's file %s: %v, %v; want it readable by its user alone", path, fi, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
 }
 
 // TestConsoleOutlivesANodeRestart: a console left open shows the requests of a node

@@ -128,6 +128,16 @@ operator_groups = ["sre"]
 	shot(t, ctx, "3-refused")
 	until(t, "agentmux console", con.stderr, "none of your groups")
 
+	// On loopback too, a console with the identity provider makes no sign-in link of its
+	// own: only the provider signs people in.
+	local := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)))
+	local.Env = []string{"AGENTMUX_OIDC_SECRET=" + oidcSecret}
+	lcon := startProc(t, local)
+	until(t, "agentmux console on loopback", lcon.stderr, "console up")
+	if log := lcon.stderr.String(); strings.Contains(log, "token=") || strings.Contains(log, "sign_in_link_in") || !strings.Contains(log, "sign_in="+issuer) {
+		t.Errorf("a console with the identity provider on loopback made a link of its own:\n%s", log)
+	}
+
 	// The shared token signs no one in on such a console.
 	resp, err := http.PostForm(base+"/login", url.Values{"name": {"eve"}, "token": {consoleToken}})
 	if err != nil {
