@@ -40,9 +40,11 @@ func (s *Server) listensOn(ip net.IP) bool {
 // minTokenBits is the least a sign-in token must carry: past guessing, throttled or not.
 const minTokenBits = 128
 
-// tokenBits estimates what token carries: its length times the bits of each character,
-// from the classes of characters it uses (a hex token of 32 characters: 128). A token
-// of fewer than 8 different characters counts as one of those alone.
+// tokenBits estimates what token carries: what a guesser must find (guesses) times the
+// bits of each character, from the classes of characters it uses (a random hex token of
+// 32 characters: 128). A token of fewer than 8 different characters counts as one of
+// those alone; a common word, a run or a repeat counts as one character, so a chosen
+// password ("Password123Password123!") is refused where a random token passes.
 func tokenBits(token string) float64 {
 	var lower, upper, digit, other bool
 	seen := map[rune]bool{}
@@ -74,7 +76,41 @@ func tokenBits(token string) float64 {
 	if alphabet < 2 {
 		return 0
 	}
-	return float64(len([]rune(token))) * math.Log2(float64(alphabet))
+	return float64(guesses(token)) * math.Log2(float64(alphabet))
+}
+
+// commonWords are the words people build passwords of.
+var commonWords = []string{"password", "passw0rd", "secret", "admin", "letmein", "welcome", "qwerty", "changeme",
+	"agentmux", "console", "token", "master", "dragon", "monkey", "login", "hello", "iloveyou", "trustno1"}
+
+// guesses counts what a guesser must find in token: a character each, but a common
+// word (in any case), a run of three or more (aaa, abc, 321) or a part of three or more
+// that came before counts as one.
+func guesses(token string) int {
+	r, lower := []rune(token), []rune(strings.ToLower(token))
+	n := 0
+	for i := 0; i < len(r); n++ {
+		step := 1
+		for _, w := range commonWords {
+			if strings.HasPrefix(string(lower[i:]), w) {
+				step = max(step, len([]rune(w)))
+			}
+		}
+		for l := 3; i+l <= len(r) && strings.Contains(string(r[:i]), string(r[i:i+l])); l++ {
+			step = max(step, l)
+		}
+		if i+2 < len(r) {
+			d, l := r[i+1]-r[i], 2
+			for d >= -1 && d <= 1 && i+l < len(r) && r[i+l]-r[i+l-1] == d {
+				l++
+			}
+			if l >= 3 && d >= -1 && d <= 1 {
+				step = max(step, l)
+			}
+		}
+		i += step
+	}
+	return n
 }
 
 // checkToken says what is wrong with a sign-in token, or nil.

@@ -15,7 +15,9 @@ func TestTokenBits(t *testing.T) {
 		"x":                                false,
 		strings.Repeat("a", 200):           false, // one character, however long
 		strings.Repeat("ab", 50):           false, // two characters: a bit each
-		"0123456789abcdef0123456789abcdef": true,  // openssl rand -hex 16
+		"9f86d081884c7d659a2feaa0c55ad015": true,  // openssl rand -hex 16
+		"0123456789abcdef0123456789abcdef": false, // a run, then the same again
+		"Password123Password123!":          false, // a word, a run, then the same again
 		"3q2+7wAbC9/xYzP1qRsT4u":           true,  // openssl rand -base64 16, 22 characters
 		"correct-horse-battery":            false,
 	} {

@@ -2,15 +2,16 @@ package console
 
 import (
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 )
 
-// Sign-ins are throttled per client address, and all together, so a token cannot be
-// guessed at network speed: signInBurst tries at once, then one per signInEvery; all
-// clients together signInTotal a minute.
+// Wrong sign-ins are throttled per client address and account, and all together, so a
+// token cannot be guessed at network speed: signInBurst tries at once, then one per
+// signInEvery; all clients together signInTotal a minute. A right token is let in.
 const (
 	signInBurst = 5
 	signInEvery = 10 * time.Second
@@ -36,13 +37,15 @@ func newThrottle() *throttle {
 	return &throttle{peers: map[string]*peer{}, all: rate.NewLimiter(rate.Every(time.Minute/signInTotal), signInTotal)}
 }
 
-// allow takes a try for the client at remote (host:port) now, or reports how long it
-// must wait for one.
+// allow takes a try for the client at remote (host:port, and the account it tries
+// after a space) now, or reports how long it must wait for one.
 func (t *throttle) allow(remote string, now time.Time) (bool, time.Duration) {
-	host, _, err := net.SplitHostPort(remote)
+	addr, account, _ := strings.Cut(remote, " ")
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		host = remote
+		host = addr
 	}
+	host += " " + account
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for h, p := range t.peers {

@@ -20,7 +20,7 @@ import (
 	"github.com/agentmux/agentmux/internal/proctest"
 )
 
-const oidcSecret = "c1ient-secret-of-the-console-0123456789abcdef"
+const oidcSecret = "c1ient-s3cr3t-8Hq2vN5kW0zR3tY7pL1xC4mB6jD9sF2g"
 
 // TestConsoleSignInWithOpenID: a console beyond loopback signs people in with a real
 // OpenID provider (authorization code with PKCE) in Chromium. An operator's answer is
