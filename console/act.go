@@ -99,6 +99,9 @@ func (s *Server) actPage(w http.ResponseWriter, code int, p *actPage) {
 	out.para("error", "alert", p.Problem)
 	if q := p.Pending; q != nil {
 		out.para("meta", "", q.Type+" · host "+q.Host+" · session "+q.Session)
+		if _, n := visible(q.Text); n > 0 {
+			out.para("error", "alert", fmt.Sprintf("The agent's text holds %d characters that hide or reorder what you read, each shown as ⟨U+…⟩: read it as marked.", n))
+		}
 		out.markup(`  <pre class="text">`)
 		out.text(q.Text)
 		out.markup("</pre>\n")

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"strings"
@@ -18,8 +19,45 @@ type htmlPage struct{ b strings.Builder }
 // markup writes s as it is: markup of this package, never data.
 func (p *htmlPage) markup(s string) { p.b.WriteString(s) }
 
-// text writes s escaped, safe as an element's content or a quoted attribute's value.
-func (p *htmlPage) text(s string) { p.b.WriteString(html.EscapeString(s)) }
+// text writes s escaped, safe as an element's content or a quoted attribute's value,
+// with each character that hides or reorders what a person reads shown as a mark.
+func (p *htmlPage) text(s string) {
+	shown, _ := visible(s)
+	p.b.WriteString(html.EscapeString(shown))
+}
+
+// visible is s with each character that hides or reorders what a person reads
+// (Trojan Source: bidirectional overrides, zero-width characters) or drives a terminal
+// shown as a visible mark, "⟨U+202E⟩", as the page's script shows them (assets/app.js);
+// and how many there were.
+func visible(s string) (string, int) {
+	n := strings.IndexFunc(s, hidden)
+	if n < 0 {
+		return s, 0
+	}
+	var b strings.Builder
+	count := 0
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+			count++
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String(), count
+}
+
+// hidden reports whether r hides or reorders text, or is a control other than tab and
+// newline.
+func hidden(r rune) bool {
+	switch {
+	case r <= 0x08, r == 0x0B, r == 0x0C, r >= 0x0E && r <= 0x1F, r >= 0x7F && r <= 0x9F, r == 0x061C,
+		r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x2064, r >= 0x2066 && r <= 0x2069, r == 0xFEFF:
+		return true
+	}
+	return false
+}
 
 // start writes the page's head and opens its form.
 func (p *htmlPage) start(title, bodyClass, formAttrs string) {
