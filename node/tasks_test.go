@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/sim"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
@@ -171,4 +174,45 @@ func TestOverAThousandTasksRunAtOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestTaskWithABadIDIsRefused: a raw task on the bus whose id no subject can carry
+// ("bad.id") is not run under another id: the node says why in its log, counts it
+// invalid and terminates the message, so the work queue is empty and no session ran.
+func TestTaskWithABadIDIsRefused(t *testing.T) {
+	var logs proctest.Buffer
+	f := start(t, simHost("w", ""), func(o *Options) { o.Log = slog.New(slog.NewTextHandler(&logs, nil)) })
+	started := make(chan string, 1)
+	sub, err := f.n.Bus.Conn.Subscribe(wire.EventSubject("w", "*", "session.started"), func(m *nats.Msg) { started <- m.Subject })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	data, _ := json.Marshal(&wire.Task{ID: "bad.id", Host: "w", Prompt: script(result)})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := f.n.Bus.JS.Publish(ctx, wire.TaskSubject("w"), data); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if !strings.Contains(logs.String(), `task id \"bad.id\" is one token of NATS subjects`) {
+			return fmt.Errorf("the node's log does not say why:\n%s", logs.String())
+		}
+		info, err := f.n.Bus.JS.Stream(ctx, wire.TaskStream)
+		if err != nil {
+			return err
+		}
+		if n := info.CachedInfo().State.Msgs; n != 0 {
+			return errNotEmpty(n)
+		}
+		return nil
+	})
+	if n := testutil.ToFloat64(f.n.Metrics.Tasks.WithLabelValues("w", "invalid")); n != 1 {
+		t.Errorf("tasks counted invalid: %v; want 1", n)
+	}
+	select {
+	case s := <-started:
+		t.Fatalf("a session ran for the refused task: %s", s)
+	default:
+	}
 }

@@ -385,8 +385,12 @@ func taskTrace(msg jetstream.Msg) context.Context {
 func (r *Router) onTask(m *taskArrived) {
 	p := r.pools[m.host]
 	var task wire.Task
-	if err := json.Unmarshal(m.msg.Data(), &task); err != nil || task.Prompt == "" {
-		r.cfg.Log.Error("task is not a JSON {id, host, prompt}; dropped", "subject", m.msg.Subject(), "err", err)
+	err := json.Unmarshal(m.msg.Data(), &task)
+	if err == nil && task.ID != "" {
+		err = wire.CheckTaskID(task.ID) // an id no subject can carry is refused, not replaced
+	}
+	if err != nil || task.Prompt == "" {
+		r.cfg.Log.Error("task is not a JSON {id, host, prompt} with an id of letters, digits, '_' and '-'; refused and dropped", "subject", m.msg.Subject(), "err", err)
 		r.cfg.Metrics.Tasks.WithLabelValues(m.host, "invalid").Inc()
 		if err := m.msg.Term(); err != nil {
 			r.cfg.Log.Warn("terminate task", "err", err)
@@ -400,7 +404,7 @@ func (r *Router) onTask(m *taskArrived) {
 		return
 	}
 	id := task.ID
-	if !validID(id) {
+	if id == "" {
 		id = wire.NewSessionID()
 	}
 	if p.runsHere(id) { // delivered again while it still runs here
