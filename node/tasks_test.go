@@ -57,16 +57,19 @@ func TestTaskFromWorkQueue(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the task's session did not end")
 	}
-	waitFor(t, 5*time.Second, func() error {
-		info, err := f.n.Bus.JS.Stream(ctx, wire.TaskStream)
-		if err != nil {
-			return err
-		}
-		if n := info.CachedInfo().State.Msgs; n != 0 {
-			return errNotEmpty(n)
-		}
-		return nil
-	})
+	waitFor(t, 5*time.Second, func() error { return queueEmpty(ctx, f) })
+}
+
+// queueEmpty says whether the work queue holds no task: each was acked or terminated.
+func queueEmpty(ctx context.Context, f *fixture) error {
+	info, err := f.n.Bus.JS.Stream(ctx, wire.TaskStream)
+	if err != nil {
+		return err
+	}
+	if n := info.CachedInfo().State.Msgs; n != 0 {
+		return errNotEmpty(n)
+	}
+	return nil
 }
 
 type errNotEmpty uint64
@@ -198,14 +201,7 @@ func TestTaskWithABadIDIsRefused(t *testing.T) {
 		if !strings.Contains(logs.String(), `task id \"bad.id\" is one token of NATS subjects`) {
 			return fmt.Errorf("the node's log does not say why:\n%s", logs.String())
 		}
-		info, err := f.n.Bus.JS.Stream(ctx, wire.TaskStream)
-		if err != nil {
-			return err
-		}
-		if n := info.CachedInfo().State.Msgs; n != 0 {
-			return errNotEmpty(n)
-		}
-		return nil
+		return queueEmpty(ctx, f)
 	})
 	if n := testutil.ToFloat64(f.n.Metrics.Tasks.WithLabelValues("w", "invalid")); n != 1 {
 		t.Errorf("tasks counted invalid: %v; want 1", n)
