@@ -295,3 +295,33 @@ func TestAgentCannotRaiseItsOwnBudget(t *testing.T) {
 		t.Errorf("requests: %v; want the budget decided by alice and the agent's held request cancelled", got)
 	}
 }
+
+// TestRunawayClaimPausesTheSessionAndAYesGoesOn: a usage line claiming $1e308 pauses
+// its session before anything else it does (a budget request for the person, saying
+// what was claimed); a "yes" lets it go on with the claim never counted: its spend is
+// what it honestly reported after, and its budget was not raised.
+func TestRunawayClaimPausesTheSessionAndAYesGoesOn(t *testing.T) {
+	f := start(t, budgetHost(`{ tokens = 100000 }`, `question_timeout = "1m"`))
+	pending := pendingStore(t, f)
+	results := make(chan *agent.Result, 1)
+	session := f.n.Submit("w", "", script(
+		send(`{"type":"usage","model":"m","input_tokens":10,"output_tokens":1,"cost_usd":1e308}`),
+		`{"await_resume":true}`,
+		send(`{"type":"usage","model":"m","input_tokens":10,"output_tokens":1,"cost_usd":0.25}`), result), results)
+	p := waitPending(t, pending, session)
+	if p.Type != "budget" || p.Supervisor != "treasurer" || !strings.HasPrefix(p.Text, session+" claimed an impossible $1e+308 in one usage line") {
+		t.Fatalf("the request for the claim: %+v", p)
+	}
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`)}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-results
+	if !res.OK || res.Spend == nil || res.Spend.CostUSD != 0.25 {
+		t.Fatalf("the session gone on: ok %v, %s, spend %+v; want ok, $0.25 counted", res.OK, res.Error, res.Spend)
+	}
+	for _, r := range sessionAudit(t, f, session) {
+		if r.Kind == wire.EventSessionResumed && (r.Decider != "human:alice" || r.Reason != "went on past a claim not counted") {
+			t.Errorf("the resume's record: %+v", r)
+		}
+	}
+}

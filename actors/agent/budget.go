@@ -25,16 +25,25 @@ type budget struct {
 	paused      string    // the limits reached, in words: "" while the session runs
 	asked       int       // budget requests made
 	// ceiling is what the session may spend while its budget sets no usd ([budgets]
-	// session_usd, raised by as much at each "yes" to a pause at it); atCeiling: the
-	// pause is the ceiling's.
-	ceiling   float64
-	atCeiling bool
+	// session_usd, raised by as much at each "yes" to a pause at it).
+	ceiling float64
+	// pausedAt is what the pause is for, and what a "yes" raises.
+	pausedAt pauseKind
 	// interrupted: the turn was interrupted for the pause, and its end (an error line)
 	// is not the session's; stopped: it has ended, and going on takes a new turn.
 	interrupted, stopped bool
 	held                 []*protocol.Message // requests the agent made while paused
 	raisedBy             string              // who raised it last: the next turn says so
 }
+
+// pauseKind is what a session was paused for.
+type pauseKind int
+
+const (
+	pausedAtLimit   pauseKind = iota // its budget: a "yes" raises each limit by its step
+	pausedAtCeiling                  // [budgets] session_usd: a "yes" raises the ceiling by as much
+	pausedAtClaim                    // a runaway usage line: a "yes" lets it go on, the claim uncounted
+)
 
 // startBudget gives session s its budget, if it has one: the pipeline's or the host's.
 func (a *Agent) startBudget(s *session) {
@@ -97,7 +106,7 @@ func (a *Agent) checkBudget(s *session) {
 	sp, usd, tokens := a.spent(s)
 	if b != nil {
 		if why := b.limit.Exceeded(usd, tokens, time.Since(b.from)); why != "" {
-			a.pause(s, why, fmt.Sprintf("%s spent %s; go on with %s?", s.id, why, b.step.Step()), sp)
+			a.pause(s, pausedAtLimit, why, fmt.Sprintf("%s spent %s; go on with %s?", s.id, why, b.step.Step()), sp)
 			return
 		}
 	}
@@ -106,10 +115,9 @@ func (a *Agent) checkBudget(s *session) {
 		ceiling = b.ceiling
 	}
 	if (b == nil || b.limit.USD == 0) && ceiling > 0 && usd >= ceiling {
-		b = a.ensureBudget(s)
-		b.atCeiling = true
+		a.ensureBudget(s)
 		why := fmt.Sprintf("$%.2f, the most a session without a usd budget may ($%s, [budgets] session_usd)", usd, wire.Dollars(ceiling))
-		a.pause(s, why, fmt.Sprintf("%s spent %s; go on with +$%s?", s.id, why, wire.Dollars(a.cfg.SessionUSD)), sp)
+		a.pause(s, pausedAtCeiling, why, fmt.Sprintf("%s spent %s; go on with +$%s?", s.id, why, wire.Dollars(a.cfg.SessionUSD)), sp)
 	}
 }
 
@@ -126,14 +134,14 @@ func (a *Agent) runaway(s *session, why string) {
 		return // already waiting on its supervisors; this claim is not counted either
 	}
 	sp, _, _ := a.spent(s)
-	a.pause(s, why, fmt.Sprintf("%s claimed %s; go on?", s.id, why), sp)
+	a.pause(s, pausedAtClaim, why, fmt.Sprintf("%s claimed %s; go on?", s.id, why), sp)
 }
 
-// pause stops session s at its budget, or for why, and asks its supervisors text:
-// whether it goes on.
-func (a *Agent) pause(s *session, why, text string, sp *wire.Spend) {
+// pause stops session s at what kind says (why, in words) and asks its supervisors
+// text: whether it goes on.
+func (a *Agent) pause(s *session, kind pauseKind, why, text string, sp *wire.Spend) {
 	b := s.budget
-	b.paused = why
+	b.paused, b.pausedAt = why, kind
 	b.asked++
 	id := fmt.Sprintf("budget-%d", b.asked)
 	for n := 2; s.pending[id] != nil; n++ { // the agent's own requests may have any id
@@ -189,18 +197,22 @@ func (a *Agent) budgetAnswered(s *session, value json.RawMessage, outcome protoc
 // one, a resume line after a pause line, and the requests it made meanwhile routed.
 func (a *Agent) resume(s *session, decider string) {
 	b := s.budget
-	b.limit = b.limit.Raised(b.step)
-	b.raises++
-	if b.atCeiling {
+	reason := "went on past a claim not counted"
+	switch b.pausedAt {
+	case pausedAtLimit:
+		b.limit = b.limit.Raised(b.step)
+		b.raises++
+		reason = "budget raised " + b.step.Step()
+	case pausedAtCeiling:
 		b.ceiling += a.cfg.SessionUSD
-		b.atCeiling = false
+		reason = "ceiling raised to $" + wire.Dollars(b.ceiling)
 	}
 	b.paused, b.raisedBy = "", decider
 	a.cfg.Metrics.BudgetPauses.WithLabelValues(a.host.Name, "raised").Inc()
 	ev := &wire.SessionPaused{Reason: "budget raised by " + decider, Decider: decider, Budget: limits(b.limit)}
 	a.publishOn(s, wire.EventSessionResumed, a.encode(ev))
 	rec := a.record(s, wire.EventSessionResumed)
-	rec.Decider, rec.Reason = decider, fmt.Sprintf("budget raised %s", b.step.Step())
+	rec.Decider, rec.Reason = decider, reason
 	a.cfg.Audit(wire.AuditID(s.id, s.start.Attempt, fmt.Sprintf("budget-%d.resumed", b.asked)), rec)
 	if a.phase == phaseBusy {
 		switch {
