@@ -49,12 +49,12 @@ func (n *Node) programs(m *config.Manifest) map[string]program {
 }
 
 // startSandboxes makes the sandbox of each program this node may start, built when
-// first used. A program without one runs unsandboxed: sandbox = "none", or a kernel
-// without Landlock, which is warned about; a program that asks for landlock there stops
-// the node.
+// first used: Landlock on Linux, Seatbelt on macOS. A program without one runs
+// unsandboxed: sandbox = "none", or a system without either, which is warned about; a
+// program that asks for landlock where there is none stops the node.
 func (n *Node) startSandboxes(opts Options) error {
 	m := opts.Manifest
-	abi := sandbox.ABI()
+	abi, mechanism := sandbox.ABI(), sandbox.Mechanism()
 	base := n.sandboxBase(opts)
 	set := sandbox.Set{}
 	var unsandboxed []string
@@ -62,9 +62,9 @@ func (n *Node) startSandboxes(opts Options) error {
 		switch {
 		case p.Sandbox == config.SandboxNone:
 			continue
-		case abi < 1 && p.Sandbox == config.SandboxLandlock:
+		case abi < 1 && p.Sandbox == config.SandboxLandlock && mechanism != "seatbelt":
 			return fmt.Errorf("node: %s: sandbox = %q, and this system has no Landlock (Linux 5.13 or later, with landlock in the lsm= boot parameter); set sandbox = %q to run it unsandboxed", key, config.SandboxLandlock, config.SandboxNone)
-		case abi < 1:
+		case mechanism == "":
 			unsandboxed = append(unsandboxed, key)
 			continue
 		}
@@ -88,7 +88,7 @@ func (n *Node) startSandboxes(opts Options) error {
 	}
 	n.sandboxes = set
 	if len(unsandboxed) > 0 {
-		n.log.Warn("this system has no Landlock: these programs run unsandboxed, able to read the node's credentials and reach its ports; set sandbox = \"none\" to say so, or run the node on Linux 5.13 or later",
+		n.log.Warn("this system has neither Landlock nor Seatbelt: these programs run unsandboxed, able to read the node's credentials and reach its ports; set sandbox = \"none\" to say so, or run the node on Linux 5.13 or later, or macOS",
 			"programs", strings.Join(unsandboxed, ", "))
 	}
 	if len(set) > 0 {
@@ -100,6 +100,7 @@ func (n *Node) startSandboxes(opts Options) error {
 			n.log.Info("removed the temporary directories of nodes no longer running", "count", len(removed))
 		}
 		switch {
+		case mechanism != "landlock":
 		case abi < 4:
 			n.log.Warn("Landlock ABI "+strconv.Itoa(abi)+" cannot refuse TCP connections (ABI 4, Linux 6.7): sandboxed programs may connect to the node's ports", "denied_ports", base.ConnectDeny)
 		case abi < 6:

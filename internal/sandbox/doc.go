@@ -23,6 +23,9 @@
 //	cmd, _ := shim.Command(ctx, "claude", args...)
 //	err := sb.Start(cmd) // as cmd.Start, in the sandbox
 //
+// On macOS it uses Seatbelt: Start has sandbox-exec run the program under a profile
+// made from the same Policy (seatbelt.go), which goes to its descendants too.
+//
 // A nil *Sandbox starts programs as cmd.Start does. On other systems New returns a
-// Sandbox whose Start fails: a node there leaves sandbox out (see Available).
+// Sandbox whose Start fails: a node there leaves sandbox out (see Mechanism).
 package sandbox

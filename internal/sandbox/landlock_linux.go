@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os/exec"
 	"runtime"
 	"slices"
 
@@ -18,6 +19,17 @@ const (
 	// fileAccess are the rights a rule on a file (not a directory) may carry.
 	fileAccess = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
 )
+
+// Mechanism is how programs are sandboxed here: "landlock", or "" on a kernel without.
+func Mechanism() string {
+	if ABI() < 1 {
+		return ""
+	}
+	return "landlock"
+}
+
+// wrap leaves cmd as it is: the thread that starts it carries the restrictions.
+func (s *Sandbox) wrap(*exec.Cmd) {}
 
 // ABI is the Landlock ABI version this kernel offers; 0 without Landlock.
 func ABI() int {

@@ -1,9 +1,10 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package sandbox
 
 import (
 	"fmt"
+	"os/exec"
 	"runtime"
 )
 
@@ -13,3 +14,8 @@ func ABI() int { return 0 }
 func (s *Sandbox) restrict(Policy) error {
 	return fmt.Errorf("sandbox %s: %s has no Landlock; set sandbox = \"none\" to run it unsandboxed", s.name, runtime.GOOS)
 }
+
+// Mechanism is "": this system has no sandbox agentmux uses.
+func Mechanism() string { return "" }
+
+func (s *Sandbox) wrap(*exec.Cmd) {}

@@ -20,10 +20,12 @@ type Sandbox struct {
 	reqs   chan start
 	stop   chan struct{}
 
-	mu     sync.Mutex // guards built, temp and closed, and orders a build before Close
+	mu     sync.Mutex // guards built, temp, profile and closed, and orders a build before Close
 	built  bool
 	temp   string // the programs' TMPDIR, with Policy.Temp
 	closed bool
+	// profile is the Seatbelt profile the programs run under, on macOS.
+	profile string
 }
 
 type start struct {
@@ -49,6 +51,7 @@ func (s *Sandbox) Start(cmd *exec.Cmd) error {
 	if temp != "" {
 		cmd.Env = withTemp(cmd.Env, temp)
 	}
+	s.wrap(cmd)
 	req := start{cmd: cmd, done: make(chan error, 1)}
 	select {
 	case s.reqs <- req:
