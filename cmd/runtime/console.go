@@ -104,6 +104,7 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "agentmux console:", err)
 			return exitError
 		} else {
+			defer os.Remove(path) // its token dies with this console
 			log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in_link_in", path, "answering_as", "human:"+name)
 		}
 	} else if o := m.Console.OIDC; o != nil {
