@@ -89,43 +89,38 @@ func findEffects(args []string) effects {
 	return e
 }
 
+// sortOptions are sort's options (GNU coreutils), read as a wrapper's are: an option
+// not here, or one abbreviated, is asked about. -o and --output write their file; -y
+// takes a value, so "-yt -o0" writes 0.
+var sortOptions = wrapper{
+	flags: set("-b", "-c", "-C", "-d", "-f", "-g", "-h", "-i", "-M", "-m", "-n", "-R", "-r", "-s", "-u", "-V", "-z",
+		"--ignore-leading-blanks", "--dictionary-order", "--ignore-case", "--general-numeric-sort", "--ignore-nonprinting",
+		"--month-sort", "--human-numeric-sort", "--numeric-sort", "--random-sort", "--reverse", "--version-sort", "--check",
+		"--debug", "--merge", "--stable", "--unique", "--zero-terminated", "--help", "--version"),
+	valued: set("-k", "-o", "-S", "-t", "-T", "-y", "--key", "--output", "--buffer-size", "--field-separator",
+		"--temporary-directory", "--parallel", "--batch-size", "--sort", "--random-source", "--files0-from"),
+	writes:  set("-o", "--output"),
+	refused: why("runs a program no rule sees", "--compress-program"),
+}
+
 func sortEffects(args []string) effects {
 	var e effects
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		switch {
-		case a == "--":
-			return e
-		case a == "--output" || a == "-o":
-			if i+1 >= len(args) {
-				return effects{unknown: "sort " + a + " lacks its file"}
-			}
-			e.writes = append(e.writes, args[i+1])
-			i++
-		case strings.HasPrefix(a, "--output="):
-			e.writes = append(e.writes, strings.TrimPrefix(a, "--output="))
-		case strings.HasPrefix(a, "--compress-program"):
-			return effects{unknown: "sort --compress-program runs a program no rule sees"}
-		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
-			// Short options: -o's file is the rest of the word or the next; -k, -t, -S and
-			// -T take theirs the same way.
-			for j := 1; j < len(a); j++ {
-				if c := a[j]; c == 'o' {
-					if j+1 < len(a) {
-						e.writes = append(e.writes, a[j+1:])
-					} else if i+1 < len(args) {
-						e.writes = append(e.writes, args[i+1])
-						i++
-					}
-					break
-				} else if strings.IndexByte("ktST", c) >= 0 {
-					if j+1 == len(a) {
-						i++
-					}
-					break
-				}
-			}
+		if a == "--" {
+			return e // the rest are its files
 		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue // a file it reads: GNU sort takes options after them too
+		}
+		n, flag, value, why := sortOptions.option(args[i:])
+		switch {
+		case why != "":
+			return effects{unknown: "sort " + why}
+		case sortOptions.writes[flag]:
+			e.writes = append(e.writes, value)
+		}
+		i += n - 1
 	}
 	return e
 }

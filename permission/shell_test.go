@@ -130,6 +130,10 @@ func TestShellLines(t *testing.T) {
 		{"sort -o /etc/hosts f", Deny, "Edit(//etc/**)"},
 		{"sort -ro out.txt f", None, ""},
 		{"sort --compress-program=curl f", Ask, "compress-program"},
+		{"sort -yt -o0", None, ""},                         // -y takes a value: -o0 writes 0
+		{"sort -yt -obuild/s f", Allow, "Edit(/build/**)"}, // the same, into build/
+		{"sort --out=x f", Ask, "--out, which is not modelled"},
+		{"sort -q f", Ask, "-q, which is not modelled"},
 		{"ls | tee ~/.bashrc", Deny, "Edit(~/.bashrc)"},
 		{"ls | tee -a build/ls.txt", Allow, "Edit(/build/**)"},
 		// A variable can change what a named command is: asked unless known harmless.
