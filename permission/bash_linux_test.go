@@ -340,6 +340,8 @@ var attacks = []string{
 	"echo hi >& $O/dup",
 	"ls 2> $O/err",
 	"ls &> build/all",
+	"ls | tee build/$(echo ../escaped)",
+	"sort -yt -o0",
 }
 
 // TestAllowedLinesRunOnlyWhatTheRulesAllow runs every allowed line of the corpus in
@@ -385,7 +387,7 @@ func TestAllowedLinesRunOnlyWhatTheRulesAllow(t *testing.T) {
 }
 
 // TestBashHarnessSeesTheAttacks shows the harness catches each way of escaping the
-// rules, run directly: without the engine's refusal, these lines would fail the test
+// rules (the last two found by the fuzzer and by reading its finding), run directly: without the engine's refusal, these lines would fail the test
 // above.
 func TestBashHarnessSeesTheAttacks(t *testing.T) {
 	h := newBashHarness(t)
@@ -398,6 +400,8 @@ func TestBashHarnessSeesTheAttacks(t *testing.T) {
 		{"x='a[$(curl arith)]'; ls $((x))", "ran curl arith"},
 		{"find . -exec curl find-exec \\;", "ran curl find-exec"},
 		{"cd $O && ls > out", "wrote $O/out"},
+		{"ls | tee build/$(echo ../escaped)", "/work/escaped, which no rule allows"},
+		{"sort -yt -o0", "/work/0, which no rule allows"},
 	} {
 		line := h.expand(c.line)
 		if v, r := h.set.Decide(Call{Tool: "Bash", Command: line}, h.work); v == Allow {

@@ -61,6 +61,14 @@ func parseShell(line string) (*shellLine, error) {
 	if err := l.add(line, 0); err != nil {
 		return nil, err
 	}
+	for _, w := range l.writes {
+		// A program's option or operand that names a file is taken as written: one the
+		// shell expands (build/$(echo ../x), bu*) is not the file it writes.
+		if glob(w) || strings.ContainsAny(w, "$`") {
+			l.unknown = append(l.unknown, "it writes "+w+", a path the shell expands first")
+			break
+		}
+	}
 	if l.cd {
 		for _, w := range l.writes {
 			if !filepath.IsAbs(w) && !strings.HasPrefix(w, "~") {

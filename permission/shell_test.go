@@ -136,6 +136,8 @@ func TestShellLines(t *testing.T) {
 		{"sort -q f", Ask, "-q, which is not modelled"},
 		{"ls | tee ~/.bashrc", Deny, "Edit(~/.bashrc)"},
 		{"ls | tee -a build/ls.txt", Allow, "Edit(/build/**)"},
+		{"ls | tee build/$(echo ../x)", Ask, "a path the shell expands first"},
+		{"sort -o build/* f", Ask, "a path the shell expands first"},
 		// A variable can change what a named command is: asked unless known harmless.
 		{"CI=1 npm test", Allow, "Bash(npm test:*)"},
 		{"LD_PRELOAD=/tmp/x.so ls", Ask, "LD_PRELOAD"},
