@@ -136,34 +136,3 @@ func sbString(s string) string {
 func sbComment(s string) string {
 	return strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
 }
-
-// seatbeltWrites reports whether rules let a program write path (absolute and
-// resolved): the last rule that names it for writing decides, as Seatbelt's does.
-func seatbeltWrites(rules []sbRule, path string) bool {
-	return seatbeltDecides(rules, path, "file-write*")
-}
-
-// seatbeltReads reports whether rules let a program read path.
-func seatbeltReads(rules []sbRule, path string) bool {
-	return seatbeltDecides(rules, path, "file-read*")
-}
-
-func seatbeltDecides(rules []sbRule, path, op string) bool {
-	allowed := true // (allow default)
-	for _, r := range rules {
-		if !strings.Contains(r.ops, op) {
-			continue
-		}
-		if len(r.paths) == 0 && len(r.ports) == 0 && r.target == "" {
-			allowed = r.allow
-			continue
-		}
-		for _, p := range r.paths {
-			if path == p.path || p.tree && within(path, p.path) {
-				allowed = r.allow
-				break
-			}
-		}
-	}
-	return allowed
-}
