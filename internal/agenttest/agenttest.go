@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -88,6 +89,7 @@ type Anthropic struct {
 	script [][]Block
 
 	mu       sync.Mutex
+	gates    map[int]string   // turn → a text the conversation must hold before it plays
 	requests []map[string]any // the main conversation's requests
 	served   int              // responses so far: each message and tool call has an id of its own
 }
@@ -116,7 +118,7 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		turn := 0
 		msgs, _ := req["messages"].([]any)
 		for _, m := range msgs {
-			if mm, _ := m.(map[string]any); mm["role"] == "assistant" {
+			if mm, _ := m.(map[string]any); mm["role"] == "assistant" && !held(mm) {
 				turn++
 			}
 		}
@@ -125,6 +127,9 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		blocks = []Block{{Text: "(the script has no more turns)"}}
 		if turn < len(f.script) {
 			blocks = f.script[turn]
+		}
+		if gate, ok := f.gates[turn]; ok && !bytes.Contains(body, []byte(gate)) {
+			blocks = []Block{{Text: heldText}}
 		}
 		f.mu.Unlock()
 	}
@@ -156,11 +161,37 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	event("message_stop", map[string]any{"type": "message_stop"})
 }
 
+// heldText is the reply to a turn whose gate is shut; such a reply is not counted as a
+// turn of the script.
+const heldText = "(the script holds this turn)"
+
+func held(message map[string]any) bool {
+	blocks, _ := message["content"].([]any)
+	for _, b := range blocks {
+		if bb, _ := b.(map[string]any); bb["type"] == "text" && bb["text"] == heldText {
+			return true
+		}
+	}
+	return message["content"] == heldText
+}
+
+// Gate plays script turn n only once the conversation holds text; until then that turn
+// is answered with a plain text that ends it and does not count. A request the CLI
+// makes in a turn it was told to cancel then cannot take a turn meant for the next one.
+func (f *Anthropic) Gate(n int, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gates == nil {
+		f.gates = map[int]string{}
+	}
+	f.gates[n] = text
+}
+
 // Replay starts a new script for the next conversation.
 func (f *Anthropic) Replay(script ...[]Block) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.script, f.requests = script, nil
+	f.script, f.requests, f.gates = script, nil, nil
 }
 
 // ToolResult returns what the model was told of its n-th tool call (the tool_result the
