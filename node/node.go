@@ -133,8 +133,10 @@ type Node struct {
 	procs *shim.Registry // the process groups started, in the store
 	// sandboxes confine the programs the node starts, by manifest table.
 	sandboxes sandbox.Set
-	stopped   chan struct{}
-	events    *eventstream.Subscription
+	// unannounce takes back the ports this node told the machine's sandboxes of.
+	unannounce []func()
+	stopped    chan struct{}
+	events     *eventstream.Subscription
 	// routines owns the goroutines the actors start off themselves (decisions,
 	// keep-alives, task acks, pullers, store I/O) and the node's own; stop stops it
 	// once the actors have stopped.
@@ -209,6 +211,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.msrv.Close()
 		return nil, err
 	}
+	n.announcePorts()
 	if err := n.claimName(ctx); err != nil {
 		n.abort()
 		return nil, err
@@ -480,6 +483,7 @@ func (n *Node) abort() {
 	_ = n.opts.Tracing.Shutdown(context.Background()) // nothing traced yet
 	n.Bus.Close()
 	n.msrv.Close()
+	n.unannouncePorts()
 }
 
 // Ready reports whether the node can take work: NATS connected, started to the end
@@ -632,6 +636,7 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	n.Bus.Close()
 	n.msrv.Close()
+	n.unannouncePorts()
 	return err
 }
 

@@ -151,6 +151,40 @@ func (n *Node) sandboxBase(opts Options) sandbox.Policy {
 	return p
 }
 
+// announcePorts tells the sandboxes of this machine, whatever node or user runs them,
+// the ports this node listens on: its bus, cluster and metrics ports.
+func (n *Node) announcePorts() {
+	var addrs []string
+	if srv := n.Bus.Server(); srv != nil {
+		addrs = append(addrs, srv.Addr().String())
+		if a := srv.ClusterAddr(); a != nil {
+			addrs = append(addrs, a.String())
+		}
+	}
+	if n.msrv != nil {
+		addrs = append(addrs, n.msrv.Addr())
+	}
+	for _, a := range addrs {
+		port, ok := portOf(a)
+		if !ok {
+			continue
+		}
+		release, err := sandbox.Announce(port)
+		if err != nil {
+			n.log.Warn("the programs other nodes of this machine start may connect to this port", "port", port, "err", err)
+			continue
+		}
+		n.unannounce = append(n.unannounce, release)
+	}
+}
+
+func (n *Node) unannouncePorts() {
+	for _, release := range n.unannounce {
+		release()
+	}
+	n.unannounce = nil
+}
+
 // programPolicy is base with what p may do besides: write where it works (workIn, or
 // else its working directory, the node's when it names none), its sandbox_write paths,
 // and a temporary directory of its own unless its env names one, which it may write

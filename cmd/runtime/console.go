@@ -19,6 +19,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/console"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/node"
 )
 
@@ -89,6 +90,14 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "agentmux console: listen on %s: %v\n", *addr, err)
 		return exitError
+	}
+	// No program a node of this machine sandboxes from now on may reach the console,
+	// whatever its port.
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	if release, err := sandbox.Announce(port); err != nil {
+		log.Warn("the programs this machine's nodes sandbox may connect to the console", "port", port, "err", err)
+	} else {
+		defer release()
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

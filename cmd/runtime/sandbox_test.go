@@ -46,6 +46,8 @@ def write(path):
 attempts = {
     "bus": lambda: connect(os.environ["BUS"]),
     "metrics": lambda: connect(os.environ["METRICS"]),
+    "console": lambda: connect(os.environ["CONSOLE"]),
+    "later node": lambda: connect(os.environ["LATER"]),
     "credential": lambda: read(os.environ["CRED"]),
     "store": store,
     "environ": lambda: read("/proc/%d/environ" % node),
@@ -71,7 +73,9 @@ print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
 // read any process) with a real agent that tries each way out of its sandbox, and
 // checks each is refused and that what an agent needs still works. A host whose
 // working_dir holds the rules file is warned about, since Landlock cannot take the file
-// back from a tree it grants.
+// back from a tree it grants. Then a console and a second node start, as another user,
+// on ports the first node never knew of: the agent started after them cannot reach
+// them either.
 func TestSandboxedAgentCannotReachItsNode(t *testing.T) {
 	dir, err := os.MkdirTemp("", "agentmux-sandbox-")
 	if err != nil {
@@ -98,7 +102,7 @@ func TestSandboxedAgentCannotReachItsNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	port, metrics := proctest.FreePort(t), proctest.FreePort(t)
+	port, metrics, console, later := proctest.FreePort(t), proctest.FreePort(t), proctest.FreePort(t), proctest.FreePort(t)
 	manifest := filepath.Join(dir, "agentmux.toml")
 	m := fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
@@ -109,7 +113,7 @@ addr = "127.0.0.1:%d"
 command = "python3"
 args = ["-c", %q]
 working_dir = %q
-env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CRED = %q, STORE = %q, OUTSIDE = %q, MANIFEST = %q, RULES = %q }
+env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CONSOLE = "%d", LATER = "%d", CRED = %q, STORE = %q, OUTSIDE = %q, MANIFEST = %q, RULES = %q }
 [hosts.careless]
 command = "python3"
 working_dir = %q
@@ -118,7 +122,7 @@ strategy = "rule"
 rules_file = "rules/policy.toml"
 [[routes]]
 supervisor = "policy"
-`, port, store, metrics, escapeProbe, work, port, metrics, open.Addr().(*net.TCPAddr).Port,
+`, port, store, metrics, escapeProbe, work, port, metrics, open.Addr().(*net.TCPAddr).Port, console, later,
 		bus.LocalCredentials(state, port), store, outside, manifest, filepath.Join(rules, "policy.toml"), rules)
 	if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
 		t.Fatal(err)
@@ -136,25 +140,12 @@ supervisor = "policy"
 		t.Errorf("the node did not warn that host careless may write policy's rules file:\n%s", up.stderr)
 	}
 
-	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-escape", "probe", "go", "--follow")
-	submit.Env = []string{"AGENTMUX_STATE_DIR=" + state}
-	follow := startProc(t, submit)
-	if code := follow.wait(t, 60*time.Second); code != exitOK {
-		t.Fatalf("the probe's session: exit %d\n%s\n%s\nnode:\n%s", code, follow.stdout, follow.stderr, up.stderr)
-	}
-	var seen map[string]string
-	for _, line := range strings.Split(follow.stdout.String(), "\n") {
-		var result struct{ Type, Text string }
-		if json.Unmarshal([]byte(line), &result) == nil && result.Type == "result" {
-			if err := json.Unmarshal([]byte(result.Text), &seen); err != nil {
-				t.Fatalf("the probe's result %q: %v", result.Text, err)
-			}
-		}
-	}
+	seen := probe(t, manifest, state, "t-escape", up)
 	want := map[string]string{
 		"bus": "Permission denied", "metrics": "Permission denied", "credential": "Permission denied",
 		"store": "Permission denied", "environ": "Permission denied", "signal": "Operation not permitted",
 		"outside": "Permission denied", "manifest": "Permission denied", "rules file": "Permission denied",
+		"console": "Connection refused", "later node": "Connection refused",
 		"work": "ok", "tmp": "ok", "other port": "ok",
 	}
 	for name, w := range want {
@@ -171,4 +162,47 @@ supervisor = "policy"
 	if _, err := os.Stat(filepath.Join(rules, "policy.toml")); err == nil {
 		t.Error("the agent wrote policy's rules file")
 	}
+
+	// A console, and a node with a manifest of its own, start later as this test's
+	// user, on ports that are in no manifest of the first node.
+	conCmd := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", console), "--as", "ana")
+	conCmd.Env = []string{"AGENTMUX_STATE_DIR=" + state}
+	con := startProc(t, conCmd)
+	otherState := t.TempDir()
+	other := filepath.Join(otherState, "agentmux.toml")
+	if err := os.WriteFile(other, []byte(fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[hosts.idle]\ncommand = \"cat\"\n", later, filepath.Join(otherState, "store"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := exec.Command(os.Args[0], "up", "-c", other, "--name", "later")
+	second.Env = []string{"AGENTMUX_STATE_DIR=" + otherState, "HOME=" + otherState}
+	up2 := startProc(t, second)
+	until(t, "console up", con.stderr, "console up")
+	until(t, "the later node up", up2.stderr, "node up")
+	seen = probe(t, manifest, state, "t-escape-later", up)
+	for name, w := range map[string]string{"console": "Permission denied", "later node": "Permission denied", "other port": "ok"} {
+		if seen[name] != w {
+			t.Errorf("once they started, %s: the agent met %q, want %q", name, seen[name], w)
+		}
+	}
+}
+
+// probe runs escapeProbe's session id on the node up and returns what it met.
+func probe(t *testing.T, manifest, state, id string, up *proc) map[string]string {
+	t.Helper()
+	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", id, "probe", "go", "--follow")
+	submit.Env = []string{"AGENTMUX_STATE_DIR=" + state}
+	follow := startProc(t, submit)
+	if code := follow.wait(t, 60*time.Second); code != exitOK {
+		t.Fatalf("the probe's session: exit %d\n%s\n%s\nnode:\n%s", code, follow.stdout, follow.stderr, up.stderr)
+	}
+	var seen map[string]string
+	for _, line := range strings.Split(follow.stdout.String(), "\n") {
+		var result struct{ Type, Text string }
+		if json.Unmarshal([]byte(line), &result) == nil && result.Type == "result" {
+			if err := json.Unmarshal([]byte(result.Text), &seen); err != nil {
+				t.Fatalf("the probe's result %q: %v", result.Text, err)
+			}
+		}
+	}
+	return seen
 }

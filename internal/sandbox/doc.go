@@ -9,8 +9,12 @@
 // Go program cannot run code between fork and exec, so a Sandbox keeps one OS thread
 // for the programs it starts: the thread restricts itself, once, and starts every
 // program from then on (a child inherits the restrictions of the thread that forked
-// it). The node's other threads are not restricted. The thread lives until Close: a
-// child's parent-death signal follows the thread that started it.
+// it). The node's other threads are not restricted. The thread lives while a program it
+// started runs: a child's parent-death signal follows the thread that started it.
+//
+// The ports denied are the policy's and those every agentmux process of the machine
+// listens on (Announce): when these change, the next Start builds the sandbox again, a
+// new thread, so that a program is denied every port listening when it starts.
 //
 // Landlock only grants: there is no rule that takes a path away from a tree granted
 // above it. A denied path is carved out instead: its parent is not granted, each of its

@@ -29,7 +29,7 @@ func Mechanism() string {
 }
 
 // wrap leaves cmd as it is: the thread that starts it carries the restrictions.
-func (s *Sandbox) wrap(*exec.Cmd) {}
+func (d *domain) wrap(*exec.Cmd) {}
 
 // ABI is the Landlock ABI version this kernel offers; 0 without Landlock.
 func ABI() int {
@@ -41,14 +41,14 @@ func ABI() int {
 }
 
 // restrict builds p's ruleset and starts the thread that enforces it on itself.
-func (s *Sandbox) restrict(p Policy) error {
+func (s *Sandbox) restrict(p Policy) (*domain, error) {
 	abi := ABI()
 	if abi < 1 {
-		return fmt.Errorf("sandbox %s: this kernel has no Landlock (Linux 5.13 or later, with landlock in the lsm= boot parameter); set sandbox = \"none\" to run it unsandboxed", s.name)
+		return nil, fmt.Errorf("sandbox %s: this kernel has no Landlock (Linux 5.13 or later, with landlock in the lsm= boot parameter); set sandbox = \"none\" to run it unsandboxed", s.name)
 	}
 	grants, err := p.grants()
 	if err != nil {
-		return fmt.Errorf("sandbox %s: %w", s.name, err)
+		return nil, fmt.Errorf("sandbox %s: %w", s.name, err)
 	}
 	cfg := landlock.Config{HandledAccessFS: landlock.V11.HandledAccessFS, Scoped: landlock.V11.Scoped}
 	writeAccess := landlock.V11.HandledAccessFS
@@ -79,17 +79,18 @@ func (s *Sandbox) restrict(p Policy) error {
 	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
-		return fmt.Errorf("sandbox %s: landlock ruleset: %w", s.name, err)
+		return nil, fmt.Errorf("sandbox %s: landlock ruleset: %w", s.name, err)
 	}
 	if fd < 0 {
-		return fmt.Errorf("sandbox %s: Landlock ABI %d enforces none of this policy", s.name, abi)
+		return nil, fmt.Errorf("sandbox %s: Landlock ABI %d enforces none of this policy", s.name, abi)
 	}
+	d := newDomain()
 	ready := make(chan error)
-	go s.thread(fd, flags, ready, nil)
+	go s.thread(fd, flags, d, ready, nil)
 	if err := <-ready; err != nil {
-		return fmt.Errorf("sandbox %s: landlock_restrict_self: %w", s.name, err)
+		return nil, fmt.Errorf("sandbox %s: landlock_restrict_self: %w", s.name, err)
 	}
-	return nil
+	return d, nil
 }
 
 // thread restricts the OS thread it locks, reports on ready, and serves. It never runs
@@ -98,14 +99,14 @@ func (s *Sandbox) restrict(p Policy) error {
 // programs' parent-death signal would never come): there it starts itself again and
 // holds the first thread until the other goroutine has locked another. locked, if not
 // nil, is closed once this goroutine holds its thread.
-func (s *Sandbox) thread(fd int, flags uint32, ready chan<- error, locked chan<- struct{}) {
+func (s *Sandbox) thread(fd int, flags uint32, d *domain, ready chan<- error, locked chan<- struct{}) {
 	runtime.LockOSThread() // never unlocked once restricted: the thread ends with this goroutine
 	if locked != nil {
 		close(locked)
 	}
 	if unix.Gettid() == unix.Getpid() {
 		other := make(chan struct{})
-		go s.thread(fd, flags, ready, other)
+		go s.thread(fd, flags, d, ready, other)
 		<-other
 		runtime.UnlockOSThread()
 		return
@@ -117,6 +118,6 @@ func (s *Sandbox) thread(fd int, flags uint32, ready chan<- error, locked chan<-
 	unix.Close(fd)
 	ready <- err
 	if err == nil {
-		s.serve()
+		s.serve(d)
 	}
 }

@@ -11,11 +11,11 @@ import (
 // ABI is 0: Landlock is Linux's.
 func ABI() int { return 0 }
 
-func (s *Sandbox) restrict(Policy) error {
-	return fmt.Errorf("sandbox %s: %s has no Landlock; set sandbox = \"none\" to run it unsandboxed", s.name, runtime.GOOS)
+func (s *Sandbox) restrict(Policy) (*domain, error) {
+	return nil, fmt.Errorf("sandbox %s: %s has no Landlock; set sandbox = \"none\" to run it unsandboxed", s.name, runtime.GOOS)
 }
 
 // Mechanism is "": this system has no sandbox agentmux uses.
 func Mechanism() string { return "" }
 
-func (s *Sandbox) wrap(*exec.Cmd) {}
+func (d *domain) wrap(*exec.Cmd) {}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -13,20 +14,37 @@ import (
 var ErrClosed = errors.New("sandbox: closed (the node is stopping)")
 
 // Sandbox starts programs under one Policy. It is built when it first starts one; a
-// build that failed (a writable path missing) is tried again at the next start.
+// build that failed (a writable path missing) is tried again at the next start. It is
+// built again when the ports this machine's agentmux processes announce have changed
+// since (Announce), so that a program is denied every one listening when it starts.
 type Sandbox struct {
 	name   string // for messages: "hosts.claude"
 	policy Policy
-	reqs   chan start
 	stop   chan struct{}
 
-	mu     sync.Mutex // guards built, temp, profile and closed, and orders a build before Close
-	built  bool
-	temp   string // the programs' TMPDIR, with Policy.Temp
+	mu     sync.Mutex // guards domain, older, temp and closed, and orders a build before Close
+	domain *domain    // nil until built
+	older  []*domain  // earlier builds whose programs may still run
+	temp   string     // the programs' TMPDIR, with Policy.Temp
 	closed bool
+}
+
+// domain is one build of a sandbox: the ports it denies, and what starts its programs.
+// An earlier build is kept while a program it started runs: a child's parent-death
+// signal follows the thread that started it.
+type domain struct {
+	ports []uint16
+	reqs  chan start    // served on the domain's thread
+	quit  chan struct{} // ends the thread, once its programs are gone
+	pids  []int         // the programs it started, guarded by the Sandbox's mu
 	// profile is the Seatbelt profile the programs run under, on macOS.
 	profile string
 }
+
+func newDomain() *domain { return &domain{reqs: make(chan start), quit: make(chan struct{})} }
+
+// running reports whether a program d started may still run (or be unwaited for).
+func (d *domain) running() bool { return slices.ContainsFunc(d.pids, alive) }
 
 type start struct {
 	cmd  *exec.Cmd
@@ -36,7 +54,7 @@ type start struct {
 // New returns the sandbox of the programs name runs ("hosts.claude", for messages and
 // its temporary directory's name).
 func New(name string, p Policy) *Sandbox {
-	return &Sandbox{name: name, policy: p, reqs: make(chan start), stop: make(chan struct{})}
+	return &Sandbox{name: name, policy: p, stop: make(chan struct{})}
 }
 
 // Start starts cmd in the sandbox, as cmd.Start does; a nil Sandbox is cmd.Start.
@@ -44,40 +62,55 @@ func (s *Sandbox) Start(cmd *exec.Cmd) error {
 	if s == nil {
 		return cmd.Start()
 	}
-	temp, err := s.ready()
+	d, temp, err := s.ready()
 	if err != nil {
 		return err
 	}
 	if temp != "" {
 		cmd.Env = withTemp(cmd.Env, temp)
 	}
-	s.wrap(cmd)
+	d.wrap(cmd)
 	req := start{cmd: cmd, done: make(chan error, 1)}
 	select {
-	case s.reqs <- req:
-		return <-req.done
+	case d.reqs <- req:
+		err := <-req.done
+		if err == nil {
+			s.mu.Lock()
+			if len(d.pids)%256 == 255 {
+				d.pids = slices.DeleteFunc(d.pids, func(pid int) bool { return !alive(pid) })
+			}
+			d.pids = append(d.pids, cmd.Process.Pid)
+			s.mu.Unlock()
+		}
+		return err
 	case <-s.stop:
 		return ErrClosed
 	}
 }
 
-// ready builds the sandbox if it is not yet, and returns its TMPDIR.
-func (s *Sandbox) ready() (string, error) {
+// ready builds the sandbox if it is not yet, or again if the announced ports changed,
+// and returns the build and its TMPDIR.
+func (s *Sandbox) ready() (*domain, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return "", ErrClosed
-	case !s.built:
-		if err := s.build(); err != nil {
-			return "", err
-		}
-		s.built = true
+	if s.closed {
+		return nil, "", ErrClosed
 	}
-	return s.temp, nil
+	ports := s.policy.ConnectDeny
+	if len(ports) > 0 {
+		ports = append(slices.Clone(ports), Announced()...)
+		slices.Sort(ports)
+		ports = slices.Compact(ports)
+	}
+	if s.domain == nil || !slices.Equal(s.domain.ports, ports) {
+		if err := s.build(ports); err != nil {
+			return nil, "", err
+		}
+	}
+	return s.domain, s.temp, nil
 }
 
-// Close ends the thread that starts the programs, which sends the parent-death signal
+// Close ends the threads that start the programs, which sends the parent-death signal
 // to those still running, and removes their temporary directory. Stop them first.
 func (s *Sandbox) Close() {
 	if s == nil {
@@ -95,34 +128,53 @@ func (s *Sandbox) Close() {
 	}
 }
 
-// build makes the temporary directory and the thread; callers hold mu.
-func (s *Sandbox) build() error {
+// build makes the temporary directory, once, and a domain denying ports; callers hold
+// mu.
+func (s *Sandbox) build(ports []uint16) error {
 	p := s.policy
-	temp := ""
-	if p.Temp {
+	p.ConnectDeny = ports
+	temp := s.temp
+	if p.Temp && temp == "" {
 		dir, err := os.MkdirTemp("", tempPattern(s.name))
 		if err != nil {
 			return fmt.Errorf("sandbox %s: its temporary directory: %w", s.name, err)
 		}
 		temp = dir
-		p.Write = append(append([]string(nil), p.Write...), dir)
 	}
-	if err := s.restrict(p); err != nil {
-		if temp != "" {
+	if temp != "" {
+		p.Write = append(slices.Clone(p.Write), temp)
+	}
+	d, err := s.restrict(p)
+	if err != nil {
+		if temp != s.temp {
 			_ = os.RemoveAll(temp)
 		}
 		return err
 	}
-	s.temp = temp
+	d.ports = ports
+	if s.domain != nil {
+		s.older = append(s.older, s.domain)
+	}
+	s.older = slices.DeleteFunc(s.older, func(o *domain) bool {
+		if o.running() {
+			return false
+		}
+		close(o.quit)
+		return true
+	})
+	s.domain, s.temp = d, temp
 	return nil
 }
 
-// serve starts what Start sends it until Close, on the thread restrict prepared.
-func (s *Sandbox) serve() {
+// serve starts what d's requests bring until Close, or until d is retired, on the
+// thread restrict prepared.
+func (s *Sandbox) serve(d *domain) {
 	for {
 		select {
-		case req := <-s.reqs:
+		case req := <-d.reqs:
 			req.done <- req.cmd.Start()
+		case <-d.quit:
+			return
 		case <-s.stop:
 			return
 		}

@@ -158,6 +158,34 @@ func TestSandboxRefusesEveryEscape(t *testing.T) {
 	}
 }
 
+// TestSandboxRefusesAPortAnnouncedAfterItWasBuilt plays an agentmux process started
+// after a node's sandbox was built, on a port the node never knew (a console on
+// --addr 127.0.0.1:N): the programs the sandbox starts from then on cannot reach it, and
+// can again once it is gone.
+func TestSandboxRefusesAPortAnnouncedAfterItWasBuilt(t *testing.T) {
+	f := newFixture(t)
+	sb := sandbox.New("hosts.attacker", f.policy())
+	t.Cleanup(sb.Close)
+	later := port(f.open)
+	if out, ok := f.run(t, sb, connect(later)); !ok {
+		t.Fatalf("before it was announced, port %d was refused:\n%s", later, out)
+	}
+	release, err := sandbox.Announce(later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := f.run(t, sb, connect(later)); ok {
+		t.Errorf("an agent started after port %d was announced reached it:\n%s", later, out)
+	}
+	if out, ok := f.run(t, sb, connect(port(f.bus))); ok {
+		t.Errorf("the rebuilt sandbox let an agent reach the node's own port:\n%s", out)
+	}
+	release()
+	if out, ok := f.run(t, sb, connect(later)); !ok {
+		t.Errorf("once released, port %d is still refused:\n%s", later, out)
+	}
+}
+
 // TestSandboxLeavesTheNodeAlone checks that only the programs are restricted: the
 // process that started them still writes where they may not, on every thread.
 func TestSandboxLeavesTheNodeAlone(t *testing.T) {

@@ -23,24 +23,22 @@ func Mechanism() string {
 }
 
 // restrict makes p's Seatbelt profile and starts serving; callers hold mu.
-func (s *Sandbox) restrict(p Policy) error {
+func (s *Sandbox) restrict(p Policy) (*domain, error) {
 	if Mechanism() == "" {
-		return fmt.Errorf("sandbox %s: this Mac has no %s; set sandbox = \"none\" to run it unsandboxed", s.name, sandboxExec)
+		return nil, fmt.Errorf("sandbox %s: this Mac has no %s; set sandbox = \"none\" to run it unsandboxed", s.name, sandboxExec)
 	}
 	profile, err := p.Seatbelt(s.name)
 	if err != nil {
-		return fmt.Errorf("sandbox %s: %w", s.name, err)
+		return nil, fmt.Errorf("sandbox %s: %w", s.name, err)
 	}
-	s.profile = profile
-	go s.serve()
-	return nil
+	d := newDomain()
+	d.profile = profile
+	go s.serve(d)
+	return d, nil
 }
 
-// wrap has cmd run by sandbox-exec under the sandbox's profile.
-func (s *Sandbox) wrap(cmd *exec.Cmd) {
-	s.mu.Lock()
-	profile := s.profile
-	s.mu.Unlock()
-	cmd.Args = append([]string{"sandbox-exec", "-p", profile, cmd.Path}, cmd.Args[1:]...)
+// wrap has cmd run by sandbox-exec under the domain's profile.
+func (d *domain) wrap(cmd *exec.Cmd) {
+	cmd.Args = append([]string{"sandbox-exec", "-p", d.profile, cmd.Path}, cmd.Args[1:]...)
 	cmd.Path = sandboxExec
 }

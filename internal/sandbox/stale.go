@@ -72,7 +72,10 @@ func alive(pid int) bool {
 }
 
 // ownedByMe reports whether this process's user owns the file.
-func ownedByMe(info os.FileInfo) bool {
+func ownedByMe(info os.FileInfo) bool { return ownedBy(info, strconv.Itoa(os.Getuid())) }
+
+// ownedBy reports whether user uid (in decimal) owns the file.
+func ownedBy(info os.FileInfo, uid string) bool {
 	st, ok := info.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Getuid()
+	return ok && strconv.FormatUint(uint64(st.Uid), 10) == uid
 }

@@ -48,7 +48,7 @@ func TestSweepStale(t *testing.T) {
 	// A sandbox's own directory carries this process's pid.
 	sb := New("hosts.w", Policy{Temp: true})
 	defer sb.Close()
-	if temp, err := sb.ready(); err != nil && ABI() > 0 {
+	if _, temp, err := sb.ready(); err != nil && ABI() > 0 {
 		t.Fatal(err)
 	} else if temp != "" {
 		if pid, ok := tempOwner(filepath.Base(temp)); !ok || pid != os.Getpid() {
