@@ -248,6 +248,7 @@ func (d declarer) eventHistory(ctx context.Context) error {
 		Duplicates:  duplicatesWithin(d.events.MaxAge),
 		MaxAge:      d.events.MaxAge,
 		MaxBytes:    d.events.MaxBytes,
+		AllowDirect: true, // read in pages (scanDirect)
 		// One copy, in a cluster too: every event is stored, and three copies would
 		// triple what the servers write for a history people read while it is fresh. A
 		// server lost loses its part of it; the audit, which keeps who decided what,

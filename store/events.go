@@ -24,10 +24,12 @@ type SessionEvent struct {
 }
 
 // Events calls each with session's events the history holds, oldest first, from
-// sequence from on (0: the first). The history is kept while [audit] keep_events is
-// on; a fleet that keeps none has no AGENTMUX_EVENTS stream, which is an error here.
+// sequence from on (0: the first), in pages of a thousand: a ctx without a deadline
+// bounds each page, not the whole history. The history is kept while [audit]
+// keep_events is on; a fleet that keeps none has no AGENTMUX_EVENTS stream, which is an
+// error here.
 func Events(ctx context.Context, nc *nats.Conn, session string, from uint64, each func(SessionEvent) error) error {
-	err := scanSeq(ctx, nc, wire.EventStream, wire.SessionEvents("*", session), from, func(m *storedMsg) error {
+	err := scanDirect(ctx, nc, wire.EventStream, wire.SessionEvents("*", session), from, func(m *storedMsg) error {
 		host, s, typ, ok := wire.ParseEventSubject(m.msg.Subject)
 		if !ok {
 			return nil

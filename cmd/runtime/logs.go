@@ -60,9 +60,9 @@ func logs(args []string, stdout, stderr io.Writer) int {
 		return printEvent(stdout, e, form)
 	}
 	for {
-		rctx, cancel := context.WithTimeout(ctx, clientTimeout)
-		err := store.Events(rctx, c.nc, id, next, show)
-		cancel()
+		// No deadline over the whole history, which may hold 200,000 events: each page
+		// of it has its own.
+		err := store.Events(ctx, c.nc, id, next, show)
 		switch {
 		case ctx.Err() != nil:
 			return exitOK // stopped following
