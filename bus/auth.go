@@ -91,7 +91,13 @@ func GrantsFor(u User) Grants {
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).
-			g.Publish = append(g.Publish, wire.TaskSubjects, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"),
+			// An operator queues as itself only; the local operator for the person at
+			// the machine, as the console does for its people.
+			queue := wire.TaskSubjects
+			if u.Role == RoleOperator {
+				queue = wire.TaskSubjectsBy(u.Name)
+			}
+			g.Publish = append(g.Publish, queue, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"),
 				wire.RulesChangeSubject("*", u.Name), wire.BudgetRaiseSubject("*", u.Name), wire.ShadowPromoteSubject("*", u.Name))
 			for _, verb := range CtlVerbs() {
 				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))

@@ -47,7 +47,10 @@ func TestRolesAllowing(t *testing.T) {
 		subject string
 		want    []Role
 	}{
-		{"view", true, wire.TaskSubject("w"), []Role{RoleNode, RoleOperator, RoleConsole}}, // the console queues its API's tasks
+		{"view", true, wire.TaskSubject("w"), []Role{RoleNode, RoleConsole}},                         // a task vouched for by nobody
+		{"view", true, wire.TaskSubjectBy("w", "view"), []Role{RoleNode, RoleOperator, RoleConsole}}, // as itself
+		{"view", true, wire.TaskSubjectBy("w", "human:alice"), []Role{RoleNode, RoleConsole}},        // the console queues for its people
+		{"ops", true, wire.TaskSubjectBy("w", "view"), []Role{RoleNode, RoleConsole}},                // not as another operator
 		{"x", true, wire.AttachSubject("laptops"), []Role{RoleNode, RoleConsole}},
 		{"view", true, wire.RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator, RoleConsole}},
 		{"ops", true, wire.RespondSubject("alice", "h-1"), []Role{RoleNode, RoleConsole}}, // another's name: the console answers for those it signed in

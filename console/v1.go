@@ -111,7 +111,7 @@ func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request, c *caller) {
 		opts = append(opts, jetstream.WithMsgTTL(ttl))
 	}
 	// A client that sends W3C trace context has its task's session join that trace.
-	msg := &nats.Msg{Subject: wire.TaskSubject(t.Host), Data: data, Header: tracing.Carried(r.Header.Get("traceparent"), r.Header.Get("tracestate"))}
+	msg := &nats.Msg{Subject: wire.TaskSubjectBy(t.Host, c.name), Data: data, Header: tracing.Carried(r.Header.Get("traceparent"), r.Header.Get("tracestate"))}
 	ack, err := s.cfg.JS.PublishMsg(ctx, msg, opts...)
 	switch {
 	case err != nil:

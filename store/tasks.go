@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,7 +28,8 @@ type QueuedTask struct {
 func ReadTasks(ctx context.Context, nc *nats.Conn) ([]QueuedTask, error) {
 	var out []QueuedTask
 	err := scan(ctx, nc, wire.TaskStream, wire.TaskSubjects, func(m *storedMsg) error {
-		t := QueuedTask{Queue: strings.TrimPrefix(m.msg.Subject, wire.TaskSubject("")), Stored: m.time, Seq: m.seq}
+		queue, _, _ := wire.ParseTaskSubject(m.msg.Subject)
+		t := QueuedTask{Queue: queue, Stored: m.time, Seq: m.seq}
 		_ = json.Unmarshal(m.msg.Data, &t.Task) // a run of a pipeline has an id and params, not a prompt
 		out = append(out, t)
 		return nil

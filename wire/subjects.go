@@ -26,8 +26,42 @@ const (
 	respondPrefix = "agentmux.respond."
 )
 
-// TaskSubject is where tasks for host are queued.
+// TaskSubject is host's queue as subjects name it: where a task was queued by a
+// client that vouched for nobody (TaskSubjectBy), whose queuer is only a claim.
 func TaskSubject(host string) string { return taskPrefix + host }
+
+// TaskSubjectBy is where by queues a task for host. The bus lets an operator queue as
+// itself only, the console and the local operator as the people they act for: a node
+// records by as who asked for the session, and a task's own By, where it differs, as a
+// claim. A by that cannot be a token of a subject queues on TaskSubject.
+func TaskSubjectBy(host, by string) string {
+	if !isToken(by) {
+		return TaskSubject(host)
+	}
+	return taskPrefix + host + "." + by
+}
+
+// TaskSubjectsBy matches every subject by may queue a task on, for any host.
+func TaskSubjectsBy(by string) string { return taskPrefix + "*." + by }
+
+// TaskQueue is the subjects of host's queue, vouched for or not.
+func TaskQueue(host string) []string { return []string{TaskSubject(host), taskPrefix + host + ".*"} }
+
+// ParseTaskSubject splits a task's subject into its queue (a host or a pipeline) and
+// who queued it, "" when nobody vouched for it.
+func ParseTaskSubject(subject string) (queue, by string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, taskPrefix)
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	queue, by, _ = strings.Cut(rest, ".")
+	return queue, by, true
+}
+
+// isToken reports whether s can be one token of a subject.
+func isToken(s string) bool {
+	return s != "" && !strings.ContainsAny(s, ".*> \t\r\n")
+}
 
 // TaskSubjects matches every task subject.
 const TaskSubjects = taskPrefix + ">"

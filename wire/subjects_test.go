@@ -8,6 +8,8 @@ func TestSubjects(t *testing.T) {
 		SessionEvents("w", "s1"):            "agentmux.evt.w.s1.>",
 		AskSubject("security"):              "agentmux.ask.security",
 		TaskSubject("w"):                    "agentmux.task.w",
+		TaskSubjectBy("w", "alice"):         "agentmux.task.w.alice",
+		TaskSubjectBy("w", "a.b"):           "agentmux.task.w",
 		AuditSubject("w", "s1"):             "agentmux.audit.w.s1",
 		CtlSubject("n1", "list"):            "agentmux.ctl.n1.list",
 		ToolSubject("sql"):                  "agentmux.tool.sql",

@@ -22,12 +22,14 @@ type StartSession struct {
 	// Resume continues an agent's earlier conversation: its session id, or "last"
 	// (dialects that can: Claude Code's --resume and --continue).
 	Resume string
-	// By is who asked for the session (wire.Task.By), for its start's audit record.
-	By      string
-	Attempt int
-	Reply   chan<- *Result // buffered by the sender; may be nil
-	Notify  *actor.PID     // an actor the Result is sent to as well; may be nil
-	Started time.Time      // when the session was asked for, for its duration
+	// By is who asked for the session, as the bus vouched for it (wire.TaskSubjectBy),
+	// and ClaimedBy who its task said asked, where that differs: both for its start's
+	// audit record.
+	By, ClaimedBy string
+	Attempt       int
+	Reply         chan<- *Result // buffered by the sender; may be nil
+	Notify        *actor.PID     // an actor the Result is sent to as well; may be nil
+	Started       time.Time      // when the session was asked for, for its duration
 
 	// A pipeline stage's session: Pipeline and Stage name it in events and the audit,
 	// and its Routes are tried before the manifest's.

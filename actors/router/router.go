@@ -276,7 +276,7 @@ func taskConsumer(durable, name string) jetstream.ConsumerConfig {
 	// No cap on tasks taken and not yet acked: every node pulls only what it has free
 	// slots for, and the server's default (1,000 for the whole fleet) would cap every
 	// host at a thousand sessions at once however many nodes run it.
-	return jetstream.ConsumerConfig{Durable: durable, FilterSubject: wire.TaskSubject(name),
+	return jetstream.ConsumerConfig{Durable: durable, FilterSubjects: wire.TaskQueue(name),
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: taskAckWait, MaxDeliver: -1, MaxAckPending: -1}
 }
 
@@ -414,8 +414,9 @@ func (r *Router) onTask(m *taskArrived) {
 		r.release(p)
 		return
 	}
+	by, claimed := queuedBy(m.msg.Subject(), task.By)
 	s := &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt,
-		Resume: task.Resume, By: task.By, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now(), Trace: taskTrace(m.msg)}}
+		Resume: task.Resume, By: by, ClaimedBy: claimed, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now(), Trace: taskTrace(m.msg)}}
 	if s.start.Attempt == 0 {
 		r.enqueue(p, s)
 		return
@@ -472,6 +473,17 @@ func endedOK(records []*wire.AuditRecord) bool {
 		}
 	}
 	return false
+}
+
+// queuedBy is who asked for a task's session, as its subject vouches (what the bus let
+// its publisher queue as), and who the task itself says asked, when that differs: a
+// claim the audit keeps apart.
+func queuedBy(subject, said string) (by, claimed string) {
+	_, by, _ = wire.ParseTaskSubject(subject)
+	if said != by {
+		claimed = said
+	}
+	return by, claimed
 }
 
 // firstAttempt numbers the first attempt of a task's delivery so that attempts stay

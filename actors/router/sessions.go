@@ -162,7 +162,7 @@ func (r *Router) lifecycleStarted(s *session) {
 		Session: s.start.Session, Host: s.host, Task: s.start.Task, Node: r.cfg.Node, Attempt: s.start.Attempt,
 		Pipeline: s.start.Pipeline, Stage: s.start.Stage})
 	rec := r.record(s, "session.started")
-	rec.Text, rec.By = s.start.Prompt, s.start.By
+	rec.Text, rec.By, rec.Claimed = s.start.Prompt, s.start.By, s.start.ClaimedBy
 	r.cfg.Audit(wire.AuditID(s.start.Session, s.start.Attempt, "started"), rec)
 }
 

@@ -170,8 +170,13 @@ func printAudit(w io.Writer, records []*wire.AuditRecord, wide, sessions bool) i
 		switch r.Kind {
 		case "session.started":
 			detail = fmt.Sprintf("host %s on node %s: %s", r.Host, r.Node, oneLine(r.Text, 60))
-			if r.By != "" {
+			switch {
+			case r.By != "" && r.Claimed != "":
+				detail += " (by " + r.By + ", claims " + r.Claimed + ")"
+			case r.By != "":
 				detail += " (by " + r.By + ")"
+			case r.Claimed != "":
+				detail += " (claimed by " + r.Claimed + ", vouched for by nobody)"
 			}
 		case "request":
 			detail = fmt.Sprintf("%s: %s", r.Type, oneLine(r.Text, 80))

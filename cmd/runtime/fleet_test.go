@@ -142,7 +142,7 @@ func submitTasks(t *testing.T, js jetstream.JetStream, host, prompt string, ids 
 	defer cancel()
 	for _, id := range ids {
 		data, _ := json.Marshal(&wire.Task{ID: id, Host: host, Prompt: prompt})
-		if _, err := js.Publish(ctx, wire.TaskSubject(host), data, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(20)); err != nil {
+		if _, err := js.Publish(ctx, wire.TaskSubjectBy(host, "fleet"), data, jetstream.WithMsgID(id), jetstream.WithRetryAttempts(20)); err != nil {
 			t.Fatalf("queue task %s: %v", id, err)
 		}
 	}

@@ -149,7 +149,7 @@ func TestOperatorMode(t *testing.T) {
 	viewer := exec.Command(os.Args[0], "submit", "-c", manifest, "w", okScript)
 	viewer.Env = []string{"AGENTMUX_NATS_CREDS=" + o.creds(t, "auditor", bus.RoleViewer)}
 	if p := startProc(t, viewer); p.wait(t, 30*time.Second) != exitError ||
-		!strings.Contains(p.stderr.String(), `user "auditor" may not publish to "agentmux.task.w"`) {
+		!strings.Contains(p.stderr.String(), `user "auditor" may not publish to "agentmux.task.w.auditor"`) {
 		t.Fatalf("viewer submit: exit %d, %s", p.code, p.stderr)
 	}
 }

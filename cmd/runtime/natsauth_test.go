@@ -144,7 +144,7 @@ rules = [{ type = "question", match = "tests", answer = "yes" }]
 		t.Fatalf("operator's task: exit %d\nstdout %s\nstderr %s\nnode:\n%s", code, ops.stdout, ops.stderr, up.stderr)
 	}
 	view := submit("view")
-	if code := view.wait(t, 30*time.Second); code != exitError || !strings.Contains(view.stderr.String(), `may not publish to "agentmux.task.w"`) {
+	if code := view.wait(t, 30*time.Second); code != exitError || !strings.Contains(view.stderr.String(), `may not publish to "agentmux.task.w.view"`) {
 		t.Fatalf("viewer's submit: exit %d, stderr %s", code, view.stderr)
 	}
 }

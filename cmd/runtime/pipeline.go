@@ -125,7 +125,8 @@ func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]st
 		}
 	}
 	data, _ := json.Marshal(&wire.PipelineTask{ID: id, Pipeline: p.Name, Params: params})
-	if code := c.queue("submit", wire.TaskSubject(p.Name), id, data, ttl, stderr); code != exitOK {
+	by, _ := responder(c, "") // the bus lets an operator queue as itself only
+	if code := c.queue("submit", wire.TaskSubjectBy(p.Name, by), id, data, ttl, stderr); code != exitOK {
 		return code
 	}
 	if !follow {

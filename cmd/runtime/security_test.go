@@ -225,7 +225,16 @@ func TestSecureRoles(t *testing.T) {
 		skip    []string // users it is not tried as: it would change the node's state
 		do      func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error
 	}{
-		{"submit a task", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+		{"submit a task as itself", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			user := strings.TrimPrefix(nc.Opts.Name, "test-")
+			_, err := js.Publish(ctx, wire.TaskSubjectBy("w", user), task, jetstream.WithMsgID("t-roles"))
+			return err
+		}},
+		{"submit a task as another", []string{"machine", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, wire.TaskSubjectBy("w", "alice"), task, jetstream.WithMsgID("t-roles"))
+			return err
+		}},
+		{"submit a task vouched for by nobody", []string{"machine", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := js.Publish(ctx, wire.TaskSubject("w"), task, jetstream.WithMsgID("t-roles"))
 			return err
 		}},
@@ -397,7 +406,7 @@ func TestSecureCLI(t *testing.T) {
 	}
 
 	code, _, stderr = s.cli(t, "view", "submit", "-c", s.manifest, "w", okScript)
-	if code != exitError || !strings.Contains(stderr, `permission denied: user "view" may not publish to "agentmux.task.w"; role node, operator or console may`) {
+	if code != exitError || !strings.Contains(stderr, `permission denied: user "view" may not publish to "agentmux.task.w.view"; role node, operator or console may`) {
 		t.Fatalf("viewer submit: exit %d, %s", code, stderr)
 	}
 	code, _, stderr = s.cli(t, "view", "respond", "-c", s.manifest, "h-none", "yes")
@@ -530,6 +539,45 @@ func TestSecureForgedDecider(t *testing.T) {
 	var perm *bus.PermissionError
 	if !errors.As(context.Cause(refused), &perm) || !perm.Publish || perm.Subject != ask.Reply {
 		t.Fatalf("a second reply: %v", context.Cause(refused))
+	}
+}
+
+// TestSecureTaskQueuerIsWhatTheBusVouches plays an operator (an "opbot") that queues a
+// task saying human:alice asked for it: the audit records the session as asked for by
+// the operator, which is all the bus can vouch for, and alice as its claim; the same
+// task on alice's subject is refused.
+func TestSecureTaskQueuerIsWhatTheBusVouches(t *testing.T) {
+	s := startSecureNode(t)
+	nc, js, refused := s.conn(t, "ops")
+	ctx := context.Background()
+	task, _ := json.Marshal(&wire.Task{ID: "t-claimed", Host: "w", Prompt: okScript, By: "human:alice"})
+	if _, err := js.Publish(ctx, wire.TaskSubjectBy("w", "human:alice"), task, jetstream.WithMsgID("t-claimed-as-alice")); err == nil {
+		t.Fatal("an operator queued a task on alice's subject")
+	}
+	_ = nc.Flush()
+	var perm *bus.PermissionError
+	poll(t, 5*time.Second, "the refusal", func() bool { return errors.As(context.Cause(refused), &perm) })
+	if !perm.Publish || perm.Subject != wire.TaskSubjectBy("w", "human:alice") {
+		t.Fatalf("queueing as alice: %v", context.Cause(refused))
+	}
+	if _, err := js.Publish(ctx, wire.TaskSubjectBy("w", "ops"), task, jetstream.WithMsgID("t-claimed")); err != nil {
+		t.Fatal(err)
+	}
+	var start wire.AuditRecord
+	poll(t, 20*time.Second, "the session's start in the audit", func() bool {
+		_, out, _ := s.cli(t, "view", "audit", "-c", s.manifest, "t-claimed", "--json")
+		for _, line := range strings.Split(out, "\n") {
+			if json.Unmarshal([]byte(line), &start) == nil && start.Kind == "session.started" {
+				return true
+			}
+		}
+		return false
+	})
+	if start.By != "ops" || start.Claimed != "human:alice" {
+		t.Errorf("the session's start is recorded by %q, claimed %q; want by ops, claimed human:alice", start.By, start.Claimed)
+	}
+	if _, out, _ := s.cli(t, "view", "audit", "-c", s.manifest, "t-claimed"); !strings.Contains(out, "(by ops, claims human:alice)") {
+		t.Errorf("agentmux audit does not say who vouched and who is claimed:\n%s", out)
 	}
 }
 

@@ -71,7 +71,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	}
 	by, _ := responder(c, "") // the bus user, or $USER on a bus without users
 	data, _ := json.Marshal(&wire.Task{ID: *id, Host: host, Prompt: prompt, Resume: *resume, By: by})
-	if code := c.queue("submit", wire.TaskSubject(host), *id, data, *ttl, stderr); code != exitOK {
+	if code := c.queue("submit", wire.TaskSubjectBy(host, by), *id, data, *ttl, stderr); code != exitOK {
 		return code
 	}
 	if !c.served(host) {
