@@ -57,10 +57,13 @@ func (n *Node) startSandboxes(opts Options) error {
 	abi, mechanism := sandbox.ABI(), sandbox.Mechanism()
 	base := n.sandboxBase(opts)
 	set := sandbox.Set{}
-	var unsandboxed []string
+	var unsandboxed, rootless []string
 	for key, p := range n.programs(m) {
 		switch {
 		case p.Sandbox == config.SandboxNone:
+			if os.Geteuid() == 0 {
+				n.log.Warn("this program runs as root, unsandboxed (sandbox = \"none\"): it can read the node's environment, memory and credentials; sandbox it and give it a user (docs/security.md)", "program", key)
+			}
 			continue
 		case abi < 1 && p.Sandbox == config.SandboxLandlock && mechanism != "seatbelt":
 			return fmt.Errorf("node: %s: sandbox = %q, and this system has no Landlock (Linux 5.13 or later, with landlock in the lsm= boot parameter); set sandbox = %q to run it unsandboxed", key, config.SandboxLandlock, config.SandboxNone)
@@ -69,8 +72,14 @@ func (n *Node) startSandboxes(opts Options) error {
 			continue
 		}
 		policy := programPolicy(base, p.Process, p.workIn)
+		if err := n.runAs(key, p, &policy); err != nil {
+			return err
+		}
+		if policy.As == nil && !policy.KeepRoot && os.Geteuid() == 0 && mechanism == "landlock" {
+			rootless = append(rootless, key)
+		}
 		if p.dialect != "" {
-			policy.Write = append(policy.Write, n.agentState(key, p.dialect, p.Process)...)
+			policy.Write = append(policy.Write, n.agentState(key, p.dialect, p.Process, policy.As)...)
 		}
 		for _, path := range n.policyFiles(m) {
 			if w := sandbox.Within(path, policy.Write); w != "" {
@@ -87,6 +96,11 @@ func (n *Node) startSandboxes(opts Options) error {
 		set[key] = sandbox.New(key, policy)
 	}
 	n.sandboxes = set
+	if len(rootless) > 0 {
+		slices.Sort(rootless)
+		n.log.Warn("the node runs as root: these programs run as root without any capability (they read what root owns, not what only root's capabilities reach); give each a user of its own to run it as an unprivileged user (docs/security.md)",
+			"programs", strings.Join(rootless, ", "))
+	}
 	if len(unsandboxed) > 0 {
 		n.log.Warn("this system has neither Landlock nor Seatbelt: these programs run unsandboxed, able to read the node's credentials and reach its ports; set sandbox = \"none\" to say so, or run the node on Linux 5.13 or later, or macOS",
 			"programs", strings.Join(unsandboxed, ", "))
@@ -213,7 +227,7 @@ func programPolicy(base sandbox.Policy, p *config.Process, workIn []string) sand
 // ACP agent not known by its command), and the files that exist. Claude Code with no CLAUDE_CONFIG_DIR
 // keeps ~/.claude.json in the home, where the sandbox lets it rewrite the file only in
 // place: sessions at once can leave it torn, which is warned about.
-func (n *Node) agentState(key, d string, p *config.Process) []string {
+func (n *Node) agentState(key, d string, p *config.Process, as *sandbox.User) []string {
 	getenv := func(name string) string {
 		if v, ok := p.Env[name]; ok {
 			return v
@@ -226,9 +240,13 @@ func (n *Node) agentState(key, d string, p *config.Process) []string {
 	st := dialect.StateOf(d, p.Command, getenv, getenv("HOME"))
 	var out []string
 	for _, dir := range st.Dirs {
-		if !st.Guessed {
+		if _, err := os.Stat(dir); err != nil && !st.Guessed {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				n.log.Warn("the agent's own state directory cannot be made: it will not start in its sandbox", "program", key, "dir", dir, "err", err)
+			} else if as != nil {
+				if err := os.Chown(dir, int(as.Uid), int(as.Gid)); err != nil {
+					n.log.Warn("the agent's own state directory cannot be given to its user", "program", key, "dir", dir, "user", as.Name, "err", err)
+				}
 			}
 		}
 		if _, err := os.Stat(dir); err == nil {

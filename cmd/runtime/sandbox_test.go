@@ -189,7 +189,14 @@ supervisor = "policy"
 // probe runs escapeProbe's session id on the node up and returns what it met.
 func probe(t *testing.T, manifest, state, id string, up *proc) map[string]string {
 	t.Helper()
-	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", id, "probe", "go", "--follow")
+	return probeHost(t, manifest, state, id, "probe", up)
+}
+
+// probeHost runs a session id of host, whose agent prints its findings as a result, on
+// the node up, and returns them.
+func probeHost(t *testing.T, manifest, state, id, host string, up *proc) map[string]string {
+	t.Helper()
+	submit := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", id, host, "go", "--follow")
 	submit.Env = []string{"AGENTMUX_STATE_DIR=" + state}
 	follow := startProc(t, submit)
 	if code := follow.wait(t, 60*time.Second); code != exitOK {
@@ -205,4 +212,98 @@ func probe(t *testing.T, manifest, state, id string, up *proc) map[string]string
 		}
 	}
 	return seen
+}
+
+// rootProbe is an agent of a node run as root that tries what root could: read the
+// node's environment and another user's 0600 file. Its result maps each attempt to "ok"
+// or the error it met, beside its uid and effective capabilities.
+const rootProbe = `import json, os, sys
+sys.stdin.readline()
+with open("/proc/%d/status" % os.getppid()) as f:  # the shim's parent is the node
+    node = int([l for l in f if l.startswith("PPid:")][0].split()[1])
+def read(path):
+    with open(path, "rb") as f:
+        f.read(1)
+seen = {"uid": str(os.getuid())}
+with open("/proc/self/status") as f:
+    seen["CapEff"] = [l.split()[1] for l in f if l.startswith("CapEff:")][0]
+for name, path in {"environ": "/proc/%d/environ" % node, "secret": os.environ["SECRET"]}.items():
+    try:
+        read(path)
+        seen[name] = "ok"
+    except OSError as e:
+        seen[name] = e.strerror or str(e)
+print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
+`
+
+// TestRootNodesAgentsAreNotRoot runs a node as root, as CI does, with two agents that
+// try what root could: one with no user runs as root without a capability, one with
+// user = "nobody" runs as nobody; neither reads the node's environment or another
+// user's 0600 file.
+func TestRootNodesAgentsAreNotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "" {
+			t.Skip("needs root, to run a node as root (CI runs as root)")
+		}
+		t.Fatal("needs root, which CI runs as")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Fatal("needs /usr/bin/python3, which nobody can run")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} { // root's, 0700
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state, work := filepath.Join(dir, "state"), filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(work, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "theirs")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(secret, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	port := proctest.FreePort(t)
+	manifest := filepath.Join(dir, "agentmux.toml")
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[hosts.rootless]
+command = "python3"
+args = ["-c", %[3]q]
+working_dir = %[4]q
+env = { SECRET = %[5]q }
+[hosts.nobody]
+command = "/usr/bin/python3"
+args = ["-c", %[3]q]
+working_dir = %[4]q
+env = { SECRET = %[5]q }
+user = "nobody"
+`, port, filepath.Join(dir, "store"), rootProbe, work, secret)
+	if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "up", "-c", manifest, "--name", "rooted")
+	cmd.Env = []string{"AGENTMUX_STATE_DIR=" + state, "HOME=" + dir, "AGENTMUX_SECRET_OF_THE_NODE=hunter2"}
+	up := startProc(t, cmd)
+	until(t, "node up", up.stderr, "node up")
+	if !strings.Contains(up.stderr.String(), "programs=hosts.rootless") {
+		t.Errorf("the node did not warn that hosts.rootless runs as root without capabilities:\n%s", up.stderr)
+	}
+	for host, uid := range map[string]string{"rootless": "0", "nobody": "65534"} {
+		seen := probeHost(t, manifest, state, "t-"+host, host, up)
+		want := map[string]string{"uid": uid, "CapEff": "0000000000000000", "environ": "Permission denied", "secret": "Permission denied"}
+		for name, w := range want {
+			if seen[name] != w {
+				t.Errorf("%s: %s is %q, want %q", host, name, seen[name], w)
+			}
+		}
+	}
 }

@@ -3,7 +3,9 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -86,9 +88,10 @@ func (s *Sandbox) restrict(p Policy) (*domain, error) {
 	}
 	d := newDomain()
 	ready := make(chan error)
+	d.shed = os.Geteuid() == 0 && p.As == nil && !p.KeepRoot
 	go s.thread(fd, flags, d, ready, nil)
 	if err := <-ready; err != nil {
-		return nil, fmt.Errorf("sandbox %s: landlock_restrict_self: %w", s.name, err)
+		return nil, fmt.Errorf("sandbox %s: restricting its thread: %w", s.name, err)
 	}
 	return d, nil
 }
@@ -111,7 +114,13 @@ func (s *Sandbox) thread(fd int, flags uint32, d *domain, ready chan<- error, lo
 		runtime.UnlockOSThread()
 		return
 	}
-	err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	var err error
+	if d.shed {
+		err = shedCapabilities()
+	}
+	if err == nil {
+		err = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	}
 	if err == nil {
 		err = ll.LandlockRestrictSelf(fd, flags)
 	}
@@ -120,4 +129,44 @@ func (s *Sandbox) thread(fd int, flags uint32, d *domain, ready chan<- error, lo
 	if err == nil {
 		s.serve(d)
 	}
+}
+
+// The securebits (linux/securebits.h) that keep a thread run as root, and what it
+// executes, from holding capabilities: root gains none by exec, and none of it can be
+// changed back.
+const (
+	secbitNoRoot             = 1 << 0
+	secbitNoRootLocked       = 1 << 1
+	secbitNoSetuidFixup      = 1 << 2
+	secbitNoSetuidFixupLock  = 1 << 3
+	secbitKeepCapsLocked     = 1 << 5
+	secbitNoAmbientRaise     = 1 << 6
+	secbitNoAmbientRaiseLock = 1 << 7
+	lockedRootless           = secbitNoRoot | secbitNoRootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLock |
+		secbitKeepCapsLocked | secbitNoAmbientRaise | secbitNoAmbientRaiseLock
+)
+
+// shedCapabilities leaves the calling thread, run as root, without any capability for
+// good: its bounding set emptied, exec as root granting none, its ambient, permitted,
+// effective and inheritable sets cleared. Capabilities are a thread's: the node's other
+// threads keep theirs.
+func shedCapabilities() error {
+	for c := 0; c < 64; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); errors.Is(err, unix.EINVAL) {
+			break // past the kernel's last capability
+		} else if err != nil {
+			return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedRootless, 0, 0, 0); err != nil {
+		return fmt.Errorf("securebits: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("ambient capabilities: %w", err)
+	}
+	none := [2]unix.CapUserData{}
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &none[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
 }

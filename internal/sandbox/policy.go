@@ -26,6 +26,22 @@ type Policy struct {
 	// Temp gives the program a temporary directory of its own, made when the sandbox
 	// is built and removed by Close, as TMPDIR (replacing the one it would inherit).
 	Temp bool
+	// As is the user the program runs as, which only a process run as root may choose;
+	// nil, the process's own.
+	As *User
+	// KeepRoot keeps root's capabilities for the programs of a process run as root with
+	// no As. Otherwise, on Linux, they run as root without any capability, and cannot
+	// regain one by exec: no reading or writing what only root's capabilities reach
+	// (another user's 0600 file, /proc/<node>/environ), no tracing, mounting or loading.
+	KeepRoot bool
+}
+
+// User is who a program runs as: a uid, a gid and supplementary groups.
+type User struct {
+	Name   string // for messages
+	Uid    uint32
+	Gid    uint32
+	Groups []uint32
 }
 
 // grant is one rule: path, and everything beneath it if it is a directory, readable

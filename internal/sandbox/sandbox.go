@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // ErrClosed is returned by Start after Close.
@@ -36,15 +37,20 @@ type domain struct {
 	ports []uint16
 	reqs  chan start    // served on the domain's thread
 	quit  chan struct{} // ends the thread, once its programs are gone
-	pids  []int         // the programs it started, guarded by the Sandbox's mu
+	// pids are the programs it started, and starting those it is starting, guarded by
+	// the Sandbox's mu: it is retired only when both are none.
+	pids     []int
+	starting int
+	shed  bool          // its thread, run as root, sheds its capabilities (Policy.KeepRoot)
 	// profile is the Seatbelt profile the programs run under, on macOS.
 	profile string
 }
 
 func newDomain() *domain { return &domain{reqs: make(chan start), quit: make(chan struct{})} }
 
-// running reports whether a program d started may still run (or be unwaited for).
-func (d *domain) running() bool { return slices.ContainsFunc(d.pids, alive) }
+// running reports whether a program d started or is starting may still run (or be
+// unwaited for).
+func (d *domain) running() bool { return d.starting > 0 || slices.ContainsFunc(d.pids, alive) }
 
 type start struct {
 	cmd  *exec.Cmd
@@ -69,27 +75,34 @@ func (s *Sandbox) Start(cmd *exec.Cmd) error {
 	if temp != "" {
 		cmd.Env = withTemp(cmd.Env, temp)
 	}
+	if u := s.policy.As; u != nil {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.Uid, Gid: u.Gid, Groups: u.Groups}
+	}
 	d.wrap(cmd)
 	req := start{cmd: cmd, done: make(chan error, 1)}
+	err = ErrClosed
 	select {
 	case d.reqs <- req:
-		err := <-req.done
-		if err == nil {
-			s.mu.Lock()
-			if len(d.pids)%256 == 255 {
-				d.pids = slices.DeleteFunc(d.pids, func(pid int) bool { return !alive(pid) })
-			}
-			d.pids = append(d.pids, cmd.Process.Pid)
-			s.mu.Unlock()
-		}
-		return err
+		err = <-req.done
 	case <-s.stop:
-		return ErrClosed
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d.starting--
+	if err == nil {
+		if len(d.pids)%256 == 255 {
+			d.pids = slices.DeleteFunc(d.pids, func(pid int) bool { return !alive(pid) })
+		}
+		d.pids = append(d.pids, cmd.Process.Pid)
+	}
+	return err
 }
 
 // ready builds the sandbox if it is not yet, or again if the announced ports changed,
-// and returns the build and its TMPDIR.
+// and returns the build, counted as starting a program, and its TMPDIR.
 func (s *Sandbox) ready() (*domain, string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,6 +120,7 @@ func (s *Sandbox) ready() (*domain, string, error) {
 			return nil, "", err
 		}
 	}
+	s.domain.starting++ // Start takes it down when the program has started, or not
 	return s.domain, s.temp, nil
 }
 
@@ -140,6 +154,12 @@ func (s *Sandbox) build(ports []uint16) error {
 			return fmt.Errorf("sandbox %s: its temporary directory: %w", s.name, err)
 		}
 		temp = dir
+		if u := p.As; u != nil {
+			if err := os.Chown(dir, int(u.Uid), int(u.Gid)); err != nil {
+				_ = os.RemoveAll(dir)
+				return fmt.Errorf("sandbox %s: giving its temporary directory to user %s: %w", s.name, u.Name, err)
+			}
+		}
 	}
 	if temp != "" {
 		p.Write = append(slices.Clone(p.Write), temp)

@@ -186,6 +186,109 @@ func TestSandboxRefusesAPortAnnouncedAfterItWasBuilt(t *testing.T) {
 	}
 }
 
+// TestSandboxOfARootNodeShedsRoot plays an agent of a node run as root: by default it is
+// root without a capability, and cannot read another user's 0600 file or regain a
+// capability; "user = root" keeps root's (the file is read); a program given a user
+// runs as it, its TMPDIR its own.
+func TestSandboxOfARootNodeShedsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "" {
+			t.Skip("needs root, to play a node run as root (CI runs as root)")
+		}
+		t.Fatal("needs root, which CI runs as")
+	}
+	f := newFixture(t)
+	secret := filepath.Join(f.outside, "theirs")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(secret, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	caps := `grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status && grep -q '^CapPrm:[[:space:]]*0*$' /proc/self/status`
+	for _, c := range []struct {
+		what   string
+		policy func(*sandbox.Policy)
+		script string
+		ok     bool
+	}{
+		{"run with no capability", nil, caps, true},
+		{"read another user's 0600 file", nil, "cat " + secret, false},
+		{"regain capabilities through a root exec", nil, `exec sh -c "` + caps + `"`, true},
+		{"write its own files as root", nil, "echo x > mine && test -O mine", true},
+		{"keep root's capabilities, asked for", func(p *sandbox.Policy) { p.KeepRoot = true }, "cat " + secret, true},
+		{"run as its user", func(p *sandbox.Policy) { p.As = &sandbox.User{Name: "nobody", Uid: 65534, Gid: 65534} },
+			`test "$(id -u):$(id -g)" = 65534:65534 && echo x > "$TMPDIR/t" && cat ` + secret, true},
+	} {
+		p := f.policy()
+		if c.policy != nil {
+			c.policy(&p)
+		}
+		if p.As != nil { // the test's directories are root's, 0700
+			for _, d := range []string{filepath.Dir(filepath.Dir(f.work)), filepath.Dir(f.work), f.outside} {
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chmod(f.work, 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sb := sandbox.New("hosts.root", p)
+		out, ok := f.run(t, sb, c.script)
+		sb.Close()
+		if ok != c.ok {
+			t.Errorf("%s (%s): exit 0 is %v, want %v; output:\n%s", c.what, c.script, ok, c.ok, out)
+		}
+	}
+}
+
+// TestProgramsStartedWhilePortsChangeRunToTheirEnd starts programs at once while ports
+// are announced and released, each change a new build: a build is retired only once
+// nothing it started or is starting runs, so none is killed by its thread's end.
+func TestProgramsStartedWhilePortsChangeRunToTheirEnd(t *testing.T) {
+	sb := sandbox.New("hosts.churn", sandbox.Policy{Write: []string{t.TempDir()}, ConnectDeny: []uint16{4222}})
+	defer sb.Close()
+	stop := make(chan struct{})
+	churned := make(chan struct{})
+	go func() {
+		defer close(churned)
+		for port := uint16(30001); ; port++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if release, err := sandbox.Announce(port); err == nil {
+				release()
+			}
+		}
+	}()
+	const n = 12
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			cmd, err := shim.Command(context.Background(), "sleep", "0.3") // killed if its thread ends
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := sb.Start(cmd); err != nil {
+				errs <- err
+				return
+			}
+			errs <- cmd.Wait()
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("a program started while the ports changed: %v", err)
+		}
+	}
+	close(stop)
+	<-churned
+}
+
 // TestSandboxLeavesTheNodeAlone checks that only the programs are restricted: the
 // process that started them still writes where they may not, on every thread.
 func TestSandboxLeavesTheNodeAlone(t *testing.T) {

@@ -1,0 +1,136 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"github.com/agentmux/agentmux/internal/sandbox"
+)
+
+// runAs sets who program key runs as. A node run as root starts a program as its
+// manifest's user; with none, as root without any capability (on Linux; on macOS as
+// root, which is warned about); user = "root" keeps root's capabilities, which is
+// warned about too. A node run as another user starts programs as itself only.
+func (n *Node) runAs(key string, p program, policy *sandbox.Policy) error {
+	root := os.Geteuid() == 0
+	switch name := p.User; {
+	case name == "" && root && runtime.GOOS != "linux":
+		n.log.Warn("the node runs as root, and so does this program: it can read what root can, the node's environment included; set its user to an unprivileged user (docs/security.md)", "program", key)
+	case name == "":
+	case name == "root" || name == "0":
+		if !root {
+			return fmt.Errorf("node: %s: user = %q, and this node runs as uid %d: it starts programs as itself only; leave user out, or run the node as root", key, name, os.Geteuid())
+		}
+		policy.KeepRoot = true
+		n.log.Warn("this program runs as root with root's capabilities: it can read every file and the node's own environment and memory, past its sandbox's rules; give it an unprivileged user instead (docs/security.md)", "program", key)
+	default:
+		u, err := lookupUser(name)
+		if err != nil {
+			return fmt.Errorf("node: %s: user = %q: %w", key, name, err)
+		}
+		if !root {
+			if int(u.Uid) != os.Geteuid() {
+				return fmt.Errorf("node: %s: user = %q, and this node runs as uid %d: only a node run as root starts programs as another user; leave user out, or run the node as root", key, name, os.Geteuid())
+			}
+			return nil
+		}
+		if p.dialect != "" && len(p.workIn) > 0 {
+			return fmt.Errorf("node: %s: user = %q with a workspace: the node makes the checkouts as root, which %s could not write; use workspace = \"shared\" with a working_dir of that user's, or leave user out", key, name, name)
+		}
+		policy.As = u
+		if path, err := exec.LookPath(p.Command); err == nil {
+			if why := unrunnable(path, u); why != "" {
+				n.log.Warn("the program's user cannot run its command as the node finds it on PATH: name a command that user can run", "program", key, "user", name, "command", path, "why", why)
+			}
+		}
+		for _, dir := range policy.Write {
+			if why := unwritable(dir, u); why != "" {
+				n.log.Warn("the program's user cannot write a directory it is given: make it that user's", "program", key, "user", name, "dir", dir, "why", why)
+			}
+		}
+	}
+	return nil
+}
+
+// lookupUser finds a user by name or uid, with the groups it belongs to.
+func lookupUser(name string) (*sandbox.User, error) {
+	u, err := user.Lookup(name)
+	if _, numeric := strconv.Atoi(name); err != nil && numeric == nil {
+		u, err = user.LookupId(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no such user on this machine: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("user %s has uid %q and gid %q, which are not numbers", name, u.Uid, u.Gid)
+	}
+	if uid == 0 {
+		return nil, fmt.Errorf("user %s is root: say user = \"root\" to run it as root", name)
+	}
+	out := &sandbox.User{Name: u.Username, Uid: uint32(uid), Gid: uint32(gid)}
+	groups, _ := u.GroupIds()
+	for _, g := range groups {
+		if v, err := strconv.ParseUint(g, 10, 32); err == nil {
+			out.Groups = append(out.Groups, uint32(v))
+		}
+	}
+	return out, nil
+}
+
+// unwritable says why user u cannot write dir, by the mode bits of dir and of the
+// directories above it; "" if it can (or nothing is known).
+func unwritable(dir string, u *sandbox.User) string {
+	if !allows(dir, u, 0o2) {
+		return dir + " is not writable by " + u.Name
+	}
+	return unpassable(filepath.Dir(dir), u)
+}
+
+// unrunnable says why user u cannot run the program at path; "" if it can.
+func unrunnable(path string, u *sandbox.User) string {
+	if !allows(path, u, 0o1) {
+		return path + " is not executable by " + u.Name
+	}
+	return unpassable(filepath.Dir(path), u)
+}
+
+// unpassable names the first directory from dir up that u cannot pass; "" if none.
+func unpassable(dir string, u *sandbox.User) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if !allows(d, u, 0o1) {
+			return d + " cannot be passed by " + u.Name
+		}
+		if d == filepath.Dir(d) {
+			return ""
+		}
+	}
+}
+
+// allows reports whether u has access bit (0o2 write, 0o1 search) on path by its mode.
+func allows(path string, u *sandbox.User, bit os.FileMode) bool {
+	info, err := os.Stat(path)
+	if err != nil {
+		return true // nothing known: no warning
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true
+	}
+	perm := info.Mode().Perm()
+	switch {
+	case st.Uid == u.Uid:
+		return perm&(bit<<6) != 0
+	case st.Gid == u.Gid || slices.Contains(u.Groups, st.Gid):
+		return perm&(bit<<3) != 0
+	}
+	return perm&bit != 0
+}
