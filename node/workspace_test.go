@@ -43,8 +43,13 @@ for line in sys.stdin:
         f.write(m["session"] + "\n")
     if "crash" in m["text"] and not prev:
         sys.exit(3)
-    if m["text"] == "big":
-        with open("big.bin", "wb") as f:
+    if m["text"] in ("big", "bigtmp"):
+        where = "."
+        if m["text"] == "bigtmp":
+            where = os.environ["TMPDIR"]
+            with open("tmpdir.txt", "w") as f:
+                f.write(where)
+        with open(os.path.join(where, "big.bin"), "wb") as f:
             f.write(b"x" * (1 << 20))
         print(json.dumps({"type": "approval", "id": "a1", "description": "keep big.bin?"}), flush=True)
         sys.stdin.readline()
@@ -307,6 +312,39 @@ supervisor = "nobody"
 	if got := testutil.ToFloat64(f.n.Metrics.WorkspaceBytes.WithLabelValues("edit")); got != 0 {
 		t.Errorf("agentmux_workspace_bytes = %v with no workspace open; want 0", got)
 	}
+}
+
+// TestWorkspaceTMPDIRCountsAndGoes: a session's TMPDIR is its own, counted in
+// max_workspace_bytes (1 MiB written there stops it), and removed when its process
+// exits: nothing of it is left behind.
+func TestWorkspaceTMPDIRCountsAndGoes(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	f := start(t, editorHost("worktree", repo, dir, "max_workspace_bytes = 100000\nquestion_timeout = \"25s\"")+`
+[supervisors.nobody]
+strategy = "external"
+[[routes]]
+supervisor = "nobody"
+`)
+	res := f.run("edit", "bigtmp")
+	if res.OK || !strings.Contains(res.Error, "over the host's max_workspace_bytes (100000); the session was stopped") {
+		t.Fatalf("ok %v, error %q; want the session stopped for what its TMPDIR holds", res.OK, res.Error)
+	}
+	if res.Workspace == nil || res.Workspace.Bytes >= 1<<20 {
+		t.Fatalf("workspace %+v; want the checkout kept, without the megabyte, which was in TMPDIR", res.Workspace)
+	}
+	tmp, err := os.ReadFile(filepath.Join(res.Workspace.Path, "tmpdir.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(tmp), "agentmux-hosts.edit-") {
+		t.Errorf("the session's TMPDIR %s is not inside its sandbox's", tmp)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if _, err := os.Stat(string(tmp)); !os.IsNotExist(err) {
+			return fmt.Errorf("the session's TMPDIR %s is still there (%v)", tmp, err)
+		}
+		return nil
+	})
 }
 
 // collider asks to edit the file its prompt names ("edit PATH [wait FILE]"), writes it

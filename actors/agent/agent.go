@@ -340,6 +340,9 @@ func (a *Agent) onStarted(m *processStarted) {
 		return
 	}
 	a.proc, a.reading = m.proc, 2
+	if a.measure != nil && m.proc.scratch != "" {
+		a.measure.scratch.Store(&m.proc.scratch) // the session's TMPDIR counts too
+	}
 	a.proc.serve()
 	a.shared.starts.Inc()
 	if a.phase == phaseStopping { // shut down while starting

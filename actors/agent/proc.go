@@ -39,9 +39,19 @@ type process struct {
 	stdin  *stdinWriter
 	stdout io.Closer // read end; closed by the reader, or early by the actor after exit
 	stderr io.Closer // read end; likewise (nil for an in-process agent)
+	// scratch is its TMPDIR, its own inside its sandbox's, removed once it exits: the
+	// session's to count (max_workspace_bytes) and to leave nothing in.
+	scratch string
 	// serve starts the goroutines that read the pipes and wait for the exit. The actor
 	// calls it on processStarted, so their reports always come after it.
 	serve func()
+}
+
+// removeScratch removes a process's TMPDIR (sandbox.Scratch), if it had one.
+func removeScratch(dir string) {
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
 }
 
 // env builds the agent's explicit environment (see procenv).
@@ -59,6 +69,13 @@ func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Diale
 	}
 	cmd.Dir = dir
 	cmd.Env = append(env(h), extraEnv...)
+	scratch, err := sb.Scratch()
+	if err != nil {
+		return nil, fmt.Errorf("agent: start %q: %w", h.Command, err)
+	}
+	if scratch != "" {
+		cmd.Env = append(cmd.Env, "TMPDIR="+scratch, "TMP="+scratch, "TEMP="+scratch)
+	}
 	shim.Lower(cmd, h.Nice) // the agent and all it starts, from its first instruction
 
 	var files []*os.File
@@ -101,6 +118,7 @@ func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Diale
 	if err := sb.Start(cmd); err != nil {
 		closeAll()
 		procs.Forget(cmd)
+		removeScratch(scratch)
 		return nil, fmt.Errorf("agent: start %q: %w; check the host's command and working_dir", h.Command, err)
 	}
 	inR.Close()
@@ -108,7 +126,7 @@ func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Diale
 	errW.Close()
 	procs.Record(cmd)
 
-	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR}
+	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR, scratch: scratch}
 	p.stdin = newStdinWriter(stdin, writeTimeout, counts, send)
 	p.serve = func() {
 		go readStdout(outR, h.MaxLineBytes, plainText(h), !d.Canonical(), counts.frameBytes, st, send)
@@ -116,6 +134,7 @@ func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Diale
 		go func() {
 			err := cmd.Wait()
 			procs.Forget(cmd)
+			removeScratch(scratch)
 			send(&processExited{err: err})
 		}()
 	}

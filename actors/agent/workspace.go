@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
@@ -53,8 +54,9 @@ type (
 // measurer measures an open workspace's size off the actor, every measureEvery and when
 // poked, until stopped.
 type measurer struct {
-	poke chan struct{}
-	stop context.CancelFunc // ends the measuring, and a git command it runs
+	poke    chan struct{}
+	stop    context.CancelFunc     // ends the measuring, and a git command it runs
+	scratch atomic.Pointer[string] // the session's process's TMPDIR, once it started
 }
 
 func (a *Agent) startMeasuring(p *workspace.Provider, ws *workspace.Workspace) {
@@ -72,7 +74,11 @@ func (a *Agent) startMeasuring(p *workspace.Provider, ws *workspace.Workspace) {
 			case <-m.poke:
 			}
 			changed, err := p.Changed(ctx, ws)
-			a.send(&workspaceMeasured{bytes: workspace.Size(ws.Path), changed: changed, err: err})
+			bytes := workspace.Size(ws.Path)
+			if tmp := m.scratch.Load(); tmp != nil {
+				bytes += workspace.Size(*tmp)
+			}
+			a.send(&workspaceMeasured{bytes: bytes, changed: changed, err: err})
 		}
 	}()
 }
@@ -118,7 +124,7 @@ func (a *Agent) onWorkspaceMeasured(m *workspaceMeasured) {
 		return
 	}
 	a.cfg.Metrics.WorkspaceOver.WithLabelValues(a.host.Name).Inc()
-	a.timeOut(fmt.Sprintf("workspace: %s holds %d bytes, over the host's max_workspace_bytes (%d); the session was stopped: raise the cap or have the agent keep its build output out of the checkout", a.ws.Path, m.bytes, max))
+	a.timeOut(fmt.Sprintf("workspace: %s and the session's TMPDIR hold %d bytes, over the host's max_workspace_bytes (%d); the session was stopped: raise the cap or have the agent keep its build output out of the checkout", a.ws.Path, m.bytes, max))
 }
 
 // openWorkspace opens m's workspace off the actor; workspaceOpened says when it is there.

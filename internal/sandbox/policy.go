@@ -53,8 +53,10 @@ type grant struct {
 }
 
 // devices are the device files and directories every program writes (or opens for
-// writing): they lie outside any tree a policy names.
-var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"}
+// writing): they lie outside any tree a policy names. Not /dev/shm: what a program
+// leaves there is shared with every other, outlives it and is counted nowhere; one
+// that needs POSIX shared memory is given it with sandbox_write.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
 
 // grants lists the rules p comes to: all of / readable but ReadDeny, p.Write and the
 // devices writable but ReadDeny and WriteDeny. Paths are made absolute and resolved,

@@ -147,28 +147,14 @@ func (s *Sandbox) Close() {
 func (s *Sandbox) build(ports []uint16) error {
 	p := s.policy
 	p.ConnectDeny = ports
-	temp := s.temp
-	if p.Temp && temp == "" {
-		dir, err := os.MkdirTemp("", tempPattern(s.name))
-		if err != nil {
-			return fmt.Errorf("sandbox %s: its temporary directory: %w", s.name, err)
-		}
-		temp = dir
-		if u := p.As; u != nil {
-			if err := os.Chown(dir, int(u.Uid), int(u.Gid)); err != nil {
-				_ = os.RemoveAll(dir)
-				return fmt.Errorf("sandbox %s: giving its temporary directory to user %s: %w", s.name, u.Name, err)
-			}
-		}
+	if err := s.makeTemp(); err != nil {
+		return err
 	}
-	if temp != "" {
-		p.Write = append(slices.Clone(p.Write), temp)
+	if s.temp != "" {
+		p.Write = append(slices.Clone(p.Write), s.temp)
 	}
 	d, err := s.restrict(p)
 	if err != nil {
-		if temp != s.temp {
-			_ = os.RemoveAll(temp)
-		}
 		return err
 	}
 	d.ports = ports
@@ -182,8 +168,63 @@ func (s *Sandbox) build(ports []uint16) error {
 		close(o.quit)
 		return true
 	})
-	s.domain, s.temp = d, temp
+	s.domain = d
 	return nil
+}
+
+// makeTemp makes the programs' temporary directory, with Policy.Temp, if it is not
+// yet; callers hold mu.
+func (s *Sandbox) makeTemp() error {
+	if !s.policy.Temp || s.temp != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", tempPattern(s.name))
+	if err != nil {
+		return fmt.Errorf("sandbox %s: its temporary directory: %w", s.name, err)
+	}
+	if err := s.give(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	s.temp = dir
+	return nil
+}
+
+// give gives dir to the programs' user, when they run as another.
+func (s *Sandbox) give(dir string) error {
+	if u := s.policy.As; u != nil {
+		if err := os.Chown(dir, int(u.Uid), int(u.Gid)); err != nil {
+			return fmt.Errorf("sandbox %s: giving %s to user %s: %w", s.name, dir, u.Name, err)
+		}
+	}
+	return nil
+}
+
+// Scratch makes a temporary directory of one program's own inside the sandbox's (a
+// session's TMPDIR, which can then be counted and removed with it), given to the
+// programs' user. It is "" when the sandbox gives its programs no temporary directory.
+// A Start whose cmd.Env sets TMPDIR to it keeps it; the caller removes it.
+func (s *Sandbox) Scratch() (string, error) {
+	if s == nil {
+		return "", nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return "", ErrClosed
+	}
+	if err := s.makeTemp(); err != nil || s.temp == "" {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(s.temp, "program-")
+	if err != nil {
+		return "", fmt.Errorf("sandbox %s: a program's temporary directory: %w", s.name, err)
+	}
+	if err := s.give(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
 }
 
 // serve starts what d's requests bring until Close, or until d is retired, on the
@@ -202,10 +243,15 @@ func (s *Sandbox) serve(d *domain) {
 }
 
 // withTemp sets TMPDIR (and TMP, TEMP) in env, which exec.Cmd takes as the parent's
-// environment when nil.
+// environment when nil, unless env's TMPDIR already lies inside dir (Scratch).
 func withTemp(env []string, dir string) []string {
 	if env == nil {
 		env = os.Environ()
+	}
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && strings.HasPrefix(v, dir+string(os.PathSeparator)) {
+			return env
+		}
 	}
 	out := make([]string, 0, len(env)+3)
 	for _, kv := range env {

@@ -136,6 +136,7 @@ func TestSandboxRefusesEveryEscape(t *testing.T) {
 		{"rewrite the manifest", "echo '[routes]' >> " + f.manifest, false},
 		{"replace the manifest", "rm -f " + f.manifest, false},
 		{"write /tmp itself", "echo x > /tmp/agentmux-sandbox-test-$$", false},
+		{"leave a file in /dev/shm, shared and counted nowhere", "echo x > /dev/shm/agentmux-sandbox-test-$$", false},
 
 		{"read the manifest", "cat " + f.manifest, true},
 		{"read the system", "cat /etc/passwd >/dev/null && ls / >/dev/null", true},

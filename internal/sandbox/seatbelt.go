@@ -56,7 +56,7 @@ func (p Policy) seatbeltRules() ([]sbRule, error) {
 		return nil, err
 	}
 	for _, d := range slices.Concat(devices, darwinDevices) {
-		write = append(write, sbPath{path: d, tree: d == "/dev/pts" || d == "/dev/shm" || d == "/dev/fd"})
+		write = append(write, sbPath{path: d, tree: d == "/dev/pts" || d == "/dev/fd"})
 	}
 	readDeny, err := tree(p.ReadDeny)
 	if err != nil {
