@@ -26,11 +26,12 @@ import (
 // attempt-<n>.txt there (n: its attempt, from the prompt's previous_attempt), or the
 // file a prompt "write NAME" names, and with
 // "crash" in its prompt it exits on its first attempt without a result. A prompt
-// "escape PATH…" has it try to write each path too; "big" has it write a MiB and ask
-// an approval. Its result says where it ran, what
-// it found there and which paths it wrote.
+// "escape PATH…" has it try to write each path too (and with "commit" in it, commits
+// its work itself with git); "big" has it write a MiB and ask an approval. Its result
+// says where it ran, what it found there, which paths it wrote and whether its own
+// commit went in.
 const editor = `
-import json, os, sys
+import json, os, subprocess, sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("type") != "prompt":
@@ -53,16 +54,20 @@ for line in sys.stdin:
             f.write(b"x" * (1 << 20))
         print(json.dumps({"type": "approval", "id": "a1", "description": "keep big.bin?"}), flush=True)
         sys.stdin.readline()
-    wrote = []
+    wrote, committed = [], False
     if m["text"].startswith("escape "):
+        if "commit" in m["text"].split():
+            committed = subprocess.run(["sh", "-c", "git add -A && git -c user.name=agent -c user.email=agent@localhost commit -q -m 'by the agent'"]).returncode == 0
         for path in m["text"].split()[1:]:
+            if path == "commit":
+                continue
             try:
                 with open(path, "w") as f:
                     f.write("planted\n")
                 wrote.append(path)
             except OSError:
                 pass
-    print(json.dumps({"type": "result", "text": json.dumps({"cwd": os.getcwd(), "saw": saw, "wrote": wrote})}), flush=True)
+    print(json.dumps({"type": "result", "text": json.dumps({"cwd": os.getcwd(), "saw": saw, "wrote": wrote, "committed": committed})}), flush=True)
     break
 `
 
@@ -101,9 +106,10 @@ func editorHost(mode, repo, dir, extra string) string {
 }
 
 type editorSaw struct {
-	Cwd   string   `json:"cwd"`
-	Saw   []string `json:"saw"`
-	Wrote []string `json:"wrote"`
+	Cwd       string   `json:"cwd"`
+	Saw       []string `json:"saw"`
+	Wrote     []string `json:"wrote"`
+	Committed bool     `json:"committed"`
 }
 
 func sawOf(t *testing.T, res *agent.Result) editorSaw {
@@ -249,6 +255,64 @@ func TestWorkspaceAgentCannotWriteTheRepository(t *testing.T) {
 	}
 }
 
+// TestWorkspaceSessionsAreWalled plays a session that attacks another of its host
+// while it runs, in worktrees of one mirror and in clones of it: it can write neither
+// the other's checkout, nor its HEAD, nor the other's branch, nor the mirror's
+// configuration (nor, from a clone, the mirror's objects); its own commit, made with git
+// by the agent itself, goes in and ends on its own branch. The other session's branch
+// holds only its own work.
+func TestWorkspaceSessionsAreWalled(t *testing.T) {
+	for _, mode := range []string{"worktree", "clone"} {
+		t.Run(mode, func(t *testing.T) { walled(t, mode) })
+	}
+}
+
+func walled(t *testing.T, mode string) {
+	repo, dir := gitRepo(t), t.TempDir()
+	f := start(t, editorHost(mode, repo, dir, "pool = 2\nquestion_timeout = \"4s\"\napproval_default = \"yes\"")+`
+[supervisors.nobody]
+strategy = "external"
+[[routes]]
+match = "keep big"
+supervisor = "nobody"
+`)
+	victim := make(chan *agent.Result, 1)
+	id := f.n.Submit("edit", "", "big", victim)
+	work := filepath.Join(dir, "test", "edit", "work")
+	mirror := filepath.Join(work, "mirror.git")
+	checkout := filepath.Join(work, id+".0")
+	waitFor(t, 20*time.Second, func() error {
+		_, err := os.Stat(filepath.Join(checkout, "big.bin"))
+		return err
+	})
+	targets := []string{filepath.Join(checkout, "planted.txt"), filepath.Join(mirror, "refs", "heads", "agentmux", id),
+		filepath.Join(mirror, "config"), filepath.Join(mirror, "HEAD")}
+	if mode == "worktree" {
+		// The mirror's objects are where a worktree's commits go: shared (docs/workspaces.md).
+		targets = append(targets, filepath.Join(mirror, "worktrees", id+".0", "HEAD"))
+	} else {
+		targets = append(targets, filepath.Join(checkout, ".git", "HEAD"), filepath.Join(mirror, "objects", "planted"))
+	}
+	res := f.run("edit", "escape commit "+strings.Join(targets, " "))
+	saw := sawOf(t, res)
+	if len(saw.Wrote) > 0 {
+		t.Errorf("a session wrote %v, of another session and the mirror", saw.Wrote)
+	}
+	if !saw.Committed || !res.OK || res.Workspace == nil {
+		t.Fatalf("the attacker's own commit: %v, ok %v, workspace %+v; want its commit in", saw.Committed, res.OK, res.Workspace)
+	}
+	if msg := gitOut(t, "", "--git-dir="+mirror, "log", "-1", "--format=%s", res.Workspace.Branch); msg != "by the agent" {
+		t.Errorf("the attacker's branch ends with %q; want its own commit", msg)
+	}
+	v := <-victim
+	if v.Workspace == nil {
+		t.Fatalf("the victim's session: %+v", v)
+	}
+	if files := gitOut(t, "", "--git-dir="+mirror, "ls-tree", "--name-only", v.Workspace.Branch); files != "README\nattempt-0.txt\nbig.bin" {
+		t.Errorf("the victim's branch holds %q; want only its own files", files)
+	}
+}
+
 // TestPipelineStagesShareAWorkspace: a pipeline's second stage finds the first stage's
 // file in its workspace, and the run's branch holds both stages' files, each stage's
 // end naming it.
@@ -336,7 +400,7 @@ supervisor = "nobody"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(tmp), "agentmux-hosts.edit-") {
+	if !strings.Contains(string(tmp), "agentmux-hosts.edit.") {
 		t.Errorf("the session's TMPDIR %s is not inside its sandbox's", tmp)
 	}
 	waitFor(t, 10*time.Second, func() error {

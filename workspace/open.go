@@ -106,7 +106,10 @@ func (p *Provider) checkout(ctx context.Context, ws *Workspace, commit string) e
 		return fmt.Errorf("workspace: clear %s: %w", ws.Path, err)
 	}
 	if ws.Mode == config.WorkspaceClone {
-		if _, err := p.git.run(ctx, localTimeout, "", "clone", "--quiet", "--no-checkout", "--", p.root.mirror(), ws.Path); err != nil {
+		// --shared: the clone reads the mirror's objects where they are and writes its
+		// own in itself. Hard links (a local clone's default) would let the session
+		// rewrite the mirror's object files through its own.
+		if _, err := p.git.run(ctx, localTimeout, "", "clone", "--quiet", "--shared", "--no-checkout", "--", p.root.mirror(), ws.Path); err != nil {
 			return fmt.Errorf("workspace: clone the mirror: %w", err)
 		}
 		if _, err := p.git.run(ctx, localTimeout, ws.Path, "checkout", "--quiet", "-B", ws.Branch, base); err != nil {
@@ -114,12 +117,31 @@ func (p *Provider) checkout(ctx context.Context, ws *Workspace, commit string) e
 		}
 		return nil
 	}
-	// -B: an attempt after the first resets the branch to base. The attempt before has
-	// let go of it (Close detaches its checkout), or its node died and Reclaim pruned it.
-	if _, err := p.git.run(ctx, localTimeout, "", mirror, "worktree", "add", "--quiet", "-B", ws.Branch, ws.Path, base); err != nil {
-		return fmt.Errorf("workspace: add a worktree on %s: %w", ws.Branch, err)
+	// Detached at base: the session's commits move its worktree's own HEAD, which no
+	// other session may write, and never a ref of the mirror, which they share; Close
+	// puts that HEAD on the session's branch.
+	if _, err := p.git.run(ctx, localTimeout, "", mirror, "worktree", "add", "--quiet", "--detach", ws.Path, base); err != nil {
+		return fmt.Errorf("workspace: add a worktree at %s: %w", base, err)
 	}
 	return nil
+}
+
+// Writes are what ws's agent must write, and all it may of the host's workspaces (its
+// sandbox's walls): its checkout; and for a worktree, its own administrative directory
+// in the mirror (HEAD, index) and the mirror's objects, where its commits go.
+func (p *Provider) Writes(ws *Workspace) ([]string, error) {
+	if ws.Mode == config.WorkspaceClone {
+		return []string{ws.Path}, nil
+	}
+	b, err := os.ReadFile(filepath.Join(ws.Path, ".git"))
+	if err != nil {
+		return nil, fmt.Errorf("workspace: read the worktree's .git: %w", err)
+	}
+	admin, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok || !filepath.IsAbs(admin) || filepath.Dir(admin) != filepath.Join(p.root.mirror(), "worktrees") {
+		return nil, fmt.Errorf("workspace: the worktree's .git says %q, not a worktree of the mirror", b)
+	}
+	return []string{ws.Path, admin, filepath.Join(p.root.mirror(), "objects")}, nil
 }
 
 // fetch brings the mirror up to the repository's branches, tags and HEAD, making the

@@ -176,6 +176,7 @@ type Agent struct {
 	waitSpan  trace.Span
 	sess      *session
 	ws        *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
+	wsSandbox *sandbox.Sandbox     // the session's own sandbox, walled from the host's other sessions
 	wsState   wsState
 	held      []*SessionEnded // the session's end, reported once its workspace is closed
 	measure   *measurer       // measures the open workspace's size
@@ -225,13 +226,17 @@ func (a *Agent) spawn(extra []string) {
 	if a.waitTrace != nil { // a process of the waiting session's own
 		env = traceEnv(a.waitTrace)
 	}
+	sb := a.cfg.Sandbox
+	if a.wsSandbox != nil {
+		sb = a.wsSandbox
+	}
 	go func() {
 		var p *process
 		var err error
 		if a.cfg.InProc != nil {
 			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
 		} else {
-			p, err = startProcess(a.host, dir, env, a.dialect, extra, a.cfg.Procs, a.cfg.Sandbox, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
+			p, err = startProcess(a.host, dir, env, a.dialect, extra, a.cfg.Procs, sb, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()

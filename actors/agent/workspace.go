@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
 )
@@ -38,6 +39,7 @@ const (
 type (
 	workspaceOpened struct {
 		ws  *workspace.Workspace
+		sb  *sandbox.Sandbox // the session's own, walled from its host's other sessions
 		err error
 	}
 	workspaceClosed struct {
@@ -130,10 +132,20 @@ func (a *Agent) onWorkspaceMeasured(m *workspaceMeasured) {
 // openWorkspace opens m's workspace off the actor; workspaceOpened says when it is there.
 func (a *Agent) openWorkspace(m *StartSession) {
 	a.wsState = wsOpening
-	p, session, attempt, from := a.cfg.Workspace, m.Session, m.Attempt, m.From
+	p, session, attempt, from, host := a.cfg.Workspace, m.Session, m.Attempt, m.From, a.cfg.Sandbox
+	name := fmt.Sprintf("hosts.%s.%s.%d", a.host.Name, session, attempt)
 	go func() {
 		ws, err := p.Open(context.Background(), session, attempt, from)
-		a.send(&workspaceOpened{ws: ws, err: err})
+		var sb *sandbox.Sandbox
+		if err == nil && host != nil {
+			var own []string
+			if own, err = p.Writes(ws); err == nil {
+				sb = host.Walled(name, p.Root().Work(), own)
+			} else {
+				p.Discard(context.Background(), ws)
+			}
+		}
+		a.send(&workspaceOpened{ws: ws, sb: sb, err: err})
 	}()
 }
 
@@ -150,6 +162,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 	if stopped || a.waiting == nil {
 		// Stopped while it was made: the session never ran in it.
 		a.wsState = wsClosing
+		m.sb.Close() // never built: nothing started in it
 		p, ws := a.cfg.Workspace, m.ws
 		go func() {
 			p.Discard(context.Background(), ws)
@@ -158,7 +171,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 		a.failWaiting("agent stopped before its process started")
 		return
 	}
-	a.ws, a.wsState, a.wsTouched = m.ws, wsOpen, map[string]bool{}
+	a.ws, a.wsSandbox, a.wsState, a.wsTouched = m.ws, m.sb, wsOpen, map[string]bool{}
 	if err := a.newDialect(a.ws.Cwd); err != nil {
 		a.onStarted(&processStarted{err: err})
 		return
@@ -172,6 +185,8 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 func (a *Agent) closeWorkspace(reason string) {
 	a.wsState = wsClosing
 	a.stopMeasuring()
+	a.wsSandbox.Close() // and with it what the session's agent left running
+	a.wsSandbox = nil
 	ok := len(a.held) > 0 && a.held[len(a.held)-1].Result.OK
 	p, ws := a.cfg.Workspace, a.ws
 	go func() {

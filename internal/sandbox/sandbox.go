@@ -28,6 +28,7 @@ type Sandbox struct {
 	older  []*domain  // earlier builds whose programs may still run
 	temp   string     // the programs' TMPDIR, with Policy.Temp
 	closed bool
+	ownNet bool // policy.Net is the sandbox's own, closed with it
 }
 
 // domain is one build of a sandbox: the ports it denies, and what starts its programs.
@@ -41,7 +42,7 @@ type domain struct {
 	// the Sandbox's mu: it is retired only when both are none.
 	pids     []int
 	starting int
-	shed  bool          // its thread, run as root, sheds its capabilities (Policy.KeepRoot)
+	shed     bool // its thread, run as root, sheds its capabilities (Policy.KeepRoot)
 	// profile is the Seatbelt profile the programs run under, on macOS.
 	profile string
 }
@@ -60,7 +61,25 @@ type start struct {
 // New returns the sandbox of the programs name runs ("hosts.claude", for messages and
 // its temporary directory's name).
 func New(name string, p Policy) *Sandbox {
-	return &Sandbox{name: name, policy: p, stop: make(chan struct{})}
+	s := &Sandbox{name: name, policy: p, stop: make(chan struct{})}
+	if p.Net == nil {
+		s.policy.Net, s.ownNet = NewNetRules(), true
+	}
+	return s
+}
+
+// Walled is a sandbox of its own for one of s's sessions, named name: it may write
+// what s may but the tree shared (a host's workspaces), and of that tree only own (the
+// session's checkout). It has its own temporary directory; close it when the session's
+// programs are gone. A nil s is nil.
+func (s *Sandbox) Walled(name, shared string, own []string) *Sandbox {
+	if s == nil {
+		return nil
+	}
+	p := s.policy
+	p.Write = slices.DeleteFunc(slices.Clone(p.Write), func(w string) bool { return w == shared })
+	p.Write = append(p.Write, own...)
+	return New(name, p)
 }
 
 // Start starts cmd in the sandbox, as cmd.Start does; a nil Sandbox is cmd.Start.
@@ -137,6 +156,9 @@ func (s *Sandbox) Close() {
 	}
 	s.closed = true
 	close(s.stop)
+	if s.ownNet {
+		s.policy.Net.Close()
+	}
 	if s.temp != "" {
 		_ = os.RemoveAll(s.temp)
 	}
