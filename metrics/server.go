@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentmux/agentmux/internal/sandbox"
 )
 
 const shutdownTimeout = 5 * time.Second
@@ -33,6 +35,7 @@ func Serve(addr, token string, s *Set, ready func() error, log *slog.Logger) (*S
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen on %s: %w; set [metrics] addr to a free address", addr, err)
 	}
+	ln = sandbox.Guard(ln) // the programs of this machine's nodes are turned away
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", bearer(token, promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry, EnableOpenMetrics: true})))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

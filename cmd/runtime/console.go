@@ -92,7 +92,8 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	// No program a node of this machine sandboxes from now on may reach the console,
-	// whatever its port.
+	// whatever its port; one already running is turned away at accept.
+	ln = sandbox.Guard(ln)
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	if release, err := sandbox.Announce(port); err != nil {
 		log.Warn("the programs this machine's nodes sandbox may connect to the console", "port", port, "err", err)

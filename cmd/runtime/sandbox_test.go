@@ -69,6 +69,25 @@ for name, attempt in attempts.items():
 print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
 `
 
+// lingerer is an agent that starts before a console does and, once told (the file GO
+// exists), sends the console a request: its result says whether an answer came ("ok"),
+// the connection was closed unanswered ("closed"), or the error it met.
+const lingerer = `import json, os, socket, sys, time
+sys.stdin.readline()
+open("lingering", "w").close()
+while not os.path.exists(os.environ["GO"]):
+    time.sleep(0.05)
+seen = {}
+try:
+    s = socket.create_connection(("127.0.0.1", int(os.environ["CONSOLE"])), timeout=5)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+    seen["console"] = "ok" if s.recv(100) else "closed"
+    s.close()
+except OSError as e:
+    seen["console"] = e.strerror or str(e)
+print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
+`
+
 // TestSandboxedAgentCannotReachItsNode runs a node as an unprivileged user (root may
 // read any process) with a real agent that tries each way out of its sandbox, and
 // checks each is refused and that what an agent needs still works. A host whose
@@ -114,6 +133,11 @@ command = "python3"
 args = ["-c", %q]
 working_dir = %q
 env = { BUS = "%d", METRICS = "%d", OPEN = "%d", CONSOLE = "%d", LATER = "%d", CRED = %q, STORE = %q, OUTSIDE = %q, MANIFEST = %q, RULES = %q }
+[hosts.lingerer]
+command = "python3"
+args = ["-c", %q]
+working_dir = %q
+env = { CONSOLE = "%d", GO = %q }
 [hosts.careless]
 command = "python3"
 working_dir = %q
@@ -123,7 +147,7 @@ rules_file = "rules/policy.toml"
 [[routes]]
 supervisor = "policy"
 `, port, store, metrics, escapeProbe, work, port, metrics, open.Addr().(*net.TCPAddr).Port, console, later,
-		bus.LocalCredentials(state, port), store, outside, manifest, filepath.Join(rules, "policy.toml"), rules)
+		bus.LocalCredentials(state, port), store, outside, manifest, filepath.Join(rules, "policy.toml"), lingerer, work, console, filepath.Join(dir, "go"), rules)
 	if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +187,16 @@ supervisor = "policy"
 		t.Error("the agent wrote policy's rules file")
 	}
 
+	// An agent starts before them and lingers: its sandbox cannot be told of the
+	// console's port, and the console turns it away at accept.
+	linger := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-linger", "lingerer", "go", "--follow")
+	linger.Env = []string{"AGENTMUX_STATE_DIR=" + state}
+	lingering := startProc(t, linger)
+	poll(t, 30*time.Second, "the lingering agent started", func() bool {
+		_, err := os.Stat(filepath.Join(work, "lingering"))
+		return err == nil
+	})
+
 	// A console, and a node with a manifest of its own, start later as this test's
 	// user, on ports that are in no manifest of the first node.
 	conCmd := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("127.0.0.1:%d", console), "--as", "ana")
@@ -183,6 +217,15 @@ supervisor = "policy"
 		if seen[name] != w {
 			t.Errorf("once they started, %s: the agent met %q, want %q", name, seen[name], w)
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := lingering.wait(t, 60*time.Second); code != exitOK {
+		t.Fatalf("the lingering agent's session: exit %d\n%s\n%s", code, lingering.stdout, lingering.stderr)
+	}
+	if out := lingering.stdout.String(); !strings.Contains(out, `{\"console\": \"closed\"}`) && !strings.Contains(out, `{\"console\": \"Connection reset by peer\"}`) {
+		t.Errorf("the agent that started before the console reached it; want it turned away unanswered:\n%s", lingering.stdout)
 	}
 }
 

@@ -53,8 +53,25 @@ func announce(root string, port uint16) (func(), error) {
 func Announced() []uint16 { return announced(portsDir) }
 
 func announced(root string) []uint16 {
-	dirs, _ := os.ReadDir(root)
 	var out []uint16
+	for _, l := range listeners(root) {
+		out = append(out, l.port)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// listener is one port a live agentmux process announced.
+type listener struct {
+	port uint16
+	pid  int
+}
+
+// listeners are the announcements of live processes, in directories their user alone
+// writes.
+func listeners(root string) []listener {
+	dirs, _ := os.ReadDir(root)
+	var out []listener
 	for _, d := range dirs {
 		uid, ok := strings.CutPrefix(d.Name(), portsPrefix)
 		if !ok || !d.IsDir() {
@@ -67,12 +84,11 @@ func announced(root string) []uint16 {
 		entries, _ := os.ReadDir(filepath.Join(root, d.Name()))
 		for _, e := range entries {
 			if port, pid, ok := portEntry(e.Name()); ok && alive(pid) {
-				out = append(out, port)
+				out = append(out, listener{port: port, pid: pid})
 			}
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return out
 }
 
 // sweepPorts removes from dir the entries of processes no longer running.
