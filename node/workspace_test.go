@@ -354,16 +354,7 @@ prompt = "write second.txt"
 // stopped, at its next request, with an error that says so; the host's gauge of
 // workspace bytes goes back to 0 when its workspace is closed.
 func TestWorkspaceOverItsCap(t *testing.T) {
-	repo, dir := gitRepo(t), t.TempDir()
-	// The approval waits for a supervisor that never answers, so the session is still
-	// running when the measurement its request asked for arrives.
-	f := start(t, editorHost("worktree", repo, dir, "max_workspace_bytes = 100000\nquestion_timeout = \"25s\"")+`
-[supervisors.nobody]
-strategy = "external"
-[[routes]]
-supervisor = "nobody"
-`)
-	res := f.run("edit", "big")
+	f, res := overCap(t, "big")
 	if res.OK || !strings.Contains(res.Error, "over the host's max_workspace_bytes (100000); the session was stopped") {
 		t.Fatalf("ok %v, error %q; want the session stopped for its workspace's size", res.OK, res.Error)
 	}
@@ -378,10 +369,11 @@ supervisor = "nobody"
 	}
 }
 
-// TestWorkspaceTMPDIRCountsAndGoes: a session's TMPDIR is its own, counted in
-// max_workspace_bytes (1 MiB written there stops it), and removed when its process
-// exits: nothing of it is left behind.
-func TestWorkspaceTMPDIRCountsAndGoes(t *testing.T) {
+// overCap runs an editor session of prompt in a worktree capped at 100 kB. Its approval
+// waits for a supervisor that never answers, so the session is still running when the
+// measurement its request asked for arrives.
+func overCap(t *testing.T, prompt string) (*fixture, *agent.Result) {
+	t.Helper()
 	repo, dir := gitRepo(t), t.TempDir()
 	f := start(t, editorHost("worktree", repo, dir, "max_workspace_bytes = 100000\nquestion_timeout = \"25s\"")+`
 [supervisors.nobody]
@@ -389,7 +381,14 @@ strategy = "external"
 [[routes]]
 supervisor = "nobody"
 `)
-	res := f.run("edit", "bigtmp")
+	return f, f.run("edit", prompt)
+}
+
+// TestWorkspaceTMPDIRCountsAndGoes: a session's TMPDIR is its own, counted in
+// max_workspace_bytes (1 MiB written there stops it), and removed when its process
+// exits: nothing of it is left behind.
+func TestWorkspaceTMPDIRCountsAndGoes(t *testing.T) {
+	_, res := overCap(t, "bigtmp")
 	if res.OK || !strings.Contains(res.Error, "over the host's max_workspace_bytes (100000); the session was stopped") {
 		t.Fatalf("ok %v, error %q; want the session stopped for what its TMPDIR holds", res.OK, res.Error)
 	}
