@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -463,5 +464,53 @@ func runTrue(b *testing.B, sb *sandbox.Sandbox) {
 	}
 	if err := cmd.Wait(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// TestGuardTurnsAwayANodesProgram plays a node (this process, which announces a port)
+// whose sandboxed program connects to a guarded listener, over IPv4 and IPv6 loopback:
+// the program's connection is closed unanswered, and this process's own is served.
+func TestGuardTurnsAwayANodesProgram(t *testing.T) {
+	f := newFixture(t)
+	release, err := sandbox.Announce(port(f.bus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(release)
+	for _, network := range []string{"127.0.0.1:0", "[::1]:0"} {
+		ln, err := net.Listen("tcp", network)
+		if err != nil {
+			t.Fatal(err)
+		}
+		guarded := sandbox.Guard(ln)
+		go func() {
+			for {
+				c, err := guarded.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = c.Write([]byte("served\n"))
+				c.Close()
+			}
+		}()
+		addr := ln.Addr().(*net.TCPAddr)
+		sb := sandbox.New("hosts.guarded", sandbox.Policy{Write: []string{f.work}, Temp: true})
+		read := fmt.Sprintf(`python3 -c 'import socket; s = socket.create_connection((%q, %d), 5); print(s.recv(10).decode() or "closed")'`, addr.IP.String(), addr.Port)
+		out, _ := f.run(t, sb, read)
+		sb.Close()
+		if strings.TrimSpace(out) != "closed" && !strings.Contains(out, "Connection reset") {
+			t.Errorf("%s: the node's program was answered: %q", network, out)
+		}
+		c, err := net.Dial("tcp", addr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 6)
+		_, err = io.ReadFull(c, got)
+		c.Close()
+		if err != nil || string(got) != "served" {
+			t.Errorf("%s: this process was not served: %q %v", network, got, err)
+		}
+		ln.Close()
 	}
 }
