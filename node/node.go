@@ -135,7 +135,6 @@ type Node struct {
 	sandboxes sandbox.Set
 	// unannounce takes back the ports this node told the machine's sandboxes of.
 	unannounce []func()
-	netRules   *sandbox.NetRules // the rules denying ports, shared by its sandboxes
 	stopped    chan struct{}
 	events     *eventstream.Subscription
 	// routines owns the goroutines the actors start off themselves (decisions,
@@ -485,7 +484,6 @@ func (n *Node) abort() {
 	n.Bus.Close()
 	n.msrv.Close()
 	n.unannouncePorts()
-	n.netRules.Close()
 }
 
 // Ready reports whether the node can take work: NATS connected, started to the end
@@ -639,7 +637,6 @@ func (n *Node) stop(ctx context.Context) error {
 	n.Bus.Close()
 	n.msrv.Close()
 	n.unannouncePorts()
-	n.netRules.Close()
 	return err
 }
 

@@ -146,10 +146,6 @@ func (n *Node) sandboxBase(opts Options) sandbox.Policy {
 		deny(t.Key)
 		deny(t.ClientKey)
 	}
-	if n.netRules == nil {
-		n.netRules = sandbox.NewNetRules()
-	}
-	p.Net = n.netRules // the port rules are built once for all the node's sandboxes
 	ports := []string{config.DefaultConsoleAddr, m.NATS.URL}
 	if srv := n.Bus.Server(); srv != nil {
 		deny(srv.JetStreamConfig().StoreDir)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -70,6 +71,14 @@ func (s *Sandbox) restrict(p Policy) (*domain, error) {
 		}
 		rules = append(rules, landlock.PathAccess(a, g.path).IgnoreIfMissing())
 	}
+	if len(p.ConnectDeny) > 0 {
+		cfg.HandledAccessNet = ll.AccessNetConnectTCP
+		for port := 1; port <= 65535; port++ {
+			if _, denied := slices.BinarySearch(p.ConnectDeny, uint16(port)); !denied {
+				rules = append(rules, landlock.ConnectTCP(uint16(port)))
+			}
+		}
+	}
 	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: landlock ruleset: %w", s.name, err)
@@ -77,33 +86,14 @@ func (s *Sandbox) restrict(p Policy) (*domain, error) {
 	if fd < 0 {
 		return nil, fmt.Errorf("sandbox %s: Landlock ABI %d enforces none of this policy", s.name, abi)
 	}
-	layers := []layer{{fd: fd, flags: flags, done: func() { unix.Close(fd) }}}
-	// The ports, a layer of their own stacked on it: built once for every sandbox that
-	// shares p.Net.
-	net, err := p.Net.acquire(p.ConnectDeny)
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("sandbox %s: %w", s.name, err)
-	}
-	if net != nil {
-		layers = append(layers, layer{fd: net.fd, flags: net.flags, done: func() { p.Net.release(net) }})
-	}
 	d := newDomain()
 	ready := make(chan error)
 	d.shed = os.Geteuid() == 0 && p.As == nil && !p.KeepRoot
-	go s.thread(layers, d, ready, nil)
+	go s.thread(fd, flags, d, ready, nil)
 	if err := <-ready; err != nil {
 		return nil, fmt.Errorf("sandbox %s: restricting its thread: %w", s.name, err)
 	}
 	return d, nil
-}
-
-// layer is one Landlock ruleset a thread restricts itself with, and what lets it go
-// once it has.
-type layer struct {
-	fd    int
-	flags uint32
-	done  func()
 }
 
 // thread restricts the OS thread it locks, reports on ready, and serves. It never runs
@@ -112,14 +102,14 @@ type layer struct {
 // programs' parent-death signal would never come): there it starts itself again and
 // holds the first thread until the other goroutine has locked another. locked, if not
 // nil, is closed once this goroutine holds its thread.
-func (s *Sandbox) thread(layers []layer, d *domain, ready chan<- error, locked chan<- struct{}) {
+func (s *Sandbox) thread(fd int, flags uint32, d *domain, ready chan<- error, locked chan<- struct{}) {
 	runtime.LockOSThread() // never unlocked once restricted: the thread ends with this goroutine
 	if locked != nil {
 		close(locked)
 	}
 	if unix.Gettid() == unix.Getpid() {
 		other := make(chan struct{})
-		go s.thread(layers, d, ready, other)
+		go s.thread(fd, flags, d, ready, other)
 		<-other
 		runtime.UnlockOSThread()
 		return
@@ -131,12 +121,10 @@ func (s *Sandbox) thread(layers []layer, d *domain, ready chan<- error, locked c
 	if err == nil {
 		err = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 	}
-	for _, l := range layers {
-		if err == nil {
-			err = ll.LandlockRestrictSelf(l.fd, l.flags)
-		}
-		l.done()
+	if err == nil {
+		err = ll.LandlockRestrictSelf(fd, flags)
 	}
+	unix.Close(fd)
 	ready <- err
 	if err == nil {
 		s.serve(d)

@@ -23,9 +23,6 @@ type Policy struct {
 	// ConnectDeny are the TCP ports it may not connect to, on any address: the node's
 	// bus, cluster, metrics and console ports.
 	ConnectDeny []uint16
-	// Net builds the rules that deny them, shared by the sandboxes given the same one
-	// (a node's); nil: the sandbox's own.
-	Net *NetRules
 	// Temp gives the program a temporary directory of its own, made when the sandbox
 	// is built and removed by Close, as TMPDIR (replacing the one it would inherit).
 	Temp bool

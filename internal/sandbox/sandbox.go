@@ -28,7 +28,6 @@ type Sandbox struct {
 	older  []*domain  // earlier builds whose programs may still run
 	temp   string     // the programs' TMPDIR, with Policy.Temp
 	closed bool
-	ownNet bool // policy.Net is the sandbox's own, closed with it
 }
 
 // domain is one build of a sandbox: the ports it denies, and what starts its programs.
@@ -61,11 +60,7 @@ type start struct {
 // New returns the sandbox of the programs name runs ("hosts.claude", for messages and
 // its temporary directory's name).
 func New(name string, p Policy) *Sandbox {
-	s := &Sandbox{name: name, policy: p, stop: make(chan struct{})}
-	if p.Net == nil {
-		s.policy.Net, s.ownNet = NewNetRules(), true
-	}
-	return s
+	return &Sandbox{name: name, policy: p, stop: make(chan struct{})}
 }
 
 // Walled is a sandbox of its own for one of s's sessions, named name: it may write
@@ -156,9 +151,6 @@ func (s *Sandbox) Close() {
 	}
 	s.closed = true
 	close(s.stop)
-	if s.ownNet {
-		s.policy.Net.Close()
-	}
 	if s.temp != "" {
 		_ = os.RemoveAll(s.temp)
 	}

@@ -432,24 +432,14 @@ func BenchmarkStart(b *testing.B) {
 	}
 }
 
-// BenchmarkBuild measures building a sandbox (its rules and its thread) and starting
-// its first program: with port rules of its own (built with it: 65,533 rules), and with
-// a node's shared ones, built once for all its sandboxes (a session's walled one).
+// BenchmarkBuild measures building a sandbox (its rules, the port rules among them, and
+// its thread) and starting its first program.
 func BenchmarkBuild(b *testing.B) {
 	write, deny := b.TempDir(), b.TempDir()
-	shared := sandbox.NewNetRules()
-	b.Cleanup(shared.Close)
-	for _, c := range []struct {
-		name string
-		net  *sandbox.NetRules
-	}{{"own-port-rules", nil}, {"shared-port-rules", shared}} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				sb := sandbox.New("bench", sandbox.Policy{Write: []string{write}, ReadDeny: []string{deny}, ConnectDeny: []uint16{4222}, Net: c.net})
-				runTrue(b, sb)
-				sb.Close()
-			}
-		})
+	for b.Loop() {
+		sb := sandbox.New("bench", sandbox.Policy{Write: []string{write}, ReadDeny: []string{deny}, ConnectDeny: []uint16{4222}})
+		runTrue(b, sb)
+		sb.Close()
 	}
 }
 
