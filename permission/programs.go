@@ -90,17 +90,19 @@ func findEffects(args []string) effects {
 }
 
 // sortOptions are sort's options (GNU coreutils), read as a wrapper's are: an option
-// not here, or one abbreviated, is asked about. -o and --output write their file; -y
-// takes a value, so "-yt -o0" writes 0.
+// not here, or one abbreviated, is asked about. -o and --output write their file. -y
+// is asked about: it takes the rest of its word ("-yt -o0" writes 0), or the next word
+// only when that is a number ("-y -o0" writes 0 too).
 var sortOptions = wrapper{
 	flags: set("-b", "-c", "-C", "-d", "-f", "-g", "-h", "-i", "-M", "-m", "-n", "-R", "-r", "-s", "-u", "-V", "-z",
 		"--ignore-leading-blanks", "--dictionary-order", "--ignore-case", "--general-numeric-sort", "--ignore-nonprinting",
 		"--month-sort", "--human-numeric-sort", "--numeric-sort", "--random-sort", "--reverse", "--version-sort", "--check",
 		"--debug", "--merge", "--stable", "--unique", "--zero-terminated", "--help", "--version"),
-	valued: set("-k", "-o", "-S", "-t", "-T", "-y", "--key", "--output", "--buffer-size", "--field-separator",
+	valued: set("-k", "-o", "-S", "-t", "-T", "--key", "--output", "--buffer-size", "--field-separator",
 		"--temporary-directory", "--parallel", "--batch-size", "--sort", "--random-source", "--files0-from"),
 	writes:  set("-o", "--output"),
-	refused: why("runs a program no rule sees", "--compress-program"),
+	refused: map[string]string{"--compress-program": "runs a program no rule sees",
+		"-y": "takes the next word only when it is a number, which is not read here"},
 }
 
 func sortEffects(args []string) effects {

@@ -130,8 +130,8 @@ func TestShellLines(t *testing.T) {
 		{"sort -o /etc/hosts f", Deny, "Edit(//etc/**)"},
 		{"sort -ro out.txt f", None, ""},
 		{"sort --compress-program=curl f", Ask, "compress-program"},
-		{"sort -yt -o0", None, ""},                         // -y takes a value: -o0 writes 0
-		{"sort -yt -obuild/s f", Allow, "Edit(/build/**)"}, // the same, into build/
+		{"sort -yt -o0", Ask, "sort -y takes the next word only when it is a number"}, // -y takes t: -o0 writes 0
+		{"sort -y -o0", Ask, "sort -y takes the next word only when it is a number"},  // -o0 is no number: it writes 0
 		{"sort --out=x f", Ask, "--out, which is not modelled"},
 		{"sort -q f", Ask, "-q, which is not modelled"},
 		{"ls | tee ~/.bashrc", Deny, "Edit(~/.bashrc)"},
