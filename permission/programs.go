@@ -100,7 +100,7 @@ var sortOptions = wrapper{
 		"--debug", "--merge", "--stable", "--unique", "--zero-terminated", "--help", "--version"),
 	valued: set("-k", "-o", "-S", "-t", "-T", "--key", "--output", "--buffer-size", "--field-separator",
 		"--temporary-directory", "--parallel", "--batch-size", "--sort", "--random-source", "--files0-from"),
-	writes:  set("-o", "--output"),
+	writes: set("-o", "--output"),
 	refused: map[string]string{"--compress-program": "runs a program no rule sees",
 		"-y": "takes the next word only when it is a number, which is not read here"},
 }
