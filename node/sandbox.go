@@ -146,18 +146,10 @@ func (n *Node) sandboxBase(opts Options) sandbox.Policy {
 		deny(t.Key)
 		deny(t.ClientKey)
 	}
-	ports := []string{config.DefaultConsoleAddr, m.NATS.URL}
 	if srv := n.Bus.Server(); srv != nil {
 		deny(srv.JetStreamConfig().StoreDir)
-		ports = append(ports, srv.Addr().String())
-		if a := srv.ClusterAddr(); a != nil {
-			ports = append(ports, a.String())
-		}
 	}
-	if n.msrv != nil {
-		ports = append(ports, n.msrv.Addr())
-	}
-	for _, a := range ports {
+	for _, a := range append([]string{config.DefaultConsoleAddr, m.NATS.URL}, n.listening()...) {
 		if port, ok := portOf(a); ok {
 			p.ConnectDeny = append(p.ConnectDeny, port)
 		}
@@ -165,9 +157,9 @@ func (n *Node) sandboxBase(opts Options) sandbox.Policy {
 	return p
 }
 
-// announcePorts tells the sandboxes of this machine, whatever node or user runs them,
-// the ports this node listens on: its bus, cluster and metrics ports.
-func (n *Node) announcePorts() {
+// listening is where this node listens: its embedded server's bus and cluster
+// addresses, and its metrics'.
+func (n *Node) listening() []string {
 	var addrs []string
 	if srv := n.Bus.Server(); srv != nil {
 		addrs = append(addrs, srv.Addr().String())
@@ -178,7 +170,13 @@ func (n *Node) announcePorts() {
 	if n.msrv != nil {
 		addrs = append(addrs, n.msrv.Addr())
 	}
-	for _, a := range addrs {
+	return addrs
+}
+
+// announcePorts tells the sandboxes of this machine, whatever node or user runs them,
+// the ports this node listens on: its bus, cluster and metrics ports.
+func (n *Node) announcePorts() {
+	for _, a := range n.listening() {
 		port, ok := portOf(a)
 		if !ok {
 			continue
