@@ -126,6 +126,9 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 // Info is this node's NodeInfo, without the live figures of its hosts.
 func (n *Node) Info() *wire.NodeInfo {
 	info := &wire.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.started.Add(n.clockOffset), Heartbeat: time.Now().Add(n.clockOffset), Hosts: []wire.HostInfo{}, Supervisors: []string{}}
+	if n.daily != nil {
+		info.DailyUSD = n.daily.Limit()
+	}
 	for _, s := range n.served().supervisors {
 		info.Supervisors = append(info.Supervisors, s.Name)
 	}

@@ -21,8 +21,11 @@ type NodeInfo struct {
 	Hosts       []HostInfo `json:"hosts"`
 	Supervisors []string   `json:"supervisors"`
 	Sessions    int        `json:"sessions"` // running and queued
-	Draining    bool       `json:"draining,omitempty"`
-	Stopped     bool       `json:"stopped,omitempty"` // said goodbye
+	// DailyUSD is the daily budget of each of its hosts in US dollars ([budgets.daily]
+	// usd); 0: none. A client without the manifest reads it here.
+	DailyUSD float64 `json:"daily_usd,omitempty"`
+	Draining bool    `json:"draining,omitempty"`
+	Stopped  bool    `json:"stopped,omitempty"` // said goodbye
 	// Stored is when the NATS server stored this heartbeat, by the server's clock. The
 	// node does not write it: a reader of the bucket fills it in from the entry
 	// (store.Nodes), so that a node's liveness never compares two machines' clocks.

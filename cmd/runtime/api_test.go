@@ -153,7 +153,8 @@ func TestAPITokensAndRoles(t *testing.T) {
 
 	// An operator queues a task that asks a person; neither a hook's token (an agent's)
 	// nor a viewer's can answer it, the operator's can, and the answer is recorded as
-	// the operator's name.
+	// the operator's token (token:ops, not a person); a second answer is a conflict, an
+	// unknown request is not found, and the settled request leaves /v1/pending.
 	if status, body := a.do("POST", "/v1/tasks", operatorToken, map[string]any{"host": "w", "prompt": askAPerson, "id": "t-api"}); status != http.StatusAccepted {
 		t.Fatalf("submit: %d %s", status, body)
 	}
@@ -178,6 +179,27 @@ func TestAPITokensAndRoles(t *testing.T) {
 	if status, body := a.do("POST", "/v1/pending/"+id+"/answer", operatorToken, answer); status != http.StatusOK || !strings.Contains(string(body), `"ok":true`) {
 		t.Fatalf("the operator's answer: %d %s", status, body)
 	}
+	if status, body := a.do("POST", "/v1/pending/"+id+"/answer", operatorToken, answer); status != http.StatusConflict || !strings.Contains(string(body), `"code":"already_answered"`) {
+		t.Errorf("a second answer: %d %s; want 409 already_answered", status, body)
+	}
+	if status, body := a.do("POST", "/v1/pending/h-nosuch/answer", operatorToken, answer); status != http.StatusNotFound || !strings.Contains(string(body), `"code":"no_such_request"`) {
+		t.Errorf("an answer to no request: %d %s; want 404 no_such_request", status, body)
+	}
+	proctest.Within(t, 20*time.Second, func() error {
+		for _, c := range []struct {
+			query string
+			want  bool
+		}{{"", false}, {"?state=pending", false}, {"?state=all", true}} {
+			status, body := a.do("GET", "/v1/pending"+c.query, viewerToken, nil)
+			if status != http.StatusOK || strings.Contains(string(body), `"id":"`+id+`"`) != c.want {
+				return fmt.Errorf("GET /v1/pending%s after the answer: %d %s; want it listed: %v", c.query, status, body, c.want)
+			}
+		}
+		return nil
+	})
+	if status, body := a.do("GET", "/v1/pending?state=done", viewerToken, nil); status != http.StatusBadRequest {
+		t.Errorf("GET /v1/pending?state=done: %d %s; want 400", status, body)
+	}
 	proctest.Within(t, 20*time.Second, func() error {
 		_, body := a.do("GET", "/v1/sessions/t-api/audit", viewerToken, nil)
 		var records []wire.AuditRecord
@@ -193,14 +215,14 @@ func TestAPITokensAndRoles(t *testing.T) {
 				ended = r.Outcome
 			}
 		}
-		if by != "ops" || decider != "human:ops" || ended != "ok" {
-			return fmt.Errorf("t-api's audit: asked for by %q, answered by %q, ended %q; want ops, human:ops, ok\n%s", by, decider, ended, body)
+		if by != "ops" || decider != "token:ops" || ended != "ok" {
+			return fmt.Errorf("t-api's audit: asked for by %q, answered by %q, ended %q; want ops, token:ops, ok\n%s", by, decider, ended, body)
 		}
 		return nil
 	})
-	_, body := a.do("GET", "/v1/audit?decider=human:ops&since=1h", viewerToken, nil)
+	_, body := a.do("GET", "/v1/audit?decider=token:ops&since=1h", viewerToken, nil)
 	if !strings.Contains(string(body), `"session":"t-api"`) {
-		t.Errorf("a search of the audit for human:ops does not find t-api: %s", body)
+		t.Errorf("a search of the audit for token:ops does not find t-api: %s", body)
 	}
 
 	// Tasks the API refuses, each saying why.

@@ -20,13 +20,13 @@ const searchTimeout = 5 * time.Minute
 // audit prints one session's trail, or searches the audit across sessions.
 func audit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("audit", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	var q store.AuditQuery
 	fs.StringVar(&q.Host, "host", "", "only the records of this `host`")
 	fs.StringVar(&q.Kind, "kind", "", "only records of this `kind`: session.started, request, answer, answer.refused or session.ended")
 	fs.StringVar(&q.Type, "type", "", "only requests of this `type`: question, approval or tool_call")
 	fs.StringVar(&q.Decider, "decider", "", "only answers by this `decider`: a kind (human, rule, llm, default, …) or one (human:alice, rule:policy)")
-	fs.StringVar(&q.User, "user", "", "only answers this `person` gave (decider human:<person>)")
+	fs.StringVar(&q.User, "by", "", "only answers this `person` gave (decider human:<person>)")
 	since := fs.String("since", "", "from this `time`: a duration before now (24h) or an RFC 3339 time; without a session, 24h unless given")
 	until := fs.String("until", "", "before this `time`, as --since; default now")
 	out := newOutputFlags(fs, outCSV)
@@ -52,7 +52,7 @@ func audit(args []string, stdout, stderr io.Writer) int {
 	if q.Until, err = store.ParseTimeBound(*until, now); err != nil {
 		return usageError(stderr, fmt.Errorf("--until %w", err))
 	}
-	c, code := client("audit", *path, stderr)
+	c, code := to.client("audit", stderr)
 	if c == nil {
 		return code
 	}

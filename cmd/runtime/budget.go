@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
-	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -24,7 +25,7 @@ func budgetCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fs := newFlags("budget", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	out := newOutputFlags(fs)
 	pos, err := parse(fs, args)
 	if err == nil && len(pos) > 0 {
@@ -37,7 +38,7 @@ func budgetCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	m, c, code := manifestClient("budget", *path, stderr)
+	c, code := to.client("budget", stderr)
 	if c == nil {
 		return code
 	}
@@ -49,11 +50,16 @@ func budgetCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux budget:", c.explain(err))
 		return exitError
 	}
-	rows := dailyBudgets(m, days, time.Now())
+	fb, err := c.fleetBudget(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux budget:", c.explain(err))
+		return exitError
+	}
+	rows := fb.today(days, time.Now())
 	if form == outJSON {
 		return jsonLines(stdout, rows)
 	}
-	if m.Budgets.Daily == nil {
+	if fb.usd == 0 {
 		fmt.Fprintln(stdout, "no daily budget: the manifest has no [budgets.daily]")
 	}
 	lines := make([][]string, 0, len(rows))
@@ -63,9 +69,43 @@ func budgetCommand(args []string, stdout, stderr io.Writer) int {
 	return table(stdout, []string{"DAY", "HOST", "SPENT", "BUDGET", "RAISED", "TASKS"}, lines)
 }
 
-// dailyBudgets is each host of m's day today against its daily budget, by host.
-func dailyBudgets(m *config.Manifest, days []*wire.DailySpend, now time.Time) []*wire.DailyBudget {
-	return wire.DailyBudgets(m.HostNames(), m.Budgets.DailyUSD(), days, now)
+// fleetBudget is the fleet's hosts and their daily budget: the manifest's, or, reached
+// without one, what the live nodes say in their heartbeats.
+type fleetBudget struct {
+	hosts []string
+	usd   float64 // 0: none
+}
+
+func (c *busClient) fleetBudget(ctx context.Context) (fleetBudget, error) {
+	if m := c.fleet.m; m != nil {
+		return fleetBudget{hosts: m.HostNames(), usd: m.Budgets.DailyUSD()}, nil
+	}
+	nodes, err := store.OpenNodes(ctx, c.js)
+	if err != nil {
+		return fleetBudget{}, err
+	}
+	list, now, err := nodes.List(ctx)
+	if err != nil {
+		return fleetBudget{}, err
+	}
+	var fb fleetBudget
+	for _, n := range list {
+		if !n.Alive(now) {
+			continue
+		}
+		fb.usd = max(fb.usd, n.DailyUSD)
+		for _, h := range n.Hosts {
+			if !slices.Contains(fb.hosts, h.Name) {
+				fb.hosts = append(fb.hosts, h.Name)
+			}
+		}
+	}
+	return fb, nil
+}
+
+// today is each host's day today against its daily budget, by host.
+func (fb fleetBudget) today(days []*wire.DailySpend, now time.Time) []*wire.DailyBudget {
+	return wire.DailyBudgets(fb.hosts, fb.usd, days, now)
 }
 
 func dollars(f float64) string {
@@ -84,7 +124,7 @@ func raiseBudget(args []string, stdout, stderr io.Writer, reset bool) int {
 		verb = "reset"
 	}
 	fs := newFlags("budget "+verb, stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	host := fs.String("host", "", "the `host` whose daily budget to "+verb)
 	usd := new(float64)
 	if !reset {
@@ -107,7 +147,7 @@ func raiseBudget(args []string, stdout, stderr io.Writer, reset bool) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("budget", *path, stderr)
+	c, code := to.client("budget", stderr)
 	if c == nil {
 		return code
 	}

@@ -38,6 +38,12 @@ func TestMain(m *testing.M) {
 	if err := os.Setenv("AGENTMUX_STATE_DIR", state); err != nil {
 		panic(err)
 	}
+	// No context of the user's own: the tests name their fleets.
+	for name, value := range map[string]string{"AGENTMUX_CONFIG_DIR": filepath.Join(state, "config"), "AGENTMUX_CONTEXT": "", "AGENTMUX_SERVER": ""} {
+		if err := os.Setenv(name, value); err != nil {
+			panic(err)
+		}
+	}
 	// The secured fleets' passwords, which every process the tests start inherits.
 	for _, name := range []string{"AGENTMUX_TEST_FLEET_PASSWORD", "AGENTMUX_TEST_ROUTE_PASSWORD"} {
 		if err := os.Setenv(name, nuid.Next()); err != nil {
@@ -443,9 +449,9 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 		rows[1][11] != `"yes"` || rows[1][13] != "human:alice" {
 		t.Fatalf("audit --decider human -o csv: exit %d, %v\n%s%s", code, err, out, stderr)
 	}
-	code, out, _ = auditOut("--user", "alice", "--kind", "answer", "-o", "json")
+	code, out, _ = auditOut("--by", "alice", "--kind", "answer", "-o", "json")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != exitOK || len(lines) != 1 || !strings.Contains(lines[0], `"session":"t-human"`) {
-		t.Fatalf("audit --user alice: exit %d\n%s", code, out)
+		t.Fatalf("audit --by alice: exit %d\n%s", code, out)
 	}
 	code, out, _ = auditOut("--since", "1h", "--host", "w", "--kind", "session.ended")
 	if code != exitOK || !strings.Contains(out, "SESSION") || !strings.Contains(out, "t-human") || !strings.Contains(out, "t-other") {

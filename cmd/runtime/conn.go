@@ -31,6 +31,7 @@ type busClient struct {
 	secured bool
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
+	fleet   *reached // how it was reached
 }
 
 // clientURL is where CLI commands find the node's NATS.
@@ -41,34 +42,27 @@ func clientURL(m *config.Manifest) string {
 	return "nats://" + m.NATS.Listen
 }
 
-// dial connects command cmd with the manifest's client identity.
+// dial connects command cmd to the fleet of manifest m, with its client identity.
 func dial(cmd string, m *config.Manifest, extra ...nats.Option) (*busClient, error) {
 	return dialWith(cmd, m, nil, extra...)
 }
 
 // dialWith is dial that also tells refused of every refusal (a long-running command).
 func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError), extra ...nats.Option) (*busClient, error) {
-	id, err := node.Identity(m, os.Getenv)
+	f, err := manifestsFleet(m, m.Path, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	// No identity of its own: the local operator's, which a node on this machine
-	// wrote for its CLI. It answers in the name --as gives, like a bus without users.
-	localPath, local := "", false
-	if id.Anonymous() {
-		if localPath, local = node.LocalCredentials(m, os.Getenv); local {
-			id.NkeySeedFile = localPath
-		}
-	}
-	user := bus.LocalUser
-	if !local {
-		if user, err = node.UserName(m, id); err != nil {
-			return nil, err
-		}
-	}
-	c := &busClient{user: user, secured: !id.Anonymous() && !local}
+	return dialFleet(cmd, f, refused, extra...)
+}
+
+// dialFleet connects command cmd to fleet f.
+func dialFleet(cmd string, f *reached, refused func(*bus.PermissionError), extra ...nats.Option) (*busClient, error) {
+	user := f.user
+	c := &busClient{user: user, secured: !f.id.Anonymous() && !f.local, fleet: f}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
-	c.nc, err = bus.Connect(bus.Client{URL: clientURL(m), Name: "agentmux-" + cmd, Identity: id, TLS: node.TLS(m), User: user,
+	var err error
+	c.nc, err = bus.Connect(bus.Client{URL: f.url, Name: "agentmux-" + cmd, Identity: f.id, TLS: f.tls, User: user,
 		OnRefusal: func(r *bus.PermissionError) {
 			if refused != nil {
 				refused(r)
@@ -81,39 +75,18 @@ func dialWith(cmd string, m *config.Manifest, refused func(*bus.PermissionError)
 			c.cancel(r)
 		}}, extra...)
 	if err != nil {
-		if id.Anonymous() && localPath != "" && errors.Is(err, nats.ErrAuthorization) {
+		if f.id.Anonymous() && f.localPath != "" && errors.Is(err, nats.ErrAuthorization) {
 			err = fmt.Errorf("%w; or run it as the user whose `agentmux up` wrote %s (no node on this machine did, or %s names another directory)",
-				err, localPath, node.EnvStateDir)
+				err, f.localPath, node.EnvStateDir)
 		}
 		c.cancel(err)
-		return nil, err
+		return nil, fmt.Errorf("%s (reached through %s): %w", f.url, f.via, err)
 	}
 	if c.js, err = jetstream.New(c.nc); err != nil {
 		c.close()
 		return nil, err
 	}
 	return c, nil
-}
-
-// client loads the manifest at path and connects command cmd; on failure it has said
-// why on stderr and returns the exit code.
-func client(cmd, path string, stderr io.Writer) (*busClient, int) {
-	_, c, code := manifestClient(cmd, path, stderr)
-	return c, code
-}
-
-// manifestClient is client, with the manifest it was dialled from.
-func manifestClient(cmd, path string, stderr io.Writer) (*config.Manifest, *busClient, int) {
-	m, code := loadManifest(path, stderr)
-	if m == nil {
-		return nil, nil, code
-	}
-	c, err := dial(cmd, m)
-	if err != nil {
-		fmt.Fprintf(stderr, "agentmux %s: %v\n", cmd, err)
-		return nil, nil, exitError
-	}
-	return m, c, exitOK
 }
 
 // timeout is the command's context bounded by d.

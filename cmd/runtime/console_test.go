@@ -353,9 +353,13 @@ func TestConsoleInChromium(t *testing.T) {
 // readAudit reads a session's audit through the node's NATS.
 func readAudit(t *testing.T, manifest, session string) ([]*wire.AuditRecord, error) {
 	t.Helper()
-	c, code := client("test", manifest, os.Stderr)
-	if c == nil {
-		t.Fatalf("connect: exit %d", code)
+	f, err := manifestFleet(manifest, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := dialFleet("test", f, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer c.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

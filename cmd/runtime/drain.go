@@ -15,7 +15,7 @@ const drainPoll = 500 * time.Millisecond
 // drain asks one node to stop taking tasks and hand back what it cannot finish.
 func drain(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("drain", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	grace := fs.Duration("grace", defaultDrainGrace, "how long running sessions may finish before their tasks go back to the queue")
 	wait := fs.Bool("wait", false, "wait until no session is left on the node")
 	pos, err := parse(fs, args)
@@ -27,7 +27,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	node := pos[0]
-	c, code := client("drain", *path, stderr)
+	c, code := to.client("drain", stderr)
 	if c == nil {
 		return code
 	}
@@ -88,7 +88,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 // undrain makes a draining node take tasks again.
 func undrain(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("undrain", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -98,7 +98,7 @@ func undrain(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	node := pos[0]
-	c, code := client("undrain", *path, stderr)
+	c, code := to.client("undrain", stderr)
 	if c == nil {
 		return code
 	}

@@ -23,7 +23,7 @@ func grantsCommand(args []string, stdout, stderr io.Writer) int {
 		args = args[1:]
 	}
 	fs := newFlags("grants", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	out := newOutputFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -36,7 +36,7 @@ func grantsCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("grants", *path, stderr)
+	c, code := to.client("grants", stderr)
 	if c == nil {
 		return code
 	}
@@ -84,7 +84,7 @@ func grantsCommand(args []string, stdout, stderr io.Writer) int {
 // revokeGrant revokes a grant as the person answering: its requests are asked again.
 func revokeGrant(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("grants revoke", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	as := fs.String("as", "", "`name` recorded as who revoked it, on a bus without users (default $USER)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -93,7 +93,7 @@ func revokeGrant(args []string, stdout, stderr io.Writer) int {
 	if len(pos) != 1 || !wire.IsGrantID(pos[0]) || !wire.IsName(pos[0]) {
 		return usageError(stderr, fmt.Errorf("want a grant's id (g-…): `agentmux grants` lists them"))
 	}
-	c, code := client("grants", *path, stderr)
+	c, code := to.client("grants", stderr)
 	if c == nil {
 		return code
 	}

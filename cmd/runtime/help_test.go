@@ -31,6 +31,14 @@ func TestEveryCommandHelps(t *testing.T) {
 		if strings.Contains(c.synopsis, "-c <manifest>") && !strings.Contains(help.String(), "manifest file") {
 			t.Errorf("agentmux %s --help does not list its flags:\n%s", c.name, help.String())
 		}
+		// Every client command reaches a fleet by the same flags.
+		if strings.Contains(c.synopsis, "[fleet]") {
+			for _, want := range []string{"-c file", "-context context", "-server url", "-creds file", "-nkey file", "-user user", "-password-env variable", "-tls-ca file", "[fleet]: -c FILE"} {
+				if !strings.Contains(help.String(), want) {
+					t.Errorf("agentmux %s reaches a fleet, and its help has no %s:\n%s", c.name, want, help.String())
+				}
+			}
+		}
 		if c.name != "sim" && !strings.Contains(help.String(), "\nexamples:\n  ") {
 			t.Errorf("agentmux %s --help shows no examples:\n%s", c.name, help.String())
 		}

@@ -16,8 +16,8 @@ import (
 )
 
 // pendingClient opens the pending-request store of the node the manifest names.
-func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *store.PendingStore, int) {
-	c, code := client(cmd, path, stderr)
+func pendingClient(cmd string, to *reach, stderr io.Writer) (*busClient, *store.PendingStore, int) {
+	c, code := to.client(cmd, stderr)
 	if c == nil {
 		return nil, nil, code
 	}
@@ -34,7 +34,7 @@ func pendingClient(cmd, path string, stderr io.Writer) (*busClient, *store.Pendi
 
 func pending(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("pending", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
@@ -43,7 +43,7 @@ func pending(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, pending, code := pendingClient("pending", *path, stderr)
+	c, pending, code := pendingClient("pending", to, stderr)
 	if c == nil {
 		return code
 	}
@@ -95,7 +95,7 @@ var requestID = regexp.MustCompile(`^[-/_=.a-zA-Z0-9]+$`)
 // id, no such request, an answer that does not fit.
 func respond(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("respond", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	session := fs.Bool("session", false, "the answer stands for the same request later in the same session (approve for the session)")
 	host := fs.Bool("host", false, "the answer stands for the same request in every session of the host for an hour")
 	reason := fs.String("reason", "", "why, in your words: the agent and the audit get it (a deny's reason)")
@@ -112,7 +112,7 @@ func respond(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentmux respond: %q is not a request id (h-…); `agentmux pending` lists them\n", pos[0])
 		return exitUsage
 	}
-	c, code := client("respond", *path, stderr)
+	c, code := to.client("respond", stderr)
 	if c == nil {
 		return code
 	}

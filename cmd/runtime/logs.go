@@ -24,7 +24,7 @@ const logsPoll = 250 * time.Millisecond
 // restart too, and with -f a running one's as they come, until it ends.
 func logs(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("logs", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	follow := fs.Bool("f", false, "follow: print new events as they come until the session ends (a session not started yet is waited for)")
 	out := newOutputFlags(fs)
 	pos, err := parse(fs, args)
@@ -39,7 +39,7 @@ func logs(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux logs: want a session id (or the start of one): logs -c <manifest> <session> [-f]")
 		return exitUsage
 	}
-	c, code := client("logs", *path, stderr)
+	c, code := to.client("logs", stderr)
 	if c == nil {
 		return code
 	}

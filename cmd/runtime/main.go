@@ -86,6 +86,9 @@ func newFlags(name string, stdout, stderr io.Writer) *flag.FlagSet {
 			fs.PrintDefaults()
 			fs.SetOutput(errs)
 		}
+		if fs.Lookup("context") != nil {
+			fmt.Fprintln(out, "\n[fleet]: -c FILE, --context NAME or --server URL (with --creds, --nkey or --user); with none of them,\n$AGENTMUX_SERVER, $AGENTMUX_CONTEXT, the current context (agentmux context --help), ./agentmux.toml,\nor this machine's node on 127.0.0.1:4222, in that order.")
+		}
 	}
 	return fs
 }

@@ -15,7 +15,7 @@ import (
 // nodes lists the fleet's nodes from their heartbeats.
 func nodes(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("nodes", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
@@ -24,7 +24,7 @@ func nodes(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("nodes", *path, stderr)
+	c, code := to.client("nodes", stderr)
 	if c == nil {
 		return code
 	}

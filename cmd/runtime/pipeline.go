@@ -19,35 +19,31 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// pipelineArgs reads `<pipeline> name=value…` when pos names one of the manifest's
-// pipelines; ok is false when it does not (pos is a host and a prompt).
-func pipelineArgs(cmd string, pos []string, path string, stderr io.Writer) (m *config.Manifest, p *config.Pipeline, params map[string]string, code int, ok bool) {
-	if len(pos) == 0 {
-		return nil, nil, nil, exitOK, false
-	}
-	m, code = loadManifest(path, stderr)
-	if m == nil {
-		return nil, nil, nil, code, true
+// pipelineArgs reads `<pipeline> name=value…` when pos names one of manifest m's
+// pipelines; ok is false when it does not (pos is a host and a prompt), or m is nil.
+func pipelineArgs(cmd string, pos []string, m *config.Manifest, stderr io.Writer) (p *config.Pipeline, params map[string]string, code int, ok bool) {
+	if len(pos) == 0 || m == nil {
+		return nil, nil, exitOK, false
 	}
 	if p = m.Pipelines[pos[0]]; p == nil {
-		return nil, nil, nil, exitOK, false
+		return nil, nil, exitOK, false
 	}
 	params = map[string]string{}
 	for _, arg := range pos[1:] {
 		name, value, found := strings.Cut(arg, "=")
 		if !found || !slices.Contains(p.Params, name) {
 			fmt.Fprintf(stderr, "agentmux %s: %q is not a param of pipeline %s: give each as name=value; its params are %s\n", cmd, arg, p.Name, strings.Join(p.Params, ", "))
-			return nil, nil, nil, exitUsage, true
+			return nil, nil, exitUsage, true
 		}
 		params[name] = value
 	}
 	for _, name := range p.Params {
 		if _, set := params[name]; !set {
 			fmt.Fprintf(stderr, "agentmux %s: pipeline %s needs %s=…; its params are %s\n", cmd, p.Name, name, strings.Join(p.Params, ", "))
-			return nil, nil, nil, exitUsage, true
+			return nil, nil, exitUsage, true
 		}
 	}
-	return m, p, params, exitOK, true
+	return p, params, exitOK, true
 }
 
 // runPipeline runs a pipeline on an embedded node, like a host's session.
@@ -104,14 +100,14 @@ func printRun(res *wire.PipelineRun, stdout, stderr io.Writer) int {
 }
 
 // submitPipeline queues a run for the fleet.
-func submitPipeline(m *config.Manifest, p *config.Pipeline, params map[string]string, id string, follow bool, ttl time.Duration, stdout, stderr io.Writer) int {
+func submitPipeline(f *reached, p *config.Pipeline, params map[string]string, id string, follow bool, ttl time.Duration, stdout, stderr io.Writer) int {
 	if id == "" {
 		id = "p-" + nuid.Next()
 	}
 	if err := wire.CheckTaskID(id); err != nil {
 		return usageError(stderr, fmt.Errorf("--id: %w", err))
 	}
-	c, err := dial("submit", m)
+	c, err := dialFleet("submit", f, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux submit:", err)
 		return exitError

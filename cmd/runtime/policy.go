@@ -70,7 +70,7 @@ func policyArgs(fs *flag.FlagSet, verb string, args []string, out *outputFlags, 
 // suggestPolicy proposes permission rules from the audit's past approvals.
 func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("policy suggest", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	since := fs.String("since", "30d", "read approvals from `when`: a duration before now (30d, 24h) or an RFC 3339 time")
 	host := fs.String("host", "", "only the approvals of `host`")
 	minSupport := fs.Int("min-support", 3, "propose a rule only if it allows at least `n` past requests")
@@ -88,7 +88,7 @@ func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	m, c, code := manifestClient("policy", *path, stderr)
+	c, code := to.client("policy", stderr)
 	if c == nil {
 		return code
 	}
@@ -105,8 +105,13 @@ func suggestPolicy(args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	history := policy.FromAudit(records)
-	suggestions, refused := policy.Suggest(history, policy.Options{MinSupport: *minSupport, MinAgreement: *minAgreement,
-		Cwd: m.WorkDir, Root: filepath.Dir(m.Path)})
+	// File rules relative to each host's working directory need the manifest; without
+	// it, they name absolute paths.
+	opts := policy.Options{MinSupport: *minSupport, MinAgreement: *minAgreement}
+	if m := c.fleet.m; m != nil {
+		opts.Cwd, opts.Root = m.WorkDir, filepath.Dir(m.Path)
+	}
+	suggestions, refused := policy.Suggest(history, opts)
 	fmt.Fprintf(stderr, "agentmux policy: %d approvals decided since %s; %d rules proposed\n", len(history), from.UTC().Format(time.RFC3339), len(suggestions))
 	for _, r := range refused {
 		fmt.Fprintf(stderr, "not proposed: %s: %s\n", r.Rule, r.Why)

@@ -26,7 +26,7 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fs := newFlags("rules", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	out := newOutputFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -39,7 +39,7 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("rules", *path, stderr)
+	c, code := to.client("rules", stderr)
 	if c == nil {
 		return code
 	}
@@ -88,7 +88,7 @@ func rulesCommand(args []string, stdout, stderr io.Writer) int {
 // removes them, on every live node that runs the supervisor; each reloads.
 func changeRules(verb string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("rules "+verb, stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	sup := fs.String("supervisor", "", "the rule `supervisor` whose rules file keeps them")
 	from := fs.String("verdict", "", "remove: the `list` they are on (allow, ask or deny)")
 	note := fs.String("note", "", "`why`, kept beside each rule")
@@ -114,7 +114,7 @@ func changeRules(verb string, args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, err)
 		}
 	}
-	c, code := client("rules", *path, stderr)
+	c, code := to.client("rules", stderr)
 	if c == nil {
 		return code
 	}

@@ -34,14 +34,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	if m, p, params, code, ok := pipelineArgs("run", pos, *path, stderr); ok {
-		if m == nil {
+	m, code := loadManifest(*path, stderr)
+	if m == nil {
+		return code
+	}
+	if p, params, code, ok := pipelineArgs("run", pos, m, stderr); ok {
+		if p == nil {
 			return code
 		}
 		return runPipeline(m, p, params, *id, *events, *logLevel, *metricsAddr, stdout, stderr)
 	}
-	m, host, prompt, code := sessionArgs("run", pos, *path, stderr)
-	if m == nil {
+	host, prompt, code := sessionArgs("run", pos, m, stderr)
+	if code != exitOK {
 		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -103,7 +103,7 @@ func resolveSession(sessions []liveSession, id string) (liveSession, error) {
 // sessions lists the sessions the fleet's live nodes run or have queued.
 func sessions(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("sessions", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	host := fs.String("host", "", "only this `host`'s sessions")
 	node := fs.String("node", "", "only the sessions of this `node`")
 	state := fs.String("state", "", "only sessions in this `state`: running, queued, or ended (from the audit: ended within --since, 1h unless given)")
@@ -119,7 +119,7 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("sessions", *path, stderr)
+	c, code := to.client("sessions", stderr)
 	if c == nil {
 		return code
 	}
@@ -220,7 +220,7 @@ func endedSessions(c *busClient, host, node string, since time.Duration, form st
 // interrupt asks a session's agent to stop its current work early.
 func interrupt(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("interrupt", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	reason := fs.String("reason", "interrupted by an operator", "why, as the agent is told")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -230,13 +230,13 @@ func interrupt(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux interrupt: want a session id (or the start of one): interrupt -c <manifest> <session> [--reason why]")
 		return exitUsage
 	}
-	return steer("interrupt", *path, pos[0], *reason, stdout, stderr)
+	return steer("interrupt", to, pos[0], *reason, stdout, stderr)
 }
 
 // message sends a running session's agent a message mid-session.
 func message(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("message", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
@@ -245,13 +245,13 @@ func message(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, `agentmux message: want a session id (or the start of one) and the text: message -c <manifest> <session> "<text>"`)
 		return exitUsage
 	}
-	return steer("message", *path, pos[0], pos[1], stdout, stderr)
+	return steer("message", to, pos[0], pos[1], stdout, stderr)
 }
 
 // steer sends verb (interrupt or message) with text to the node that runs the session
 // id names, and prints what the agent did.
-func steer(verb, path, id, text string, stdout, stderr io.Writer) int {
-	c, code := client(verb, path, stderr)
+func steer(verb string, to *reach, id, text string, stdout, stderr io.Writer) int {
+	c, code := to.client(verb, stderr)
 	if c == nil {
 		return code
 	}
@@ -311,7 +311,7 @@ func ctl(ctx context.Context, c *busClient, node, verb string, req any) (string,
 // work queue out of it.
 func cancel(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("cancel", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	reason := fs.String("reason", "", "why, for the session's error and its audit")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -321,7 +321,7 @@ func cancel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux cancel: want a session or task id (or the start of one): cancel -c <manifest> <id> [--reason why]")
 		return exitUsage
 	}
-	c, code := client("cancel", *path, stderr)
+	c, code := to.client("cancel", stderr)
 	if c == nil {
 		return code
 	}

@@ -17,7 +17,7 @@ import (
 // disagreed.
 func shadowPolicy(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("policy shadow", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	since := fs.String("since", "7d", "from `when`: a duration before now (7d, 24h) or an RFC 3339 time")
 	supervisor := fs.String("supervisor", "", "only shadow `supervisor`'s decisions")
 	out := newOutputFlags(fs)
@@ -25,7 +25,7 @@ func shadowPolicy(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("policy", *path, stderr)
+	c, code := to.client("policy", stderr)
 	if c == nil {
 		return code
 	}
@@ -77,7 +77,7 @@ func shadowPolicy(args []string, stdout, stderr io.Writer) int {
 func promotePolicy(verb string, args []string, stdout, stderr io.Writer) int {
 	demote := verb == "demote"
 	fs := newFlags("policy "+verb, stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	note := fs.String("note", "", "why, for the audit")
 	as := fs.String("as", "", "`name` recorded as who "+verb+"d it, on a bus without users (default $USER)")
 	var since *string
@@ -91,7 +91,7 @@ func promotePolicy(verb string, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("policy", *path, stderr)
+	c, code := to.client("policy", stderr)
 	if c == nil {
 		return code
 	}

@@ -13,7 +13,7 @@ import (
 // spend lists what each host's sessions cost each day, fleet-wide.
 func spend(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("spend", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	days := fs.Int("days", 7, "the last `n` days, today (UTC) included")
 	host := fs.String("host", "", "only this `host`")
 	out := newOutputFlags(fs)
@@ -31,7 +31,7 @@ func spend(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("spend", *path, stderr)
+	c, code := to.client("spend", stderr)
 	if c == nil {
 		return code
 	}

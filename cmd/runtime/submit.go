@@ -27,7 +27,7 @@ const (
 
 func submit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("submit", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
 	timeout := fs.Duration("timeout", 0, "with --follow, stop following after this `long` (exit 1; the task goes on); 0: no limit")
 	id := fs.String("id", "", "task `id` (default: a fresh one); also the session id")
@@ -40,14 +40,19 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if *ttl != 0 && *ttl < time.Second {
 		return usageError(stderr, fmt.Errorf("--ttl %v: the queue keeps a task for 1s at the least", *ttl))
 	}
-	if m, p, params, code, ok := pipelineArgs("submit", pos, *path, stderr); ok {
-		if m == nil {
+	f, err := to.resolve(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux submit:", err)
+		return exitUsage
+	}
+	if p, params, code, ok := pipelineArgs("submit", pos, f.m, stderr); ok {
+		if p == nil {
 			return code
 		}
-		return submitPipeline(m, p, params, *id, *follow, *ttl, stdout, stderr)
+		return submitPipeline(f, p, params, *id, *follow, *ttl, stdout, stderr)
 	}
-	m, host, prompt, code := sessionArgs("submit", pos, *path, stderr)
-	if m == nil {
+	host, prompt, code := sessionArgs("submit", pos, f.m, stderr)
+	if code != exitOK {
 		return code
 	}
 	if *id == "" {
@@ -56,7 +61,7 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if err := wire.CheckTaskID(*id); err != nil {
 		return usageError(stderr, fmt.Errorf("--id: %w", err))
 	}
-	c, err := dial("submit", m)
+	c, err := dialFleet("submit", f, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux submit:", err)
 		return exitError
@@ -174,26 +179,21 @@ func (c *busClient) fate(ctx context.Context, id string) string {
 
 func watch(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("watch", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	subject := fs.String("subject", wire.AllEvents, "event `subject` filter")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	m, code := loadManifest(*path, stderr)
-	if m == nil {
-		return code
-	}
 	// A watch outlives node restarts: it reconnects for as long as it runs.
-	c, err := dial("watch", m, nats.MaxReconnects(-1),
+	c, code := to.client("watch", stderr, nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			fmt.Fprintf(stderr, "agentmux watch: disconnected (%v); reconnecting\n", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			fmt.Fprintf(stderr, "agentmux watch: reconnected to %s\n", nc.ConnectedUrlRedacted())
 		}))
-	if err != nil {
-		fmt.Fprintln(stderr, "agentmux watch:", err)
-		return exitError
+	if c == nil {
+		return code
 	}
 	defer c.close()
 	if _, err := c.follow([]string{*subject}, stdout); err != nil {

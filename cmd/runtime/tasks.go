@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -13,7 +14,7 @@ import (
 // and those a node has taken and not finished.
 func tasks(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("tasks", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	host := fs.String("host", "", "only the tasks of this `host` (or pipeline)")
 	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
@@ -23,7 +24,7 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	m, c, code := manifestClient("tasks", *path, stderr)
+	c, code := to.client("tasks", stderr)
 	if c == nil {
 		return code
 	}
@@ -46,16 +47,25 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 	}
 	// Which hosts are at their daily budget: their waiting tasks are held.
 	held := map[string]bool{}
-	if m.Budgets.Daily != nil {
+	fb, err := c.fleetBudget(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux tasks:", c.explain(err))
+		return exitError
+	}
+	if fb.usd > 0 {
 		days, err := store.ReadSpend(ctx, c.nc, time.Now())
 		if err != nil {
 			fmt.Fprintln(stderr, "agentmux tasks:", c.explain(err))
 			return exitError
 		}
-		for _, d := range dailyBudgets(m, days, time.Now()) {
+		for _, d := range fb.today(days, time.Now()) {
 			held[d.Host] = d.State == wire.DailyHeld
 		}
-		for name, p := range m.Pipelines { // a pipeline's runs wait while any host of its stages is held
+		var pipelines map[string]*config.Pipeline
+		if c.fleet.m != nil {
+			pipelines = c.fleet.m.Pipelines
+		}
+		for name, p := range pipelines { // a pipeline's runs wait while any host of its stages is held
 			for _, st := range p.Stages {
 				held[name] = held[name] || held[st.Host]
 			}

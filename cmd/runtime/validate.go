@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/node"
+	"github.com/agentmux/agentmux/wire"
 )
 
 func validate(args []string, stdout, stderr io.Writer) int {
@@ -44,27 +45,31 @@ func loadManifest(path string, stderr io.Writer) (*config.Manifest, int) {
 	return m, exitOK
 }
 
-// sessionArgs checks the <host> "<prompt>" arguments of run and submit against the
-// manifest at path; on failure it returns a nil manifest and the exit code.
-func sessionArgs(cmd string, pos []string, path string, stderr io.Writer) (*config.Manifest, string, string, int) {
+// sessionArgs checks the <host> "<prompt>" arguments of run and submit against
+// manifest m (nil: a fleet reached without one, whose hosts the nodes know); on
+// failure it returns the exit code, having said why.
+func sessionArgs(cmd string, pos []string, m *config.Manifest, stderr io.Writer) (string, string, int) {
 	if len(pos) != 2 {
-		fmt.Fprintf(stderr, "agentmux %s: want a host and a prompt: %s -c <manifest> <host> \"<prompt>\"\n", cmd, cmd)
-		return nil, "", "", exitUsage
+		fmt.Fprintf(stderr, "agentmux %s: want a host and a prompt: %s <host> \"<prompt>\"\n", cmd, cmd)
+		return "", "", exitUsage
 	}
-	m, code := loadManifest(path, stderr)
 	if m == nil {
-		return nil, "", "", code
+		if !wire.IsName(pos[0]) {
+			fmt.Fprintf(stderr, "agentmux %s: %q cannot be a host's name: letters, digits, '_' and '-'\n", cmd, pos[0])
+			return "", "", exitUsage
+		}
+		return pos[0], pos[1], exitOK
 	}
 	h, ok := m.Hosts[pos[0]]
 	switch {
 	case !ok:
-		fmt.Fprintf(stderr, "agentmux %s: no host %q in %s; the hosts are %s\n", cmd, pos[0], path, hostNames(m))
-		return nil, "", "", exitUsage
+		fmt.Fprintf(stderr, "agentmux %s: no host %q in %s; the hosts are %s\n", cmd, pos[0], m.Path, hostNames(m))
+		return "", "", exitUsage
 	case h.Attached != nil:
 		fmt.Fprintf(stderr, "agentmux %s: %q is an attached source: its sessions are started by people, and come to agentmux through their hooks; name a [hosts] entry\n", cmd, pos[0])
-		return nil, "", "", exitUsage
+		return "", "", exitUsage
 	}
-	return m, pos[0], pos[1], exitOK
+	return pos[0], pos[1], exitOK
 }
 
 func hostNames(m *config.Manifest) string {

@@ -95,7 +95,7 @@ func reportSilent(cmd string, silent map[string]error, stderr io.Writer) int {
 // and those kept after their session.
 func workspaceList(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("workspace list", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	host := fs.String("host", "", "only this `host`'s workspaces")
 	node := fs.String("node", "", "only the workspaces of this `node`")
 	out := newOutputFlags(fs)
@@ -106,7 +106,7 @@ func workspaceList(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("workspace list", *path, stderr)
+	c, code := to.client("workspace list", stderr)
 	if c == nil {
 		return code
 	}
@@ -188,7 +188,7 @@ func findWorkspaces(ctx context.Context, c *busClient, session string) (*session
 // workspaceShow prints what a session did in its workspaces, attempt by attempt.
 func workspaceShow(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("workspace show", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	out := newOutputFlags(fs)
 	pos, err := parse(fs, args)
 	if err == nil && len(pos) != 1 {
@@ -201,7 +201,7 @@ func workspaceShow(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("workspace show", *path, stderr)
+	c, code := to.client("workspace show", stderr)
 	if c == nil {
 		return code
 	}
@@ -258,7 +258,7 @@ func short(commit string) string { return commit[:min(len(commit), 12)] }
 // to its head, or a running attempt's checkout as it is now.
 func workspaceDiff(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("workspace diff", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	attempt := fs.Int("attempt", -1, "this `attempt`'s workspace (default the last)")
 	stat := fs.Bool("stat", false, "files changed, not the patch")
 	pos, err := parse(fs, args)
@@ -268,7 +268,7 @@ func workspaceDiff(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("workspace diff", *path, stderr)
+	c, code := to.client("workspace diff", stderr)
 	if c == nil {
 		return code
 	}
@@ -310,14 +310,14 @@ func workspaceDiff(args []string, stdout, stderr io.Writer) int {
 // workspaceClean removes the workspaces kept after their sessions (their branches stay).
 func workspaceClean(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("workspace clean", stdout, stderr)
-	path := fs.String("c", "agentmux.toml", "manifest `file`")
+	to := reachFlags(fs)
 	host := fs.String("host", "", "only this `host`'s")
 	node := fs.String("node", "", "only this `node`'s")
 	session := fs.String("session", "", "only this `session`'s")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
-	c, code := client("workspace clean", *path, stderr)
+	c, code := to.client("workspace clean", stderr)
 	if c == nil {
 		return code
 	}
