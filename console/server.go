@@ -367,22 +367,43 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 			Error: p.name + " may look, not answer: answering takes one of the console's operator_groups"})
 		return
 	}
-	s.answer(w, r, p.name, a)
+	s.answer(w, r, p.name, "", a)
 }
 
 // answer gives who's answer a to a request waiting for a person.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, who string, a answerRequest) {
+// via is wire.ViaToken for an API token's answer. The status says the outcome: 200
+// taken, 404 no such request, 409 settled already (answered, cancelled, past its
+// deadline), 400 an answer that does not fit the request, 403 not allowed.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, who, via string, a answerRequest) {
 	if !wire.IsName(a.ID) {
-		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such request " + a.ID})
+		writeJSON(w, http.StatusNotFound, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such request " + a.ID})
 		return
 	}
-	reply, err := s.give(r.Context(), who, a.ID, wire.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope})
+	reply, err := s.give(r.Context(), who, a.ID, wire.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope, Via: via})
 	if err != nil {
 		writeJSON(w, http.StatusBadGateway, &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()})
 		return
 	}
 	s.cfg.Log.Info("answered from the console", "request", a.ID, "as", who, "ok", reply.OK, "code", reply.Code)
-	writeJSON(w, http.StatusOK, reply)
+	writeJSON(w, answerStatus(reply), reply)
+}
+
+// answerStatus is the HTTP status of an answer's reply.
+func answerStatus(reply *wire.RespondReply) int {
+	if reply.OK {
+		return http.StatusOK
+	}
+	switch reply.Code {
+	case wire.RespondNoSuch:
+		return http.StatusNotFound
+	case wire.RespondAnswered, wire.RespondCancelled, wire.RespondPastDeadline:
+		return http.StatusConflict
+	case wire.RespondInvalid:
+		return http.StatusBadRequest
+	case wire.RespondForbidden:
+		return http.StatusForbidden
+	}
+	return http.StatusBadGateway
 }
 
 // give sends who's answer a to the request id; an error says why it did not reach

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -52,10 +53,24 @@ func (s *Server) apiSessions(w http.ResponseWriter, _ *http.Request, _ *caller) 
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
 }
 
-func (s *Server) apiPending(w http.ResponseWriter, _ *http.Request, _ *caller) {
+// apiPending lists the requests that can still be answered, soonest deadline first;
+// ?state=all adds those settled in the last minutes (answered, cancelled, past due).
+func (s *Server) apiPending(w http.ResponseWriter, r *http.Request, _ *caller) {
+	all := false
+	switch state := r.URL.Query().Get("state"); state {
+	case "", wire.StatePending:
+	case "all":
+		all = true
+	default:
+		apiErrorf(w, http.StatusBadRequest, "invalid", "state %q: give pending (the default) or all", state)
+		return
+	}
 	s.view.mu.Lock()
 	list := s.view.pendingList()
 	s.view.mu.Unlock()
+	if !all {
+		list = slices.DeleteFunc(list, func(p *wire.PendingRequest) bool { return p.State != wire.StatePending })
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"pending": list})
 }
 
@@ -67,7 +82,11 @@ func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request, c *caller) {
 		return
 	}
 	a.ID = r.PathValue("id")
-	s.answer(w, r, c.name, a)
+	via := wire.ViaToken // a bearer token's answer; the page's is a person's
+	if c.page {
+		via = ""
+	}
+	s.answer(w, r, c.name, via, a)
 }
 
 // taskRequest is what POST /v1/tasks takes.

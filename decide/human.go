@@ -95,7 +95,7 @@ func (h *Human) hand(ctx context.Context, r *Request, e handing) (Decision, erro
 	}
 	if stored.State == wire.StateDelivered {
 		// Asked again after its answer went out (the asker's connection was down then).
-		return Decision{Value: stored.Value, Decider: "human:" + stored.Responder,
+		return Decision{Value: stored.Value, Decider: stored.Decider(),
 			Reason: "answered by " + stored.Responder + " (agentmux respond " + stored.ID + ")"}, nil
 	}
 	p = stored

@@ -141,6 +141,9 @@ func (s *PendingStore) Respond(ctx context.Context, id, responder string, a wire
 		return p, fmt.Errorf("%s is %w (%s): the agent got the default answer", id, ErrPastDeadline, p.Deadline.Format(time.RFC3339))
 	}
 	p.State, p.Value, p.Responder, p.Reason, p.Scope, p.AnsweredAt = wire.StateAnswered, value, responder, a.Reason, scope, time.Now()
+	if a.Via == wire.ViaToken {
+		p.Via = wire.ViaToken
+	}
 	data, _ := json.Marshal(p)
 	if _, err := s.kv.Update(ctx, id, data, rev); err != nil {
 		if casConflict(err) {
@@ -223,7 +226,7 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 	if p.Reason != "" {
 		why = p.Responder + ": " + p.Reason
 	}
-	r := &wire.Reply{Value: p.Value, Decider: "human:" + p.Responder, Reason: why, Scope: p.Scope, Grant: grant}
+	r := &wire.Reply{Value: p.Value, Decider: p.Decider(), Reason: why, Scope: p.Scope, Grant: grant}
 	reply, _ := json.Marshal(r)
 	if err := s.nc.Publish(p.ReplyTo, reply); err != nil {
 		return fmt.Errorf("bus: deliver the answer to %s: %w", p.ID, err)

@@ -56,7 +56,7 @@ func GrantFrom(p *PendingRequest) *Grant {
 		return nil
 	}
 	g := &Grant{ID: GrantID(p.ID), Scope: p.Scope, Host: p.Host, Session: p.Session, Type: p.Type, Text: p.Text,
-		Value: p.Value, By: "human:" + p.Responder, Request: p.Request, Created: p.AnsweredAt}
+		Value: p.Value, By: p.Decider(), Request: p.Request, Created: p.AnsweredAt}
 	if p.Scope == ScopeHost {
 		g.Expires = p.AnsweredAt.Add(HostGrantFor)
 	}

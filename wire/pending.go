@@ -45,6 +45,7 @@ type PendingRequest struct {
 	State      string          `json:"state"`
 	Value      json.RawMessage `json:"value,omitempty"`
 	Responder  string          `json:"responder,omitempty"`
+	Via        string          `json:"via,omitempty"` // ViaToken: an API token's answer, not a person's
 	Reason     string          `json:"reason,omitempty"` // why, in the person's words (a deny's reason)
 	Scope      string          `json:"scope,omitempty"`  // "session": the answer stands for the rest of the session
 	AnsweredAt time.Time       `json:"answered_at,omitzero"`
@@ -64,11 +65,26 @@ func (p *PendingRequest) Message() *protocol.Message {
 	return protocol.RequestOf(p.Body, p.Type, p.Text)
 }
 
+// Decider is who answered, as the audit records it: human:<name> for a person,
+// token:<name> for an API token (a CI job, a bot).
+func (p *PendingRequest) Decider() string {
+	if p.Via == ViaToken {
+		return "token:" + p.Responder
+	}
+	return "human:" + p.Responder
+}
+
+// ViaToken is RespondRequest.Via of an answer an API token gave.
+const ViaToken = "token"
+
 // RespondRequest is what `agentmux respond` sends on agentmux.respond.<user>.<id>.
 type RespondRequest struct {
 	Value  json.RawMessage `json:"value"`
 	Reason string          `json:"reason,omitempty"` // why, for the agent and the audit (a deny's reason)
 	Scope  string          `json:"scope,omitempty"`  // "session": it stands for the same request later in the session
+	// Via is ViaToken when the console gives the answer of an API token in its name:
+	// the audit then says token:<name>, not human:<name>. A person's answer leaves it out.
+	Via string `json:"via,omitempty"`
 }
 
 // Codes of a refused RespondReply.
