@@ -45,7 +45,7 @@ type PendingRequest struct {
 	State      string          `json:"state"`
 	Value      json.RawMessage `json:"value,omitempty"`
 	Responder  string          `json:"responder,omitempty"`
-	Via        string          `json:"via,omitempty"` // ViaToken: an API token's answer, not a person's
+	Via        string          `json:"via,omitempty"`    // ViaToken: an API token's answer, not a person's
 	Reason     string          `json:"reason,omitempty"` // why, in the person's words (a deny's reason)
 	Scope      string          `json:"scope,omitempty"`  // "session": the answer stands for the rest of the session
 	AnsweredAt time.Time       `json:"answered_at,omitzero"`
