@@ -133,7 +133,7 @@ func TestCodexHooks(t *testing.T) {
 	if _, err := os.Stat(kept); err != nil {
 		t.Errorf("the rm a rule denies ran: %v", err)
 	}
-	if got := answers(t, url, turn.session); len(got) != 2 || !strings.HasSuffix(got[0], `"yes" by human:ops`) || !strings.HasSuffix(got[1], `"no" by rule:policy`) {
+	if got := answers(t, url, turn.session); len(got) != 2 || !strings.HasSuffix(got[0], `"yes" by token:ops`) || !strings.HasSuffix(got[1], `"no" by rule:policy`) {
 		t.Errorf("the IDE session's answers: %v", got)
 	}
 

@@ -234,8 +234,8 @@ func TestClaudeCodeHooks(t *testing.T) {
 	if _, err := os.Stat(touched); err != nil {
 		t.Errorf("the call a person approved after 20 s did not run: %v", err)
 	}
-	if got := answers(t, url, second); len(got) != 1 || !strings.HasSuffix(got[0], `"yes" by human:ops`) {
-		t.Errorf("the person's answer in the audit: %v; want it by human:ops", got)
+	if got := answers(t, url, second); len(got) != 1 || !strings.HasSuffix(got[0], `"yes" by token:ops`) {
+		t.Errorf("the person's answer in the audit: %v; want it by token:ops (an operator token's)", got)
 	}
 }
 

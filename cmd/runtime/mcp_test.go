@@ -122,7 +122,7 @@ func TestClaudeCodePermissionPromptTool(t *testing.T) {
 			t.Errorf("%s: the model was told %s (error %v) of its question; want the person's answer", tr.name, told, isErr)
 		}
 		want := []string{`Bash: rm ` + victim + ` (clean up) → "no" by rule:policy`, `Bash: mkdir ` + made + ` (make a folder) → "yes" by rule:policy`,
-			`Ask a person: which database? → "sqlite" by human:ops`}
+			`Ask a person: which database? → "sqlite" by token:ops`}
 		proctest.Within(t, 10*time.Second, func() error {
 			if got := answers(t, url, session); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				return fmt.Errorf("%s: the audit's answers:\n%s\nwant:\n%s", tr.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
