@@ -63,7 +63,7 @@ func contextAdd(store contexts.Store, args []string, stdout, stderr io.Writer) i
 		}
 	}
 	if err := c.Check(); err != nil {
-		return usageError(stderr, err)
+		return usageError(stderr, fmt.Errorf("context %s: %w", c.Name, err))
 	}
 	f, err := store.Load()
 	if err != nil {

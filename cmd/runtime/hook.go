@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,6 +44,9 @@ func hookCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := newFlags("hook", stdout, stderr) // --help, and a flag before the subcommand
 	if _, err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "\nflags: each has its own; `agentmux hook claude-code --help`, `agentmux hook install claude-code --help`, `agentmux hook install codex --help` list them.")
+		}
 		return usageError(stderr, err)
 	}
 	return usageError(stderr, errors.New("want `agentmux hook claude-code|codex` (the hook itself) or `agentmux hook install claude-code|codex`"))
@@ -57,7 +61,7 @@ func hookAgent(dialect string, args []string, stdin io.Reader, stdout, stderr io
 	base := fs.String("url", os.Getenv(envURL), "the console's `URL` (default $"+envURL+", else http://"+config.DefaultConsoleAddr+")")
 	source := fs.String("source", "", "the [attached.X] `source` (may be left out when the manifest has one of dialect "+dialect+")")
 	unreachable := fs.String("unreachable", config.UnreachableDeny, "what the agent is told when the console cannot be reached: `deny` or ask")
-	wait := fs.Duration("timeout", hookWait, "give up on the console after this `long`")
+	wait := fs.Duration("timeout", hookWait, "give up on the console after this `duration`")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
@@ -148,7 +152,7 @@ func hookInstallClaudeCode(args []string, stdout, stderr io.Writer) int {
 	base := fs.String("url", os.Getenv(envURL), "the console's `URL` (default $"+envURL+", else http://"+config.DefaultConsoleAddr+")")
 	source := fs.String("source", "", "the [attached.X] `source`")
 	events := fs.String("events", "permission-request,session-end", "the hook `events`: pre-tool-use (every tool call), permission-request (those Claude Code would ask about), session-end")
-	command := fs.Bool("command", false, "install `agentmux hook claude-code` as a command hook, for where an http hook cannot reach the console")
+	command := fs.Bool("command", false, "install 'agentmux hook claude-code' as a command hook, for where an http hook cannot reach the console")
 	unreachable := fs.String("unreachable", config.UnreachableDeny, "with --command, what Claude Code is told when the console cannot be reached: `deny` or ask")
 	tokenEnv := fs.String("token-env", envAPIToken, "the `variable` Claude Code reads the API token from")
 	timeout := fs.Int("timeout", int(hookWait/time.Second), "the hook's timeout in `seconds`: longer than the source's question_timeout, so a person can answer")

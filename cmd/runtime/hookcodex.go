@@ -27,7 +27,7 @@ func hookInstallCodex(args []string, stdout, stderr io.Writer) int {
 	events := fs.String("events", "permission-request,session-end", "the hook `events`: permission-request (what Codex would ask about), pre-tool-use (every tool call, deny only; for codex exec, which asks nothing), session-end")
 	unreachable := fs.String("unreachable", config.UnreachableDeny, "what Codex is told when the console cannot be reached: `deny` or ask")
 	timeout := fs.Int("timeout", int(hookWait/time.Second), "the hook's timeout in `seconds`: longer than the source's question_timeout, so a person can answer")
-	trust := fs.Bool("trust", false, "trust the hooks written in Codex (runs `codex app-server` to read each hook's hash and record it, as /hooks does)")
+	trust := fs.Bool("trust", false, "trust the hooks written in Codex (runs 'codex app-server' to read each hook's hash and record it, as /hooks does)")
 	codexBin := fs.String("codex", "codex", "the Codex `binary` --trust runs")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)

@@ -110,12 +110,20 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
+// said is an error the flag package has printed already, with the usage.
+type said struct{ error }
+
+func (s said) Unwrap() error { return s.error }
+
 // parse parses flags wherever they stand among the positional arguments.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, said{err}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -158,7 +166,9 @@ func usageError(stderr io.Writer, err error) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	fmt.Fprintln(stderr, "agentmux:", err)
+	if !errors.As(err, new(said)) {
+		fmt.Fprintln(stderr, "agentmux:", err)
+	}
 	return exitUsage
 }
 

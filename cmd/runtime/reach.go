@@ -69,12 +69,12 @@ func (r *reach) resolve(getenv func(string) string) (*reached, error) {
 		}
 		return manifestFleet(r.manifest, getenv)
 	}
-	c, named, err := r.chosen(getenv)
+	c, via, err := r.chosen(getenv)
 	if err != nil {
 		return nil, err
 	}
-	if named {
-		return contextFleet(c, getenv)
+	if via != "" {
+		return contextFleet(c, via, getenv)
 	}
 	if _, err := os.Stat(defaultManifest); err == nil {
 		return manifestFleet(defaultManifest, getenv)
@@ -83,19 +83,19 @@ func (r *reach) resolve(getenv func(string) string) (*reached, error) {
 }
 
 // chosen is the context the flags, the environment and the contexts file name, the
-// flags over it; named is false when none of them names one.
-func (r *reach) chosen(getenv func(string) string) (c contexts.Context, named bool, err error) {
+// flags over it, and how it was named; via is "" when none of them names one.
+func (r *reach) chosen(getenv func(string) string) (c contexts.Context, via string, err error) {
 	name := r.context
 	if name == "" {
 		name = getenv(contexts.EnvContext)
 	}
 	store, err := contexts.Open(getenv)
 	if err != nil {
-		return c, false, err
+		return c, "", err
 	}
 	file, err := store.Load()
 	if err != nil {
-		return c, false, err
+		return c, "", err
 	}
 	if name == "" {
 		name = file.Current
@@ -103,15 +103,15 @@ func (r *reach) chosen(getenv func(string) string) (c contexts.Context, named bo
 	if name != "" {
 		var ok bool
 		if c, ok = file.Get(name); !ok {
-			return c, false, fmt.Errorf("no context %q in %s (%s): agentmux context add %s --server nats://…", name, store.Path, listOr(file.Names(), "it has none"), name)
+			return c, "", fmt.Errorf("no context %q in %s (%s): agentmux context add %s --server nats://…", name, store.Path, listOr(file.Names(), "it has none"), name)
 		}
-		named = true
+		via = "context " + name
 	}
 	if server := cmp.Or(r.id.Server, getenv(contexts.EnvServer)); server != "" {
 		if c.Name == "" {
-			c.Name = "server"
+			c.Name = "server" // no context's: a name Check takes
 		}
-		c.Server, named = server, true
+		c.Server, via = server, "--server "+server
 	}
 	if r.id.Creds != "" || r.id.Nkey != "" || r.id.User != "" {
 		c.Creds, c.Nkey, c.User, c.PasswordEnv, c.As = r.id.Creds, r.id.Nkey, r.id.User, r.id.PasswordEnv, ""
@@ -119,10 +119,10 @@ func (r *reach) chosen(getenv func(string) string) (c contexts.Context, named bo
 	if r.id.TLSCA != "" {
 		c.TLSCA = r.id.TLSCA
 	}
-	if !named && (r.id.Creds != "" || r.id.Nkey != "" || r.id.User != "" || r.id.TLSCA != "") {
-		return c, false, fmt.Errorf("an identity without a server: give --server nats://… (or $%s), or --context", contexts.EnvServer)
+	if via == "" && (r.id.Creds != "" || r.id.Nkey != "" || r.id.User != "" || r.id.TLSCA != "") {
+		return c, "", fmt.Errorf("an identity without a server: give --server nats://… (or $%s), or --context", contexts.EnvServer)
 	}
-	return c, named, nil
+	return c, via, nil
 }
 
 func listOr(names []string, none string) string {
@@ -161,12 +161,12 @@ func manifestsFleet(m *config.Manifest, path string, getenv func(string) string)
 	return f, nil
 }
 
-// contextFleet is the fleet context c names.
-func contextFleet(c contexts.Context, getenv func(string) string) (*reached, error) {
+// contextFleet is the fleet context c names, named by via.
+func contextFleet(c contexts.Context, via string, getenv func(string) string) (*reached, error) {
 	if err := c.Check(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", via, err)
 	}
-	f := &reached{url: c.Server, id: bus.Identity{User: c.User, Credentials: c.Creds, NkeySeedFile: c.Nkey}, via: "context " + c.Name}
+	f := &reached{url: c.Server, id: bus.Identity{User: c.User, Credentials: c.Creds, NkeySeedFile: c.Nkey}, via: via}
 	if c.TLSCA != "" {
 		f.tls = &bus.TLS{CA: c.TLSCA}
 	}

@@ -107,7 +107,7 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	host := fs.String("host", "", "only this `host`'s sessions")
 	node := fs.String("node", "", "only the sessions of this `node`")
 	state := fs.String("state", "", "only sessions in this `state`: running, queued, or ended (from the audit: ended within --since, 1h unless given)")
-	since := fs.Duration("since", 0, "only sessions asked for (ended, with --state ended) within this `duration` (e.g. 10m)")
+	sinceFlag := fs.String("since", "", "only sessions asked for (ended, with --state ended) since this `time`: a duration before now (10m, 1d) or an RFC 3339 time")
 	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
@@ -115,6 +115,12 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	form, err := out.form()
 	if err == nil && *state != "" && *state != "running" && *state != "queued" && *state != "ended" {
 		err = fmt.Errorf("--state %q: want running, queued or ended", *state)
+	}
+	var since time.Duration // 0: no bound
+	if from, perr := store.ParseTimeBound(*sinceFlag, time.Now()); err == nil && perr != nil {
+		err = fmt.Errorf("--since %w", perr)
+	} else if !from.IsZero() {
+		since = max(time.Since(from), time.Millisecond)
 	}
 	if err != nil {
 		return usageError(stderr, err)
@@ -127,7 +133,7 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
 	if *state == "ended" {
-		return endedSessions(c, *host, *node, *since, form, stdout, stderr)
+		return endedSessions(c, *host, *node, since, form, stdout, stderr)
 	}
 	all, silent, err := fleetSessions(ctx, c)
 	if err != nil {
@@ -144,7 +150,7 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	var list []liveSession
 	for _, s := range all {
 		if (*host == "" || s.Host == *host) && (*node == "" || s.Node == *node) && (*state == "" || s.State == *state) &&
-			(*since == 0 || time.Duration(s.AgeMS)*time.Millisecond <= *since) {
+			(since == 0 || time.Duration(s.AgeMS)*time.Millisecond <= since) {
 			list = append(list, s)
 		}
 	}

@@ -28,10 +28,10 @@ const (
 func submit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("submit", stdout, stderr)
 	to := reachFlags(fs)
-	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as `run`")
-	timeout := fs.Duration("timeout", 0, "with --follow, stop following after this `long` (exit 1; the task goes on); 0: no limit")
+	follow := fs.Bool("follow", false, "print the session's events on stderr until it ends; exit as run does")
+	timeout := fs.Duration("timeout", 0, "with --follow, stop following after this `duration` (exit 1; the task goes on); 0: no limit")
 	id := fs.String("id", "", "task `id` (default: a fresh one); also the session id")
-	ttl := fs.Duration("ttl", 0, "drop the task from the queue if no node has started it within this `long` (at least 1s); 0: it waits as long as it takes")
+	ttl := fs.Duration("ttl", 0, "drop the task from the queue if no node has started it within this `duration` (at least 1s); 0: it waits as long as it takes")
 	resume := resumeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {

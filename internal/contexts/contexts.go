@@ -35,17 +35,18 @@ type Context struct {
 	TLSCA string `toml:"tls_ca,omitempty"` // the CA that signs the server's certificate
 }
 
-// Check reports what is wrong with c, in words that say what to give instead.
+// Check reports what is wrong with c, in words that say what to give instead; the
+// caller names the context.
 func (c Context) Check() error {
 	if !validName(c.Name) {
 		return fmt.Errorf("context name %q: use letters, digits, '.', '_' and '-'", c.Name)
 	}
 	if c.Server == "" {
-		return fmt.Errorf("context %s: no server: give --server nats://host:4222", c.Name)
+		return errors.New("no server: give --server nats://host:4222")
 	}
 	for _, s := range strings.Split(c.Server, ",") {
 		if err := CheckServer(s); err != nil {
-			return fmt.Errorf("context %s: %w", c.Name, err)
+			return err
 		}
 	}
 	n := 0
@@ -56,13 +57,13 @@ func (c Context) Check() error {
 	}
 	switch {
 	case n > 1:
-		return fmt.Errorf("context %s: give one of --creds, --nkey and --user", c.Name)
+		return errors.New("give one of --creds, --nkey and --user")
 	case c.User != "" && c.PasswordEnv == "":
-		return fmt.Errorf("context %s: --user %s needs --password-env: the variable that holds its password (a context keeps no password)", c.Name, c.User)
+		return fmt.Errorf("--user %s needs --password-env: the variable that holds its password (a context keeps no password)", c.User)
 	case c.User == "" && c.PasswordEnv != "":
-		return fmt.Errorf("context %s: --password-env without --user", c.Name)
+		return errors.New("--password-env without --user")
 	case c.As != "" && c.Nkey == "":
-		return fmt.Errorf("context %s: --as names an nkey's user: give it with --nkey", c.Name)
+		return errors.New("--as names an nkey's user: give it with --nkey")
 	}
 	return nil
 }
@@ -194,7 +195,7 @@ func (s Store) Load() (*File, error) {
 	for _, name := range f.Names() {
 		c, _ := f.Get(name)
 		if err := c.Check(); err != nil {
-			return nil, fmt.Errorf("contexts: %s: %w", s.Path, err)
+			return nil, fmt.Errorf("contexts: %s: context %s: %w", s.Path, name, err)
 		}
 	}
 	if f.Current != "" {
