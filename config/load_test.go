@@ -362,3 +362,32 @@ func TestAuditRetentionKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestConcertoKeysNotActedOnAreSaid: a connection's retry and rate_limit, which Concerto
+// has and agentmux does not act on, are accepted with a warning each.
+func TestConcertoKeysNotActedOnAreSaid(t *testing.T) {
+	m, err := Parse(filepath.Join(t.TempDir(), "m.toml"), []byte(`[connections.openai]
+provider = "openai"
+organization = "org-1"
+retry = { max_attempts = 3 }
+rate_limit = { requests_per_minute = 60 }
+[supervisors.s]
+strategy = "static"
+answers = { question = "yes" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range m.Warnings {
+		got = append(got, w.Error())
+	}
+	all := strings.Join(got, "\n")
+	if len(got) != 2 || !strings.Contains(all, "connections.openai.retry (m.toml:4:1): accepted as Concerto has it, and not used") ||
+		!strings.Contains(all, "connections.openai.rate_limit (m.toml:5:1): accepted as Concerto has it, and not enforced") {
+		t.Errorf("warnings:\n%s\nwant one for retry and one for rate_limit", all)
+	}
+	if m.Connections["openai"].Organization != "org-1" {
+		t.Errorf("organization = %q", m.Connections["openai"].Organization)
+	}
+}

@@ -273,6 +273,13 @@ func (v *validator) connection(c *Connection) {
 	if strings.ContainsAny(c.APIKeyEnv, "=\x00 ") {
 		v.add(at("api_key_env"), "%q is not an environment variable name", c.APIKeyEnv)
 	}
+	// Concerto's keys agentmux reads but does not act on: said, so nobody relies on them.
+	if c.Retry != nil {
+		v.warn(at("retry"), "accepted as Concerto has it, and not used: a model's call is retried by its SDK (twice), and its supervisor falls back within the request's deadline")
+	}
+	if c.RateLimit != nil {
+		v.warn(at("rate_limit"), "accepted as Concerto has it, and not enforced: bound a model supervisor's calls with [supervisors.X] concurrency and the route's deadline")
+	}
 }
 
 func (v *validator) regexp(path []string, expr string) *regexp.Regexp {

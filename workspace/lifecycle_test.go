@@ -33,6 +33,12 @@ func TestRetryStartsFresh(t *testing.T) {
 	if second.Path == first.Path || second.Base != first.Base {
 		t.Fatalf("retry at %s on %s; want a fresh checkout on base %s", second.Path, second.Base, first.Base)
 	}
+	// The checkouts are the host's alone: other users of the machine cannot list them.
+	if info, err := os.Stat(filepath.Dir(second.Path)); err != nil {
+		t.Error(err)
+	} else if info.Mode().Perm() != 0o700 {
+		t.Errorf("the checkouts' folder %s is mode %v; want 0700", filepath.Dir(second.Path), info.Mode().Perm())
+	}
 	if _, err := os.Stat(filepath.Join(second.Path, "half.txt")); err == nil {
 		t.Fatal("the retry sees the failed attempt's file")
 	}

@@ -39,7 +39,7 @@ type Root struct {
 func OpenRoot(dir string, log *slog.Logger) (*Root, error) {
 	r := &Root{dir: dir, log: log}
 	for _, d := range []string{r.records(), r.Work()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("workspace: make %s: %w; check workspace_dir", d, err)
 		}
 	}
