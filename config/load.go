@@ -354,6 +354,7 @@ func (v *validator) process(path []string, p *Process, manifestPath string) {
 	p.WorkingDir = v.dir(p.WorkingDir, manifestPath)
 	if p.Command != "" {
 		v.runnable(path, p.Command, p.WorkingDir)
+		v.script(path, p.Command, p.Args, p.WorkingDir)
 	}
 	v.sandbox(path, p, manifestPath)
 }
@@ -414,6 +415,35 @@ func (v *validator) runnable(path []string, command, dir string) {
 	}
 	if _, err := exec.LookPath(command); err != nil {
 		v.warn(append(path, "command"), "%q is not on PATH here", command)
+	}
+}
+
+// script warns when an interpreter's script (node dist/agent.js, python3 worker.py) does
+// not exist where the program starts: the agent would die at its start, saying little.
+func (v *validator) script(path []string, command string, args []string, dir string) {
+	switch strings.TrimSuffix(filepath.Base(command), ".exe") {
+	case "node", "nodejs", "bun", "deno", "tsx", "ts-node", "python", "python3", "ruby", "perl", "bash", "sh":
+	default:
+		return
+	}
+	for i, arg := range args {
+		switch filepath.Ext(arg) {
+		case ".js", ".mjs", ".cjs", ".ts", ".mts", ".py", ".rb", ".pl", ".sh":
+		default:
+			continue
+		}
+		p := arg
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			hint := ""
+			if ext := filepath.Ext(arg); (ext == ".js" || ext == ".mjs" || ext == ".cjs") && strings.Contains(filepath.ToSlash(arg), "dist/") {
+				hint = " (a build's output: build it first, e.g. npm run build)"
+			}
+			v.warn(append(path, "args"), "args[%d] %q does not exist here: %s would stop at its start%s", i, arg, command, hint)
+		}
+		return
 	}
 }
 

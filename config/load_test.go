@@ -391,3 +391,37 @@ answers = { question = "yes" }
 		t.Errorf("organization = %q", m.Connections["openai"].Organization)
 	}
 }
+
+// TestWarnsOfAMissingScript: an interpreter's script that is not where the program
+// starts is warned of, with a hint for a build's output; one that is there is not.
+func TestWarnsOfAMissingScript(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "there.py"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(filepath.Join(dir, "m.toml"), []byte(`[hosts.ts]
+command = "node"
+args = ["--enable-source-maps", "dist/agent.js"]
+[hosts.py]
+command = "python3"
+args = ["there.py"]
+working_dir = "."
+[hosts.gone]
+command = "python3"
+args = ["-u", "gone.py"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range m.Warnings {
+		if strings.Contains(w.Error(), ".args ") {
+			got = append(got, w.Error())
+		}
+	}
+	all := strings.Join(got, "\n")
+	if len(got) != 2 || !strings.Contains(all, `hosts.ts.args (m.toml:3:1): args[1] "dist/agent.js" does not exist here: node would stop at its start (a build's output: build it first, e.g. npm run build)`) ||
+		!strings.Contains(all, `hosts.gone.args (m.toml:10:1): args[1] "gone.py" does not exist here: python3 would stop at its start`) {
+		t.Errorf("warnings:\n%s", all)
+	}
+}

@@ -47,9 +47,8 @@ func runExample(t *testing.T, manifest, host, prompt string) map[string]any {
 func TestPythonWorker(t *testing.T) {
 	out := runExample(t, "examples/worker.toml", "worker", "add login")
 	// The question mentions "auth token": the security supervisor's rule answers it. The
-	// approval mentions auth too, matches no security rule, and falls through to the
-	// host's approval_default, "no".
-	if out["algorithm"] != "Use RS256 with rotating keys" || out["algorithm_outcome"] != "answered" || out["approved"] != false {
+	// approval ("write src/auth.py") mentions auth too, and a security rule approves it.
+	if out["algorithm"] != "Use RS256 with rotating keys" || out["algorithm_outcome"] != "answered" || out["approved"] != true {
 		t.Fatalf("result = %v", out)
 	}
 	if out["partial_output"] != "Model opus. " {

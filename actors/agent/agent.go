@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -36,9 +35,6 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultDrainDelay   = 500 * time.Millisecond
 	termDelay           = 500 * time.Millisecond // stdin close → SIGTERM
-	// A crash's error quotes the last stderr lines, each cut to this many bytes.
-	stderrTailLines = 3
-	stderrTailBytes = 200
 )
 
 // cutLine shortens s to at most n bytes, on a rune boundary, marking the cut.
@@ -168,7 +164,7 @@ type Agent struct {
 	wake     time.Time                            // when requests fires; zero: not armed
 	readAt   time.Time                            // when the lines being handled were read; zero: none are
 
-	stderrTail []string // the last stderr lines, for the error of a crash
+	stderrTail stderrTail // the end of stderr, for the error of a crash
 	diedInInit bool     // the process exited while initializing: a waiting session says so
 
 	waiting   *StartSession   // arrived before the process was ready
@@ -430,10 +426,7 @@ func (a *Agent) maybeGone() {
 	if a.phase != phaseExited || a.reading > 0 {
 		return
 	}
-	tail := ""
-	if len(a.stderrTail) > 0 {
-		tail = "; last stderr: " + strings.Join(a.stderrTail, " | ")
-	}
+	tail := a.stderrTail.String()
 	if a.diedInInit {
 		a.failWaiting(fmt.Sprintf("host '%s' exited during initialization (%s)%s", a.host.Name, exitDescription(a.exitErr), tail))
 	}
@@ -591,10 +584,7 @@ func (a *Agent) onStderr(m *stderrLine) {
 	}
 	a.cfg.Metrics.StderrLines.WithLabelValues(h, "published").Inc()
 	if m.line != "" {
-		a.stderrTail = append(a.stderrTail, cutLine(m.line, stderrTailBytes))
-		if len(a.stderrTail) > stderrTailLines {
-			a.stderrTail = a.stderrTail[1:]
-		}
+		a.stderrTail.add(m.line)
 	}
 	data, _ := json.Marshal(struct {
 		Line    string `json:"line,omitempty"`

@@ -104,6 +104,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr)
 	}
 	printSummary(stdout, all, time.Since(begun))
+	printStaged(stdout, *sessions)
 	return exitOK
 }
 
@@ -289,6 +290,46 @@ func printSummary(w io.Writer, all []*node.Result, took time.Duration) {
 	sort.Slice(questions, func(i, j int) bool { return questions[i] < questions[j] })
 	fmt.Fprintf(w, "\nquestion round trip (supervisor answered, %d)   p50 %v   p99 %v\n",
 		len(questions), percentile(questions, 0.50), percentile(questions, 0.99))
+}
+
+// printStaged says which of the summary's failures demoScript stages on purpose among
+// n sessions, and what to try after the demo.
+func printStaged(w io.Writer, n int) {
+	invalid := 0
+	for i := range n {
+		if i%25 == 7 {
+			invalid++
+		}
+	}
+	var staged []string
+	if n > 42 {
+		staged = append(staged, "err 1: the 43rd agent exits with status 3 mid-session; its session fails, saying how it exited")
+	}
+	if n > 13 {
+		staged = append(staged, "timed_out 1: the 14th asks to page the on-call engineer; oncall's supervisor runs nowhere, so the default answer is written at the 1.5 s deadline")
+	}
+	if invalid > 0 {
+		staged = append(staged, fmt.Sprintf("invalid %d: agents asking \"Deploy to staging now?\" (a yes/no question) get the static supervisor's text, which does not fit; the runtime writes the default instead", invalid))
+	}
+	if n > 21 {
+		staged = append(staged, "cancelled 1: the 22nd asks a question and ends without waiting for its answer")
+	}
+	if n > 99 {
+		staged = append(staged, "the 100th writes a line that is not JSON: reported (frame_invalid), skipped, its session goes on")
+	}
+	if len(staged) > 0 {
+		fmt.Fprintln(w, "\nstaged on purpose, to show what agentmux does with each (anything else above is not):")
+		for _, s := range staged {
+			fmt.Fprintln(w, "  "+s)
+		}
+	}
+	fmt.Fprint(w, `
+try next:
+  go run ./cmd/runtime run -c examples/worker.toml worker "add login" --events   # one Python agent's session, each event
+  go run ./cmd/runtime up -c examples/worker.toml                                 # a node; then, in another terminal:
+  go run ./cmd/runtime submit worker "add login" --follow                         # a task to it, followed to its result
+  go run ./cmd/runtime console -c examples/worker.toml                            # the web console people answer from
+`)
 }
 
 func percentile(sorted []time.Duration, q float64) time.Duration {

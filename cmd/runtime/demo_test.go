@@ -63,7 +63,8 @@ func withoutKeys() []string {
 
 func TestDemo(t *testing.T) {
 	out, _ := runDemo(t, buildRuntime(t), withoutKeys())
-	for _, want := range []string{"sessions   ok 199   err 1", "timed_out         1", "cancelled         1", "rule:security", "rule:qa", "static:default", "question round trip"} {
+	for _, want := range []string{"sessions   ok 199   err 1", "timed_out         1", "cancelled         1", "invalid           8", "rule:security", "rule:qa", "static:default", "question round trip",
+		"staged on purpose", "err 1: the 43rd agent exits with status 3", "timed_out 1: ", "invalid 8: ", "cancelled 1: ", "try next:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
