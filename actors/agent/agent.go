@@ -165,7 +165,7 @@ type Agent struct {
 	readAt   time.Time                            // when the lines being handled were read; zero: none are
 
 	stderrTail stderrTail // the end of stderr, for the error of a crash
-	diedInInit bool     // the process exited while initializing: a waiting session says so
+	diedInInit bool       // the process exited while initializing: a waiting session says so
 
 	waiting   *StartSession   // arrived before the process was ready
 	waitTrace context.Context // the waiting session's span, begun before its process
