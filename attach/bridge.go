@@ -77,6 +77,8 @@ func (b *bridge) serve(s *session, lines <-chan []byte) (eof bool, err error) {
 	idle := time.NewTimer(idleFor)
 	defer idle.Stop()
 	why := ""
+	draining, drained := b.hub.drainingChan(), false
+	const handedOver = "its node drains: the session's next request opens it on another node"
 	for {
 		if why != "" && len(waiting) == 0 {
 			if b.hub.finish(s, false) {
@@ -120,8 +122,17 @@ func (b *bridge) serve(s *session, lines <-chan []byte) (eof bool, err error) {
 				delete(waiting, r.ID)
 				c.reply(&wire.AttachReply{Session: s.id, Attempt: s.attempt, Value: r.Value, Outcome: r.Outcome, Reason: r.Reason})
 			}
-			if len(waiting) == 0 && why == "" {
+			switch {
+			case len(waiting) > 0 || why != "":
+			case drained:
+				why = handedOver
+			default:
 				idle.Reset(idleFor)
+			}
+		case <-draining:
+			draining, drained = nil, true
+			if len(waiting) == 0 && why == "" {
+				why = handedOver
 			}
 		case <-idle.C:
 			if len(waiting) == 0 {

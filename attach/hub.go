@@ -60,6 +60,7 @@ type Hub struct {
 	ended    map[string]ended    // the last attempt of sessions that ended, by key
 	subs     []*nats.Subscription
 	stop     chan struct{}
+	draining chan struct{} // closed by Drain
 }
 
 type ended struct {
@@ -84,12 +85,24 @@ type call struct {
 
 // New makes a hub; Start subscribes it.
 func New(cfg Config) *Hub {
-	return &Hub{cfg: cfg, sessions: map[string]*session{}, ended: map[string]ended{}, stop: make(chan struct{})}
+	return &Hub{cfg: cfg, sessions: map[string]*session{}, ended: map[string]ended{}, stop: make(chan struct{}), draining: make(chan struct{})}
 }
 
 // Start takes the sources' requests: on each source's subject, in the nodes' queue
 // group, and on this node's own.
 func (h *Hub) Start() error {
+	if err := h.subscribe(); err != nil {
+		h.Stop()
+		return err
+	}
+	go h.prune()
+	return nil
+}
+
+// subscribe takes the sources' requests.
+func (h *Hub) subscribe() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for name := range h.cfg.Sources {
 		for _, sub := range []struct{ subject, queue string }{
 			{wire.AttachSubject(name), wire.AttachQueue},
@@ -105,14 +118,43 @@ func (h *Hub) Start() error {
 				s, err = h.cfg.Conn.Subscribe(sub.subject, handler)
 			}
 			if err != nil {
-				h.Stop()
 				return fmt.Errorf("attach: take the requests of source %q: %w", name, err)
 			}
 			h.subs = append(h.subs, s)
 		}
 	}
-	go h.prune()
 	return nil
+}
+
+// Drain takes no more requests, and ends each open session as soon as none of its
+// requests waits here: its record released, the session's next request opens it on
+// another node. A draining node so stops at once for the attached sessions it holds,
+// which run nothing between their agents' requests.
+func (h *Hub) Drain() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.unsubscribe()
+	select {
+	case <-h.draining:
+	default:
+		close(h.draining)
+	}
+}
+
+// Undrain takes requests again after a Drain.
+func (h *Hub) Undrain() {
+	h.mu.Lock()
+	select {
+	case <-h.draining:
+		h.draining = make(chan struct{})
+	default:
+		h.mu.Unlock()
+		return // not draining
+	}
+	h.mu.Unlock()
+	if err := h.subscribe(); err != nil {
+		h.cfg.Log.Error("undrained, but the attached sources' requests cannot be taken again", "err", err)
+	}
 }
 
 // Stop takes no more requests. Open sessions end with their bridges, when the router
@@ -120,15 +162,27 @@ func (h *Hub) Start() error {
 func (h *Hub) Stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.subs {
-		_ = s.Unsubscribe()
-	}
-	h.subs = nil
+	h.unsubscribe()
 	select {
 	case <-h.stop:
 	default:
 		close(h.stop)
 	}
+}
+
+// drainingChan is closed when the hub drains.
+func (h *Hub) drainingChan() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.draining
+}
+
+// unsubscribe takes no more requests; callers hold mu.
+func (h *Hub) unsubscribe() {
+	for _, s := range h.subs {
+		_ = s.Unsubscribe()
+	}
+	h.subs = nil
 }
 
 // Agent is the in-process agent of source's sessions (an agent.InProc).

@@ -178,3 +178,34 @@ func TestAttachedRequestsWaitForPeopleAndIdleSessionsEnd(t *testing.T) {
 		t.Fatal("the idle session did not end")
 	}
 }
+
+// A drain does not wait out its grace for attached sessions, which run nothing between
+// their agents' requests: an idle one ends at once, handed over (its next request
+// opens it on another node), and the node stops.
+func TestDrainHandsIdleAttachedSessionsOver(t *testing.T) {
+	f := start(t, fmt.Sprintf(attachedManifest, "30s", "1h"))
+	nc := f.n.Bus.Conn
+	ended := make(chan *nats.Msg, 1)
+	sub, err := nc.ChanSubscribe(wire.EventSubject("laptops", "sess-d", "session.ended"), ended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if r := askAttached(t, nc, "alice", "sess-d", hook.PreToolUse, "npm test"); hook.VerdictOf(r).Decision != hook.Allow {
+		t.Fatalf("npm test: %+v", r)
+	}
+	// The grace is ten minutes; the test's wait, well under it.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := f.n.Drain(ctx, 10*time.Minute); err != nil {
+		t.Fatalf("the drain waited for an idle attached session: %v", err)
+	}
+	select {
+	case m := <-ended:
+		if !strings.Contains(string(m.Data), "its node drains: the session's next request opens it on another node") {
+			t.Errorf("the session ended with %s; want it handed over", m.Data)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no session.ended for the attached session")
+	}
+}

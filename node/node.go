@@ -389,6 +389,11 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
 		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late,
 		Dispatcher: n.workers}
+	if n.attached != nil {
+		// Attached sessions run nothing between their agents' requests: a drain hands
+		// them to other nodes at once rather than wait out its grace for them.
+		rcfg.Draining, rcfg.Undrained = n.attached.Drain, n.attached.Undrain
+	}
 	spend, err := store.OpenSpend(ctx, n.Bus.JS)
 	if err != nil {
 		return err

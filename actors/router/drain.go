@@ -38,6 +38,9 @@ func (r *Router) undrain() *wire.DrainReply {
 	if r.cfg.Intake != nil {
 		r.startIntake(r.c)
 	}
+	if r.cfg.Undrained != nil {
+		r.cfg.Undrained()
+	}
 	r.cfg.Log.Info("undrained: taking tasks again")
 	return &wire.DrainReply{OK: true, Effect: "taking tasks again"}
 }
@@ -50,6 +53,9 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 	if first {
 		r.to(phaseDraining)
 		r.drains++
+		if r.cfg.Draining != nil {
+			r.cfg.Draining()
+		}
 	}
 	if r.stopPull != nil {
 		r.stopPull()

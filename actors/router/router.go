@@ -97,6 +97,9 @@ type Config struct {
 	// Dispatcher runs the router's mailbox and its agents' (agent.Config.Dispatcher;
 	// nil: protoactor's default).
 	Dispatcher actor.Dispatcher
+	// Draining and Undrained, when set, are called from the router's mailbox as a drain
+	// begins and when it is undone; they must not block.
+	Draining, Undrained func()
 	// Pipelines keeps pipeline runs; nil: this node runs no pipelines.
 	Pipelines *store.PipelineStore
 	// Spend keeps the fleet's daily spend by host; nil: not kept (no JetStream).
