@@ -74,6 +74,7 @@ func sessionStateIn(t *testing.T, ctx context.Context, session, want string) str
 // paused; the page shows the session paused and the budget request; a person raises
 // it there and the agent goes on; at the raised budget the person ends the session.
 func TestConsoleRaisesABudget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bash := func(file string) []agenttest.Block {
 		return []agenttest.Block{{Tool: "Bash", Input: map[string]any{"command": "echo " + file + " > " + filepath.Join(dir, file), "description": "write " + file}}}
@@ -165,6 +166,7 @@ usd = 1
 // fleet-wide, its next task waits in the queue, shown held by `tasks` and `budget`;
 // a raise lets it run, recorded in the audit as who raised it and why.
 func TestDailyBudgetHoldsTasksInTheQueue(t *testing.T) {
+	t.Parallel()
 	manifest := dailyManifest(t, `[pipelines.p]
 [[pipelines.p.stages]]
 name = "a"
@@ -179,7 +181,13 @@ prompt = '{"steps":[{"result":"a"}]}'
 	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-first", "--follow", "w", spends("1.5")); code != exitOK {
 		t.Fatalf("the first task: exit %d\n%s%s", code, out, stderr)
 	}
-	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-second", "w", spends("0.25")); code != exitOK {
+	poll(t, 20*time.Second, "w's day held at its budget", func() bool {
+		_, out, _ := runCLI("budget", "-c", manifest, "-o", "json")
+		return strings.Contains(out, `"state":"held"`)
+	})
+	// Its submitter is told the task is held, and why.
+	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-second", "w", spends("0.25")); code != exitOK ||
+		!strings.Contains(stderr, "the task is held: w has spent $1.50 of its $1.00 daily budget on ") || !strings.Contains(stderr, "agentmux budget raise --host w") {
 		t.Fatalf("the second task: exit %d\n%s%s", code, out, stderr)
 	}
 	// A pipeline with a stage on w waits too: its run would start work on w.
@@ -252,6 +260,7 @@ prompt = '{"steps":[{"result":"a"}]}'
 // console, its task waiting; a person raises it there with a note, and the task runs;
 // the raise is shown on the host's row and audited in the person's name.
 func TestConsoleRaisesADailyBudget(t *testing.T) {
+	t.Parallel()
 	manifest := dailyManifest(t, "")
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")

@@ -82,6 +82,9 @@ func submit(args []string, stdout, stderr io.Writer) int {
 	if !c.served(host) {
 		fmt.Fprintf(stderr, "agentmux submit: no live node runs host '%s' now: the task waits in the queue until one does (`agentmux nodes` lists them)\n", host)
 	}
+	if why := c.held(host); why != "" {
+		fmt.Fprintf(stderr, "agentmux submit: the task is held: %s\n", why)
+	}
 	if !*follow {
 		fmt.Fprintln(stdout, *id)
 		return exitOK
@@ -150,6 +153,28 @@ func (c *busClient) served(host string) bool {
 		}
 	}
 	return false
+}
+
+// held says why host's tasks are held at its daily budget now, or "" when they are
+// not (or it cannot tell).
+func (c *busClient) held(host string) string {
+	ctx, cancel := c.timeout(clientTimeout)
+	defer cancel()
+	fb, err := c.fleetBudget(ctx)
+	if err != nil || fb.usd == 0 {
+		return ""
+	}
+	days, err := store.ReadSpend(ctx, c.nc, time.Now())
+	if err != nil {
+		return ""
+	}
+	for _, d := range (fleetBudget{hosts: []string{host}, usd: fb.usd}).today(days, time.Now()) {
+		if d.State == wire.DailyHeld {
+			return fmt.Sprintf("%s has spent $%.2f of its $%.2f daily budget on %s (UTC); it waits in the queue until the next day, or until `agentmux budget raise --host %s --usd N` (or `budget reset`)",
+				host, d.CostUSD-d.ReleasedUSD, d.LimitUSD, d.Day, host)
+		}
+	}
+	return ""
 }
 
 // fate says what became of task id, from its audit: ended, running, or not yet taken.
