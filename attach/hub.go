@@ -258,7 +258,11 @@ func (h *Hub) take(source string, m *nats.Msg, req *wire.AttachRequest, reply fu
 	case s == nil:
 		s = &session{key: key, source: source, id: req.Session, user: req.User, calls: make(chan *call, queuedCalls)}
 		h.sessions[key] = s
-		go h.begin(s, req, prior.attempt, known)
+		last := -1 // none: the first attempt is 0, as a task's
+		if known {
+			last = prior.attempt
+		}
+		go h.begin(s, req, last, known)
 	}
 	h.mu.Unlock()
 	select {
@@ -341,9 +345,10 @@ func (h *Hub) open(source string) int {
 	return n
 }
 
-// begin numbers the session's attempt, after any this node or the audit knows of, and
-// starts it on the router.
-func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bool) {
+// begin numbers the session's attempt, after last (-1: none) and any the audit knows
+// of, and starts it on the router.
+func (h *Hub) begin(s *session, first *wire.AttachRequest, last int, known bool) {
+	attempt := last
 	if !known && h.cfg.JS != nil {
 		// Its earlier attempts, and whose it was, from the audit: this node may have
 		// restarted, or taken the session over from a node that died.
@@ -351,7 +356,7 @@ func (h *Hub) begin(s *session, first *wire.AttachRequest, attempt int, known bo
 		records, err := store.ReadAudit(ctx, h.cfg.JS, s.id)
 		cancel()
 		if err != nil {
-			h.cfg.Log.Warn("attached session opened without reading its earlier attempts from the audit; it starts as attempt 1", "session", s.id, "err", err)
+			h.cfg.Log.Warn("attached session opened without reading its earlier attempts from the audit; it starts as attempt 0", "session", s.id, "err", err)
 		}
 		owner := ""
 		for _, r := range records {

@@ -73,8 +73,8 @@ func TestAttachedSessionsAreSupervised(t *testing.T) {
 	defer sub.Unsubscribe()
 
 	allowed := askAttached(t, nc, "alice", "sess-a", hook.PreToolUse, "npm test -- --watch=false")
-	if v := hook.VerdictOf(allowed); v.Decision != hook.Allow || allowed.Session != "sess-a" || allowed.Attempt != 1 {
-		t.Fatalf("npm test: %+v → %+v; want it allowed in session sess-a, attempt 1", allowed, v)
+	if v := hook.VerdictOf(allowed); v.Decision != hook.Allow || allowed.Session != "sess-a" || allowed.Attempt != 0 {
+		t.Fatalf("npm test: %+v → %+v; want it allowed in session sess-a, attempt 0 (the first, as a task's)", allowed, v)
 	}
 	denied := askAttached(t, nc, "alice", "sess-a", hook.PermissionRequest, "rm -rf build")
 	if v := hook.VerdictOf(denied); v.Decision != hook.Deny || !strings.Contains(v.Reason, "Bash(rm:*)") {
@@ -84,8 +84,8 @@ func TestAttachedSessionsAreSupervised(t *testing.T) {
 	case m := <-started:
 		var ev wire.SessionStarted
 		_ = json.Unmarshal(m.Data, &ev)
-		if ev.Node != f.n.Name || ev.Attempt != 1 {
-			t.Errorf("session.started: %+v; want this node's, attempt 1", ev)
+		if ev.Node != f.n.Name || ev.Attempt != 0 {
+			t.Errorf("session.started: %+v; want this node's, attempt 0", ev)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no session.started event for the attached session")
@@ -134,10 +134,10 @@ func TestAttachedSessionsAreSupervised(t *testing.T) {
 	if r := askAttached(t, nc, "mallory", "sess-a", hook.PreToolUse, "npm test"); r.Code != wire.AttachForbidden {
 		t.Errorf("mallory reopening alice's ended session: %+v; want it refused as forbidden", r)
 	}
-	// Its next request opens it again, as attempt 2.
+	// Its next request opens it again, as attempt 1.
 	again := askAttached(t, nc, "alice", "sess-a", hook.PreToolUse, "npm test")
-	if again.Attempt != 2 || hook.VerdictOf(again).Decision != hook.Allow {
-		t.Errorf("after its end: %+v; want attempt 2, allowed", again)
+	if again.Attempt != 1 || hook.VerdictOf(again).Decision != hook.Allow {
+		t.Errorf("after its end: %+v; want attempt 1, allowed", again)
 	}
 }
 
