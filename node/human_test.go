@@ -260,3 +260,30 @@ func TestASessionCannotBuryPeople(t *testing.T) {
 		t.Fatalf("%d answered by a person and %d defaulted; want %d and 3: %v", answered, defaulted, decide.MaxWaitingPerSession, reasons)
 	}
 }
+
+// A person's answer for the session is a grant that stands while its session runs:
+// listed then, and gone once the session has ended.
+func TestSessionGrantGoesWithItsSession(t *testing.T) {
+	f := start(t, simHost("w", "question_timeout = \"1m\"")+humanSupervisors)
+	pending := pendingStore(t, f)
+	results := make(chan *agent.Result, 1)
+	session := f.n.Submit("w", "", script(
+		send(`{"type":"approval","id":"a1","description":"deploy to prod"}`), await("a1"),
+		send(`{"type":"approval","id":"a2","description":"deploy to prod"}`), await("a2"), result), results)
+	p := waitPending(t, pending, session)
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"yes"`), Scope: wire.ScopeSession}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-results
+	if r := record(res, "a2"); r.Decider != "session:human:alice" {
+		t.Fatalf("a2 decided by %q; want alice's answer for the session", r.Decider)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		for _, g := range f.n.grants.Standing(time.Now()) {
+			if g.Session == session {
+				return fmt.Errorf("the grant of ended session %s is still standing: %+v", session, g)
+			}
+		}
+		return nil
+	})
+}

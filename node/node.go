@@ -389,6 +389,16 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
 		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late,
 		Dispatcher: n.workers}
+	rcfg.SessionEnded = func(ctx context.Context, session string) {
+		if n.grants == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, ctlTimeout)
+		defer cancel()
+		if err := n.grants.EndSession(ctx, session); err != nil {
+			n.log.Warn("a session ended, and its session grants are still listed; they expire within a day", "session", session, "err", err)
+		}
+	}
 	if n.attached != nil {
 		// Attached sessions run nothing between their agents' requests: a drain hands
 		// them to other nodes at once rather than wait out its grace for them.

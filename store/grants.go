@@ -119,6 +119,28 @@ func (g *Grants) Revoke(ctx context.Context, id string) (*wire.Grant, error) {
 	return &grant, nil
 }
 
+// EndSession removes the grants that stood for session, which has ended: a session's
+// grant stands for the rest of its session only.
+func (g *Grants) EndSession(ctx context.Context, session string) error {
+	g.mu.RLock()
+	var ids []string
+	for id, grant := range g.byID {
+		if grant.Scope == wire.ScopeSession && grant.Session == session {
+			ids = append(ids, id)
+		}
+	}
+	g.mu.RUnlock()
+	for _, id := range ids {
+		if err := g.kv.Delete(ctx, id); err != nil {
+			return fmt.Errorf("bus: remove grant %s of ended session %s: %w", id, session, err)
+		}
+		g.mu.Lock()
+		g.unset(id)
+		g.mu.Unlock()
+	}
+	return nil
+}
+
 // Find returns the grant that answers a request of typ with text from session of
 // host at now, or nil.
 func (g *Grants) Find(host, session, typ, text string, now time.Time) *wire.Grant {

@@ -97,6 +97,9 @@ type Config struct {
 	// Dispatcher runs the router's mailbox and its agents' (agent.Config.Dispatcher;
 	// nil: protoactor's default).
 	Dispatcher actor.Dispatcher
+	// SessionEnded, when set, is called off the router's mailbox (through Routines)
+	// with each session that ended for good here: its session grants go.
+	SessionEnded func(ctx context.Context, session string)
 	// Draining and Undrained, when set, are called from the router's mailbox as a drain
 	// begins and when it is undone; they must not block.
 	Draining, Undrained func()

@@ -90,6 +90,10 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace, rec.Spend = outcome, res.Error, ms, ended.Result, res.Workspace, spend
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	p.leave(s.start.Session)
+	if r.cfg.SessionEnded != nil && (res.OK || !r.stopping()) {
+		session := res.Session
+		r.cfg.Routines.Go(func(ctx context.Context) { r.cfg.SessionEnded(ctx, session) })
+	}
 	if s.task != nil {
 		if res.OK || !r.stopping() {
 			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
