@@ -6,5 +6,6 @@
 // The console serves the tools over streamable HTTP (NewServer, deciding through the
 // bus); `agentmux mcp` serves them over stdio for an agent that starts its MCP servers
 // as processes (NewProxy, forwarding each call to the console's, with the source's
-// fallback when the console cannot be reached).
+// fallback when the console cannot be reached; Stdio, which still answers a call in
+// flight when stdin ends).
 package mcptools

@@ -46,7 +46,8 @@ func mcpCommand(args []string, stdout, stderr io.Writer) int {
 	defer proxy.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := proxy.Server("v1").Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+	// A call in flight when the agent closes stdin is still answered before the end.
+	if err := proxy.Server("v1").Run(ctx, mcptools.Stdio(ctx, os.Stdin, os.Stdout)); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(stderr, "agentmux mcp:", err)
 		return exitError
 	}
