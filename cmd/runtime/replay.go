@@ -145,8 +145,11 @@ func printReplay(w io.Writer, m *config.Manifest, replayed []policy.Replayed, co
 		}
 		shown := 0
 		for _, x := range replayed {
-			if shown == examples || (x.Change != change && !(change == "not decided" && x.Error != "")) {
+			if x.Change != change && !(change == "not decided" && x.Error != "") {
 				continue
+			}
+			if shown == examples {
+				break
 			}
 			shown++
 			now := string(x.NewValue) + " by " + x.NewDecider
@@ -162,7 +165,14 @@ func printReplay(w io.Writer, m *config.Manifest, replayed []policy.Replayed, co
 			if x.Dangerous {
 				danger = "  DANGEROUS"
 			}
-			fmt.Fprintf(w, "        %s %s %s: was %s by %s, now %s%s\n", x.At.UTC().Format("2006-01-02 15:04"), x.Session, oneLine(x.Text, 60), x.Value, x.Decider, now, danger)
+			was := string(x.Value)
+			if len(x.Value) == 0 {
+				was = "no answer"
+			}
+			fmt.Fprintf(w, "        %s %s %s: was %s by %s, now %s%s\n", x.At.UTC().Format("2006-01-02 15:04"), x.Session, oneLine(x.Text, 60), was, x.Decider, now, danger)
+		}
+		if left := counts[change] - shown; left > 0 {
+			fmt.Fprintf(w, "        … and %d more (--examples %d shows more; -o json lists every one)\n", left, counts[change])
 		}
 	}
 }
