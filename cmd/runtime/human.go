@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,18 +140,20 @@ func respond(args []string, stdout, stderr io.Writer) int {
 		scope = wire.ScopeHost
 	}
 	req := wire.RespondRequest{Value: value, Reason: *reason, Scope: scope}
-	reply, err := store.Answer(ctx, c.nc, who, pos[0], req)
-	if err == nil && !reply.OK && reply.Code == wire.RespondNoSuch {
-		// Not a request's whole id: the start of one will do, if it starts one only.
-		full, perr := pendingByPrefix(ctx, c, pos[0])
-		if perr != nil {
-			fmt.Fprintln(stderr, "agentmux respond:", perr)
-			return exitUsage
-		}
-		if full != "" {
-			reply, err = store.Answer(ctx, c.nc, who, full, req)
-		}
+	// The start of an id will do, when it starts one waiting request only: found here,
+	// so the nodes are asked about the whole id. An id no waiting request starts with
+	// goes as given (it may be settled: the node says how).
+	id := pos[0]
+	full, err := pendingByPrefix(ctx, c, id)
+	var ambiguous *ambiguousPrefix
+	switch {
+	case errors.As(err, &ambiguous):
+		fmt.Fprintln(stderr, "agentmux respond:", err)
+		return exitUsage
+	case full != "":
+		id = full
 	}
+	reply, err := store.Answer(ctx, c.nc, who, id, req)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux respond:", c.explain(err))
 		return exitError

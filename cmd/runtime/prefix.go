@@ -28,5 +28,10 @@ func byPrefix(ids []string, id, what string) (string, error) {
 	if len(matches) > 5 {
 		more = fmt.Sprintf(" and %d more", len(matches)-5)
 	}
-	return "", fmt.Errorf("%q starts %d %s ids (%s%s): give more of it", id, len(matches), what, strings.Join(matches[:min(5, len(matches))], ", "), more)
+	return "", &ambiguousPrefix{fmt.Sprintf("%q starts %d %s ids (%s%s): give more of it", id, len(matches), what, strings.Join(matches[:min(5, len(matches))], ", "), more)}
 }
+
+// ambiguousPrefix is the start of an id that starts several.
+type ambiguousPrefix struct{ msg string }
+
+func (e *ambiguousPrefix) Error() string { return e.msg }
