@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,6 +95,14 @@ func (n *Node) startSandboxes(opts Options) error {
 				"program", key, "writable", c[0], "holds", c[1])
 		}
 		set[key] = sandbox.New(key, policy)
+		if dir := n.pushGitDir(key); dir != "" {
+			// The push to the repository itself, and the receive-pack it starts, write
+			// the repository's git directory, which the agents may not: a sandbox of
+			// their own, the host's and that directory.
+			push := policy
+			push.Write = append(slices.Clone(policy.Write), dir)
+			set["push."+strings.TrimPrefix(key, "hosts.")] = sandbox.New("push."+strings.TrimPrefix(key, "hosts."), push)
+		}
 	}
 	n.sandboxes = set
 	if len(rootless) > 0 {
@@ -195,6 +204,25 @@ func (n *Node) unannouncePorts() {
 		release()
 	}
 	n.unannounce = nil
+}
+
+// pushGitDir is the git directory a host's workspaces push to when program key is a
+// host whose push is "origin" on this machine: the repository's .git, or the
+// repository itself when it is bare; "" otherwise (a URL: the network's to guard).
+func (n *Node) pushGitDir(key string) string {
+	name, ok := strings.CutPrefix(key, "hosts.")
+	h := n.roles.hosts[name]
+	if !ok || h == nil || !h.Workspace.Isolated() || h.Workspace.Push != "origin" || config.IsURL(h.Workspace.Repo) {
+		return ""
+	}
+	repo := h.Workspace.Repo
+	if st, err := os.Stat(filepath.Join(repo, ".git")); err == nil && st.IsDir() {
+		return filepath.Join(repo, ".git")
+	}
+	if _, err := os.Stat(filepath.Join(repo, "objects")); err == nil {
+		return repo // bare
+	}
+	return "" // a .git file (a worktree, a submodule): pushed in the host's sandbox
 }
 
 // programPolicy is base with what p may do besides: write where it works (workIn, or

@@ -567,3 +567,26 @@ supervisor = "ops"
 		t.Error("the Write approval told the radar nothing")
 	}
 }
+
+// TestPushToTheRepositoryInTheSandbox: push = "origin" with the agents sandboxed (the
+// default) puts the session's branch in the person's repository; the agent itself
+// still cannot write that repository.
+func TestPushToTheRepositoryInTheSandbox(t *testing.T) {
+	repo, dir := gitRepo(t), t.TempDir()
+	f := start(t, editorHost("worktree", repo, dir, `push = "origin"`))
+	hook := filepath.Join(repo, ".git", "hooks", "post-checkout")
+	res := f.run("edit", "escape "+hook)
+	if saw := sawOf(t, res); len(saw.Wrote) > 0 {
+		t.Errorf("the agent wrote %v", saw.Wrote)
+	}
+	ws := res.Workspace
+	if !res.OK || ws == nil || ws.Error != "" || ws.Pushed != "origin" {
+		t.Fatalf("ok %v, workspace %+v (%s); want it pushed to origin", res.OK, ws, res.Error)
+	}
+	if got := gitOut(t, repo, "branch", "--list", ws.Branch); !strings.Contains(got, ws.Branch) {
+		t.Fatalf("the repository has no branch %s after the push: %q", ws.Branch, got)
+	}
+	if got := gitOut(t, repo, "rev-parse", ws.Branch); got != ws.Head {
+		t.Errorf("the pushed branch is at %s; want the session's head %s", got, ws.Head)
+	}
+}

@@ -95,7 +95,11 @@ func (n *Node) workspaceProviders() map[string]*workspace.Provider {
 		if !h.Workspace.Isolated() || err != nil || root == nil {
 			continue
 		}
-		out[name] = root.Provider(name, h.Workspace, procenv.Build(h.InheritEnv, h.Env), n.sandboxes["hosts."+name].Start)
+		p := root.Provider(name, h.Workspace, procenv.Build(h.InheritEnv, h.Env), n.sandboxes["hosts."+name].Start)
+		if push := n.sandboxes["push."+name]; push != nil {
+			p.PushWith(push.Start)
+		}
+		out[name] = p
 	}
 	return out
 }

@@ -160,7 +160,7 @@ func (p *Provider) push(ctx context.Context, ws *Workspace) error {
 		to = p.spec.Repo
 	}
 	ref := "refs/heads/" + ws.Branch
-	if _, err := p.git.run(ctx, fetchTimeout, "", "--git-dir="+p.root.mirror(), "push", "--quiet", "--", to, ref+":"+ref); err != nil {
+	if _, err := p.pushGit.run(ctx, fetchTimeout, "", "--git-dir="+p.root.mirror(), "push", "--quiet", "--", to, ref+":"+ref); err != nil {
 		return fmt.Errorf("workspace: push %s to %s: %w", ws.Branch, p.spec.Push, err)
 	}
 	return nil

@@ -15,10 +15,11 @@ import (
 
 // Provider opens and closes the workspaces of one host table (Root.Provider).
 type Provider struct {
-	root *Root
-	host string
-	spec config.Workspace
-	git  git
+	root    *Root
+	host    string
+	spec    config.Workspace
+	git     git
+	pushGit git // the push's: PushWith may give it a sandbox of its own
 }
 
 // Workspace is one session attempt's checkout.

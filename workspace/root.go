@@ -153,5 +153,12 @@ func (p *Provider) Reclaim(ctx context.Context) ([]string, error) {
 // keys, env its agents' environment, start how its agents start (its sandbox's Start;
 // nil: unconfined).
 func (r *Root) Provider(host string, spec config.Workspace, env []string, start func(*exec.Cmd) error) *Provider {
-	return &Provider{root: r, host: host, spec: spec, git: git{env: env, start: start}}
+	g := git{env: env, start: start}
+	return &Provider{root: r, host: host, spec: spec, git: g, pushGit: g}
+}
+
+// PushWith starts the push's git with start: a sandbox that may write the push
+// target, which the agents' may not (the repository itself, push = "origin").
+func (p *Provider) PushWith(start func(*exec.Cmd) error) {
+	p.pushGit.start = start
 }
