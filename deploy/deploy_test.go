@@ -12,18 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmux/agentmux/internal/testdeps"
 	"github.com/agentmux/agentmux/metrics"
 )
 
-// promtool is Prometheus's own checker (Debian's prometheus package, which .ci/run
-// installs).
+// promtool is Prometheus's own checker (PATH's, or built from its module on first use).
 func promtool(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	path, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Fatalf("promtool is not on PATH (.ci/run installs Debian's prometheus package): %v", err)
-	}
-	cmd := exec.Command(path, args...)
+	cmd := exec.Command(testdeps.Promtool(t), args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -156,10 +152,7 @@ func read(t *testing.T, path string) string {
 // stands in for /usr/local/bin/agentmux), it runs as its own user with the usual
 // hardening, and it gives the drain its grace before anything is killed.
 func TestSystemdUnit(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Fatalf("systemd-analyze is not on PATH (.ci/run installs Debian's systemd package): %v", err)
-	}
+	analyze := testdeps.System(t, "systemd-analyze", "Debian's systemd")
 	unit := read(t, "systemd/agentmux.service")
 	exe, err := os.Executable()
 	if err != nil {

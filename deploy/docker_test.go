@@ -19,6 +19,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
 // nonroot is the user of distroless's nonroot images.
@@ -127,9 +128,7 @@ var imageCommand = []string{"/usr/local/bin/agentmux", "up", "-c", "/etc/agentmu
 // the CLI in the image talks to it, and a node that would start agents refuses, saying
 // why (distroless has no shell for the process shim).
 func TestImageRootfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root to chroot into the image's root (CI runs as root)")
-	}
+	testdeps.Root(t, "to chroot into the image's root")
 	stages, _, _ := dockerfile(t)
 	build := stages["build"]
 	var imageEnv []string // what the image's ENV lines set

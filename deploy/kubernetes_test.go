@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/testdeps"
 	"github.com/agentmux/agentmux/node"
 )
 
@@ -38,18 +39,11 @@ type rendered struct {
 	namespaces      []*corev1.Namespace
 }
 
-// kustomize renders deploy/kubernetes with kustomize (kubectl's own, or the standalone
-// binary .ci/run installs).
+// kustomize renders deploy/kubernetes with kustomize (PATH's, or built from its module
+// on first use: the engine of kubectl kustomize).
 func kustomize(t *testing.T) []byte {
 	t.Helper()
-	var cmd *exec.Cmd
-	if p, err := exec.LookPath("kustomize"); err == nil {
-		cmd = exec.Command(p, "build", "kubernetes")
-	} else if p, err := exec.LookPath("kubectl"); err == nil {
-		cmd = exec.Command(p, "kustomize", "kubernetes")
-	} else {
-		t.Fatal("neither kustomize nor kubectl is on PATH (.ci/run installs kustomize with go install)")
-	}
+	cmd := exec.Command(testdeps.Kustomize(t), "build", "kubernetes")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -13,15 +13,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
-// TestPrometheusScrapesANode runs a real Prometheus server (Debian's prometheus package;
-// .ci/run installs it) against a node and asks it PromQL questions.
+// TestPrometheusScrapesANode runs a real Prometheus server (PATH's, or built from its
+// module on first use) against a node and asks it PromQL questions.
 func TestPrometheusScrapesANode(t *testing.T) {
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Fatalf("no prometheus binary on PATH: install Debian's prometheus package (.ci/run does): %v", err)
-	}
+	bin := testdeps.Prometheus(t)
 	f := start(t, simHost("w", "")+"[supervisors.s]\nstrategy = \"static\"\nanswers = { question = \"yes\" }\n[[routes]]\nsupervisor = \"s\"\n",
 		func(o *Options) { o.MetricsAddr = "127.0.0.1:0" })
 	for range 3 {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/internal/sandbox"
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
 // The engine against bash itself: every line of a generated corpus that the rules
@@ -59,12 +60,9 @@ type bashHarness struct {
 
 func newBashHarness(t testing.TB) *bashHarness {
 	t.Helper()
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		need(t, "strace (apt-get install strace)")
-	}
+	strace := testdeps.System(t, "strace", "apt-get install strace")
 	if sandbox.ABI() < 1 {
-		need(t, "a kernel with Landlock, which keeps the lines' runs in the test's directory")
+		testdeps.Need(t, "a kernel with Landlock, which keeps the lines' runs in the test's directory")
 	}
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
@@ -112,16 +110,6 @@ func newBashHarness(t testing.TB) *bashHarness {
 	h.sb = sandbox.New("permission-differential", sandbox.Policy{Write: []string{root}})
 	t.Cleanup(h.sb.Close)
 	return h
-}
-
-// need skips a test outside CI for what only a system package gives, saying what to
-// install; under CI it fails, as .ci/run installs it.
-func need(t testing.TB, what string) {
-	t.Helper()
-	if os.Getenv("CI") == "" {
-		t.Skipf("needs %s; install it to run this test", what)
-	}
-	t.Fatalf("needs %s, which .ci/run installs", what)
 }
 
 // expand puts the harness's folders into a corpus line: $P the payload, $O outside.

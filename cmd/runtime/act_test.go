@@ -77,6 +77,7 @@ func (in *inbox) await(t *testing.T, path, want string) []byte {
 // a person is told so and decides nothing, and bob's press answers as him and
 // replaces the message with who decided. The audit names both.
 func TestActFromANotification(t *testing.T) {
+	t.Parallel()
 	mail, slackHook := newInbox(t), newInbox(t)
 	manifest := consoleManifest(t)
 	port := proctest.FreePort(t)

@@ -37,6 +37,7 @@ func aimTargets(id string) []string {
 // handlers. The node is not drained, the session is not interrupted or steered, and the
 // person's request still waits for a person.
 func TestSecureReadersCannotAimTheBus(t *testing.T) {
+	t.Parallel()
 	s := startSecureNode(t)
 	follow := exec.Command(os.Args[0], "submit", "-c", s.manifest, "--id", "t-aim", "w",
 		`{"steps":[{"send":{"type":"approval","id":"a1","description":"a person must say"}},{"await":"a1"},{"result":"done"}]}`, "--follow")

@@ -113,6 +113,7 @@ const askAPerson = `{"steps":[{"send":{"type":"approval","id":"a1","description"
 // and with each role's. Only an operator's token writes; a hook's only puts its agents'
 // requests; a viewer's only reads. An operator's writes are done and audited as it.
 func TestAPITokensAndRoles(t *testing.T) {
+	t.Parallel()
 	url, _, _ := apiNode(t, apiManifest(t, "deny"))
 	a := newAPIClient(t, url)
 	task := map[string]any{"host": "w", "prompt": okScript}
@@ -269,6 +270,7 @@ func roleOf(token string) string {
 // TestAPIEventStream: a client follows one session's events as server-sent events,
 // from its start to its end, without a NATS client.
 func TestAPIEventStream(t *testing.T) {
+	t.Parallel()
 	url, _, _ := apiNode(t, apiManifest(t, "deny"))
 	a := newAPIClient(t, url)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

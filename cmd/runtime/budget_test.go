@@ -25,6 +25,8 @@ func budgetManifest(t *testing.T, api *agenttest.Anthropic, dir string) string {
 	m := fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
 store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
 [hosts.claude]
 command = %q
 dialect = "claude-code"
@@ -147,6 +149,8 @@ func dailyManifest(t *testing.T, extra string) string {
 	m := fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
 store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
 [hosts.w]
 command = %q
 args = ["sim"]
@@ -318,6 +322,7 @@ func TestConsoleRaisesADailyBudget(t *testing.T) {
 // session without a usd budget is paused at the fleet's ceiling; and when spend does
 // hold the host, an operator's reset releases it, audited.
 func TestAnAgentsClaimsCannotSpendTheDay(t *testing.T) {
+	t.Parallel()
 	manifest := dailyManifest(t, `[hosts.b]
 command = "`+os.Args[0]+`"
 args = ["sim"]

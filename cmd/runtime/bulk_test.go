@@ -14,6 +14,7 @@ import (
 // its own (an answer record per request, decided by that person), a deny's reason
 // reaches each agent, and what the filter hides is left alone.
 func TestConsoleBulkAnswers(t *testing.T) {
+	t.Parallel()
 	manifest, ctx := consoleAsAna(t)
 
 	approval := func(id, tool, command, risk string) string {

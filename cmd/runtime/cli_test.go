@@ -174,6 +174,7 @@ const (
 // TestSubmitToAHostNoNodeRuns: a task for a host no live node runs is queued with a
 // warning (exit 0), and --follow gives up at --timeout, saying so, with exit 1.
 func TestSubmitToAHostNoNodeRuns(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest, "--no-hosts")
 	until(t, "agentmux up", up.stderr, "node up")
@@ -202,6 +203,7 @@ func TestSubmitToAHostNoNodeRuns(t *testing.T) {
 }
 
 func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest, "--grace", "1s")
 	until(t, "agentmux up", up.stderr, "node up")
@@ -296,6 +298,7 @@ func TestUpSubmitWatchAndGracefulStop(t *testing.T) {
 }
 
 func TestRunPrintsEventsAndResult(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	p := runtimeProc(t, "run", "-c", manifest, "--events", "w", okScript)
 	if code := p.wait(t, 30*time.Second); code != exitOK {
@@ -324,6 +327,7 @@ func TestRunPrintsEventsAndResult(t *testing.T) {
 const humanScript = `{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy v2 to prod"}},{"await":"a1"},{"result":"deployed"}]}`
 
 func TestHumanPendingRespondAndAudit(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
@@ -368,6 +372,10 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 	ok := runtimeProc(t, "respond", "-c", manifest, "--as", "alice", id[:6], "yes")
 	if code := ok.wait(t, 10*time.Second); code != exitOK || !strings.Contains(ok.stdout.String(), "answered "+id) {
 		t.Fatalf("respond by the start of the id: exit %d, %s%s", code, ok.stdout, ok.stderr)
+	}
+	// The CLI found the whole id: the node was never asked about the start of one.
+	if strings.Contains(up.stderr.String(), "no_such_request") {
+		t.Errorf("the node logged a refusal for the start of the id:\n%s", up.stderr)
 	}
 	again := runtimeProc(t, "respond", "-c", manifest, "--as", "bob", id, "no")
 	if code := again.wait(t, 10*time.Second); code != exitError || !strings.Contains(again.stderr.String(), "already answered by alice") {
@@ -470,6 +478,7 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 // does not load is refused with its errors in the log, and the node runs on with the
 // one before, until SIGTERM stops it as ever.
 func TestSIGHUPReloadsTheManifest(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	original, err := os.ReadFile(manifest)
 	if err != nil {
@@ -523,6 +532,7 @@ func TestSIGHUPReloadsTheManifest(t *testing.T) {
 // TestUpLogsJSON: --log-format json writes one JSON object a line, for a log
 // collector; an unknown format is a usage error.
 func TestUpLogsJSON(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	bad := runtimeProc(t, "up", "-c", manifest, "--log-format", "xml")
 	if code := bad.wait(t, 20*time.Second); code != exitUsage || !strings.Contains(bad.stderr.String(), `--log-format "xml": use text or json`) {
@@ -543,6 +553,7 @@ func TestUpLogsJSON(t *testing.T) {
 // the audit of what ran before: the restart takes the name once the old heartbeat
 // stops, and loses nothing.
 func TestUpKeepsItsStoreAndNameByDefault(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	path := nodeManifest(t)
 	m, err := os.ReadFile(path)
@@ -610,6 +621,7 @@ func TestUpKeepsItsStoreAndNameByDefault(t *testing.T) {
 // message and interrupt reach a running session by the start of its id; drain and
 // undrain stop and restart a node's intake.
 func TestSteeringTheFleetFromTheCLI(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest, "--name", "steer")
 	until(t, "agentmux up", up.stderr, "node up")
@@ -706,6 +718,7 @@ func TestSteeringTheFleetFromTheCLI(t *testing.T) {
 // why, and is not retried though its host retries; a task waiting in the work queue is
 // taken out of it, and never runs.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	m, err := os.ReadFile(manifest)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // (timeout_ms) a supervisor two minutes ahead found every ask past its deadline, and
 // before liveness went by the server's time a node one minute behind was listed gone.
 func TestFleetNodesWithSkewedClocks(t *testing.T) {
+	t.Parallel()
 	host := func(name string) string {
 		return fmt.Sprintf("[hosts.%s]\ncommand = %q\nargs = [\"sim\"]\nenv = { AGENTMUX_RUNTIME_MAIN = \"1\" }\nquestion_timeout = \"30s\"\n", name, os.Args[0])
 	}

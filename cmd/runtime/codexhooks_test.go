@@ -73,6 +73,7 @@ func (c *codexRun) exec(t *testing.T, prompt string) string {
 // rule's no refuses it, and the IDE is never asked. With the console gone, the hook
 // denies on its own.
 func TestCodexHooks(t *testing.T) {
+	t.Parallel()
 	url, _, con := apiNode(t, apiManifest(t, "deny"))
 	api := agenttest.NewResponses(t)
 	c := newCodexRun(t, api)

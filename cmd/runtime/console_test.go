@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/internal/testdeps"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -87,10 +88,7 @@ func answeredBy(t *testing.T, manifest, session string) map[string]string {
 // stopped, with every process it started, when the test ends.
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	exe := "/usr/bin/chromium"
-	if _, err := os.Stat(exe); err != nil {
-		t.Fatalf("the console's browser test needs Debian's chromium at %s (.ci/run installs it): %v", exe, err)
-	}
+	exe := testdeps.System(t, "chromium", "Debian's chromium")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
 		chromedp.WindowSize(1280, 1000),
@@ -205,6 +203,7 @@ const consoleScript = `{"steps":[
 // recorded as the person; an answer after the first is refused on the page, saying who
 // answered; the session's page shows its trail and events.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
@@ -371,6 +370,7 @@ func readAudit(t *testing.T, manifest, session string) ([]*wire.AuditRecord, err
 // token; with one, a page asks for the token and a name, refuses a wrong token, and the
 // name is who the answers are recorded as.
 func TestConsoleSignIn(t *testing.T) {
+	t.Parallel()
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
@@ -470,6 +470,7 @@ func TestConsoleSignIn(t *testing.T) {
 // answers in the name of the person who signed in; one connected as a viewer cannot
 // answer at all, and says the bus refused it.
 func TestSecureConsole(t *testing.T) {
+	t.Parallel()
 	s := startSecureNode(t)
 	follow := startProc(t, withUser(s, "ops", exec.Command(os.Args[0], "submit", "-c", s.manifest, "--id", "t-desk", "--follow", "w",
 		`{"steps":[{"send":{"type":"approval","id":"a1","description":"let a person decide"}},{"await":"a1"},{"result":"done"}]}`)))
@@ -615,6 +616,7 @@ func signInLink(t *testing.T, log string) string {
 // restarted under it, on the same page, without a reload: its bus connection comes
 // back, and with it what it follows.
 func TestConsoleOutlivesANodeRestart(t *testing.T) {
+	t.Parallel()
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")

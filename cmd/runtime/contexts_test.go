@@ -20,6 +20,7 @@ import (
 // their own name; $AGENTMUX_SERVER reaches it as well, and a context that is gone
 // says what to do.
 func TestContextReachesAFleetWithoutItsManifest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "fleet", "agentmux.toml")
 	port := proctest.FreePort(t)
@@ -136,6 +137,7 @@ supervisor = "people"
 
 // TestContextsFile: the file is the user's own, and what it holds is checked.
 func TestContextsFile(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()

@@ -62,6 +62,7 @@ func withoutKeys() []string {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	out, _ := runDemo(t, buildRuntime(t), withoutKeys())
 	for _, want := range []string{"sessions   ok 199   err 1", "timed_out         1", "cancelled         1", "invalid           8", "rule:security", "rule:qa", "static:default", "question round trip",
 		"staged on purpose", "err 1: the 43rd agent exits with status 3", "timed_out 1: ", "invalid 8: ", "cancelled 1: ", "try next:"} {
@@ -121,6 +122,7 @@ func schemaModel(t *testing.T, calls *atomic.Int64) *httptest.Server {
 }
 
 func TestDemoUsesAnLLMWhenAKeyIsSet(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	srv := schemaModel(t, &calls)
 	env := append(withoutKeys(), "OPENAI_API_KEY=sk-demo", "OPENAI_BASE_URL="+srv.URL+"/v1", "AGENTMUX_DEMO_MODEL=demo-model")

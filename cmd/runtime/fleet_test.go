@@ -268,6 +268,7 @@ func simHost(extra string) string {
 // killed with SIGKILL; the other supervisor node answers long before the 30 s deadline,
 // and the agent gets that answer, not the default.
 func TestFleetSupervisorNodeKilledMidDecision(t *testing.T) {
+	t.Parallel()
 	supervisorFailover(t, func(p *proc) { kill(t, p) }, nil)
 }
 
@@ -275,6 +276,7 @@ func TestFleetSupervisorNodeKilledMidDecision(t *testing.T) {
 // SIGTERM; it lets go of the ask as it stops (measured: answered 6.5 s after the
 // signal, for a 4 s decision), the other node answers, and the stopped node exits 0.
 func TestFleetSupervisorNodeTerminatedMidDecision(t *testing.T) {
+	t.Parallel()
 	supervisorFailover(t, func(p *proc) {
 		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -291,6 +293,7 @@ func TestFleetSupervisorNodeTerminatedMidDecision(t *testing.T) {
 // other node, which answers before the deadline. Resumed, the hung node's answer comes
 // late: refused, counted and audited with who sent it.
 func TestFleetSupervisorNodeHungMidDecision(t *testing.T) {
+	t.Parallel()
 	supervisorFailover(t, func(p *proc) {
 		if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -416,6 +419,7 @@ func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
 // killed with SIGKILL; the other agent node runs each task again, and every task ends
 // ok exactly once (in the audit) within 25 s of the kill, its new attempt numbered.
 func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, simHost("pool = 4")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n[[routes]]\nsupervisor = \"ok\"\n")
 	nc, js := f.conn(t)
 	f.node(t, "sup", "--no-hosts")
@@ -504,6 +508,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 // while 20 sessions ask questions; every session ends ok with no default answer, and a
 // task submitted afterwards runs.
 func TestFleetTaskStreamLeaderKilled(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, simHost("pool = 20\nquestion_timeout = \"30s\"")+
 		"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n[[routes]]\nsupervisor = \"ok\"\n")
 	nc, js := f.conn(t)
@@ -626,6 +631,7 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 // and takes nothing more; one drained with no grace hands its running task back; every
 // task ends ok exactly once, on the node `agentmux nodes` says ran it.
 func TestFleetDrainLosesNothing(t *testing.T) {
+	t.Parallel()
 	f := startFleet(t, simHost("pool = 2")+"[supervisors.ok]\nstrategy = \"static\"\nanswers = { question = \"go on\" }\n"+
 		"[supervisors.gate]\nstrategy = \"external\"\n[[routes]]\nmatch = \"gate\"\nsupervisor = \"gate\"\n[[routes]]\nsupervisor = \"ok\"\n")
 	nc, js := f.conn(t)

@@ -19,6 +19,7 @@ import (
 // revoked there, their requests are asked again; the audit records each answer's
 // scope and each revocation with who revoked it.
 func TestConsoleStandingAnswers(t *testing.T) {
+	t.Parallel()
 	manifest, ctx := consoleAsAna(t)
 	const once = `{"steps":[{"send":{"type":"approval","id":"a1","description":"npm test"}},{"await":"a1"},{"result":"done"}]}`
 	submit := func(id, script string) *proc {

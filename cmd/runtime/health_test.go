@@ -15,6 +15,7 @@ import (
 // the node is ready, 1 once it drains (saying so) and once no node answers, and 2 for an
 // address it cannot reach at all.
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	manifest := nodeManifest(t)
 	port := proctest.FreePort(t)
 	text, err := os.ReadFile(manifest)

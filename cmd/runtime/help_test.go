@@ -13,6 +13,7 @@ import (
 // synopsis, with its positional arguments, and its flags on stdout and exit 0; an
 // unknown flag is a usage error on stderr, exit 2. The command list itself is help too.
 func TestEveryCommandHelps(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands() {
 		var help strings.Builder
 		for _, args := range [][]string{{c.name, "--help"}, {"help", c.name}, {c.name, "-h"}} {
@@ -87,6 +88,7 @@ func TestEveryCommandHelps(t *testing.T) {
 // TestCompletion: bash, run for real, completes a command from its start and a
 // command's flags from theirs; zsh and fish get scripts naming the same.
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	var script, stderr strings.Builder
 	if code := dispatch([]string{"completion", "bash"}, &script, &stderr); code != exitOK {
 		t.Fatalf("completion bash: exit %d %s", code, stderr.String())

@@ -15,6 +15,7 @@ import (
 // that reorder or hide what one reads (a right-to-left override) are shown as marks,
 // with a warning on the card.
 func TestConsoleShowsWhatTheAgentAsks(t *testing.T) {
+	t.Parallel()
 	manifest, ctx := consoleAsAna(t)
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-input", "--follow", "w", `{"steps":[
  {"send":{"type":"approval","id":"e1","description":"Edit src/app.go","tool":"Edit","input":{"file_path":"src/app.go","old_string":"return nil","new_string":"return os.RemoveAll(\"/\")"}}},

@@ -109,6 +109,7 @@ func (o *operatorMode) creds(t *testing.T, name string, role bus.Role) string {
 // the .creds of a user whose JWT carries its role's permissions: a person's answer is
 // recorded as the JWT's user, and a viewer is refused a submit.
 func TestOperatorMode(t *testing.T) {
+	t.Parallel()
 	o := startOperatorMode(t)
 	manifest := filepath.Join(o.dir, "agentmux.toml")
 	m := fmt.Sprintf("[nats]\nurl = %q\ncredentials = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", o.srv.ClientURL(), o.creds(t, "node1", bus.RoleNode)) +

@@ -21,6 +21,7 @@ import (
 // child, and one that left its process group with setsid) run; within 2 s no process
 // any of them started is left: the detached one goes with the supervisor's cgroup.
 func TestKilledNodeLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mark := nuid.Next()
 	out := filepath.Join(dir, "out") // what the supervisor writes: not the store's folder
@@ -77,6 +78,7 @@ supervisor = "policy"
 // detached one with the agent's cgroup. The agent ignores SIGHUP, which the
 // kernel sends a group orphaned with a stopped member (the shim).
 func TestRestartSweepsLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mark := nuid.Next()
 	store := filepath.Join(dir, "store")
@@ -131,6 +133,7 @@ env = { AGENTMUX_TEST_MARK = %q }
 // them to take its streams (up to a minute); SIGTERM meanwhile stops it at once, exit 0,
 // as it stops a node that is up.
 func TestTermWhileWaitingForTheCluster(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "agentmux.toml")
 	text := fmt.Sprintf(`[nats]

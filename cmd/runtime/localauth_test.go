@@ -41,6 +41,7 @@ print(json.dumps({"type": "result", "text": json.dumps({"bus": said, "answer": a
 // credential the node wrote, mode 0600), answers in the name --as gives, and finds the
 // same credential on the node started again.
 func TestDefaultBusRefusesAnonymous(t *testing.T) {
+	t.Parallel()
 	port := proctest.FreePort(t)
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "agentmux.toml")

@@ -15,6 +15,7 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	code, out, _ := runCLI("validate", "-c", "../../examples/worker.toml")
 	if code != exitOK || !strings.Contains(out, "ok (1 hosts, 2 supervisors, 2 routes)") {
 		t.Fatalf("good manifest: exit %d, %q", code, out)
@@ -73,6 +74,7 @@ command = "x"
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{},
 		{"nonsense"},
@@ -91,6 +93,7 @@ func TestUsageErrors(t *testing.T) {
 // is refused at submit, saying why, before anything is queued (the node would run the
 // task under another id, and --follow would wait for events that never come).
 func TestTaskIDsAreSubjectTokens(t *testing.T) {
+	t.Parallel()
 	for id, want := range map[string]string{
 		"a.b":                    `task id "a.b" is one token of NATS subjects`,
 		"t*":                     `task id "t*" is one token`,
@@ -107,6 +110,7 @@ func TestTaskIDsAreSubjectTokens(t *testing.T) {
 }
 
 func TestUnsafeStartRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "open.toml")
 	if err := os.WriteFile(path, []byte("[nats]\nlisten = \"0.0.0.0:4222\"\n[hosts.w]\ncommand = \"x\"\n"), 0o600); err != nil {
 		t.Fatal(err)

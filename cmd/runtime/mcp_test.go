@@ -79,6 +79,7 @@ func contains(list []string, s string) bool {
 // answered by a person from the API, and the model reads the answer. Every answer is
 // in the session's audit, as the token's user's session.
 func TestClaudeCodePermissionPromptTool(t *testing.T) {
+	t.Parallel()
 	url, _, _ := apiNode(t, apiManifest(t, "deny"))
 	api := agenttest.NewAnthropic(t)
 	transports := []struct {
@@ -142,6 +143,7 @@ func TestClaudeCodePermissionPromptTool(t *testing.T) {
 // and with a viewer's it is refused; with a token of another user, a request in a
 // session alice's token opened is refused, and asks nothing.
 func TestMCPSessionBelongsToItsToken(t *testing.T) {
+	t.Parallel()
 	url, _, _ := apiNode(t, apiManifest(t, "deny"))
 	endpoint := url + "/v1/mcp?source=laptops"
 	client := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "v1"}, nil)

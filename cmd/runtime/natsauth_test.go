@@ -19,6 +19,7 @@ import (
 // nats-auth prints them for its configuration file or the Helm chart (bus tests load
 // both into nats-server), and says what is missing when there are none.
 func TestNATSAuth(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "agentmux.toml")
 	if err := os.WriteFile(manifest, []byte(`[nats]

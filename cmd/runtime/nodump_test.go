@@ -94,6 +94,7 @@ func copyFile(t *testing.T, from, to string) {
 // and opens /proc/<pid>/mem of every process above it; the node's are refused, and no
 // secret of the node's environment reaches it.
 func TestAgentCannotReadTheNode(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "agentmux-nodump-")
 	if err != nil {
 		t.Fatal(err)

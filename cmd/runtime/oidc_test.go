@@ -28,6 +28,7 @@ const oidcSecret = "c1ient-s3cr3t-8Hq2vN5kW0zR3tY7pL1xC4mB6jD9sF2g"
 // cannot answer it, from the page or the API; someone in no allowed group is turned
 // away; the shared token no longer signs anyone in.
 func TestConsoleSignInWithOpenID(t *testing.T) {
+	t.Parallel()
 	manifest := consoleManifest(t)
 	port := proctest.FreePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/testdeps"
 	"github.com/agentmux/agentmux/store"
 )
 
@@ -23,12 +24,8 @@ type netns struct {
 // installs it). It is removed at cleanup.
 func newNetns(t *testing.T) *netns {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("the partition test needs root to make a network namespace (CI runs as root)")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Fatal("the partition test needs iproute2's ip; apt-get install iproute2 (.ci/run does)")
-	}
+	testdeps.Root(t, "to make a network namespace")
+	testdeps.System(t, "ip", "iproute2")
 	id := os.Getpid() % 200
 	n := &netns{name: fmt.Sprintf("amtest%d", os.Getpid()), hostLink: fmt.Sprintf("amh%d", os.Getpid()),
 		local: fmt.Sprintf("10.231.%d.1", id), peer: fmt.Sprintf("10.231.%d.2", id)}
@@ -73,6 +70,7 @@ func (n *netns) node(t *testing.T, f *fleet, name string, flags ...string) *proc
 // is deciding; every question still gets the supervisor's answer, none the default,
 // and every session ends ok once.
 func TestFleetAgentNodePartitioned(t *testing.T) {
+	t.Parallel()
 	ns := newNetns(t)
 	f := startFleetOn(t, ns.local, simHost(`question_timeout = "60s"`+"\npool = 5")+
 		slowPolicy(t, t.TempDir(), 2*time.Second)+"[[routes]]\nsupervisor = \"policy\"\n")

@@ -12,6 +12,7 @@ import (
 // (SIGTERM to its node) or whose node dies (SIGKILL) leaves `agentmux pending`, is
 // refused by `agentmux respond` saying why, and has a cancelled outcome in the audit.
 func TestFleetStaleHumanRequests(t *testing.T) {
+	t.Parallel()
 	// Each case has a host of its own: the terminated node hands its task back, and a
 	// new node of the same host (pool 1) would run that again before the next one.
 	other := strings.Replace(simHost(`question_timeout = "5m"`), "[hosts.w]", "[hosts.v]", 1)

@@ -22,6 +22,7 @@ import (
 // notifications shows one, which names the request. Screenshots go to the CI
 // artifacts.
 func TestConsoleOnAPhone(t *testing.T) {
+	t.Parallel()
 	manifest := consoleManifest(t)
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")

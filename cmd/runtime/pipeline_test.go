@@ -77,6 +77,7 @@ result_schema = { type = "object", required = ["passed"] }
 }
 
 func TestRunPipelineCLI(t *testing.T) {
+	t.Parallel()
 	manifest, _, _, _ := pipelineManifest(t, t.TempDir(), 10*time.Millisecond)
 	p := runtimeProc(t, "run", "-c", manifest, "--events", "build_and_test", "spec=the login page")
 	if code := p.wait(t, 60*time.Second); code != exitOK {
@@ -155,6 +156,7 @@ func stageAsked(t *testing.T, js jetstream.JetStream) {
 // during the second stage; restarted on its store, it resumes the run at the second
 // stage, and the first stage is not run again.
 func TestPipelineResumesAfterNodeKilled(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	manifest, url, coderMark, testerMark := pipelineManifest(t, dir, 3*time.Second)
 	up := runtimeProc(t, "up", "-c", manifest)
@@ -209,6 +211,7 @@ func TestPipelineResumesAfterNodeKilled(t *testing.T) {
 // pipeline's second stage is killed with SIGKILL; the other resumes the run at that
 // stage, and the first stage is not run again.
 func TestFleetPipelineResumesOnAnotherNode(t *testing.T) {
+	t.Parallel()
 	body, _, _ := pipelineBody(3 * time.Second)
 	f := startFleet(t, body)
 	nodes := map[string]*proc{"a1": f.node(t, "a1"), "a2": f.node(t, "a2")}

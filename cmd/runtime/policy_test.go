@@ -28,6 +28,8 @@ func policyNode(t *testing.T, supervisors string) (manifest, text, dir string) {
 	text = fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
 store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
 [hosts.w]
 command = %q
 args = ["sim"]
@@ -68,6 +70,7 @@ rules = [{ type = "approval", match = "^npm test", answer = "yes" }, { type = "a
 // (each with the tool call it asked) and proposes the rule they agree on, as a table,
 // as JSON and as a rules file, and writes it where a rule supervisor loads it.
 func TestPolicySuggestFromTheFleetsAudit(t *testing.T) {
+	t.Parallel()
 	manifest, m, dir := policyNode(t, opsRules+`[supervisors.learned]
 strategy = "rule"
 rules_file = "learned/rules.toml"
@@ -167,6 +170,7 @@ supervisor = "ops"
 // and exits 0 (no person denied those). The same replay reads an exported audit. A
 // shadow that approves everything is shown agreeing on half.
 func TestPolicyReplay(t *testing.T) {
+	t.Parallel()
 	manifest, m, dir := policyNode(t, opsRules+`[supervisors.oncall]
 strategy = "human"
 [supervisors.optimist]
@@ -230,6 +234,10 @@ shadow = "optimist"
 		!strings.Contains(stderr, "would allow 1 requests a person denied") {
 		t.Errorf("replay allowing deploys: exit %d\n%s%s", code, out, stderr)
 	}
+	// With fewer examples than changes, it says how many it left out.
+	if _, out, _ := replay("-c", loosePath, "--examples", "0"); !strings.Contains(out, "… and 1 more (--examples 1 shows more; -o json lists every one)") {
+		t.Errorf("replay --examples 0 does not say what it left out:\n%s", out)
+	}
 	rm := variant("rm.toml", `match = "^rm ", answer = "no" }`, `match = "^rm ", answer = "yes" }`)
 	if code, out, stderr := replay("-c", rm); code != exitOK || !regexp.MustCompile(`(?m)^ +1  would allow what was denied\n.*rm -rf build: was "no" by rule:ops, now "yes" by rule:ops$`).MatchString(out) {
 		t.Errorf("replay allowing rm: exit %d\n%s%s", code, out, stderr)
@@ -275,6 +283,7 @@ shadow = "optimist"
 // agree on, and a person promotes it into rule supervisor learned's rules file, audited
 // in her name. An agent's markup in its request stays text there.
 func TestConsolePolicyFromHistory(t *testing.T) {
+	t.Parallel()
 	manifest, _, dir := policyNode(t, opsRules+`[supervisors.optimist]
 strategy = "static"
 answers = { approval = "yes" }
@@ -394,6 +403,7 @@ shadow = "optimist"
 // running node decides its route by it from then on, with ops shadowing it, and says
 // so in policy shadow and the audit. Demoted, ops decides again.
 func TestPolicyPromoteShadow(t *testing.T) {
+	t.Parallel()
 	manifest, _, _ := policyNode(t, opsRules+`[supervisors.optimist]
 strategy = "static"
 answers = { approval = "yes" }

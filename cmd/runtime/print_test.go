@@ -12,6 +12,7 @@ import (
 // TestOneLineCutsWholeCharacters: a request's text in a table is cut on a character,
 // never inside one (it used to cut bytes, printing broken UTF-8 for "é" or "日本").
 func TestOneLineCutsWholeCharacters(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int
@@ -32,6 +33,7 @@ func TestOneLineCutsWholeCharacters(t *testing.T) {
 // TestPrintAuditShowsWhatAnAnswerStandsFor: an answer that is its request's one record
 // shows what was asked before the answer; one after its request record shows the answer.
 func TestPrintAuditShowsWhatAnAnswerStandsFor(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	records := []*wire.AuditRecord{
 		{Kind: "answer", Time: 1764000000000, Request: "q1", Type: "question", Text: "Which db?", Asked: 1764000000000,

@@ -66,6 +66,7 @@ supervisor = "oncall"
 // under Standing answers and, removed there, its request is asked again. The audit
 // holds the answer with scope rule, and one record of each change of the rules.
 func TestConsoleAlwaysForThisRule(t *testing.T) {
+	t.Parallel()
 	dirA, dirB := t.TempDir(), t.TempDir()
 	port := proctest.FreePort(t)
 	manifest := rulesManifest(t, dirA, port, "")

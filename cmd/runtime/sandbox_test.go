@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
 // escapeProbe is an agent trying every way out of its sandbox to the node that runs
@@ -96,6 +97,7 @@ print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
 // on ports the first node never knew of: the agent started after them cannot reach
 // them either.
 func TestSandboxedAgentCannotReachItsNode(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "agentmux-sandbox-")
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +206,7 @@ supervisor = "policy"
 	con := startProc(t, conCmd)
 	otherState := t.TempDir()
 	other := filepath.Join(otherState, "agentmux.toml")
-	if err := os.WriteFile(other, []byte(fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[hosts.idle]\ncommand = \"cat\"\n", later, filepath.Join(otherState, "store"))), 0o644); err != nil {
+	if err := os.WriteFile(other, []byte(fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n[hosts.idle]\ncommand = \"cat\"\n", later, filepath.Join(otherState, "store"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	second := exec.Command(os.Args[0], "up", "-c", other, "--name", "later")
@@ -284,12 +286,8 @@ print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
 // user = "nobody" runs as nobody; neither reads the node's environment or another
 // user's 0600 file.
 func TestRootNodesAgentsAreNotRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "" {
-			t.Skip("needs root, to run a node as root (CI runs as root)")
-		}
-		t.Fatal("needs root, which CI runs as")
-	}
+	t.Parallel()
+	testdeps.Root(t, "to run a node as root")
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Fatal("needs /usr/bin/python3, which nobody can run")
 	}
@@ -318,6 +316,8 @@ func TestRootNodesAgentsAreNotRoot(t *testing.T) {
 	m := fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
 store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
 [hosts.rootless]
 command = "python3"
 args = ["-c", %[3]q]

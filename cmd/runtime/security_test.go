@@ -153,6 +153,7 @@ print(json.dumps({"value": "yes", "reason": json.dumps(dict(os.environ))}))
 // TestSecureChildrenSeeNoCredential: an agent and a command supervisor, run by a node
 // whose environment holds every password, see none of them.
 func TestSecureChildrenSeeNoCredential(t *testing.T) {
+	t.Parallel()
 	s := startSecureNode(t)
 	code, out, events := s.cli(t, "ops", "submit", "-c", s.manifest, "--id", "t-env", "envdump", "go", "--follow")
 	if code != exitOK || !strings.Contains(out, "PATH") || !strings.Contains(events, `"decider":"command:envcheck"`) || !strings.Contains(events, "PATH") {
@@ -217,6 +218,7 @@ func subscribeOnce(nc *nats.Conn, subject, queue string) error {
 // TestSecureRoles: against a running node, each role may do what its row allows and
 // is refused the rest, with an error naming the subject.
 func TestSecureRoles(t *testing.T) {
+	t.Parallel()
 	s := startSecureNode(t)
 	task, _ := json.Marshal(&wire.Task{ID: "t-roles", Host: "w", Prompt: okScript})
 	ops := []struct {
@@ -389,6 +391,7 @@ func TestSecureRoles(t *testing.T) {
 // a refused command names the subject and the roles that may; an answer is recorded as
 // the authenticated user, never as the name a client claims.
 func TestSecureCLI(t *testing.T) {
+	t.Parallel()
 	s := startSecureNode(t)
 	if _, err := nats.Connect(s.url); !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("an anonymous connection: %v", err)
@@ -504,6 +507,7 @@ func auditDecider(t *testing.T, s *secureNode, session string) string {
 // what it claims is recorded apart; it can neither answer twice nor reach another
 // supervisor's asks.
 func TestSecureForgedDecider(t *testing.T) {
+	t.Parallel()
 	s := startSecureNode(t)
 	pager, _, refused := s.conn(t, "pager")
 	asks, err := pager.QueueSubscribeSync(wire.AskSubject("oncall"), "oncall")
@@ -547,6 +551,7 @@ func TestSecureForgedDecider(t *testing.T) {
 // the operator, which is all the bus can vouch for, and alice as its claim; the same
 // task on alice's subject is refused.
 func TestSecureTaskQueuerIsWhatTheBusVouches(t *testing.T) {
+	t.Parallel()
 	s := startSecureNode(t)
 	nc, js, refused := s.conn(t, "ops")
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 // TestResolveSession: a whole id wins even when it starts another; a start names the one
 // session it starts, or is refused naming those it could be.
 func TestResolveSession(t *testing.T) {
+	t.Parallel()
 	live := []liveSession{
 		{SessionInfo: wire.SessionInfo{Session: "s-abc"}, Node: "n1"},
 		{SessionInfo: wire.SessionInfo{Session: "s-abcd"}, Node: "n2"},

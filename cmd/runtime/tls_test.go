@@ -89,6 +89,7 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // a task submitted to the first runs on the second's agents. Clients without the CA,
 // without a certificate, or with one another CA signed are refused, saying what to set.
 func TestTLSClusterAndClients(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := newTestCA(t, dir, "ca")
 	other := newTestCA(t, dir, "other-ca")

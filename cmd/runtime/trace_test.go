@@ -13,17 +13,15 @@ import (
 
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
-// jaeger runs Jaeger (v2, built from its module by .ci/run) with an OTLP/HTTP receiver
+// jaeger runs Jaeger (v2, built from its module on first use) with an OTLP/HTTP receiver
 // and its query API on free loopback ports, keeping traces in memory, and returns both
 // addresses.
 func jaeger(t *testing.T) (otlp, query string) {
 	t.Helper()
-	bin, err := exec.LookPath("jaeger")
-	if err != nil {
-		t.Fatalf("the tracing test exports to a real Jaeger, which .ci/run builds from its module (github.com/jaegertracing/jaeger/cmd/jaeger): %v", err)
-	}
+	bin := testdeps.Jaeger(t)
 	otlp, query = fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t)), fmt.Sprintf("127.0.0.1:%d", proctest.FreePort(t))
 	config := filepath.Join(t.TempDir(), "jaeger.yaml")
 	if err := os.WriteFile(config, fmt.Appendf(nil, `service:
@@ -93,6 +91,7 @@ type jaegerTrace struct {
 // the model answers on node b is one trace: session > request > decide > chat, each on
 // the node that did it.
 func TestFleetTraceInJaeger(t *testing.T) {
+	t.Parallel()
 	otlp, query := jaeger(t)
 	model := agenttest.ChatAnswer(t, `{"answer":"Postgres","reason":"it runs already","risk_level":"low"}`)
 	port := proctest.FreePort(t)
@@ -123,7 +122,7 @@ supervisor = "architect"
 	}
 	const user = "user = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\n"
 	dirA := t.TempDir()
-	a := manifest(dirA, fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n%s[[nats.users]]\nname = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\nrole = \"node\"\n",
+	a := manifest(dirA, fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n%s[[nats.users]]\nname = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\nrole = \"node\"\n",
 		port, filepath.Join(dirA, "store"), user))
 	b := manifest(t.TempDir(), fmt.Sprintf("[nats]\nurl = \"nats://127.0.0.1:%d\"\n%s", port, user))
 	traced := func(args ...string) *proc {
@@ -272,7 +271,7 @@ func (jaegerTrace) under(span, ancestor string, parent map[string]string) bool {
 func runTraced(t *testing.T, otlp, host, hostName, clientTrace, clientSpan string) {
 	t.Helper()
 	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
-	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n", proctest.FreePort(t), filepath.Join(t.TempDir(), "store")) + host + `
+	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", proctest.FreePort(t), filepath.Join(t.TempDir(), "store")) + host + `
 [supervisors.ops]
 strategy = "rule"
 rules = [{ type = "approval", match = "echo ", answer = "yes" }]
@@ -301,6 +300,7 @@ supervisor = "ops"
 // interaction, and the tool call a rule supervisor approved, with its wait for the
 // answer and its own run.
 func TestClaudeCodeJoinsTheTrace(t *testing.T) {
+	t.Parallel()
 	otlp, query := jaeger(t)
 	dir := t.TempDir()
 	api := agenttest.NewAnthropic(t,
@@ -345,6 +345,7 @@ env = { HOME = %[3]q, CLAUDE_CONFIG_DIR = %[4]q, ANTHROPIC_BASE_URL = %[5]q, ANT
 // turn/start span is the session's child, in the client's trace, and its tool call and
 // the approved command's run lie under it.
 func TestCodexJoinsTheTrace(t *testing.T) {
+	t.Parallel()
 	otlp, query := jaeger(t)
 	dir := t.TempDir()
 	api := agenttest.NewResponses(t, agenttest.Exec("echo traced > "+filepath.Join(dir, "out")), agenttest.Call{Text: "done"})
@@ -383,6 +384,7 @@ env = { HOME = %q, CODEX_HOME = %q, FAKE_MODEL_KEY = "sk-test", OTEL_BSP_SCHEDUL
 // traceparent header has the task's session span as its span's child; a traceparent
 // that is not one is ignored, and that task's session is a trace of its own.
 func TestAPITaskJoinsTheClientsTrace(t *testing.T) {
+	t.Parallel()
 	otlp, query := jaeger(t)
 	manifest := apiManifest(t, "deny")
 	up := exec.Command(os.Args[0], "up", "-c", manifest)

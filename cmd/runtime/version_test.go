@@ -11,6 +11,7 @@ import (
 // TestVersion: `version` and `--version` print the build on stdout and exit 0, as a
 // user checking which binary runs expects (a test binary has no revision to show).
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	want := "agentmux " + metrics.ReadBuild().String() + "\n"
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		p := runtimeProc(t, args...)

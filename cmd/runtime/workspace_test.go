@@ -69,6 +69,7 @@ func gitRun(t *testing.T, dir string, args ...string) string {
 // pushed to a bare repository when it ends ok. `agentmux workspace` lists the kept
 // workspace, shows and diffs the session's work, and cleans the workspace up.
 func TestWorkspaceSurvivesAKilledNode(t *testing.T) {
+	t.Parallel()
 	dir, repo, out := repoDir(t, "README", "hello\n")
 	target, workspaces := filepath.Join(dir, "target.git"), filepath.Join(dir, "ws")
 	gitRun(t, dir, "init", "--quiet", "--bare", target)
@@ -206,6 +207,7 @@ print(json.dumps({"type": "result", "text": str(answer.get("value"))}), flush=Tr
 // whose card on the console page says which session touched the file, on which branch;
 // the sessions table marks both sessions; the person denies it.
 func TestConsoleShowsAConflict(t *testing.T) {
+	t.Parallel()
 	dir, repo, out := repoDir(t, "shared.txt", "base\n")
 	release := filepath.Join(out, "release")
 	manifest := filepath.Join(dir, "agentmux.toml")
@@ -283,6 +285,7 @@ supervisor = "allow"
 // to edit the file the first one, on the other node, edits is held by the conflict
 // route, through the bus.
 func TestFleetConflictAcrossNodes(t *testing.T) {
+	t.Parallel()
 	dir, repo, out := repoDir(t, "shared.txt", "base\n")
 	release := filepath.Join(out, "release")
 	f := startFleet(t, fmt.Sprintf(`[hosts.edit]

@@ -14,7 +14,7 @@ const module = "github.com/agentmux/agentmux/"
 
 // leaves import nothing of agentmux but one another (protocol: internal/rawjson).
 var leaves = []string{"internal/actorio", "internal/agenttest", "internal/dispatch", "internal/due", "internal/nodump", "internal/pipe", "internal/procenv", "internal/proctest", "internal/queue",
-	"internal/rawjson", "internal/retry", "internal/routines", "internal/sandbox", "internal/shim", "permission", "protocol", "sim"}
+	"internal/rawjson", "internal/retry", "internal/routines", "internal/sandbox", "internal/shim", "internal/testdeps", "internal/contexts", "permission", "protocol", "sim"}
 
 // mayImport is, for each package, the packages of agentmux it may import beyond the
 // leaves, lower layers first. The commands, the load generator and the tests' own
@@ -49,7 +49,7 @@ var mayImport = map[string][]string{
 // anything are the packages that may import every other, but for those of
 // throughNode: the commands and the load generator run a node through its façade
 // (node.Submit, node.Result), never its actors' messages.
-var anything = []string{"bench", "cmd/loadgen", "cmd/runtime", "deploy", "examples", "internal/layering"}
+var anything = []string{"bench", "cmd/loadgen", "cmd/runtime", "deploy", "examples", "internal/layering", "internal/testrun"}
 
 // throughNode are the packages only node composes.
 var throughNode = []string{"actors/"}

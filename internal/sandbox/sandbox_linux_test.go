@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
 // fixture is a node's files as a sandboxed agent finds them.
@@ -194,12 +195,7 @@ func TestSandboxRefusesAPortAnnouncedAfterItWasBuilt(t *testing.T) {
 // capability; "user = root" keeps root's (the file is read); a program given a user
 // runs as it, its TMPDIR its own.
 func TestSandboxOfARootNodeShedsRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "" {
-			t.Skip("needs root, to play a node run as root (CI runs as root)")
-		}
-		t.Fatal("needs root, which CI runs as")
-	}
+	testdeps.Root(t, "to play a node run as root")
 	f := newFixture(t)
 	secret := filepath.Join(f.outside, "theirs")
 	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
