@@ -122,7 +122,7 @@ supervisor = "architect"
 	}
 	const user = "user = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\n"
 	dirA := t.TempDir()
-	a := manifest(dirA, fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n%s[[nats.users]]\nname = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\nrole = \"node\"\n",
+	a := manifest(dirA, fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n%s[[nats.users]]\nname = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\nrole = \"node\"\n",
 		port, filepath.Join(dirA, "store"), user))
 	b := manifest(t.TempDir(), fmt.Sprintf("[nats]\nurl = \"nats://127.0.0.1:%d\"\n%s", port, user))
 	traced := func(args ...string) *proc {
