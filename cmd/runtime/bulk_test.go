@@ -38,16 +38,30 @@ func TestConsoleBulkAnswers(t *testing.T) {
 			`Array.from(document.querySelectorAll("#pending .request:not([hidden]) .text")).map(e => e.textContent).sort()`)), "|")
 	}
 
+	// The bulk bar comes with a selection; the filters are one tap away.
+	if hidden := get(t, ctx, "the bulk bar", chromedp.Evaluate[bool](`document.getElementById("bulk").hidden`)); !hidden {
+		t.Error("the bulk bar shows before anything is selected")
+	}
+	do(t, ctx, "open the filters", chromedp.Click(chromedp.CSS("#filters summary")))
 	// The risky ones first: by risk.
 	do(t, ctx, "filter by risk high", chromedp.SetValue(chromedp.CSS(`#filter select[name="risk"]`), "high"),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('#filter select[name="risk"]').dispatchEvent(new Event("input", {bubbles: true}))`))
 	if got := visibleTexts(); got != "git push --force|rm -rf node_modules" {
 		t.Fatalf("risk high shows %q", got)
 	}
+	if n := text(t, ctx, "#pending-count"); n != "2" {
+		t.Errorf("the count says %s with 2 requests shown", n)
+	}
 	do(t, ctx, "select them, and deny with a reason", chromedp.Click(chromedp.CSS("#select-shown")),
 		chromedp.SendKeys(chromedp.CSS("#bulk-reason"), "not on a Friday"), chromedp.Click(chromedp.CSS("#bulk-deny")))
 	get(t, ctx, "the bulk outcome", chromedp.Poll[bool](`document.getElementById("bulk-outcome").textContent.startsWith('answered 2 of 2 "no" as human:ana')`,
 		chromedp.WithPollingTimeout(25*time.Second)))
+	// Settled, they leave the requests waiting for the collapsed "Recently settled".
+	get(t, ctx, "the denied ones recently settled", chromedp.Poll[bool](`(() => {
+		const settled = Array.from(document.querySelectorAll("#settled-list .request .text")).map(e => e.textContent).sort().join("|");
+		const waiting = Array.from(document.querySelectorAll("#pending .request .text")).map(e => e.textContent);
+		return settled === "git push --force|rm -rf node_modules" && !waiting.includes("git push --force") && !document.getElementById("settled").open;
+	})()`, chromedp.WithPollingTimeout(25*time.Second)))
 	shot(t, ctx, "1-denied-the-risky")
 
 	// Then the Bash ones of the first session: by tool and session; Read stays.

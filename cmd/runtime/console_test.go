@@ -301,15 +301,28 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("t-console-2's cost as shown: %q", spent)
 	}
 
+	// Answered, the cards wait no more: they are under the collapsed "Recently
+	// settled", and nothing is counted as waiting.
+	if n := text(t, ctx, "#pending-count"); n != "0" || get(t, ctx, "a1 settled", chromedp.Evaluate[bool](fmt.Sprintf(`!!document.querySelector('#settled-list %s')`, a1))) == false {
+		t.Errorf("after every answer the count says %s, and a1 is not under Recently settled", n)
+	}
 	// The session's page: reached by clicking its id, and by search.
-	do(t, ctx, "open the session from its card", chromedp.Click(chromedp.CSS(a1+` a[href="#/session/t-console"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#session")))
+	do(t, ctx, "open the session from its settled card", chromedp.Click(chromedp.CSS("#settled summary")),
+		chromedp.Click(chromedp.CSS(a1+` a[href="#/session/t-console"]`)), chromedp.WaitVisible(chromedp.CSS("#session")))
 	get(t, ctx, "the trail lists the four answers", chromedp.Poll[bool](`document.querySelectorAll('#trail tr[data-kind="answer"]').length === 4`))
 	trail := text(t, ctx, "#trail")
-	for _, want := range []string{"deploy v2 to staging", "human:ana", "session.ended", "Which branch?"} {
+	for _, want := range []string{"deploy v2 to staging", "human:ana", "session.ended", "Which branch?", " UTC"} {
 		if !strings.Contains(trail, want) {
 			t.Errorf("the trail does not show %q:\n%s", want, trail)
 		}
+	}
+	// Its result, rendered: how it ended, its text, its other fields as a table.
+	get(t, ctx, "the session's result", chromedp.Poll[bool](`!document.getElementById("result-section").hidden`, chromedp.WithPollingTimeout(25*time.Second)))
+	if how, said := text(t, ctx, "#result-outcome"), text(t, ctx, "#result .result-text"); !strings.HasPrefix(how, "ok") || said != "done" {
+		t.Errorf("the result shows %q, %q; want ok and its text, done", how, said)
+	}
+	if fields := text(t, ctx, "#result table.result-fields"); !strings.Contains(fields, "answers") {
+		t.Errorf("the result's fields: %q; want its answers listed", fields)
 	}
 	shot(t, ctx, "5-session")
 	do(t, ctx, "search for the second session", chromedp.Navigate(url+"/#/"), chromedp.WaitVisible(chromedp.CSS("#home")),

@@ -71,6 +71,16 @@ func TestConsoleOnAPhone(t *testing.T) {
 			t.Errorf("%s is %.0f px high; a thumb needs 44", b, h)
 		}
 	}
+	// The first screen shows the request to act on, its buttons included; no keyboard
+	// hint on a touch screen, and no bulk bar before a selection.
+	if bottom := get(t, ctx, "where the Approve button ends", chromedp.Evaluate[float64](fmt.Sprintf(`document.querySelector(%q).getBoundingClientRect().bottom`, card+" button.approve"))); bottom > 844 {
+		t.Errorf("the first request's Approve button ends %.0f px down a 844-px screen: the person must scroll to act", bottom)
+	}
+	for _, sel := range []string{".keys", "#bulk"} {
+		if shownAt := get(t, ctx, sel+" shown", chromedp.Evaluate[bool](fmt.Sprintf(`getComputedStyle(document.querySelector(%q)).display !== "none"`, sel))); shownAt {
+			t.Errorf("%s shows on a phone before anything is selected", sel)
+		}
+	}
 	shot(t, ctx, "1-waiting")
 	do(t, ctx, "tap Approve", chromedp.Tap(chromedp.CSS(card+" button.approve")))
 	outcome(t, ctx, card, `answered "yes" by human:ana`)

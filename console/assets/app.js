@@ -22,6 +22,15 @@ function show(v) {
   return typeof v === "string" ? v : JSON.stringify(v);
 }
 
+// utc is a time as the CLI prints it: UTC, 24-hour, "2026-11-29 14:03:05 UTC"; with
+// timeOnly, "14:03:05 UTC".
+function utc(t, timeOnly) {
+  const d = new Date(t);
+  if (isNaN(d)) return "";
+  const iso = d.toISOString(); // 2026-11-29T14:03:05.123Z
+  return (timeOnly ? iso.slice(11, 19) : iso.slice(0, 10) + " " + iso.slice(11, 19)) + " UTC";
+}
+
 function seconds(ms) {
   const s = Math.max(0, Math.round(ms / 1000));
   return s >= 120 ? Math.round(s / 60) + " min" : s + " s";
@@ -252,6 +261,7 @@ function renderSelection() {
     if (!p || !selectable(p) || !shown(p)) state.selected.delete(id);
   }
   const n = state.selected.size;
+  document.getElementById("bulk").hidden = n === 0; // the bulk bar comes with a selection
   document.getElementById("selected-count").textContent = n ? n + " selected" : "none selected";
   document.getElementById("bulk-approve").disabled = n === 0;
   document.getElementById("bulk-deny").disabled = n === 0;
@@ -300,7 +310,7 @@ async function loadGrants() {
     el("td", {}, visible(g.type + ": " + g.text)),
     el("td", {}, show(g.value)),
     el("td", {}, g.by),
-    el("td", {}, g.expires ? new Date(g.expires).toLocaleTimeString() : "the session's end"),
+    el("td", {}, g.expires ? utc(g.expires) : "the session's end"),
     el("td", {}, state.role === "operator" ? el("button", { class: "revoke", onclick: (e) => revoke(g, e.target) }, "Revoke") : null))));
   document.getElementById("grants").hidden = !reply.grants || reply.grants.length === 0;
   document.getElementById("grants-empty").hidden = !!(reply.grants && reply.grants.length);
@@ -325,6 +335,7 @@ async function loadBudgets() {
   let reply;
   try { reply = await (await fetch("/api/budgets")).json(); } catch (e) { return; }
   document.getElementById("budgets-section").hidden = !reply.limit_usd;
+  document.getElementById("nav-budgets").hidden = !reply.limit_usd;
   const problem = document.getElementById("budgets-error");
   problem.hidden = !reply.error;
   problem.textContent = reply.error ? "Not known: " + reply.error : "";
@@ -374,14 +385,14 @@ async function loadShadows() {
     el("td", {}, s.supervisor), el("td", {}, String(s.decided)), el("td", {}, String(s.agreed)),
     el("td", {}, String(s.disagreed)), el("td", {}, String(s.no_answer)), el("td", {}, pct(s.agreement)),
     el("td", {}, String(s.allows_denied)),
-    el("td", { class: "promoted" }, s.promoted ? `by ${s.promoted.by.replace(/^human:/, "")} ${new Date(s.promoted.at).toLocaleString()}` : ""),
+    el("td", { class: "promoted" }, s.promoted ? `by ${s.promoted.by.replace(/^human:/, "")} ${utc(s.promoted.at)}` : ""),
     el("td", {}, state.role === "operator" ? shadowAction(s) : null))));
   document.getElementById("shadows").hidden = shadows.length === 0;
   document.getElementById("shadows-empty").hidden = shadows.length > 0;
   if (reply.error) { document.getElementById("shadows-empty").hidden = false; document.getElementById("shadows-empty").textContent = "Not known: " + reply.error; }
   const off = reply.disagreed || [];
   document.querySelector("#disagreements tbody").replaceChildren(...off.map((r) => el("tr", { "data-session": r.session, "data-request": r.request },
-    el("td", {}, new Date(r.time).toLocaleString()),
+    el("td", {}, utc(r.time)),
     el("td", {}, el("a", { href: "#/session/" + r.session }, r.session)),
     el("td", {}, visible(r.text || r.request)),
     el("td", {}, show(r.value) + " by " + r.decider),
@@ -464,7 +475,7 @@ async function loadRules() {
           el("td", {}, v),
           el("td", {}, el("code", {}, visible(e.rule)), e.note ? el("div", { class: "hint" }, visible(e.note)) : null),
           el("td", {}, e.by || "the file"),
-          el("td", {}, e.at ? new Date(e.at).toLocaleString() : ""),
+          el("td", {}, e.at ? utc(e.at) : ""),
           el("td", {}, state.role === "operator" ? el("button", { class: "remove-rule", onclick: (ev) => removeRule(f.supervisor, v, e.rule, ev.target) }, "Remove") : null)));
       }
     }
@@ -488,9 +499,12 @@ async function removeRule(supervisor, verdict, rule, button) {
 
 function settledText(p) {
   switch (p.state) {
-    case "answered": case "delivered": return `answered ${JSON.stringify(p.value)} by human:${p.responder}` +
+    case "answered": case "delivered": return `answered ${JSON.stringify(p.value)} by ${p.via === "token" ? "token" : "human"}:${p.responder}` +
       scopeText(p.scope, p.host) + (p.reason ? ` (${p.reason})` : "");
-    case "cancelled": return "cancelled: " + (p.cancelled || "");
+    case "cancelled": {
+      const why = (p.cancelled || "").replace(/^cancelled:?\s*/, ""); // said once, however the node worded it
+      return why ? "cancelled: " + why : "cancelled";
+    }
     default: return "";
   }
 }
@@ -512,7 +526,7 @@ function card(p) {
       el("span", { class: "age", "data-since": String(created) }, "asked " + seconds(Date.now() - created) + " ago"),
       settled ? null : el("span", { class: "countdown", "data-deadline": String(deadline) }, seconds(deadline - Date.now()) + " left"),
       p.risk ? el("span", { class: "risk risk-" + p.risk }, "risk " + p.risk) : null,
-      el("span", { class: "default" }, "then the default: " + show(p.default))));
+      el("span", { class: "default" }, "then the default: " + (show(p.default) || "none"))));
   c.append(el("div", { class: "text" }, visible(p.text)));
   const input = inputOf(p);
   if (input) c.append(input);
@@ -534,13 +548,40 @@ function card(p) {
   return c;
 }
 
+// renderPending puts the requests that can still be answered under "Waiting for a
+// person", soonest deadline first, and the settled ones, latest first, in the collapsed
+// "Recently settled". A card keeps its element (and focus) while its state holds.
 function renderPending() {
-  const box = document.getElementById("pending");
-  const list = [...state.pending.values()].sort((a, b) => Date.parse(a.deadline) - Date.parse(b.deadline) || a.id.localeCompare(b.id));
+  const waiting = document.getElementById("pending"), settled = document.getElementById("settled-list");
+  const all = [...state.pending.values()];
+  const open = all.filter((p) => p.state === "pending")
+    .sort((a, b) => Date.parse(a.deadline) - Date.parse(b.deadline) || a.id.localeCompare(b.id));
+  const done = all.filter((p) => p.state !== "pending")
+    .sort((a, b) => Date.parse(b.answered_at || b.deadline) - Date.parse(a.answered_at || a.deadline) || a.id.localeCompare(b.id));
+  place(waiting, open);
+  place(settled, done);
+  const wanted = state.wanted && waiting.querySelector(`.request[data-id="${state.wanted}"]`);
+  if (wanted) { state.wanted = ""; wanted.scrollIntoView({ block: "center" }); wanted.focus(); }
+  for (const c of waiting.children) c.hidden = !shown(state.pending.get(c.dataset.id));
+  const form = document.getElementById("filter");
+  options(form.elements.host, new Set(open.map((p) => p.host)));
+  options(form.elements.tool, new Set(open.map(toolOf).filter(Boolean)));
+  renderSelection();
+  const count = String([...waiting.children].filter((c) => !c.hidden).length); // what it shows
+  document.getElementById("pending-count").textContent = count;
+  document.getElementById("nav-count").textContent = count;
+  document.getElementById("settled-count").textContent = String(done.length);
+  document.getElementById("settled").hidden = done.length === 0;
+  document.getElementById("pending-empty").hidden = open.length > 0;
+}
+
+// place makes box hold the cards of list, in its order, reusing a card (from either
+// list) whose request's state has not changed.
+function place(box, list) {
   const keep = new Set(list.map((p) => p.id));
   for (const old of [...box.children]) if (!keep.has(old.dataset.id)) old.remove();
   list.forEach((p, i) => {
-    let c = box.querySelector(`.request[data-id="${p.id}"]`);
+    let c = document.querySelector(`.request[data-id="${p.id}"]`);
     const want = p.state + "|" + (p.responder || "");
     if (!c || c.dataset.rendered !== want) {
       const fresh = card(p);
@@ -548,21 +589,13 @@ function renderPending() {
       const refused = c && c.querySelector(".outcome.refused");
       if (refused) { const out = fresh.querySelector(".outcome"); out.className = "outcome refused"; out.textContent = refused.textContent; }
       const hadFocus = c && c.contains(document.activeElement);
-      if (c) c.replaceWith(fresh);
+      if (c) c.remove();
       c = fresh;
+      box.insertBefore(c, box.children[i] || null);
       if (hadFocus) c.focus();
     }
     if (box.children[i] !== c) box.insertBefore(c, box.children[i] || null);
   });
-  const wanted = state.wanted && box.querySelector(`.request[data-id="${state.wanted}"]`);
-  if (wanted) { state.wanted = ""; wanted.scrollIntoView({ block: "center" }); wanted.focus(); }
-  for (const c of box.children) c.hidden = !shown(state.pending.get(c.dataset.id));
-  const form = document.getElementById("filter");
-  options(form.elements.host, new Set(list.map((p) => p.host)));
-  options(form.elements.tool, new Set(list.map(toolOf).filter(Boolean)));
-  renderSelection();
-  document.getElementById("pending-count").textContent = String(list.filter((p) => p.state === "pending").length);
-  document.getElementById("pending-empty").hidden = list.length > 0;
 }
 
 function tick() {
@@ -608,7 +641,7 @@ function trailRow(r) {
   if (r.reason && r.kind === "answer") text += " — " + r.reason;
   if (r.error) text = (text ? text + " " : "") + r.error;
   return el("tr", { "data-kind": r.kind },
-    el("td", {}, new Date(r.time).toLocaleTimeString()), el("td", {}, String(r.attempt)), el("td", {}, r.kind),
+    el("td", {}, utc(r.time, true)), el("td", {}, String(r.attempt)), el("td", {}, r.kind),
     el("td", {}, r.request || ""), el("td", {}, text), el("td", {}, r.outcome || ""),
     el("td", {}, r.decider ? r.decider + (r.claimed ? ` (claims ${r.claimed})` : "") : ""),
     el("td", {}, r.latency_ms ? r.latency_ms.toFixed(1) + " ms" : ""));
@@ -643,9 +676,30 @@ async function loadTrail(id) {
   document.querySelector("#trail tbody").replaceChildren(...records.map(trailRow));
 }
 
+// renderResult shows how a session ended, its result's text as text and its other
+// fields (a typed result's data too) as a table, not as raw JSON.
+function renderResult(ended) {
+  const section = document.getElementById("result-section");
+  section.hidden = false;
+  const how = ended.outcome === "ok" ? "ok" : (ended.outcome || "error") + (ended.error ? ": " + ended.error : "");
+  document.getElementById("result-outcome").textContent = how + (ended.duration_ms ? ", in " + seconds(ended.duration_ms) : "") +
+    (ended.node ? ", on node " + ended.node : "") + (ended.attempt ? ", attempt " + ended.attempt : "");
+  const box = document.getElementById("result");
+  box.replaceChildren();
+  const fields = Object.assign({}, ended.data && typeof ended.data === "object" ? ended.data : {},
+    ended.result && typeof ended.result === "object" ? ended.result : {});
+  if (ended.result !== undefined && (typeof ended.result !== "object" || ended.result === null)) fields.result = ended.result;
+  delete fields.type;
+  if (typeof fields.text === "string") { box.append(el("p", { class: "result-text" }, visible(fields.text))); delete fields.text; }
+  const rows = Object.entries(fields).map(([k, v]) => el("tr", {}, el("th", {}, k),
+    el("td", {}, typeof v === "object" && v !== null ? el("code", {}, JSON.stringify(v)) : visible(String(v)))));
+  if (rows.length) box.append(el("table", { class: "result-fields" }, el("tbody", {}, ...rows)));
+}
+
 function openSession(id) {
   document.getElementById("home").hidden = true;
   document.getElementById("session").hidden = false;
+  document.getElementById("result-section").hidden = true;
   document.getElementById("session-id").textContent = id;
   document.getElementById("events").replaceChildren();
   document.querySelector("#trail tbody").replaceChildren();
@@ -655,7 +709,8 @@ function openSession(id) {
   sessionStream.onopen = () => document.getElementById("events").replaceChildren();
   sessionStream.onmessage = (m) => {
     const e = JSON.parse(m.data);
-    document.getElementById("events").append(el("li", { "data-type": e.type }, new Date(e.time).toLocaleTimeString() + " " + e.type + " " + JSON.stringify(e.data)));
+    document.getElementById("events").append(el("li", { "data-type": e.type }, utc(e.time, true) + " " + e.type + " " + JSON.stringify(e.data)));
+    if (e.type === "session.ended") renderResult(e.data);
     if (e.type === "request.answered" || e.type === "session.ended" || e.type === "session.started") loadTrail(id);
   };
   loadTrail(id);
@@ -669,6 +724,8 @@ function route() {
   if (sessionStream) { sessionStream.close(); sessionStream = null; }
   document.getElementById("session").hidden = true;
   document.getElementById("home").hidden = false;
+  const anchor = /^#[a-z-]+$/.test(location.hash) && document.querySelector(location.hash); // a section's link
+  if (anchor) anchor.scrollIntoView();
 }
 
 // ---- the stream ----
