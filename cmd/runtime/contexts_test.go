@@ -62,12 +62,7 @@ supervisor = "people"
 	home := t.TempDir()
 	cli := func(env []string, args ...string) (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Dir = home
-		cmd.Env = append([]string{"AGENTMUX_CONFIG_DIR=" + filepath.Join(home, "config"), "AGENTMUX_CONTEXT=", "AGENTMUX_SERVER="}, env...)
-		p := startProc(t, cmd)
-		code := p.wait(t, 30*time.Second)
-		return code, p.stdout.String(), p.stderr.String()
+		return homeCLI(t, home, env, args...)
 	}
 	server := fmt.Sprintf("nats://127.0.0.1:%d", port)
 
@@ -135,18 +130,25 @@ supervisor = "people"
 	}
 }
 
+// homeCLI runs `agentmux args…` in home, a person's directory with no manifest, whose
+// contexts are in home/config, with env besides.
+func homeCLI(t *testing.T, home string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Dir = home
+	cmd.Env = append([]string{"AGENTMUX_CONFIG_DIR=" + filepath.Join(home, "config"), "AGENTMUX_CONTEXT=", "AGENTMUX_SERVER="}, env...)
+	p := startProc(t, cmd)
+	code := p.wait(t, 30*time.Second)
+	return code, p.stdout.String(), p.stderr.String()
+}
+
 // TestContextsFile: the file is the user's own, and what it holds is checked.
 func TestContextsFile(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
 	cli := func(args ...string) (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(os.Args[0], args...)
-		cmd.Dir = home
-		cmd.Env = []string{"AGENTMUX_CONFIG_DIR=" + filepath.Join(home, "config"), "AGENTMUX_CONTEXT=", "AGENTMUX_SERVER="}
-		p := startProc(t, cmd)
-		code := p.wait(t, 30*time.Second)
-		return code, p.stdout.String(), p.stderr.String()
+		return homeCLI(t, home, nil, args...)
 	}
 	for _, c := range []struct {
 		args []string
