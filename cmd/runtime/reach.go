@@ -208,30 +208,15 @@ func localFleet(getenv func(string) string) (*reached, error) {
 // client reaches the fleet for command cmd; on failure it has said why on stderr and
 // returns the exit code.
 func (r *reach) client(cmd string, stderr io.Writer, extra ...nats.Option) (*busClient, int) {
-	return r.clientRefused(cmd, stderr, nil, extra...)
-}
-
-// clientRefused is client that also tells refused of every refusal (a long-running
-// command).
-func (r *reach) clientRefused(cmd string, stderr io.Writer, refused func(*bus.PermissionError), extra ...nats.Option) (*busClient, int) {
 	f, err := r.resolve(os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentmux %s: %v\n", cmd, err)
 		return nil, exitUsage // a bad manifest, context or flag
 	}
-	c, err := dialFleet(cmd, f, refused, extra...)
+	c, err := dialFleet(cmd, f, nil, extra...)
 	if err != nil {
 		fmt.Fprintf(stderr, "agentmux %s: %v\n", cmd, err)
 		return nil, exitError
 	}
 	return c, exitOK
-}
-
-// needManifest is the manifest of the fleet c reached, or an error that says the
-// command needs one for what.
-func (c *busClient) needManifest(what string) (*config.Manifest, error) {
-	if c.fleet.m == nil {
-		return nil, fmt.Errorf("%s is in the fleet's manifest, and %s reaches the fleet without one: give it with -c", what, c.fleet.via)
-	}
-	return c.fleet.m, nil
 }
