@@ -14,8 +14,14 @@ const EnvSkips = "AGENTMUX_TEST_SKIPS"
 // to install; under CI=true it fails t, as .ci/run installs everything.
 func Need(t testing.TB, what string) {
 	t.Helper()
+	need(t, what, "install it to run this test (.ci/run installs everything)")
+}
+
+// need skips t (or fails it under CI) for want of what, saying how to have it.
+func need(t testing.TB, what, how string) {
+	t.Helper()
 	if os.Getenv("CI") != "" {
-		t.Fatalf("needs %s, which .ci/run installs", what)
+		t.Fatalf("needs %s, which .ci/run has", what)
 	}
 	if path := os.Getenv(EnvSkips); path != "" {
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
@@ -24,7 +30,7 @@ func Need(t testing.TB, what string) {
 			_ = f.Close()
 		}
 	}
-	t.Skipf("needs %s; install it to run this test (.ci/run installs everything)", what)
+	t.Skipf("needs %s; %s", what, how)
 }
 
 // System is the path of program name from a system package: PATH's, else t is skipped
@@ -43,6 +49,6 @@ func System(t testing.TB, name, pkg string) string {
 func Root(t testing.TB, why string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		Need(t, "root, "+why+" (run the tests as root, or in CI)")
+		need(t, "root, "+why, "run the tests as root to run it (CI does)")
 	}
 }

@@ -87,7 +87,7 @@ func report(path string, w io.Writer) {
 		needs = append(needs, need)
 	}
 	slices.Sort(needs)
-	fmt.Fprintln(w, "\nSkipped for want of what only a system package gives (install it to run them; .ci/run installs all of it):")
+	fmt.Fprintln(w, "\nSkipped for want of what only a system package or root gives (install it, or run as root, to run them; .ci/run has all of it):")
 	for _, need := range needs {
 		tests := byNeed[need]
 		slices.Sort(tests)
