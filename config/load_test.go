@@ -276,10 +276,7 @@ sandbox_read_deny = ["secrets"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, w := range m.Warnings {
-		got = append(got, w.Error())
-	}
+	got := warnings(m, "")
 	all := strings.Join(got, "\n")
 	for _, want := range []string{
 		`hosts.a.command (m.toml:2:1): "no-such-agent-xyz" is not on PATH here`,
@@ -378,10 +375,7 @@ answers = { question = "yes" }
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, w := range m.Warnings {
-		got = append(got, w.Error())
-	}
+	got := warnings(m, "")
 	all := strings.Join(got, "\n")
 	if len(got) != 2 || !strings.Contains(all, "connections.openai.retry (m.toml:4:1): accepted as Concerto has it, and not used") ||
 		!strings.Contains(all, "connections.openai.rate_limit (m.toml:5:1): accepted as Concerto has it, and not enforced") {
@@ -413,15 +407,21 @@ args = ["-u", "gone.py"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, w := range m.Warnings {
-		if strings.Contains(w.Error(), ".args ") {
-			got = append(got, w.Error())
-		}
-	}
+	got := warnings(m, ".args ")
 	all := strings.Join(got, "\n")
 	if len(got) != 2 || !strings.Contains(all, `hosts.ts.args (m.toml:3:1): args[1] "dist/agent.js" does not exist here: node would stop at its start (a build's output: build it first, e.g. npm run build)`) ||
 		!strings.Contains(all, `hosts.gone.args (m.toml:10:1): args[1] "gone.py" does not exist here: python3 would stop at its start`) {
 		t.Errorf("warnings:\n%s", all)
 	}
+}
+
+// warnings are the messages of m's warnings that hold part ("": every one).
+func warnings(m *Manifest, part string) []string {
+	var out []string
+	for _, w := range m.Warnings {
+		if strings.Contains(w.Error(), part) {
+			out = append(out, w.Error())
+		}
+	}
+	return out
 }

@@ -124,9 +124,12 @@ func count(line []byte, calls bool) int {
 	}
 	n := 0
 	for _, m := range batch {
-		isCall := len(m.ID) > 0 && string(m.ID) != "null" && m.Method != ""
-		isReply := len(m.ID) > 0 && m.Method == ""
-		if calls && isCall || !calls && isReply {
+		// A message without an id, or with a null one (the answer to a line that was
+		// not JSON-RPC), is neither a call awaited nor its answer.
+		if len(m.ID) == 0 || string(m.ID) == "null" {
+			continue
+		}
+		if calls == (m.Method != "") {
 			n++
 		}
 	}
