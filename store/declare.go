@@ -161,9 +161,12 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 	}, {
 		Bucket:      wire.MemoryBucket,
 		Description: "agentmux llm supervisors' exchanges with sessions (memory = \"session\"), for every member",
-		TTL:         memoryTTL,
-		MaxBytes:    memoryMaxBytes,
-		Storage:     jetstream.FileStorage,
+		// Bounded by its TTL and by what one entry holds (wire.MemoryTurns exchanges
+		// of memoryMaxText a side), not by MaxBytes: the server reserves a bucket's
+		// MaxBytes of disk when it is declared, and a node on a small disk (under
+		// about 350 MB free) would not start.
+		TTL:     memoryTTL,
+		Storage: jetstream.FileStorage,
 	}, {
 		Bucket:      wire.PipelineBucket,
 		Description: "agentmux pipeline runs: params and each stage's outcome, for resuming a run on another node",

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/bus"
@@ -177,5 +179,36 @@ func TestEventHistory(t *testing.T) {
 	}
 	if _, err := b.JS.Stream(ctx, wire.EventStream); !errors.Is(err, jetstream.ErrStreamNotFound) || !strings.Contains(logged.String(), "the history of events is removed") {
 		t.Fatalf("keep_events = false: the stream %v; log:\n%s", err, logged.String())
+	}
+}
+
+// TestDeclaresOnASmallDisk starts a server whose JetStream may store 64 MiB, what it
+// takes for itself on a disk with about 85 MB free, and declares on it as a node
+// does: nothing declared may reserve more than that.
+func TestDeclaresOnASmallDisk(t *testing.T) {
+	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), JetStreamMaxStore: 64 << 20, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the server did not start")
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Declare(context.Background(), js, 0, Keep{}, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatalf("a node could not start on a server with 64 MiB of store: %v", err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 const (
 	memoryTTL        = 24 * time.Hour // a day after a session's last exchange
-	memoryMaxBytes   = 256 << 20      // the bucket's bound; the oldest entries go first
 	memoryMaxText    = 8 << 10        // per side of an exchange; longer text is cut
 	memoryCASRetries = 5              // concurrent writers of one session's memory
 )

@@ -152,7 +152,6 @@ func startSide(ctx context.Context, self, name string, scenario []byte) (*side, 
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	if _, err := s.in.Write(append(scenario, '\n')); err != nil {
-		s.stop()
 		return nil, fmt.Errorf("%s: the scenario: %w%s", name, err, s.said())
 	}
 	return s, nil
@@ -188,8 +187,10 @@ func (s *side) stop() {
 	}
 }
 
-// said is the end of what the process wrote on stderr, for an error.
+// said is the end of what the process wrote on stderr, for an error. It stops the
+// process first, so that the stderr copy has finished when it is read.
 func (s *side) said() string {
+	s.stop()
 	if s.stderr.Len() == 0 {
 		return ""
 	}

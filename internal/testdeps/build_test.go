@@ -14,6 +14,7 @@ import (
 // its version into the user's cache, once, however many ask for it at once; it runs;
 // and the next ask finds it there without building.
 func TestEnsureBuildsOnceIntoTheCache(t *testing.T) {
+	keepGoCaches(t)
 	cache := t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	t.Setenv("HOME", cache) // macOS's cache is under HOME
@@ -78,6 +79,23 @@ func TestEnsureSaysWhyABuildFailed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cache, "agentmux", "tools", "nk-none@v0.0.1")); err == nil {
 		t.Error("a failed build left its program's directory")
 	}
+}
+
+// keepGoCaches pins go's module and build caches where they are, before a test moves
+// HOME and XDG_CACHE_HOME (which they follow): the build then needs neither the
+// network nor a cold compile.
+func keepGoCaches(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command(goPath(t), "env", "GOMODCACHE", "GOCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	dirs := strings.Fields(string(out))
+	if len(dirs) != 2 {
+		t.Fatalf("go env GOMODCACHE GOCACHE printed %q", out)
+	}
+	t.Setenv("GOMODCACHE", dirs[0])
+	t.Setenv("GOCACHE", dirs[1])
 }
 
 func goPath(t *testing.T) string {
