@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -96,9 +97,15 @@ func Declare(ctx context.Context, js jetstream.JetStream, replicas int, keep Kee
 			if errors.As(err, &apiErr) && apiErr.ErrorCode == errReplicasNotSupported {
 				return 0, fmt.Errorf("%w; this server is not in a cluster: set [nats] replicas = 1, or leave it out", err)
 			}
+			if outOfStore(err) {
+				return 0, fmt.Errorf("%w; %s", err, storeHint)
+			}
 			return 0, err
 		}
 		if !retry.Sleep(ctx, pace.Next(0)) {
+			if outOfStore(err) {
+				return 0, fmt.Errorf("%w; %s", err, storeHint)
+			}
 			return 0, fmt.Errorf("%w (JetStream did not take the declarations within %v; is the cluster formed, with a majority of its servers up?)", err, declareTimeout)
 		}
 	}
@@ -295,8 +302,24 @@ const (
 	errNoPeers               jetstream.ErrorCode = 10005 // no suitable peers for placement
 	errClusterNotAvailable   jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
 	errInsufficientResources jetstream.ErrorCode = 10023
+	errStorageExceeded       jetstream.ErrorCode = 10047 // insufficient storage resources available
 	errReplicasNotSupported  jetstream.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
 )
+
+// storeHint says what to do when a server's JetStream store cannot hold a declaration.
+const storeHint = "the JetStream store cannot hold it: free disk where the servers store " +
+	"(a server takes 3/4 of the free disk as its limit when it starts, then restart it), " +
+	"or lower [audit] max_bytes and events_max_bytes"
+
+// outOfStore reports a refusal for want of storage, a lone server's or every peer's.
+func outOfStore(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == errStorageExceeded ||
+		apiErr.ErrorCode == errNoPeers && strings.Contains(apiErr.Description, "insufficient storage")
+}
 
 // tooFewServers reports a refusal to place more replicas than there are servers.
 func tooFewServers(err error) bool {

@@ -184,7 +184,8 @@ func TestEventHistory(t *testing.T) {
 
 // TestDeclaresOnASmallDisk starts a server whose JetStream may store 64 MiB, what it
 // takes for itself on a disk with about 85 MB free, and declares on it as a node
-// does: nothing declared may reserve more than that.
+// does: nothing declared by default may reserve more than that, and an audit bound
+// beyond it is refused saying what to do.
 func TestDeclaresOnASmallDisk(t *testing.T) {
 	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
 		StoreDir: t.TempDir(), JetStreamMaxStore: 64 << 20, NoSigs: true, NoLog: true})
@@ -210,5 +211,9 @@ func TestDeclaresOnASmallDisk(t *testing.T) {
 	}
 	if _, err := Declare(context.Background(), js, 0, Keep{}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("a node could not start on a server with 64 MiB of store: %v", err)
+	}
+	_, err = Declare(context.Background(), js, 0, Keep{Audit: Retention{MaxBytes: 1 << 30}}, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "free disk where the servers store") {
+		t.Fatalf("[audit] max_bytes of 1 GiB on 64 MiB of store: %v; want what to do", err)
 	}
 }
