@@ -313,12 +313,14 @@ supervisor = "nobody"
 	}
 }
 
-// TestPipelineStagesShareAWorkspace: a pipeline's second stage finds the first stage's
+// TestPipelineStagesShareAWorkspace: a pipeline's second stage, on another host of the
+// node (its own mirror, a clone where the first had a worktree), finds the first stage's
 // file in its workspace, and the run's branch holds both stages' files, each stage's
 // end naming it.
 func TestPipelineStagesShareAWorkspace(t *testing.T) {
 	repo, dir := gitRepo(t), t.TempDir()
-	f := start(t, editorHost("worktree", repo, dir, "")+`
+	check := strings.Replace(editorHost("clone", repo, dir, ""), "[hosts.edit]", "[hosts.check]", 1)
+	f := start(t, editorHost("worktree", repo, dir, "")+check+`
 [pipelines.two]
 [[pipelines.two.stages]]
 name = "first"
@@ -326,7 +328,7 @@ host = "edit"
 prompt = "write first.txt"
 [[pipelines.two.stages]]
 name = "second"
-host = "edit"
+host = "check"
 prompt = "write second.txt"
 `)
 	run := f.runPipeline("two", nil)
@@ -344,7 +346,10 @@ prompt = "write second.txt"
 	if first == nil || second == nil || first.Branch != "agentmux/"+run.ID || second.Branch != first.Branch || second.Base != first.Head {
 		t.Fatalf("stages' workspaces %+v and %+v; want one branch, the second from the first's head", first, second)
 	}
-	mirror := filepath.Join(dir, "test", "edit", "work", "mirror.git")
+	mirror := filepath.Join(dir, "test", "check", "work", "mirror.git")
+	if second.Mirror != mirror {
+		t.Errorf("the second stage's branch is in %s; want the check host's mirror %s", second.Mirror, mirror)
+	}
 	if files := gitOut(t, "", "--git-dir="+mirror, "ls-tree", "--name-only", second.Branch); files != "README\nfirst.txt\nsecond.txt" {
 		t.Errorf("the run's branch holds %q", files)
 	}

@@ -44,6 +44,10 @@ type From struct {
 	// Commit is the commit the branch starts at, in place of base (the head an earlier
 	// stage of the run left).
 	Commit string
+	// Mirror is the mirror that holds Commit on Name's branch: an earlier stage's, on
+	// another host of this machine. Commit is fetched from it when this host's mirror
+	// lacks it.
+	Mirror string
 }
 
 // Open makes attempt's workspace of session: it fetches the repository into the mirror,
@@ -67,7 +71,7 @@ func (p *Provider) Open(ctx context.Context, session string, attempt int, from F
 	if err := p.root.write(ws.record(p.host, StateOpen, nil)); err != nil {
 		return nil, err
 	}
-	if err := p.checkout(ctx, ws, from.Commit); err != nil {
+	if err := p.checkout(ctx, ws, from); err != nil {
 		p.remove(context.WithoutCancel(ctx), ws)
 		p.root.forget(session, attempt)
 		return nil, err
@@ -90,14 +94,14 @@ func (ws *Workspace) record(host, state string, res *wire.Workspace) *Record {
 		Base: ws.Base, State: state, Opened: ws.opened, Result: res}
 }
 
-// checkout fetches and checks ws's branch out at base, or at commit when one is given.
-func (p *Provider) checkout(ctx context.Context, ws *Workspace, commit string) error {
+// checkout fetches and checks ws's branch out at base, or at from's commit when it names one.
+func (p *Provider) checkout(ctx context.Context, ws *Workspace, from From) error {
 	p.root.mu.Lock()
 	defer p.root.mu.Unlock()
 	if err := p.fetch(ctx); err != nil {
 		return err
 	}
-	base, err := p.resolveBase(ctx, commit)
+	base, err := p.resolveBase(ctx, ws.Branch, from)
 	if err != nil {
 		return err
 	}
@@ -164,15 +168,29 @@ func (p *Provider) fetch(ctx context.Context) error {
 }
 
 // resolveBase is the commit base names: the repository's HEAD by default, else its
-// branch, its tag or a commit of that name; or commit, when one is given.
-func (p *Provider) resolveBase(ctx context.Context, commit string) (string, error) {
+// branch, its tag or a commit of that name; or from's commit, when it names one, fetched
+// on branch from from's mirror when this one lacks it.
+func (p *Provider) resolveBase(ctx context.Context, branch string, from From) (string, error) {
+	commit := from.Commit
 	candidates := []string{"refs/remotes/origin/HEAD"}
 	if b := p.spec.Base; b != "" {
 		candidates = []string{"refs/remotes/origin/" + b, "refs/tags/" + b, b}
 	}
 	if commit != "" {
-		if _, err := p.git.run(ctx, localTimeout, "", "--git-dir="+p.root.mirror(), "cat-file", "-e", "--end-of-options", commit+"^{commit}"); err != nil {
-			return "", fmt.Errorf("workspace: commit %s, where the earlier stage ended, is not in this node's mirror: that stage ran on another node; set push on the host so that its branch reaches the repository", commit)
+		if p.hasCommit(ctx, commit) {
+			return commit, nil
+		}
+		if from.Mirror == "" || from.Mirror == p.root.mirror() {
+			return "", fmt.Errorf("workspace: commit %s, where the earlier stage ended, is not in this host's mirror; set push on the hosts so that the run's branch reaches the repository", commit)
+		}
+		if _, err := os.Stat(filepath.Join(from.Mirror, "HEAD")); err != nil {
+			return "", fmt.Errorf("workspace: commit %s, where the earlier stage ended, is in %s, not on this machine: that stage ran on another node; set push on the hosts so that the run's branch reaches the repository", commit, from.Mirror)
+		}
+		if _, err := p.git.run(ctx, fetchTimeout, "", "--git-dir="+p.root.mirror(), "fetch", "--quiet", "--no-tags", "--", from.Mirror, "refs/heads/"+branch); err != nil {
+			return "", fmt.Errorf("workspace: fetch %s from the earlier stage's mirror %s: %w", branch, from.Mirror, err)
+		}
+		if !p.hasCommit(ctx, commit) {
+			return "", fmt.Errorf("workspace: %s in the earlier stage's mirror %s no longer ends at %s, where that stage ended; the run cannot go on from it", branch, from.Mirror, commit)
 		}
 		return commit, nil
 	}
@@ -183,6 +201,12 @@ func (p *Provider) resolveBase(ctx context.Context, commit string) (string, erro
 		}
 	}
 	return "", fmt.Errorf("workspace: base %s is not a branch, tag or commit of %s; check base", p.baseName(), p.spec.Repo)
+}
+
+// hasCommit reports whether the mirror holds commit.
+func (p *Provider) hasCommit(ctx context.Context, commit string) bool {
+	_, err := p.git.run(ctx, localTimeout, "", "--git-dir="+p.root.mirror(), "cat-file", "-e", "--end-of-options", commit+"^{commit}")
+	return err == nil
 }
 
 func (p *Provider) baseName() string {

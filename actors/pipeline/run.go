@@ -282,12 +282,12 @@ func (r *Run) startStage(i int) {
 
 // workspaceFrom is where the next stage's workspace starts, on a host with workspaces:
 // on the run's branch, where the last stage that had a workspace left it (the run's
-// base, before any).
+// base, before any), in that stage's mirror.
 func (r *Run) workspaceFrom() workspace.From {
 	from := workspace.From{Name: r.run.ID}
 	for _, st := range r.run.Stages {
 		if st.Outcome == wire.StageOK && st.Workspace != nil && st.Workspace.Head != "" {
-			from.Commit = st.Workspace.Head
+			from.Commit, from.Mirror = st.Workspace.Head, st.Workspace.Mirror
 		}
 	}
 	return from
