@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestProcessUsage reads a busy child's CPU and memory as they grow, and says plainly
@@ -16,22 +19,16 @@ func TestProcessUsage(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	pid := cmd.Process.Pid
-	deadline := time.Now().Add(30 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	proctest.Within(t, 30*time.Second, func() error {
 		u, err := processUsage(pid)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if u.cpu >= 0.1 && u.rss > 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30 s of a busy loop: %.2f CPU seconds, %d bytes", u.cpu, u.rss)
-		}
-		<-tick.C
-	}
+		return fmt.Errorf("after 30 s of a busy loop: %.2f CPU seconds, %d bytes", u.cpu, u.rss)
+	})
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if _, err := processesUsage([]int{pid}); err == nil || !strings.Contains(err.Error(), "exited") {

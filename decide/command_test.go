@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // script writes an executable shell script and returns its path.
@@ -73,19 +74,7 @@ func TestCommandHangIsKilledAtTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgid := strings.TrimSpace(string(b))
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(5 * time.Second)
-	for {
-		if !groupAlive(t, pgid) {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("process group %s still alive", pgid)
-		}
-	}
+	proctest.Eventually(t, "process group "+pgid+" is gone", func() bool { return !groupAlive(t, pgid) })
 }
 
 // groupAlive reports whether a live (not zombie) process is in process group pgid.

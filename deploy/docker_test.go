@@ -198,7 +198,7 @@ rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 `, natsPort, metricsPort))
 
 	up := inImage(root, imageEnv, imageCommand...)
-	var stderr strings.Builder
+	var stderr proctest.Buffer // read while the node writes it
 	up.Stderr = &stderr
 	up.WaitDelay = 10 * time.Second
 	if err := up.Start(); err != nil {
@@ -215,24 +215,22 @@ rules = [{ type = "approval", match = "rm -rf", answer = "no" }]
 		<-exited
 	})
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", metricsPort)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(ready)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
+	proctest.Within(t, time.Minute, func() error {
 		select {
 		case <-exited:
 			t.Fatalf("agentmux up exited in the image's root: %v\n%s", exitErr, stderr.String())
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 within a minute of agentmux up in the image's root:\n%s", stderr.String())
+		resp, err := http.Get(ready)
+		if err != nil {
+			return fmt.Errorf("/readyz not 200 within a minute of agentmux up in the image's root: %w\n%s", err, stderr.String())
 		}
-	}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %s, not 200, a minute after agentmux up in the image's root:\n%s", resp.Status, stderr.String())
+		}
+		return nil
+	})
 	cli := inImage(root, imageEnv, "/usr/local/bin/agentmux", "nodes", "-c", "/etc/agentmux/agentmux.toml")
 	if b, err := cli.CombinedOutput(); err != nil || !strings.Contains(string(b), "policy") || !strings.Contains(string(b), stampedVersion) {
 		t.Errorf("agentmux nodes in the image: %v; want the node, running the stamped %s\n%s", err, stampedVersion, b)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
@@ -101,7 +102,7 @@ supervisor = "fast"
 		t.Fatalf("result: ok %v, error %.200q", res.OK, res.Error)
 	}
 	byKind := map[string]*wire.AuditRecord{}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		records, err := store.ReadAudit(context.Background(), f.n.Bus.JS, res.Session)
 		if err != nil {
 			return err

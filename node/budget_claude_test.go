@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/internal/agenttest"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
@@ -33,7 +34,7 @@ func raiseThenRefuse(t *testing.T, pending *store.PendingStore, session string, 
 	var asked []string
 	for i, value := range []string{`"yes"`, `"no"`} {
 		var p *wire.PendingRequest
-		waitFor(t, time.Minute, func() error {
+		proctest.Within(t, time.Minute, func() error {
 			p = waitPending(t, pending, session)
 			if p.Request != fmt.Sprintf("budget-%d", i+1) {
 				return fmt.Errorf("waiting for budget-%d; %s waits", i+1, p.Request)
@@ -153,7 +154,7 @@ func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
 func answerBudget(t *testing.T, pending *store.PendingStore, session, wantSuffix, value string) {
 	t.Helper()
 	var p *wire.PendingRequest
-	waitFor(t, time.Minute, func() error {
+	proctest.Within(t, time.Minute, func() error {
 		list, err := pending.List(context.Background())
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -172,7 +173,7 @@ func TestBudgetRefusedEndsTheSessionBudgetExceeded(t *testing.T) {
 	if v := testutil.ToFloat64(f.n.Metrics.BudgetPauses.WithLabelValues("w", "exceeded")); v != 1 {
 		t.Errorf("budget_pauses_total{decision=exceeded} = %v; want 1", v)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if pids := f.leftovers(); len(pids) > 0 {
 			return fmt.Errorf("the agent of the ended session was not stopped: %v", pids)
 		}
@@ -274,7 +275,7 @@ func TestAgentCannotRaiseItsOwnBudget(t *testing.T) {
 	if p.Type != "budget" || p.Request != "budget-1" {
 		t.Fatalf("pending %+v; want the runtime's budget request", p)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if n := testutil.ToFloat64(f.n.Metrics.Unhandled.WithLabelValues("w")); n != 2 {
 			return fmt.Errorf("%v listen:unhandled messages; want the forged request and the forged answer", n)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -27,7 +28,7 @@ func TestAgentThatStopsReadingStdinFailsItsSession(t *testing.T) {
 	if v := testutil.ToFloat64(f.n.Metrics.StdinWrites.WithLabelValues("deaf", "timeout")); v != 1 {
 		t.Fatalf("stdin write timeouts = %v", v)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if pids := f.leftovers(); len(pids) > 0 {
 			return fmt.Errorf("the deaf agent was not stopped: %v", pids)
 		}
@@ -115,7 +116,7 @@ supervisor = "watcher"
 		t.Fatalf("first stderr event %s on %s; want the first line, on session %s", e.Data, e.Subject, res.Session)
 	}
 	// stderr is read apart from stdout: its last lines may be counted after the result.
-	waitFor(t, 5*time.Second, func() error {
+	proctest.Within(t, 5*time.Second, func() error {
 		published := testutil.ToFloat64(f.n.Metrics.StderrLines.WithLabelValues("noisy", "published"))
 		dropped := testutil.ToFloat64(f.n.Metrics.StderrLines.WithLabelValues("noisy", "dropped"))
 		if published+dropped != 1001 || dropped < 500 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/decide"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -32,7 +33,7 @@ supervisor = "gate"
 func waitPending(t *testing.T, pending *store.PendingStore, session string) *wire.PendingRequest {
 	t.Helper()
 	var found *wire.PendingRequest
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		list, err := pending.List(context.Background())
 		if err != nil {
 			return err
@@ -204,7 +205,7 @@ func TestASessionCannotBuryPeople(t *testing.T) {
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(steps...), results)
 	var waiting []*wire.PendingRequest
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		list, err := pending.List(context.Background())
 		if err != nil {
 			return err
@@ -231,7 +232,7 @@ func TestASessionCannotBuryPeople(t *testing.T) {
 	}
 	reasons := map[string]string{}
 	var records []*wire.AuditRecord
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		var err error
 		if records, err = store.ReadAudit(context.Background(), f.n.Bus.JS, session); err == nil && len(records) < decide.MaxWaitingPerSession+5 {
 			err = fmt.Errorf("%d audit records", len(records))
@@ -278,7 +279,7 @@ func TestSessionGrantGoesWithItsSession(t *testing.T) {
 	if r := record(res, "a2"); r.Decider != "session:human:alice" {
 		t.Fatalf("a2 decided by %q; want alice's answer for the session", r.Decider)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		for _, g := range f.n.grants.Standing(time.Now()) {
 			if g.Session == session {
 				return fmt.Errorf("the grant of ended session %s is still standing: %+v", session, g)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -161,7 +162,7 @@ func TestReadyzWaitsForTheHeartbeat(t *testing.T) {
 	if code, body := get(t, readyz); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting (no heartbeat written yet)") {
 		t.Fatalf("/readyz = %d %q before a heartbeat; want 503, starting", code, body)
 	}
-	waitFor(t, 3*wire.HeartbeatInterval, func() error {
+	proctest.Within(t, 3*wire.HeartbeatInterval, func() error {
 		if code, body := get(t, readyz); code != http.StatusOK {
 			return fmt.Errorf("/readyz = %d %q after the next heartbeat", code, body)
 		}
@@ -181,7 +182,7 @@ func TestReadyzFailsWhileDraining(t *testing.T) {
 	go func() { drained <- f.n.Drain(context.Background(), 10*time.Second) }()
 	// /readyz turns the moment Drain is called; the router stops its consumers (and
 	// sets task_intake) when it takes the drain message.
-	waitFor(t, 5*time.Second, func() error {
+	proctest.Within(t, 5*time.Second, func() error {
 		code, body := get(t, "http://"+f.n.MetricsAddr()+"/readyz")
 		if code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
 			return fmt.Errorf("/readyz = %d %q while draining", code, body)

@@ -72,7 +72,7 @@ func start(t *testing.T, manifest string, options ...func(*Options)) *fixture {
 		if err := n.Stop(ctx); err != nil {
 			t.Errorf("stop: %v", err)
 		}
-		waitFor(t, 5*time.Second, func() error {
+		proctest.Within(t, 5*time.Second, func() error {
 			if pids := f.leftovers(); len(pids) > 0 {
 				return fmt.Errorf("agent processes still alive: %v", pids)
 			}
@@ -102,7 +102,7 @@ func (f *fixture) run(host, prompt string) *agent.Result {
 func (f *fixture) checkAudit(session string) {
 	f.t.Helper()
 	var records []wire.AuditRecord
-	waitFor(f.t, 10*time.Second, func() error {
+	proctest.Within(f.t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		rs, err := store.ReadAudit(ctx, f.n.Bus.JS, session)
@@ -122,23 +122,6 @@ func (f *fixture) checkAudit(session string) {
 	})
 	for _, v := range invariants.Violations(records, nil) {
 		f.t.Errorf("audit of session %s: %s", session, v)
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		<-poll.C
 	}
 }
 
@@ -301,7 +284,7 @@ func TestQuestionTimeoutWritesDefault(t *testing.T) {
 	}
 	// The supervisor answers after the deadline: dropped and counted.
 	reply(t, <-late, `"too late"`)
-	waitFor(t, 5*time.Second, func() error {
+	proctest.Within(t, 5*time.Second, func() error {
 		if v := testutil.ToFloat64(f.n.Metrics.LateAnswers.WithLabelValues("w")); v < 1 {
 			return fmt.Errorf("late answers = %v", v)
 		}
@@ -348,7 +331,7 @@ func TestIdleTimeoutKillsHungAgentAndGrandchild(t *testing.T) {
 	if res.OK || res.Error != "session timed out after 500ms without output" {
 		t.Fatalf("result = %+v", res)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if pids := f.leftovers(); len(pids) > 0 {
 			return fmt.Errorf("still alive after the stop ladder: %v", pids)
 		}
@@ -523,7 +506,7 @@ func TestSecondReplyCountedAndAudited(t *testing.T) {
 	if got := answers(t, res); string(got["q1"].Value) != `"from alpha"` {
 		t.Fatalf("q1 = %s; want the first reply", got["q1"].Value)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if v := testutil.ToFloat64(f.n.Metrics.LateAnswers.WithLabelValues("w")); v != 1 {
 			return fmt.Errorf("late answers = %v", v)
 		}

@@ -19,6 +19,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -112,7 +113,7 @@ allow_private = true
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(send(`{"type":"approval","id":"a1","description":"deploy to staging"}`), await("a1"), result), results)
 	p := waitPending(t, requests, session)
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		if n := len(hook.deliveries()); n < 3 {
 			return fmt.Errorf("%d deliveries of human.pending; want 3 (two failures, then taken)", n)
 		}
@@ -122,7 +123,7 @@ allow_private = true
 		t.Fatal(err)
 	}
 	<-results
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		if n := len(hook.deliveries()); n < 4 {
 			return fmt.Errorf("%d deliveries; want the session's end too", n)
 		}
@@ -175,7 +176,7 @@ allow_private = true
 		t.Errorf("session.ended message %s (%v)", got[3].body, err)
 	}
 
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if len(slack.deliveries()) == 0 || len(refusing.deliveries()) == 0 {
 			return fmt.Errorf("slack got %d, the refusing webhook %d", len(slack.deliveries()), len(refusing.deliveries()))
 		}
@@ -187,7 +188,7 @@ allow_private = true
 		t.Errorf("slack message %s (%v)", slack.deliveries()[0].body, err)
 	}
 	m := f.n.Metrics.Notifications
-	waitFor(t, 10*time.Second, func() error { // counted once the webhook's answer is read
+	proctest.Within(t, 10*time.Second, func() error { // counted once the webhook's answer is read
 		for _, c := range []struct {
 			notify, event, outcome string
 			want                   float64
@@ -220,7 +221,7 @@ allow_private = true
 	results := make(chan *agent.Result, 1)
 	f.n.Submit("w", "", script(result), results)
 	<-results
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		if n := len(hook.deliveries()); n < 2 {
 			return fmt.Errorf("%d deliveries of session.ended; want 2 (a 429, then taken)", n)
 		}

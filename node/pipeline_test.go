@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/nats-io/nats.go"
@@ -109,7 +110,7 @@ result_schema = { type = "object", required = ["passed"], properties = { passed 
 			t.Errorf("stage %s: no answer by %s in %d audit records", c.stage, c.decider, len(records))
 		}
 	}
-	waitFor(t, 5*time.Second, func() error {
+	proctest.Within(t, 5*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		want := "pipeline.stage.started pipeline.stage.ended pipeline.stage.started pipeline.stage.ended pipeline.ended"
@@ -251,7 +252,7 @@ supervisor = "s"
 	if v := testutil.ToFloat64(f.n.Metrics.Unhandled.WithLabelValues("w")); v != 2 {
 		t.Errorf("unhandled_messages_total = %v; want 2", v)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	proctest.Within(t, 5*time.Second, func() error {
 		if n := unhandled.Load(); n != 2 {
 			return fmt.Errorf("%d listen:unhandled events; want 2", n)
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
@@ -80,7 +81,7 @@ func TestPrometheusScrapesANode(t *testing.T) {
 		`histogram_quantile(0.5, sum by (le) (agentmux_request_wait_seconds_bucket{type="question"}))`: func(v float64) bool { return v > 0 && v < 60 },
 		`agentmux_nats_server_connections`:                                                             func(v float64) bool { return v >= 1 },
 	} {
-		waitFor(t, 30*time.Second, func() error {
+		proctest.Within(t, 30*time.Second, func() error {
 			v, err := query(q)
 			if err != nil {
 				return fmt.Errorf("%v\nprometheus logs:\n%s", err, logs.String())

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -92,7 +93,7 @@ func TestShadowPromotedFleetWide(t *testing.T) {
 	promoted := func(want bool, nodes ...*fixture) {
 		t.Helper()
 		for _, f := range nodes {
-			waitFor(t, 10*time.Second, func() error {
+			proctest.Within(t, 10*time.Second, func() error {
 				if f.n.promotedNow()["yes"] != want {
 					return fmt.Errorf("node %s: yes promoted is not %v yet", f.n.Name, want)
 				}
@@ -113,7 +114,7 @@ func TestShadowPromotedFleetWide(t *testing.T) {
 	if r := awaitRecord(t, a, held, "shadow", "after"); r.Decider != "rule:ops" || r.Outcome != "disagreed" || string(r.Value) != `"no"` || r.GivenBy != "static:yes" {
 		t.Errorf("the shadow record of the request after the promotion: %+v", r)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if p = waitPending(t, pendingStore(t, b), held); p.Request != "q2" {
 			return fmt.Errorf("request %s waits for a person; want q2", p.Request)
 		}
@@ -166,7 +167,7 @@ func TestShadowPromotedFleetWide(t *testing.T) {
 func awaitRecord(t *testing.T, f *fixture, session, kind, request string) *wire.AuditRecord {
 	t.Helper()
 	var found *wire.AuditRecord
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		records, err := store.ReadAudit(ctx, f.n.Bus.JS, session)

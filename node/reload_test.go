@@ -165,7 +165,7 @@ supervisor = "script"
 		}
 		done <- err
 	}()
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if len(proctest.Marked(f.mark+"-supervisor")) == 0 {
 			return errors.New("the old member is not deciding q1 yet")
 		}

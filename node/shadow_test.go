@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -87,7 +88,7 @@ supervisor = "oncall"
 		t.Fatalf("shadow records while the model hangs: %s", show(got))
 	}
 	close(hang)
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		got := shadows(res.Session)
 		if len(got) != 2 || got["a1"].Outcome != "agreed" || got["a2"].Outcome != "disagreed" || got["a2"].Decider != "llm:reviewer/fake-1" ||
 			got["a2"].Reason != `given "no" by rule:ops` {
@@ -101,7 +102,7 @@ supervisor = "oncall"
 	results := make(chan *agent.Result, 1)
 	session := f.n.Submit("w", "", script(approval("b1", "npm test -- --ci"), approval("b2", "rm -rf dist"),
 		send(`{"type":"question","id":"q","question":"Done?"}`), await("q"), result), results)
-	waitFor(t, 30*time.Second, func() error {
+	proctest.Within(t, 30*time.Second, func() error {
 		got := shadows(session)
 		if len(got) != 2 {
 			return fmt.Errorf("%d shadow records", len(got))

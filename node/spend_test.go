@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -59,7 +60,7 @@ output_per_mtok = 8
 	}
 	check("the audit record", rec.Spend)
 	// Fleet-wide, the host's day counts the session.
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		days, err := store.ReadSpend(context.Background(), f.n.Bus.Conn, time.Now())
 		if err != nil {
 			return err

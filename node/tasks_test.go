@@ -57,7 +57,7 @@ func TestTaskFromWorkQueue(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the task's session did not end")
 	}
-	waitFor(t, 5*time.Second, func() error { return queueEmpty(ctx, f) })
+	proctest.Within(t, 5*time.Second, func() error { return queueEmpty(ctx, f) })
 }
 
 // queueEmpty says whether the work queue holds no task: each was acked or terminated.
@@ -127,7 +127,7 @@ func TestTaskEndedOKIsNotRunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	reply(t, held, `"yes"`)
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		info, err := js.Stream(ctx, wire.TaskStream)
 		if err != nil {
 			return err
@@ -171,7 +171,7 @@ func TestOverAThousandTasksRunAtOnce(t *testing.T) {
 		t.Fatal("the tasks were not all acknowledged by the stream")
 	}
 	active := f.n.Metrics.SessionsActive.WithLabelValues("w")
-	waitFor(t, time.Minute, func() error {
+	proctest.Within(t, time.Minute, func() error {
 		if n := testutil.ToFloat64(active); n != tasks {
 			return fmt.Errorf("%v sessions running at once; want all %d", n, tasks)
 		}
@@ -197,7 +197,7 @@ func TestTaskWithABadIDIsRefused(t *testing.T) {
 	if _, err := f.n.Bus.JS.Publish(ctx, wire.TaskSubject("w"), data); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if !strings.Contains(logs.String(), `task id \"bad.id\" is one token of NATS subjects`) {
 			return fmt.Errorf("the node's log does not say why:\n%s", logs.String())
 		}

@@ -82,7 +82,7 @@ supervisor = "architect"
 	if err != nil || !res.OK || record(res, "q1").Decider != "llm:architect/fake-1" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	waitFor(t, 10*time.Second, func() error { // B ends its spans as it answers; A's session ends after
+	proctest.Within(t, 10*time.Second, func() error { // B ends its spans as it answers; A's session ends after
 		if len(onA.Ended()) < 2 || len(onB.Ended()) < 2 {
 			return fmt.Errorf("%d spans ended on A, %d on B", len(onA.Ended()), len(onB.Ended()))
 		}
@@ -135,7 +135,7 @@ prompt = '{"steps":[{"result":"b ${a}"}]}'
 	if run.Outcome != "ok" {
 		t.Fatalf("run %+v", run)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if n := len(rec.Ended()); n < 5 {
 			return fmt.Errorf("%d spans ended; want the run's, two stages' and two sessions'", n)
 		}
@@ -240,7 +240,7 @@ func TestAgentsJoinTheSessionsTrace(t *testing.T) {
 	sessionSpan := func(session string) sdktrace.ReadOnlySpan {
 		t.Helper()
 		var found sdktrace.ReadOnlySpan
-		waitFor(t, 10*time.Second, func() error {
+		proctest.Within(t, 10*time.Second, func() error {
 			for _, s := range rec.Ended() {
 				if attr(s, "agentmux.session").AsString() == session && strings.HasPrefix(s.Name(), "session ") {
 					found = s

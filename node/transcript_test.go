@@ -16,6 +16,7 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -83,7 +84,7 @@ func replay(t *testing.T, file string) {
 	if err := f.n.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	proctest.Within(t, 5*time.Second, func() error {
 		if pids := f.leftovers(); len(pids) > 0 {
 			return fmt.Errorf("agent still running: %v", pids)
 		}

@@ -140,7 +140,7 @@ allow_private = true
 	failed := func(name string) float64 {
 		return testutil.ToFloat64(f.n.Metrics.Notifications.WithLabelValues(name, "session.ended", "failed"))
 	}
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		for _, name := range []string{"redirecting", "refusing", "guarded"} {
 			if failed(name) != 1 {
 				return fmt.Errorf("notify %s failed %v times; want 1 (refused at once, never retried)", name, failed(name))

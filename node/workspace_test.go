@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -281,7 +282,7 @@ supervisor = "nobody"
 	work := filepath.Join(dir, "test", "edit", "work")
 	mirror := filepath.Join(work, "mirror.git")
 	checkout := filepath.Join(work, id+".0")
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		_, err := os.Stat(filepath.Join(checkout, "big.bin"))
 		return err
 	})
@@ -407,7 +408,7 @@ func TestWorkspaceTMPDIRCountsAndGoes(t *testing.T) {
 	if !strings.Contains(string(tmp), "agentmux-hosts.edit.") {
 		t.Errorf("the session's TMPDIR %s is not inside its sandbox's", tmp)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if _, err := os.Stat(string(tmp)); !os.IsNotExist(err) {
 			return fmt.Errorf("the session's TMPDIR %s is still there (%v)", tmp, err)
 		}
@@ -474,7 +475,7 @@ supervisor = "allow"
 		}
 		first <- res
 	}()
-	waitFor(t, 20*time.Second, func() error {
+	proctest.Within(t, 20*time.Second, func() error {
 		if len(f.n.radar.With(repo, "someone-else", []string{"shared.txt"})) == 0 {
 			return errors.New("the radar has not heard of the first session's edit")
 		}
@@ -502,7 +503,7 @@ supervisor = "allow"
 	if got := testutil.ToFloat64(f.n.Metrics.WorkspaceConflicts.WithLabelValues("edit")); got != 1 {
 		t.Errorf("agentmux_workspace_conflicts_total = %v; want 1", got)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	proctest.Within(t, 10*time.Second, func() error {
 		if c := f.n.radar.With(repo, "someone-else", []string{"shared.txt"}); len(c) > 0 {
 			return fmt.Errorf("the radar still holds %+v after both sessions ended", c)
 		}

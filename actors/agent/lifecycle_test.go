@@ -176,13 +176,9 @@ func spawnAgent(t *testing.T, manifest string, run InProc) *lifecycle {
 // state waits until the agents gauge counts this process in state want ("" for none).
 func (l *lifecycle) state(want string) {
 	l.t.Helper()
-	var now []string
-	// A gauge has no change to wait on: read it every 5 ms until the deadline.
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for ; time.Now().Before(deadline); <-tick.C {
-		now = now[:0]
+	// A gauge has no change to wait on: read it until the deadline.
+	proctest.Within(l.t, 10*time.Second, func() error {
+		var now []string
 		for _, s := range []string{"starting", "idle", "busy", "stopping"} {
 			switch v := testutil.ToFloat64(l.m.Agents.WithLabelValues(l.host, s)); v {
 			case 0:
@@ -193,10 +189,10 @@ func (l *lifecycle) state(want string) {
 			}
 		}
 		if len(now) <= 1 && strings.Join(now, "") == want {
-			return
+			return nil
 		}
-	}
-	l.t.Fatalf("the process is counted in %q; want %q", now, want)
+		return fmt.Errorf("the process is counted in %q; want %q", now, want)
+	})
 }
 
 func (l *lifecycle) start(id string) {

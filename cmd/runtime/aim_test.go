@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -81,7 +82,7 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 					}
 				}
 			}
-			poll(t, 10*time.Second, "every consumer refused", func() bool {
+			proctest.EventuallyWithin(t, 10*time.Second, "every consumer refused", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				for _, api := range sent {
@@ -155,7 +156,7 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 		{"answer refused", wire.RespondSubject("view", id)},
 		{"refused", wire.AskSubject("qa")},
 	} {
-		poll(t, 20*time.Second, want.log+" on "+want.subject, func() bool {
+		proctest.EventuallyWithin(t, 20*time.Second, want.log+" on "+want.subject, func() bool {
 			for _, line := range strings.Split(s.up.stderr.String(), "\n") {
 				if strings.Contains(line, want.log) && strings.Contains(line, want.subject) {
 					return true

@@ -185,7 +185,7 @@ prompt = '{"steps":[{"result":"a"}]}'
 	if code, out, stderr := runCLI("submit", "-c", manifest, "--id", "t-first", "--follow", "w", spends("1.5")); code != exitOK {
 		t.Fatalf("the first task: exit %d\n%s%s", code, out, stderr)
 	}
-	poll(t, 20*time.Second, "w's day held at its budget", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "w's day held at its budget", func() bool {
 		_, out, _ := runCLI("budget", "-c", manifest, "-o", "json")
 		return strings.Contains(out, `"state":"held"`)
 	})

@@ -113,16 +113,12 @@ func until(t *testing.T, what string, out *syncBuffer, want string) {
 // untilWithin polls out until it contains want, for up to d.
 func untilWithin(t *testing.T, what string, out *syncBuffer, want string, d time.Duration) {
 	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(d)
-	for !strings.Contains(out.String(), want) {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("%s: %q never appeared in:\n%s", what, want, out)
+	proctest.Within(t, d, func() error {
+		if strings.Contains(out.String(), want) {
+			return nil
 		}
-	}
+		return fmt.Errorf("%s: %q never appeared in:\n%s", what, want, out)
+	})
 }
 
 // nodeManifest is a manifest for a node on its own port and store, whose host runs
@@ -335,10 +331,7 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 
 	// The approval waits for a person: `pending` shows it.
 	var id string
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
-	for id == "" {
+	proctest.EventuallyWithin(t, 20*time.Second, "the approval shows in agentmux pending", func() bool {
 		p := runtimeProc(t, "pending", "-c", manifest, "--json")
 		if code := p.wait(t, 10*time.Second); code != exitOK {
 			t.Fatalf("pending: exit %d: %s", code, p.stderr)
@@ -352,12 +345,8 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 				id = rec.ID
 			}
 		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatal("the approval never showed in agentmux pending")
-		}
-	}
+		return id != ""
+	})
 	table := runtimeProc(t, "pending", "-c", manifest)
 	table.wait(t, 10*time.Second)
 	if !strings.Contains(table.stdout.String(), id) || !strings.Contains(table.stdout.String(), "approval: deploy v2 to prod") {
@@ -398,11 +387,10 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 	}
 
 	// The audit trail, in order; records are published asynchronously, so poll.
-	var kinds []string
-	for {
+	proctest.Within(t, 20*time.Second, func() error {
 		a := runtimeProc(t, "audit", "-c", manifest, "t-human", "--json")
 		a.wait(t, 10*time.Second)
-		kinds = kinds[:0]
+		var kinds []string
 		var decider string
 		for _, line := range strings.Split(strings.TrimSpace(a.stdout.String()), "\n") {
 			var rec struct{ Kind, Decider string }
@@ -417,14 +405,10 @@ func TestHumanPendingRespondAndAudit(t *testing.T) {
 			if decider != "human:alice" {
 				t.Fatalf("audit answer decided by %q", decider)
 			}
-			break
+			return nil
 		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("audit trail %v", kinds)
-		}
-	}
+		return fmt.Errorf("audit trail %v", kinds)
+	})
 	text := runtimeProc(t, "audit", "-c", manifest, "t-hum") // the start of the session's id
 	text.wait(t, 10*time.Second)
 	if out := text.stdout.String(); !strings.Contains(out, `"yes" answered by human:alice`) || !strings.Contains(out, "approval: deploy v2 to prod") || !strings.Contains(out, "session.ended") || !strings.Contains(out, "ok on node") {

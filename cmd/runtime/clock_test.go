@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -66,6 +67,6 @@ func TestFleetNodesWithSkewedClocks(t *testing.T) {
 	}
 	checkInvariants(t, js, ids...)
 	for _, name := range []string{"sup", "behind", "ahead"} {
-		poll(t, 30*time.Second, name+" listed up", func() bool { return stateOf(t, f, name) == "up" })
+		proctest.EventuallyWithin(t, 30*time.Second, name+" listed up", func() bool { return stateOf(t, f, name) == "up" })
 	}
 }

@@ -497,7 +497,7 @@ func TestSecureConsole(t *testing.T) {
 	}
 	desk, view := consoleAs("desk"), consoleAs("view")
 	var id string
-	poll(t, 20*time.Second, "the request waiting for a person", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the request waiting for a person", func() bool {
 		code, out, _ := s.cli(t, "view", "pending", "-c", s.manifest, "--json")
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 			var p struct{ ID, Session string }

@@ -86,7 +86,7 @@ supervisor = "people"
 		t.Fatalf("submit through the context: exit %d, %s%s", code, out, stderr)
 	}
 	var id string
-	poll(t, 30*time.Second, "the approval in agentmux pending", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the approval in agentmux pending", func() bool {
 		code, out, stderr := cli(nil, "pending", "--json")
 		if code != exitOK {
 			t.Fatalf("pending through the context: exit %d, %s", code, stderr)
@@ -108,7 +108,7 @@ supervisor = "people"
 			t.Logf("audit:\n%s", audit)
 		}
 	})
-	poll(t, 30*time.Second, "the session ended, the answer audited as ana", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the session ended, the answer audited as ana", func() bool {
 		code, out, stderr := cli([]string{"AGENTMUX_SERVER=" + server}, "audit", "t-ctx", "--user", "ana", "--password-env", "AGENTMUX_TEST_ROUTE_PASSWORD", "-o", "json")
 		audit = out + stderr
 		return code == exitOK && strings.Contains(out, `"decider":"human:ana"`) && strings.Contains(out, `"kind":"session.ended"`)

@@ -192,7 +192,7 @@ func (f *fleet) forgotten(t *testing.T, node string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, f.names[i]+" forgets node "+node, func() bool {
+		proctest.EventuallyWithin(t, 30*time.Second, f.names[i]+" forgets node "+node, func() bool {
 			_, err := nc.Request(wire.CtlSubject(node, "list"), nil, time.Second)
 			return errors.Is(err, nats.ErrNoResponders)
 		})
@@ -207,7 +207,7 @@ func auditRecords(t *testing.T, js jetstream.JetStream) []wire.AuditRecord {
 	t.Helper()
 	var out []wire.AuditRecord
 	var err error
-	poll(t, 45*time.Second, "the audit stream is readable", func() bool {
+	proctest.EventuallyWithin(t, 45*time.Second, "the audit stream is readable", func() bool {
 		out, err = readFleetAudit(js)
 		return err == nil
 	})
@@ -302,7 +302,7 @@ func TestFleetSupervisorNodeHungMidDecision(t *testing.T) {
 		if err := hung.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "the hung member's late answer is audited as refused", func() bool {
+		proctest.EventuallyWithin(t, 30*time.Second, "the hung member's late answer is audited as refused", func() bool {
 			for _, r := range auditRecords(t, js) {
 				if r.Kind == "answer.refused" && r.Member == name && r.Decider == "command:policy" {
 					return true
@@ -329,13 +329,13 @@ func supervisorFailover(t *testing.T, silence func(*proc), after func(f *fleet, 
 	}
 	// Both members are in the directory before the ask: the agents' node has their
 	// heartbeats.
-	poll(t, 45*time.Second, "both supervisor nodes heartbeat", func() bool {
+	proctest.EventuallyWithin(t, 45*time.Second, "both supervisor nodes heartbeat", func() bool {
 		return stateOf(t, f, "sup1") == "up" && stateOf(t, f, "sup2") == "up"
 	})
 	script := `{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy to staging"}},{"await":"a1"},{"result":"deployed"}]}`
 	submit := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-approve", "w", script, "--follow")
 	var first int
-	poll(t, 40*time.Second, "a supervisor node is deciding", func() bool {
+	proctest.EventuallyWithin(t, 40*time.Second, "a supervisor node is deciding", func() bool {
 		first = deciders(t, f.dir, 0)
 		return first != 0
 	})
@@ -349,7 +349,7 @@ func supervisorFailover(t *testing.T, silence func(*proc), after func(f *fleet, 
 		t.Fatalf("submit exit %d\nstderr:\n%s", code, submit.stderr)
 	}
 	took := time.Since(silencedAt)
-	poll(t, 10*time.Second, "the session's end in the audit", func() bool {
+	proctest.EventuallyWithin(t, 10*time.Second, "the session's end in the audit", func() bool {
 		for _, r := range auditRecords(t, js) {
 			if r.Session == "t-approve" && r.Kind == "session.ended" {
 				return true
@@ -400,21 +400,6 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// poll checks cond until it holds, failing the test after d.
-func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(d)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out after %v waiting until %s", d, what)
-		}
-	}
-}
-
 // TestFleetAgentNodeKilledWithSessionsRunning: an agent node running four sessions is
 // killed with SIGKILL; the other agent node runs each task again, and every task ends
 // ok exactly once (in the audit) within 25 s of the kill, its new attempt numbered.
@@ -438,7 +423,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 			t.Fatal("the four sessions did not start on agents1")
 		}
 	}
-	poll(t, 20*time.Second, "the four questions answered on agents1, in the audit", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the four questions answered on agents1, in the audit", func() bool {
 		n := 0
 		for _, r := range auditRecords(t, js) {
 			if r.Kind == "answer" && r.Node == "agents1" {
@@ -457,7 +442,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 	}()
 
 	ended := map[string]int{}
-	poll(t, 25*time.Second, "every task ended ok on agents2", func() bool {
+	proctest.EventuallyWithin(t, 25*time.Second, "every task ended ok on agents2", func() bool {
 		clear(ended)
 		for _, r := range auditRecords(t, js) {
 			if r.Kind == "session.ended" {
@@ -486,7 +471,7 @@ func TestFleetAgentNodeKilledWithSessionsRunning(t *testing.T) {
 			t.Errorf("task %s started as attempt %d on %s; want 0 on the dead node, a later one on agents2", r.Session, r.Attempt, r.Node)
 		}
 	}
-	poll(t, 10*time.Second, "each task's new attempt is in the audit", func() bool {
+	proctest.EventuallyWithin(t, 10*time.Second, "each task's new attempt is in the audit", func() bool {
 		again := map[string]bool{}
 		for _, r := range auditRecords(t, js) {
 			if r.Kind == "session.started" && r.Node == "agents2" {
@@ -576,15 +561,7 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 		}
 		return true
 	}
-	tick, deadline := time.NewTicker(100*time.Millisecond), time.After(60*time.Second)
-	defer tick.Stop()
-	for waiting := true; waiting && !complete(); {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			waiting = false // what is missing is reported below
-		}
-	}
+	proctest.Poll(60*time.Second, 100*time.Millisecond, complete) // what is missing is reported below
 	for _, id := range tasks {
 		if rs := ended[id]; len(rs) != 1 || rs[0].Outcome != "ok" {
 			t.Errorf("task %s ended %+v; want once, ok", id, rs)
@@ -609,7 +586,7 @@ func TestFleetTaskStreamLeaderKilled(t *testing.T) {
 	// Its node waits out JetStream while the server catches up (store.Settled).
 	f.servers[leader] = f.server(t, leader)
 	untilWithin(t, f.names[leader]+" back", f.servers[leader].stderr, "node up", 90*time.Second)
-	poll(t, 30*time.Second, f.names[leader]+" is a current replica of the task stream again", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, f.names[leader]+" is a current replica of the task stream again", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		info, err := s.Info(ctx)
@@ -672,7 +649,7 @@ func TestFleetDrainLosesNothing(t *testing.T) {
 		t.Fatalf("drain a1: exit %d\nstdout %s\nstderr %s", code, d.stdout, d.stderr)
 	}
 	open.Store(true) // the third session, on the next node, passes the gate at once
-	poll(t, 30*time.Second, "agentmux nodes says a1 is draining", func() bool { return stateOf(t, f, "a1") == "draining" })
+	proctest.EventuallyWithin(t, 30*time.Second, "agentmux nodes says a1 is draining", func() bool { return stateOf(t, f, "a1") == "draining" })
 	table := runtimeProc(t, "nodes", "-c", f.manifest)
 	if code := table.wait(t, 20*time.Second); code != exitOK {
 		t.Fatalf("agentmux nodes: exit %d\n%s", code, table.stderr)
@@ -688,7 +665,7 @@ func TestFleetDrainLosesNothing(t *testing.T) {
 
 	// No grace: the running task goes back to the queue and runs on the next node.
 	submit("t-long", long)
-	poll(t, 20*time.Second, "a2 runs t-long", func() bool { return nodeSessions(t, f, "a2") == 1 })
+	proctest.EventuallyWithin(t, 20*time.Second, "a2 runs t-long", func() bool { return nodeSessions(t, f, "a2") == 1 })
 	d = runtimeProc(t, "drain", "-c", f.manifest, "a2", "--grace", "0s", "--wait")
 	if code := d.wait(t, 40*time.Second); code != exitOK {
 		t.Fatalf("drain a2: exit %d\nstdout %s\nstderr %s", code, d.stdout, d.stderr)
@@ -702,7 +679,7 @@ func TestFleetDrainLosesNothing(t *testing.T) {
 func waitEnded(t *testing.T, js jetstream.JetStream, want map[string]string) {
 	t.Helper()
 	var ok map[string][]string
-	poll(t, 60*time.Second, fmt.Sprintf("tasks %v ended ok", want), func() bool {
+	proctest.EventuallyWithin(t, 60*time.Second, fmt.Sprintf("tasks %v ended ok", want), func() bool {
 		ok = map[string][]string{}
 		for _, r := range auditRecords(t, js) {
 			if r.Kind == "session.ended" && r.Outcome == "ok" {

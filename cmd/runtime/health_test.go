@@ -43,18 +43,18 @@ func TestHealth(t *testing.T) {
 		t.Fatalf("drain: exit %d", code)
 	}
 	// The node's readiness follows the drain within a heartbeat.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	proctest.Within(t, 30*time.Second, func() error {
 		draining := runtimeProc(t, "health", "-c", manifest)
 		code := draining.wait(t, 10*time.Second)
 		if code == exitError && strings.Contains(draining.stderr.String(), "answered 503 Service Unavailable: not ready") &&
 			strings.Contains(draining.stderr.String(), "draining") {
-			break
+			return nil
 		}
-		if code != exitOK || time.Now().After(deadline) {
+		if code != exitOK {
 			t.Fatalf("health of a draining node: exit %d, stderr %q", code, draining.stderr)
 		}
-	}
+		return fmt.Errorf("health of a node drained 30 s ago: exit %d, stderr %q; want not ready, draining", code, draining.stderr)
+	})
 
 	if err := up.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/internal/invariants"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // checkInvariants asserts docs/reliability.md's invariants over the fleet's whole audit,
@@ -15,20 +16,12 @@ import (
 // before its request): the audit is read again until it keeps them, for up to 30 s.
 func checkInvariants(t *testing.T, js jetstream.JetStream, ended ...string) {
 	t.Helper()
-	tick, deadline := time.NewTicker(200*time.Millisecond), time.After(30*time.Second)
-	defer tick.Stop()
-	for {
-		violations := invariants.Violations(auditRecords(t, js), ended)
-		if len(violations) == 0 {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			for _, v := range violations {
-				t.Error(v)
-			}
-			return
-		}
+	var violations []string
+	proctest.Poll(30*time.Second, 200*time.Millisecond, func() bool {
+		violations = invariants.Violations(auditRecords(t, js), ended)
+		return len(violations) == 0
+	})
+	for _, v := range violations {
+		t.Error(v)
 	}
 }

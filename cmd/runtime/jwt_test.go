@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // operatorMode is a NATS server in operator (decentralized JWT) mode and the .creds of
@@ -126,7 +127,7 @@ func TestOperatorMode(t *testing.T) {
 	follow.Env = opsEnv
 	session := startProc(t, follow)
 	var id string
-	poll(t, 20*time.Second, "the request waiting for a person", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the request waiting for a person", func() bool {
 		p := exec.Command(os.Args[0], "pending", "-c", manifest)
 		p.Env = opsEnv
 		out := startProc(t, p)

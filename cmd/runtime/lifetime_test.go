@@ -62,13 +62,13 @@ supervisor = "policy"
 	up := runtimeProc(t, "up", "-c", manifest)
 	until(t, "agentmux up", up.stderr, "node up")
 	runtimeProc(t, "submit", "-c", manifest, "w", `{"steps":[{"grandchild":true},{"send":{"type":"approval","id":"a1","description":"go?"}},{"await":"a1"},{"result":"done"}]}`)
-	poll(t, 20*time.Second, "the agent, its grandchild, the supervisor and its children running", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the agent, its grandchild, the supervisor and its children running", func() bool {
 		_, err := os.Stat(started)
 		return err == nil && len(proctest.Marked(mark)) >= 5
 	})
 	kill(t, up)
 	killed := time.Now()
-	poll(t, 2*time.Second, "every process the node started gone", func() bool { return len(proctest.Marked(mark)) == 0 })
+	proctest.EventuallyWithin(t, 2*time.Second, "every process the node started gone", func() bool { return len(proctest.Marked(mark)) == 0 })
 	t.Logf("all gone %v after the node", time.Since(killed).Round(time.Millisecond))
 }
 
@@ -101,7 +101,7 @@ env = { AGENTMUX_TEST_MARK = %q }
 	runtimeProc(t, "submit", "-c", manifest, "w", "run")
 	records := filepath.Join(store, "agentmux-processes")
 	var groups []os.DirEntry
-	poll(t, 20*time.Second, "the shim, the agent and its child running, the group recorded", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the shim, the agent and its child running, the group recorded", func() bool {
 		groups, _ = os.ReadDir(records)
 		return len(groups) == 1 && len(proctest.Marked(mark)) >= 4
 	})
@@ -117,7 +117,7 @@ env = { AGENTMUX_TEST_MARK = %q }
 	if err := syscall.Kill(shimPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 5*time.Second, "the shim gone", func() bool { return !slices.Contains(proctest.Marked(mark), shimPID) })
+	proctest.EventuallyWithin(t, 5*time.Second, "the shim gone", func() bool { return !slices.Contains(proctest.Marked(mark), shimPID) })
 	if left := proctest.Marked(mark); len(left) < 3 {
 		t.Fatalf("only %v left after the node and its shim died; the test needs the agent and its children orphaned", left)
 	}
@@ -126,7 +126,7 @@ env = { AGENTMUX_TEST_MARK = %q }
 	if !strings.Contains(again.stderr.String(), "killed process groups an earlier node on this store left running") {
 		t.Fatalf("the restarted node did not say it swept:\n%s", again.stderr)
 	}
-	poll(t, 5*time.Second, "the leftovers gone", func() bool { return len(proctest.Marked(mark)) == 0 })
+	proctest.EventuallyWithin(t, 5*time.Second, "the leftovers gone", func() bool { return len(proctest.Marked(mark)) == 0 })
 }
 
 // TestTermWhileWaitingForTheCluster: a clustered node whose peers are not up waits for

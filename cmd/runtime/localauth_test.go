@@ -82,7 +82,7 @@ supervisor = "oncall"
 
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-probe", "probe", "go", "--follow")
 	var id string
-	poll(t, 30*time.Second, "the probe's approval in agentmux pending", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the probe's approval in agentmux pending", func() bool {
 		code, out, _ := runCLI("pending", "-c", manifest, "--json")
 		for _, line := range strings.Split(out, "\n") {
 			var rec struct{ ID, Session string }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmux/agentmux/internal/proctest"
 	"github.com/agentmux/agentmux/internal/testdeps"
 	"github.com/agentmux/agentmux/store"
 )
@@ -89,7 +90,7 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 		tasks[ids[i]] = "agents"
 	}
 	submitTasks(t, js, "w", script, ids...)
-	poll(t, 30*time.Second, "the sessions are asking", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the sessions are asking", func() bool {
 		for _, r := range auditRecords(t, js) {
 			if r.Kind == "request" || r.Kind == "answer" {
 				return true
@@ -105,7 +106,7 @@ func TestFleetAgentNodePartitioned(t *testing.T) {
 	}
 	ip(t, "link", "set", ns.hostLink, "down")
 	cutAt := time.Now()
-	poll(t, 30*time.Second, "the fleet counts the cut-off agent node gone", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the fleet counts the cut-off agent node gone", func() bool {
 		if time.Since(cutAt) < 10*time.Second {
 			return false
 		}

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmux/agentmux/internal/proctest"
 )
 
 // TestFleetStaleHumanRequests: a request waiting for a person whose session ends
@@ -49,17 +51,17 @@ func TestFleetStaleHumanRequests(t *testing.T) {
 			})
 			submitTasks(t, js, c.host, script, c.session)
 			var id string
-			poll(t, 30*time.Second, "the request in agentmux pending", func() bool {
+			proctest.EventuallyWithin(t, 30*time.Second, "the request in agentmux pending", func() bool {
 				id = fleetPending(t, f, c.session)
 				return id != ""
 			})
 			c.stop(agents)
-			poll(t, 30*time.Second, "the request leaving agentmux pending", func() bool { return fleetPending(t, f, c.session) == "" })
+			proctest.EventuallyWithin(t, 30*time.Second, "the request leaving agentmux pending", func() bool { return fleetPending(t, f, c.session) == "" })
 			code, _, stderr := fleetCLI(t, "respond", "-c", f.manifest, id, "yes")
 			if code != exitError || !strings.Contains(stderr, id+" was cancelled: "+c.why) || !strings.Contains(stderr, "no answer can reach the agent") {
 				t.Fatalf("respond to a stale request: exit %d, %s", code, stderr)
 			}
-			poll(t, 20*time.Second, "a cancelled outcome in the audit", func() bool {
+			proctest.EventuallyWithin(t, 20*time.Second, "a cancelled outcome in the audit", func() bool {
 				for _, r := range auditRecords(t, js) {
 					if r.Session == c.session && r.Kind == "answer" && r.Outcome == "cancelled" {
 						return true

@@ -138,7 +138,7 @@ func checkResumed(t *testing.T, js jetstream.JetStream) {
 // second stage, past its question.
 func stageAsked(t *testing.T, js jetstream.JetStream) {
 	t.Helper()
-	poll(t, 40*time.Second, "the second stage's question answered", func() bool {
+	proctest.EventuallyWithin(t, 40*time.Second, "the second stage's question answered", func() bool {
 		records, err := readFleetAudit(js)
 		if err != nil {
 			return false
@@ -181,7 +181,7 @@ func TestPipelineResumesAfterNodeKilled(t *testing.T) {
 		t.Fatal("the second stage's agent is not running; the test kills the node during that stage")
 	}
 	kill(t, up)
-	poll(t, 5*time.Second, "the agents gone with the node", func() bool {
+	proctest.EventuallyWithin(t, 5*time.Second, "the agents gone with the node", func() bool {
 		return len(proctest.Marked(testerMark))+len(proctest.Marked(coderMark)) == 0
 	})
 	again := runtimeProc(t, "up", "-c", manifest, "--log", "info")
@@ -191,7 +191,7 @@ func TestPipelineResumesAfterNodeKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var run *wire.PipelineRun
-	poll(t, 60*time.Second, "the run ended on the restarted node", func() bool {
+	proctest.EventuallyWithin(t, 60*time.Second, "the run ended on the restarted node", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		run, _, err = runs.Get(ctx, "p-resume")
@@ -238,7 +238,7 @@ func TestFleetPipelineResumesOnAnotherNode(t *testing.T) {
 	victim := run.Stages[1].Node
 	kill(t, nodes[victim])
 	killed := time.Now()
-	poll(t, 60*time.Second, "the run ended on the other node", func() bool {
+	proctest.EventuallyWithin(t, 60*time.Second, "the run ended on the other node", func() bool {
 		run = get()
 		return run != nil && run.Outcome != ""
 	})

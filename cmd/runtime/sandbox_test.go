@@ -194,7 +194,7 @@ supervisor = "policy"
 	linger := exec.Command(os.Args[0], "submit", "-c", manifest, "--id", "t-linger", "lingerer", "go", "--follow")
 	linger.Env = []string{"AGENTMUX_STATE_DIR=" + state}
 	lingering := startProc(t, linger)
-	poll(t, 30*time.Second, "the lingering agent started", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the lingering agent started", func() bool {
 		_, err := os.Stat(filepath.Join(work, "lingering"))
 		return err == nil
 	})

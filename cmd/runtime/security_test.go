@@ -469,7 +469,7 @@ func TestSecureCLI(t *testing.T) {
 func waitPending(t *testing.T, s *secureNode, session string) string {
 	t.Helper()
 	var id string
-	poll(t, 20*time.Second, "the request waiting for a person", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the request waiting for a person", func() bool {
 		_, out, _ := s.cli(t, "view", "pending", "-c", s.manifest, "--json")
 		for _, line := range strings.Split(out, "\n") {
 			var rec struct{ ID, Session string }
@@ -487,7 +487,7 @@ func waitPending(t *testing.T, s *secureNode, session string) string {
 func auditDecider(t *testing.T, s *secureNode, session string) string {
 	t.Helper()
 	var decider string
-	poll(t, 20*time.Second, "the answer's audit record", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the answer's audit record", func() bool {
 		_, out, _ := s.cli(t, "view", "audit", "-c", s.manifest, session, "--json")
 		for _, line := range strings.Split(out, "\n") {
 			var rec wire.AuditRecord
@@ -539,7 +539,7 @@ func TestSecureForgedDecider(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = pager.Flush()
-	poll(t, 5*time.Second, "the second reply's refusal", func() bool { return context.Cause(refused) != nil })
+	proctest.EventuallyWithin(t, 5*time.Second, "the second reply's refusal", func() bool { return context.Cause(refused) != nil })
 	var perm *bus.PermissionError
 	if !errors.As(context.Cause(refused), &perm) || !perm.Publish || perm.Subject != ask.Reply {
 		t.Fatalf("a second reply: %v", context.Cause(refused))
@@ -561,7 +561,7 @@ func TestSecureTaskQueuerIsWhatTheBusVouches(t *testing.T) {
 	}
 	_ = nc.Flush()
 	var perm *bus.PermissionError
-	poll(t, 5*time.Second, "the refusal", func() bool { return errors.As(context.Cause(refused), &perm) })
+	proctest.EventuallyWithin(t, 5*time.Second, "the refusal", func() bool { return errors.As(context.Cause(refused), &perm) })
 	if !perm.Publish || perm.Subject != wire.TaskSubjectBy("w", "human:alice") {
 		t.Fatalf("queueing as alice: %v", context.Cause(refused))
 	}
@@ -569,7 +569,7 @@ func TestSecureTaskQueuerIsWhatTheBusVouches(t *testing.T) {
 		t.Fatal(err)
 	}
 	var start wire.AuditRecord
-	poll(t, 20*time.Second, "the session's start in the audit", func() bool {
+	proctest.EventuallyWithin(t, 20*time.Second, "the session's start in the audit", func() bool {
 		_, out, _ := s.cli(t, "view", "audit", "-c", s.manifest, "t-claimed", "--json")
 		for _, line := range strings.Split(out, "\n") {
 			if json.Unmarshal([]byte(line), &start) == nil && start.Kind == "session.started" {

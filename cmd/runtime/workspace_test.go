@@ -99,7 +99,7 @@ keep = "always"
 		t.Fatalf("submit: exit %d", code)
 	}
 	var first wire.WorkspaceRecord
-	poll(t, 30*time.Second, "the first attempt working in its worktree", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the first attempt working in its worktree", func() bool {
 		recs := workspaceRecords(t, manifest)
 		if len(recs) != 1 {
 			return false
@@ -125,7 +125,7 @@ keep = "always"
 		Live  []wire.WorkspaceRecord `json:"live"`
 		Ended []wire.AuditRecord     `json:"ended"`
 	}
-	poll(t, 60*time.Second, "the task's next attempt ended", func() bool {
+	proctest.EventuallyWithin(t, 60*time.Second, "the task's next attempt ended", func() bool {
 		p := runtimeProc(t, "workspace", "show", "-c", manifest, "t-ws", "-o", "json")
 		if p.wait(t, 20*time.Second) != exitOK || json.Unmarshal([]byte(p.stdout.String()), &show) != nil {
 			return false
@@ -248,7 +248,7 @@ supervisor = "allow"
 	do(t, ctx, "open the console's link", chromedp.Navigate(signInLink(t, con.stderr.String())), chromedp.WaitVisible(chromedp.CSS("#status.live")))
 
 	first := runtimeProc(t, "submit", "-c", manifest, "--id", "t-first", "--follow", "edit", "edit shared.txt wait "+release)
-	poll(t, 30*time.Second, "the first session editing shared.txt", func() bool {
+	proctest.EventuallyWithin(t, 30*time.Second, "the first session editing shared.txt", func() bool {
 		recs := workspaceRecords(t, manifest)
 		if len(recs) != 1 {
 			return false
@@ -312,7 +312,7 @@ supervisor = "allow"
 	f.node(t, "b")
 	first := runtimeProc(t, "submit", "-c", f.manifest, "--id", "t-a", "--follow", "edit", "edit shared.txt wait "+release)
 	var holder string
-	poll(t, 60*time.Second, "the first session editing shared.txt", func() bool {
+	proctest.EventuallyWithin(t, 60*time.Second, "the first session editing shared.txt", func() bool {
 		recs := workspaceRecords(t, f.manifest)
 		if len(recs) != 1 {
 			return false

@@ -156,17 +156,7 @@ func killedParent(t *testing.T, script string, cgroups bool, check func(pid int)
 
 // goneWithin reports whether pid is gone (or a zombie) within d.
 func goneWithin(pid int, d time.Duration) bool {
-	deadline := time.After(d)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for alive(pid) {
-		select {
-		case <-deadline:
-			return false
-		case <-tick.C:
-		}
-	}
-	return true
+	return proctest.Poll(d, 10*time.Millisecond, func() bool { return !alive(pid) })
 }
 
 // TestGroupDiesWithParent: a parent starts a command through the shim; the command
