@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/internal/shim"
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
 // TestKilledNodeLeavesNoProcess: `agentmux up` is killed with SIGKILL while an agent
@@ -22,6 +24,7 @@ import (
 // any of them started is left: the detached one goes with the supervisor's cgroup.
 func TestKilledNodeLeavesNoProcess(t *testing.T) {
 	t.Parallel()
+	testdeps.Cgroups(t, shim.CheckCgroups()) // what leaves its group dies with its cgroup
 	dir := t.TempDir()
 	mark := nuid.Next()
 	out := filepath.Join(dir, "out") // what the supervisor writes: not the store's folder
@@ -79,6 +82,7 @@ supervisor = "policy"
 // kernel sends a group orphaned with a stopped member (the shim).
 func TestRestartSweepsLeftovers(t *testing.T) {
 	t.Parallel()
+	testdeps.Cgroups(t, shim.CheckCgroups()) // what leaves its group dies with its cgroup
 	dir := t.TempDir()
 	mark := nuid.Next()
 	store := filepath.Join(dir, "store")

@@ -169,3 +169,13 @@ func startTime(pid int) (string, bool) {
 	}
 	return fields[19], true
 }
+
+// CheckCgroups says why a node of this process could not start its commands in cgroups
+// of their own, or nil when it could (UseCgroups would succeed).
+func CheckCgroups() error {
+	t, err := openCgroupTree()
+	if err == nil {
+		t.close()
+	}
+	return err
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/internal/testdeps"
 )
 
 // TestMain doubles as a parent that starts a command through the shim and then waits
@@ -201,6 +202,9 @@ func TestWatchEndsWithTheCommand(t *testing.T) {
 func TestDetachedDescendantDiesWithParent(t *testing.T) {
 	for _, cgroups := range []bool{true, false} {
 		t.Run(map[bool]string{true: "cgroup", false: "group only"}[cgroups], func(t *testing.T) {
+			if cgroups {
+				testdeps.Cgroups(t, CheckCgroups())
+			}
 			detached := killedParent(t, "setsid sh -c 'echo $$; exec sleep 1003' & sleep 1002", cgroups, func(pid int) {
 				if pgid, _ := syscall.Getpgid(pid); pgid != pid {
 					t.Fatalf("the detached process %d is in group %d: it did not leave the shim's", pid, pgid)
@@ -234,9 +238,7 @@ func TestForgetEndsWhatTheCommandLeft(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := procs.UseCgroups(); err != nil {
-			t.Fatalf("this test needs a cgroup v2 this process may make cgroups in: %v", err)
-		}
+		testdeps.Cgroups(t, procs.UseCgroups())
 		cmd, err := procs.Command(context.Background(), "sh", "-c", "setsid sh -c 'echo $$; exec sleep 1004' &")
 		if err != nil {
 			t.Fatal(err)

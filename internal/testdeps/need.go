@@ -52,3 +52,13 @@ func Root(t testing.TB, why string) {
 		need(t, "root, "+why, "run the tests as root to run it (CI does)")
 	}
 }
+
+// Cgroups skips t outside CI when err (shim.CheckCgroups's) says this process may not
+// make cgroups, saying how to have them; CI runs as root, which may.
+func Cgroups(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Log(err)
+		need(t, "a cgroup v2 this user may make cgroups in", "run the tests as root, or in a cgroup systemd delegates to your user (Delegate=yes), to run it")
+	}
+}
