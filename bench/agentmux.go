@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -43,9 +44,13 @@ func (c *Config) manifest() string {
 		}
 		env = "{ " + strings.Join(kv, ", ") + " }"
 	}
+	user := "" // a node run as root runs agents as root only when its manifest says so
+	if os.Geteuid() == 0 {
+		user = "user = \"root\"\n" // the load generator's own scripted agents
+	}
 	host := func(name string, pool int) string {
-		return fmt.Sprintf("[hosts.%s]\ncommand = %q\nargs = %s\nenv = %s\npool = %d\nquestion_timeout = %q\nstop_grace = \"2s\"\n\n",
-			name, command, argsJSON, env, pool, c.QuestionTimeout.String())
+		return fmt.Sprintf("[hosts.%s]\ncommand = %q\nargs = %s\nenv = %s\npool = %d\nquestion_timeout = %q\nstop_grace = \"2s\"\n%s\n",
+			name, command, argsJSON, env, pool, c.QuestionTimeout.String(), user)
 	}
 	// A node keeps every event in the history stream unless told not to: so does the
 	// scenario, unless --keep-events=false.

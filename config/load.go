@@ -369,8 +369,8 @@ func (v *validator) sandbox(path []string, p *Process, manifestPath string) {
 	default:
 		v.add(at("sandbox"), "%q is not a sandbox; use %q (the default where the kernel has it) or %q", p.Sandbox, SandboxLandlock, SandboxNone)
 	}
-	if p.User != "" && p.Sandbox == SandboxNone {
-		v.add(at("user"), "%q needs the sandbox, which starts the program as its user: leave sandbox out, or user", p.User)
+	if p.User != "" && p.User != "root" && p.User != "0" && p.Sandbox == SandboxNone {
+		v.add(at("user"), "%q needs the sandbox, which starts the program as its user: leave sandbox out, or user (only \"root\" goes with sandbox = \"none\")", p.User)
 	}
 	home, _ := os.UserHomeDir()
 	abs := func(key string, paths []string) {

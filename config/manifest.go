@@ -213,9 +213,11 @@ type Process struct {
 	// Both are made absolute (from the manifest's folder, "~/" from the home).
 	SandboxWrite    []string `toml:"sandbox_write"`
 	SandboxReadDeny []string `toml:"sandbox_read_deny"`
-	// User is who the program runs as, for a node run as root: a user's name or uid.
-	// Unset, it runs as root without any capability (Linux); "root" keeps root's, which a
-	// node warns about. A node run as another user starts programs as itself only.
+	// User is who the program runs as, for a node run as root: a user's name or uid. A
+	// node run as root refuses to start an agent with none; "root" runs it as root
+	// (sandboxed on Linux, without any capability), which the node warns about. A command
+	// supervisor or tool with none runs as root without capabilities. A node run as
+	// another user starts programs as itself only.
 	User string `toml:"user"`
 }
 

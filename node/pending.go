@@ -96,7 +96,7 @@ func (n *Node) sweepLeftovers(opts Options) error {
 	if killed := procs.Sweep(); len(killed) > 0 {
 		n.log.Warn("killed process groups an earlier node on this store left running", "groups", killed)
 	}
-	if err := procs.UseCgroups(); err != nil && len(n.programs(opts.Manifest)) > 0 {
+	if err := procs.UseCgroups(); err != nil && len(n.programs(opts)) > 0 {
 		n.log.Warn("no cgroup per program: a process an agent detaches (setsid) can outlive this node if it is killed with SIGKILL", "err", err)
 	}
 	n.procs = procs

@@ -23,6 +23,7 @@ func (f *fixture) parsed(manifest string) *config.Manifest {
 	if err != nil {
 		f.t.Fatalf("manifest: %v\n%s", err, manifest)
 	}
+	agentsAsRoot(m)
 	return m
 }
 

@@ -15,21 +15,24 @@ import (
 )
 
 // runAs sets who program key runs as. A node run as root starts a program as its
-// manifest's user; with none, as root without any capability (on Linux; on macOS as
-// root, which is warned about); user = "root" keeps root's capabilities, which is
-// warned about too. A node run as another user starts programs as itself only.
+// manifest's user. It refuses to start an agent that names none: an agent of a root
+// node runs as root only where its manifest says user = "root" (warned about), and
+// then, on Linux, without any capability. A command supervisor or tool with no user
+// runs as root without capabilities too (on macOS as root, warned about). A node run
+// as another user starts programs as itself only.
 func (n *Node) runAs(key string, p program, policy *sandbox.Policy) error {
 	root := os.Geteuid() == 0
 	switch name := p.User; {
+	case name == "" && root && p.dialect != "":
+		return rootAgent(key)
 	case name == "" && root && runtime.GOOS != "linux":
 		n.log.Warn("the node runs as root, and so does this program: it can read what root can, the node's environment included; set its user to an unprivileged user (docs/security.md)", "program", key)
 	case name == "":
-	case name == "root" || name == "0":
+	case isRoot(name):
 		if !root {
 			return fmt.Errorf("node: %s: user = %q, and this node runs as uid %d: it starts programs as itself only; leave user out, or run the node as root", key, name, os.Geteuid())
 		}
-		policy.KeepRoot = true
-		n.log.Warn("this program runs as root with root's capabilities: it can read every file and the node's own environment and memory, past its sandbox's rules; give it an unprivileged user instead (docs/security.md)", "program", key)
+		n.log.Warn("this program runs as root, as its manifest says (on Linux without any capability): it reads and writes what root owns within its sandbox's rules (/etc/shadow and /root included); give it an unprivileged user instead (docs/security.md)", "program", key)
 	default:
 		u, err := lookupUser(name)
 		if err != nil {
@@ -58,6 +61,15 @@ func (n *Node) runAs(key string, p program, policy *sandbox.Policy) error {
 	}
 	return nil
 }
+
+// rootAgent is the refusal of an agent of a node run as root whose host names no user.
+func rootAgent(key string) error {
+	return fmt.Errorf("node: %s: this node runs as root and the host names no user, so its agents would run as root: "+
+		"set user = \"<an unprivileged user>\" to run them as that user, or user = \"root\" to run them as root (docs/security.md)", key)
+}
+
+// isRoot reports whether a manifest's user names root.
+func isRoot(name string) bool { return name == "root" || name == "0" }
 
 // lookupUser finds a user by name or uid, with the groups it belongs to.
 func lookupUser(name string) (*sandbox.User, error) {

@@ -24,13 +24,15 @@ type program struct {
 	workIn  []string
 }
 
-// programs are what this node may start, by manifest table: its hosts' agents, its
-// command supervisors, and the tools its supervisors may call.
-func (n *Node) programs(m *config.Manifest) map[string]program {
+// programs are what this node may start, by manifest table: its hosts' agents (but
+// those run inside the node: attached, or Options.InProc), its command supervisors, and
+// the tools its supervisors may call.
+func (n *Node) programs(opts Options) map[string]program {
+	m := opts.Manifest
 	out := map[string]program{}
 	for name, h := range n.roles.hosts {
-		if h.Attached != nil {
-			continue // runs in the node (package attach)
+		if h.Attached != nil || opts.InProc[name] != nil {
+			continue // runs in the node
 		}
 		out["hosts."+name] = program{Process: &h.Process, dialect: h.Dialect, workIn: n.workspaceWrite(h)}
 	}
@@ -59,8 +61,10 @@ func (n *Node) startSandboxes(opts Options) error {
 	base := n.sandboxBase(opts)
 	set := sandbox.Set{}
 	var unsandboxed, rootless []string
-	for key, p := range n.programs(m) {
+	for key, p := range n.programs(opts) {
 		switch {
+		case os.Geteuid() == 0 && p.dialect != "" && p.User == "":
+			return rootAgent(key)
 		case p.Sandbox == config.SandboxNone:
 			if os.Geteuid() == 0 {
 				n.log.Warn("this program runs as root, unsandboxed (sandbox = \"none\"): it can read the node's environment, memory and credentials; sandbox it and give it a user (docs/security.md)", "program", key)
@@ -76,7 +80,7 @@ func (n *Node) startSandboxes(opts Options) error {
 		if err := n.runAs(key, p, &policy); err != nil {
 			return err
 		}
-		if policy.As == nil && !policy.KeepRoot && os.Geteuid() == 0 && mechanism == "landlock" {
+		if policy.As == nil && p.User == "" && os.Geteuid() == 0 && mechanism == "landlock" {
 			rootless = append(rootless, key)
 		}
 		if p.dialect != "" {

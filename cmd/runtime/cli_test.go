@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,8 +73,15 @@ func runtimeProc(t *testing.T, args ...string) *proc {
 }
 
 // startProc starts cmd, which runs this binary as `runtime`, and stops it at cleanup.
+// A node it starts as root (up, run) has its manifest's agents run as root
+// (agentsAsRoot).
 func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
+	if len(cmd.Args) > 1 && cmd.Args[0] == os.Args[0] && (cmd.Args[1] == "up" || cmd.Args[1] == "run") {
+		if i := slices.Index(cmd.Args, "-c"); i > 0 && i+1 < len(cmd.Args) {
+			agentsAsRoot(t, cmd.Args[i+1])
+		}
+	}
 	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), cmd.Env...), "AGENTMUX_RUNTIME_MAIN=1") // later entries win
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
@@ -90,6 +98,48 @@ func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 		<-p.done
 	})
 	return p
+}
+
+// hostHeader is a line that opens a host's table in a manifest.
+var hostHeader = regexp.MustCompile(`^\[(hosts|agents)\.[A-Za-z0-9_-]+\]\s*$`)
+
+// userKey is a line that says a table's user.
+var userKey = regexp.MustCompile(`^\s*user\s*=`)
+
+// agentsAsRoot has the hosts of the manifest at path that name no user say user =
+// "root" when the tests run as root (as in CI), where a node refuses an agent with no
+// user: what a test's agents may do is its sandbox's to decide, as it is for a node run
+// as a user. The tests that play a root node's agents say who they run as themselves.
+func agentsAsRoot(t *testing.T, path string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	var out []string
+	for i, line := range lines {
+		out = append(out, line)
+		if !hostHeader.MatchString(line) {
+			continue
+		}
+		said := false
+		for _, next := range lines[i+1:] {
+			if strings.HasPrefix(next, "[") {
+				break
+			}
+			said = said || userKey.MatchString(next)
+		}
+		if !said {
+			out = append(out, `user = "root"`)
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // wait waits for the process to exit and returns its exit code.
@@ -488,6 +538,7 @@ func TestSIGHUPReloadsTheManifest(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(changed), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	agentsAsRoot(t, manifest)
 	if err := up.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

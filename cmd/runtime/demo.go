@@ -151,6 +151,10 @@ fallback = "static"
 strategy = "static"
 `
 	}
+	user := "" // a node run as root runs agents as root only when its manifest says so
+	if os.Geteuid() == 0 {
+		user = "user = \"root\"   # the demo's own scripted agents, run by root\n"
+	}
 	return fmt.Sprintf(`[hosts.sim]
 command = %q
 args = ["sim"]
@@ -161,7 +165,7 @@ init_timeout = "60s"  # 200 processes start at once: on a busy machine init_ack 
 question_timeout = %q
 question_default = "skip"
 approval_default = "no"
-
+%s
 [hosts.sim.params]
 role = "demo"
 
@@ -199,7 +203,7 @@ supervisor = "oncall"
 
 [[routes]]
 supervisor = "default"
-`, self, pool, questionTimeout, dflt)
+`, self, pool, questionTimeout, user, dflt)
 }
 
 // demoScript is session i's script: progress, partials, an unknown type, a question

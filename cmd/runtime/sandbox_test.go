@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -281,6 +282,37 @@ for name, path in {"environ": "/proc/%d/environ" % node, "secret": os.environ["S
 print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
 `
 
+// TestRootNodeRefusesAnAgentWithNoUser: `agentmux up` run as root does not start a host
+// whose agents would be root without the manifest saying so; it exits, naming the host
+// and the two ways on.
+func TestRootNodeRefusesAnAgentWithNoUser(t *testing.T) {
+	t.Parallel()
+	testdeps.Root(t, "to run a node as root")
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "agentmux.toml")
+	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[hosts.said]\ncommand = \"true\"\nuser = \"root\"\n[hosts.bare]\ncommand = \"true\"\n",
+		proctest.FreePort(t), filepath.Join(dir, "store"))
+	if err := os.WriteFile(manifest, []byte(m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "up", "-c", manifest, "--name", "rooted")
+	cmd.Env = []string{"AGENTMUX_RUNTIME_MAIN=1", "PATH=" + os.Getenv("PATH"), "AGENTMUX_STATE_DIR=" + filepath.Join(dir, "state"), "HOME=" + dir}
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("up ran a host with no user as root (err %v):\n%s", err, out)
+	}
+	for _, want := range []string{`hosts.bare: this node runs as root and the host names no user`, `user = "root"`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("up's refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "hosts.said:") {
+		t.Errorf("up refused the host whose manifest says user = \"root\":\n%s", out)
+	}
+}
+
 // TestRootNodesAgentsAreNotRoot runs a node as root, as CI does, with two agents that
 // try what root could: one with no user runs as root without a capability, one with
 // user = "nobody" runs as nobody; neither reads the node's environment or another
@@ -323,6 +355,7 @@ command = "python3"
 args = ["-c", %[3]q]
 working_dir = %[4]q
 env = { SECRET = %[5]q }
+user = "root"
 [hosts.nobody]
 command = "/usr/bin/python3"
 args = ["-c", %[3]q]
@@ -337,8 +370,8 @@ user = "nobody"
 	cmd.Env = []string{"AGENTMUX_STATE_DIR=" + state, "HOME=" + dir, "AGENTMUX_SECRET_OF_THE_NODE=hunter2"}
 	up := startProc(t, cmd)
 	until(t, "node up", up.stderr, "node up")
-	if !strings.Contains(up.stderr.String(), "programs=hosts.rootless") {
-		t.Errorf("the node did not warn that hosts.rootless runs as root without capabilities:\n%s", up.stderr)
+	if !strings.Contains(up.stderr.String(), "as its manifest says (on Linux without any capability)") {
+		t.Errorf("the node did not warn that hosts.rootless runs as root:\n%s", up.stderr)
 	}
 	for host, uid := range map[string]string{"rootless": "0", "nobody": "65534"} {
 		seen := probeHost(t, manifest, state, "t-"+host, host, up)

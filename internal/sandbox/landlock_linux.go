@@ -88,7 +88,7 @@ func (s *Sandbox) restrict(p Policy) (*domain, error) {
 	}
 	d := newDomain()
 	ready := make(chan error)
-	d.shed = os.Geteuid() == 0 && p.As == nil && !p.KeepRoot
+	d.shed = os.Geteuid() == 0 && p.As == nil
 	go s.thread(fd, flags, d, ready, nil)
 	if err := <-ready; err != nil {
 		return nil, fmt.Errorf("sandbox %s: restricting its thread: %w", s.name, err)

@@ -27,13 +27,11 @@ type Policy struct {
 	// is built and removed by Close, as TMPDIR (replacing the one it would inherit).
 	Temp bool
 	// As is the user the program runs as, which only a process run as root may choose;
-	// nil, the process's own.
+	// nil, the process's own. A process run as root with no As starts its programs, on
+	// Linux, as root without any capability, unable to regain one by exec: no reading or
+	// writing what only root's capabilities reach (another user's 0600 file,
+	// /proc/<node>/environ), no tracing, mounting or loading.
 	As *User
-	// KeepRoot keeps root's capabilities for the programs of a process run as root with
-	// no As. Otherwise, on Linux, they run as root without any capability, and cannot
-	// regain one by exec: no reading or writing what only root's capabilities reach
-	// (another user's 0600 file, /proc/<node>/environ), no tracing, mounting or loading.
-	KeepRoot bool
 }
 
 // User is who a program runs as: a uid, a gid and supplementary groups.

@@ -41,7 +41,7 @@ type domain struct {
 	// the Sandbox's mu: it is retired only when both are none.
 	pids     []int
 	starting int
-	shed     bool // its thread, run as root, sheds its capabilities (Policy.KeepRoot)
+	shed     bool // its thread, run as root, sheds its capabilities (Policy.As)
 	// profile is the Seatbelt profile the programs run under, on macOS.
 	profile string
 }
