@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -71,6 +72,17 @@ type heldRequest struct {
 	id  string
 	rec *wire.AuditRecord
 	due time.Time
+}
+
+// startAudit starts the node's auditor, which records to the audit stream until the
+// node stops.
+func (n *Node) startAudit(context.Context) error {
+	a, err := newAuditor(n.Bus.Conn, n.Metrics, n.log, auditHold)
+	if err != nil {
+		return err
+	}
+	n.audit = a
+	return nil
 }
 
 func newAuditor(nc *nats.Conn, m *metrics.Set, log *slog.Logger, hold time.Duration) (*auditor, error) {

@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/retry"
@@ -17,8 +16,7 @@ import (
 	"github.com/agentmux/agentmux/store"
 )
 
-// openBus starts or connects to NATS, declares the streams and buckets, and starts the
-// node's Asker.
+// openBus starts or connects to NATS and declares the streams and buckets.
 func (n *Node) openBus(ctx context.Context, opts Options) error {
 	m, nc, getenv := opts.Manifest, opts.Manifest.NATS, getenv(opts)
 	var (
@@ -72,15 +70,6 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		b.Close()
 		return err
 	}
-	if err := n.startAsker(ctx); err != nil {
-		b.Close()
-		return err
-	}
-	if n.audit, err = newAuditor(b.Conn, n.Metrics, n.log, auditHold); err != nil {
-		n.closeAsker()
-		b.Close()
-		return err
-	}
 	if srv := b.Server(); srv != nil {
 		n.Metrics.WatchServer(func() metrics.ServerStats {
 			v, err := srv.Varz(nil)
@@ -96,41 +85,6 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 
 // startAsker starts the node's Asker, which asks again after a reconnect, and the
 // directory of live supervisor members its re-asks go to, watching the nodes bucket.
-func (n *Node) startAsker(ctx context.Context) error {
-	nodes, err := openDeclared(ctx, func() (*store.Nodes, error) { return store.OpenNodes(ctx, n.Bus.JS) })
-	if err != nil {
-		return err
-	}
-	n.nodes, n.directory = nodes, ask.NewDirectory()
-	watching, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	if err := nodes.Watch(watching, n.directory.Update, func() { close(done) }); err != nil {
-		stop()
-		return err
-	}
-	n.stopDirectory = func() { stop(); <-done }
-	n.asker, err = ask.NewAsker(n.Bus.Conn, ask.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters(), OnWithdrawn: n.withdraw,
-		Members: n.directory.Members, ClockOffset: n.clockOffset})
-	if err != nil {
-		n.closeAsker()
-		return err
-	}
-	n.Bus.AfterReconnect(n.asker.Reconnected)
-	return nil
-}
-
-// closeAsker stops the Asker and the directory's watch; once is enough, more do no harm.
-func (n *Node) closeAsker() {
-	if n.asker != nil {
-		n.asker.Close()
-	}
-	if n.stopDirectory != nil {
-		n.stopDirectory()
-		n.stopDirectory = nil
-	}
-}
-
-// Replicas is how many copies each stream and bucket has.
 func (n *Node) Replicas() int { return n.replicas }
 
 // storeDir is where a node's embedded server keeps its store: [nats] store_dir, else the

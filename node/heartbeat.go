@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmux/agentmux/actors/router"
@@ -17,6 +18,14 @@ const (
 	nameClaimWait = 2*wire.HeartbeatInterval + time.Second
 )
 
+// pulse is the node's heartbeat loop, and what its last beat saw.
+type pulse struct {
+	stop     context.CancelFunc // stops the loop
+	done     chan struct{}      // closed when the loop has ended
+	draining atomic.Bool        // as of the last heartbeat: /readyz says so
+	listed   atomic.Bool        // a heartbeat of this run is in the nodes bucket: /readyz waits for it
+}
+
 // startHeartbeat writes this node's NodeInfo into the nodes bucket now and every
 // wire.HeartbeatInterval, so `agentmux nodes` lists it and its absence is noticed.
 func (n *Node) startHeartbeat(ctx context.Context) error {
@@ -26,9 +35,9 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 		n.log.Warn("first heartbeat not written; trying again", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n.heartbeat, n.beatDone = cancel, make(chan struct{})
+	n.pulse.stop, n.pulse.done = cancel, make(chan struct{})
 	go func() {
-		defer close(n.beatDone)
+		defer close(n.pulse.done)
 		t := time.NewTicker(wire.HeartbeatInterval)
 		defer t.Stop()
 		for beats := 0; ; beats++ {
@@ -54,7 +63,7 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 // wrote no last one): the claim waits for the next heartbeat it would write, and takes
 // the name when none comes.
 func (n *Node) claimName(ctx context.Context) error {
-	info, rev, serverNow, err := n.nodes.Get(ctx, n.Name)
+	info, rev, serverNow, err := n.asking.nodes.Get(ctx, n.Name)
 	if err != nil {
 		n.log.Warn("could not check that no live node has this name", "node", n.Name, "err", err)
 		return nil
@@ -72,7 +81,7 @@ func (n *Node) claimName(ctx context.Context) error {
 			return ctx.Err()
 		case <-poll.C:
 		}
-		now, newRev, _, err := n.nodes.Get(ctx, n.Name)
+		now, newRev, _, err := n.asking.nodes.Get(ctx, n.Name)
 		if err != nil || now == nil || newRev == rev {
 			continue
 		}
@@ -88,11 +97,11 @@ func (n *Node) claimName(ctx context.Context) error {
 
 // stopHeartbeat ends the loop and writes a last heartbeat that says the node stopped.
 func (n *Node) stopHeartbeat() {
-	if n.heartbeat == nil {
+	if n.pulse.stop == nil {
 		return
 	}
-	n.heartbeat()
-	<-n.beatDone
+	n.pulse.stop()
+	<-n.pulse.done
 	ctx, cancel := context.WithTimeout(context.Background(), heartbeatTimeout)
 	defer cancel()
 	if err := n.beat(ctx, true); err != nil {
@@ -108,7 +117,7 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 		res, err := n.system.Root.RequestFuture(n.router, &router.StatsRequest{}, heartbeatTimeout).Result()
 		if st, ok := res.(*router.Stats); err == nil && ok {
 			info.Hosts, info.Draining = st.Hosts, st.Draining
-			n.draining.Store(st.Draining)
+			n.pulse.draining.Store(st.Draining)
 		}
 		for _, h := range info.Hosts {
 			info.Sessions += h.Busy + h.Queued
@@ -116,10 +125,10 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, heartbeatTimeout)
 	defer cancel()
-	if err := n.nodes.Put(ctx, info); err != nil {
+	if err := n.asking.nodes.Put(ctx, info); err != nil {
 		return err
 	}
-	n.listed.Store(!stopped)
+	n.pulse.listed.Store(!stopped)
 	return nil
 }
 

@@ -154,11 +154,11 @@ func TestReadyzWaitsForTheHeartbeat(t *testing.T) {
 	if code, _ := get(t, readyz); code != http.StatusOK {
 		t.Fatalf("/readyz = %d once the node is up", code)
 	}
-	list, _, err := f.n.nodes.List(context.Background())
+	list, _, err := f.n.asking.nodes.List(context.Background())
 	if err != nil || len(list) != 1 || list[0].Name != f.n.Name {
 		t.Fatalf("the nodes bucket of a ready node: %v %v; want %s", list, err, f.n.Name)
 	}
-	f.n.listed.Store(false) // as if the first heartbeat had not been written
+	f.n.pulse.listed.Store(false) // as if the first heartbeat had not been written
 	if code, body := get(t, readyz); code != http.StatusServiceUnavailable || !strings.Contains(body, "starting (no heartbeat written yet)") {
 		t.Fatalf("/readyz = %d %q before a heartbeat; want 503, starting", code, body)
 	}

@@ -23,14 +23,12 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/router"
 	"github.com/agentmux/agentmux/actors/supervisor"
-	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/attach"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/internal/dispatch"
 	"github.com/agentmux/agentmux/internal/routines"
-	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/notify"
@@ -38,7 +36,6 @@ import (
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
-	"github.com/agentmux/agentmux/workspace"
 )
 
 const (
@@ -122,63 +119,47 @@ type Node struct {
 	// bucket until stopGrants.
 	grants     *store.Grants
 	stopGrants context.CancelFunc
-	// promoted are the shadows promoted fleet-wide, kept from the bucket until
-	// stopPromotions; promotedMu orders their changes with the router's start.
-	promoted       map[string]bool
-	promotedMu     sync.Mutex
-	stopPromotions context.CancelFunc
+	promotions promotions // the shadows promoted fleet-wide (promote.go)
 	// late holds the shadow decisions of ended sessions still to come, until the
 	// node stops.
-	late  *agent.Late
-	procs *shim.Registry // the process groups started, in the store
-	// sandboxes confine the programs the node starts, by manifest table.
-	sandboxes sandbox.Set
-	// unannounce takes back the ports this node told the machine's sandboxes of.
-	unannounce []func()
-	stopped    chan struct{}
-	events     *eventstream.Subscription
+	late      *agent.Late
+	procs     *shim.Registry // the process groups started, in the store
+	sandboxes confinement    // of the programs the node starts (sandbox.go)
+	stopped   chan struct{}
+	events    *eventstream.Subscription
 	// routines owns the goroutines the actors start off themselves (decisions,
 	// keep-alives, task acks, pullers, store I/O) and the node's own; stop stops it
 	// once the actors have stopped.
 	routines *routines.Group
 	// workers run the agents' mailboxes; stopped after the actor system.
-	workers *dispatch.Pool
-	roles   roles
-	started time.Time
-	nodes   *store.Nodes
-	// asker sends the node's asks to supervisors, and directory lists each one's live
-	// members for its re-asks (from the nodes bucket, until stopDirectory).
-	asker         *ask.Asker
-	directory     *ask.Directory
-	stopDirectory func()
-	replicas      int                // of each stream and bucket
-	clockOffset   time.Duration      // Options.ClockOffset
-	heartbeat     context.CancelFunc // stops the heartbeat loop
-	beatDone      chan struct{}      // closed when the heartbeat loop has ended
-	notifiers     []*notify.Notifier
-	draining      atomic.Bool // as of the last heartbeat: /readyz says so
-	listed        atomic.Bool // a heartbeat of this run is in the nodes bucket: /readyz waits for it
-	stopOnce      sync.Once
-	stopErr       error
+	workers     *dispatch.Pool
+	roles       roles
+	started     time.Time
+	asking      asking        // the node's asks to supervisors (asker.go)
+	replicas    int           // of each stream and bucket
+	clockOffset time.Duration // Options.ClockOffset
+	pulse       pulse         // the heartbeat (heartbeat.go)
+	notifiers   []*notify.Notifier
+	stopOnce    sync.Once
+	stopErr     error
+	// table is the node's services (services.go), of which the first running are
+	// started.
+	table   []service
+	running int
 	// opts are the options the node runs by, with the manifest of its last reload.
 	opts Options
-	// reloading is held by Reload, and by stop around what a reload replaces.
+	// reloading is held by Reload; closed, under it, once the node stops what a reload
+	// replaces.
 	reloading sync.Mutex
+	closed    bool
 	// rolesMu guards roles against the goroutines that read them (heartbeat, sweeps)
 	// while a reload replaces them.
-	rolesMu sync.RWMutex
-	// retiredSandboxes are the sets reloads replaced: agents started before may still
-	// use them, so they are closed when the node stops.
-	retiredSandboxes []sandbox.Set
-	// wsRoots are the hosts' workspace roots, by directory (workspaces.go), and
-	// wsProviders what opens and closes them, by host, as of the last reload.
-	wsRoots     map[string]*workspace.Root
-	wsProviders atomic.Pointer[map[string]*workspace.Provider]
-	radar       *workspace.Radar // nil without hosts with workspaces (radar.go)
+	rolesMu    sync.RWMutex
+	workspaces workspaces // the hosts' workspaces and the conflict radar (workspaces.go)
 }
 
-// Start builds and starts a node: metrics server, bus, actor system, supervisors,
-// router, control subjects and heartbeat, in that order.
+// Start builds and starts a node: its services (services.go) in their table's order,
+// from the metrics server and the bus to the router, control subjects and heartbeat.
 func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.Name == "" {
 		host, _ := os.Hostname()
@@ -201,77 +182,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
 		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts, late: agent.NewLate()}
-	if err := n.sweepLeftovers(opts); err != nil {
-		return nil, err
-	}
-	if err := n.startMetrics(opts); err != nil {
-		return nil, err
-	}
-	if err := n.openBus(ctx, opts); err != nil {
-		n.msrv.Close()
-		return nil, err
-	}
-	n.announcePorts()
-	if err := n.claimName(ctx); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.openWorkspaces(n.roles.hosts); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.startSandboxes(opts); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.reclaimWorkspaces(ctx); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.watchConflicts(); err != nil {
-		n.abort()
-		return nil, fmt.Errorf("node: the conflict radar: %w", err)
-	}
-	n.startActorSystem()
-	if err := n.openGrants(); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.serveRespond(ctx); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.serveRules(); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.watchPromotions(); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.startSupervisors(ctx, opts.Manifest); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.startNotifiers(opts); err != nil {
-		n.abort()
-		return nil, err
-	}
-	if err := n.startRouter(ctx, opts); err != nil {
-		n.abort()
-		return nil, err
-	}
-	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.router, n.Name, n.log)
-	n.ctlSubs = append(n.ctlSubs, subs...)
-	if err == nil {
-		err = n.serveWorkspaces()
-	}
-	if err != nil {
-		_ = n.Stop(ctx)
-		return nil, fmt.Errorf("node: control subjects: %w", err)
-	}
-	if err := n.startHeartbeat(ctx); err != nil {
-		_ = n.Stop(ctx)
+	n.table = n.services(opts)
+	if err := n.startServices(ctx); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -312,6 +224,13 @@ func (n *Node) startActorSystem() {
 	})
 }
 
+// stopActorSystem stops the actors left and the workers that ran their mailboxes.
+func (n *Node) stopActorSystem() {
+	n.system.EventStream.Unsubscribe(n.events)
+	n.system.Shutdown()
+	n.workers.Stop()
+}
+
 // startSupervisors spawns a member of each supervisor this node serves.
 func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if len(n.roles.supervisors) == 0 {
@@ -328,7 +247,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 		return err
 	}
 	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: observeLLM(n.Metrics, m.Pricing), Log: n.log,
-		Procs: n.procs, Sandboxes: n.sandboxes, Tracer: n.tracer()}
+		Procs: n.procs, Sandboxes: n.sandboxes.set, Tracer: n.tracer()}
 	for _, s := range n.roles.supervisors {
 		d, err := decide.New(s, deps)
 		if err != nil {
@@ -363,6 +282,13 @@ func (n *Node) startNotifiers(opts Options) error {
 	return nil
 }
 
+// stopSupervisors stops this node's members of its supervisors.
+func (n *Node) stopSupervisors() {
+	for _, pid := range n.sups {
+		n.stopSupervisor(pid)
+	}
+}
+
 func (n *Node) stopNotifiers() {
 	stopAll(n.notifiers)
 	n.notifiers = nil
@@ -386,8 +312,8 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
-		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late,
+		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asking.asker,
+		Procs: n.procs, Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late,
 		Dispatcher: n.workers}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {
 		if n.grants == nil {
@@ -429,10 +355,10 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 		rcfg.JS, rcfg.Intake = n.Bus.JS, intake
 	}
 	// The router starts with the promotions standing; each later one reaches it.
-	n.promotedMu.Lock()
-	rcfg.Promoted = n.promoted
+	n.promotions.mu.Lock()
+	rcfg.Promoted = n.promotions.standing
 	n.router = n.system.Root.Spawn(router.Props(rcfg))
-	n.promotedMu.Unlock()
+	n.promotions.mu.Unlock()
 	if n.attached != nil {
 		if err := n.attached.Start(); err != nil {
 			return err
@@ -484,23 +410,6 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 	return id, reply
 }
 
-// abort undoes a partial start.
-func (n *Node) abort() {
-	if n.workers != nil {
-		n.workers.Stop()
-	}
-	n.closeGrants()
-	n.closePromotions()
-	n.closeAsker()
-	n.sandboxes.Close()
-	n.procs.Close()
-	n.audit.close(auditFlushTimeout)
-	_ = n.opts.Tracing.Shutdown(context.Background()) // nothing traced yet
-	n.Bus.Close()
-	n.msrv.Close()
-	n.unannouncePorts()
-}
-
 // Ready reports whether the node can take work: NATS connected, started to the end
 // (its first heartbeat written, so `agentmux nodes` lists it), and not draining (as of
 // its last heartbeat).
@@ -511,10 +420,10 @@ func (n *Node) Ready() error {
 	if st := n.Bus.Conn.Status(); st != nats.CONNECTED {
 		return fmt.Errorf("%w: NATS connection is %v", ErrNotReady, st)
 	}
-	if !n.listed.Load() {
+	if !n.pulse.listed.Load() {
 		return fmt.Errorf("%w: starting (no heartbeat written yet)", ErrNotReady)
 	}
-	if n.draining.Load() {
+	if n.pulse.draining.Load() {
 		return fmt.Errorf("%w: draining", ErrNotReady)
 	}
 	return nil
@@ -580,7 +489,7 @@ func (n *Node) Run(ctx context.Context, host, session, prompt string) (*Result, 
 // within grace and then hands the rest back (see router.Drain); it returns when no
 // session is left here, or ctx ends. Stop the node afterwards.
 func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
-	n.draining.Store(true)
+	n.pulse.draining.Store(true)
 	res, err := n.system.Root.RequestFuture(n.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
 	if err != nil {
 		return fmt.Errorf("node: drain: the router did not answer: %w", err)
@@ -609,50 +518,7 @@ func (n *Node) stop(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, defaultStopTimeout)
 		defer cancel()
 	}
-	var err error
-	n.stopHeartbeat()
-	if n.attached != nil {
-		n.attached.Stop()
-	}
-	n.system.Root.Send(n.router, &router.Shutdown{Reason: "node stopping"})
-	select {
-	case <-n.stopped:
-	case <-ctx.Done():
-		err = fmt.Errorf("node: agents still running at the stop deadline: %w", ctx.Err())
-	}
-	for _, s := range n.ctlSubs {
-		_ = s.Unsubscribe() // the connection drains next anyway
-	}
-	if stopErr := n.system.Root.StopFuture(n.router).Wait(); stopErr != nil {
-		n.log.Warn("router stop", "err", stopErr)
-	}
-	n.reloading.Lock()
-	defer n.reloading.Unlock()
-	for _, pid := range n.sups {
-		n.stopSupervisor(pid)
-	}
-	n.stopRoutines(ctx)
-	n.stopNotifiers()
-	n.closeGrants()
-	n.closePromotions()
-	n.late.Close() // before the asker and the audit close
-	n.closeAsker()
-	n.system.EventStream.Unsubscribe(n.events)
-	n.system.Shutdown()
-	n.workers.Stop()
-	n.sandboxes.Close()
-	for _, set := range n.retiredSandboxes {
-		set.Close()
-	}
-	n.procs.Close()
-	n.audit.close(auditFlushTimeout)
-	if terr := n.opts.Tracing.Shutdown(ctx); terr != nil {
-		n.log.Warn("the last spans were not exported", "err", terr)
-	}
-	n.Bus.Close()
-	n.msrv.Close()
-	n.unannouncePorts()
-	return err
+	return n.stopServices(ctx)
 }
 
 // tracer makes the node's spans; nil when it traces nothing, so that nothing is spent

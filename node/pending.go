@@ -57,7 +57,7 @@ func (n *Node) sweepOrphans(ctx context.Context) {
 		case p.Node == "":
 		case p.Node == n.Name && p.Created.Before(n.started):
 			why = fmt.Sprintf("orphaned: node %s restarted, and its session with it", p.Node)
-		case p.Node != n.Name && n.directory.Gone(p.Node):
+		case p.Node != n.Name && n.asking.directory.Gone(p.Node):
 			why = fmt.Sprintf("orphaned: node %s is gone (no heartbeat for %v), and its session with it", p.Node, wire.NodeDeadAfter)
 		}
 		if why == "" {

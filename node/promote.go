@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -27,6 +28,14 @@ const promoteTimeout = 10 * time.Second
 // promotionsAudit is the audit's host and session of a shadow's promotion.
 const promotionsAudit = "_policy"
 
+// promotions are the shadows promoted fleet-wide, kept from the bucket until stop; mu
+// orders their changes with the router's start.
+type promotions struct {
+	standing map[string]bool
+	mu       sync.Mutex
+	stop     context.CancelFunc
+}
+
 // watchPromotions keeps the shadows promoted fleet-wide for the node's agents, from
 // the promotions bucket, until the node stops, and takes people's promotions
 // (wire.ShadowPromoteSubject). It returns once the promotions standing are read: the
@@ -37,7 +46,7 @@ func (n *Node) watchPromotions() error {
 		return err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	n.stopPromotions = cancel
+	n.promotions.stop = cancel
 	if err := promotions.Watch(wctx, n.promotionsChanged); err != nil {
 		return err
 	}
@@ -50,8 +59,8 @@ func (n *Node) watchPromotions() error {
 
 // closePromotions stops the promotions' watch.
 func (n *Node) closePromotions() {
-	if n.stopPromotions != nil {
-		n.stopPromotions()
+	if n.promotions.stop != nil {
+		n.promotions.stop()
 	}
 }
 
@@ -62,13 +71,13 @@ func (n *Node) promotionsChanged(standing map[string]*wire.Promotion) {
 	for name := range standing {
 		promoted[name] = true
 	}
-	n.promotedMu.Lock()
-	was := n.promoted
-	n.promoted = promoted
+	n.promotions.mu.Lock()
+	was := n.promotions.standing
+	n.promotions.standing = promoted
 	if n.router != nil {
 		n.system.Root.Send(n.router, &router.Promotions{Promoted: promoted})
 	}
-	n.promotedMu.Unlock()
+	n.promotions.mu.Unlock()
 	n.reloading.Lock()
 	m := n.opts.Manifest
 	n.reloading.Unlock()
@@ -96,9 +105,9 @@ func (n *Node) promotionsChanged(standing map[string]*wire.Promotion) {
 
 // promotedNow is the shadows promoted as of the latest change seen.
 func (n *Node) promotedNow() map[string]bool {
-	n.promotedMu.Lock()
-	defer n.promotedMu.Unlock()
-	return n.promoted
+	n.promotions.mu.Lock()
+	defer n.promotions.mu.Unlock()
+	return n.promotions.standing
 }
 
 // promote writes the promotion (or demotion) m asks for in the bucket and audits it.

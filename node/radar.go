@@ -50,7 +50,7 @@ func (n *Node) watchConflicts() error {
 		return err
 	}
 	n.ctlSubs = append(n.ctlSubs, sub)
-	n.radar = radar
+	n.workspaces.radar = radar
 	return nil
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -35,6 +36,9 @@ func (n *Node) Reload(ctx context.Context, m *config.Manifest) error {
 	return n.counted(n.reload(ctx, m))
 }
 
+// errStopping refuses a reload of a node that is stopping.
+var errStopping = errors.New("node: stopping: the manifest is not reloaded")
+
 // ReloadManifest reads the node's manifest file again and reloads it (Reload); a
 // manifest that does not load is refused with its errors, and the one before runs on.
 func (n *Node) ReloadManifest(ctx context.Context) error {
@@ -67,6 +71,9 @@ func (n *Node) counted(err error) error {
 }
 
 func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
+	if n.closed {
+		return errStopping
+	}
 	if restart := needsRestart(n.opts.Manifest, m); len(restart) > 0 {
 		return fmt.Errorf("node: manifest not reloaded, the one before runs on: these changes need a restart: %s", strings.Join(restart, "; "))
 	}
@@ -76,15 +83,15 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
-	oldRoles, oldSandboxes, oldSups, oldNotifiers := n.roles, n.sandboxes, n.sups, n.notifiers
+	oldRoles, oldSandboxes, oldSups, oldNotifiers := n.roles, n.sandboxes.set, n.sups, n.notifiers
 	undo := func() {
 		for _, pid := range n.sups {
 			n.stopSupervisor(pid)
 		}
 		n.stopNotifiers()
-		n.sandboxes.Close()
+		n.sandboxes.set.Close()
 		n.setRoles(oldRoles)
-		n.sandboxes, n.sups, n.notifiers = oldSandboxes, oldSups, oldNotifiers
+		n.sandboxes.set, n.sups, n.notifiers = oldSandboxes, oldSups, oldNotifiers
 	}
 	if err := n.openWorkspaces(roles.hosts); err != nil {
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
@@ -92,7 +99,7 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 	n.setRoles(roles)
 	n.sups, n.notifiers = nil, nil
 	if err := n.startSandboxes(opts); err != nil {
-		n.sandboxes = sandbox.Set{}
+		n.sandboxes.set = sandbox.Set{}
 		undo()
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
@@ -104,20 +111,20 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 		undo()
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
-	if n.radar == nil {
+	if n.workspaces.radar == nil {
 		if err := n.watchConflicts(); err != nil {
 			n.log.Warn("the conflict radar did not start; sessions in workspaces are not told of each other", "err", err)
 		}
 	}
 	// The new members are subscribed: the old ones may let go.
-	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes, Workspaces: n.workspaceProviders(), Radar: n.radar})
+	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar})
 	for _, pid := range oldSups {
 		n.stopSupervisor(pid)
 	}
 	stopAll(oldNotifiers)
 	// Agents started before the reload keep their sandboxes until they exit; the sets
 	// are closed when the node stops.
-	n.retiredSandboxes = append(n.retiredSandboxes, oldSandboxes)
+	n.sandboxes.retired = append(n.sandboxes.retired, oldSandboxes)
 	n.opts = opts
 	if n.daily != nil {
 		n.daily.SetLimit(dailyUSD(m))

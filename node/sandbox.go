@@ -51,6 +51,23 @@ func (n *Node) programs(opts Options) map[string]program {
 	return out
 }
 
+// confinement is the sandboxes of the programs the node starts, by manifest table;
+// those reloads replaced, which agents started before may still use, closed when the
+// node stops; and what takes back the ports this node told the machine's sandboxes of.
+type confinement struct {
+	set        sandbox.Set
+	retired    []sandbox.Set
+	unannounce []func()
+}
+
+// closeSandboxes closes the node's sandboxes, and those its reloads replaced.
+func (n *Node) closeSandboxes() {
+	n.sandboxes.set.Close()
+	for _, set := range n.sandboxes.retired {
+		set.Close()
+	}
+}
+
 // startSandboxes makes the sandbox of each program this node may start, built when
 // first used: Landlock on Linux, Seatbelt on macOS. A program without one runs
 // unsandboxed: sandbox = "none", or a system without either, which is warned about; a
@@ -108,7 +125,7 @@ func (n *Node) startSandboxes(opts Options) error {
 			set["push."+strings.TrimPrefix(key, "hosts.")] = sandbox.New("push."+strings.TrimPrefix(key, "hosts."), push)
 		}
 	}
-	n.sandboxes = set
+	n.sandboxes.set = set
 	if len(rootless) > 0 {
 		slices.Sort(rootless)
 		n.log.Warn("the node runs as root: these programs run as root without any capability (they read what root owns, not what only root's capabilities reach); give each a user of its own to run it as an unprivileged user (docs/security.md)",
@@ -199,15 +216,15 @@ func (n *Node) announcePorts() {
 			n.log.Warn("the programs other nodes of this machine start may connect to this port", "port", port, "err", err)
 			continue
 		}
-		n.unannounce = append(n.unannounce, release)
+		n.sandboxes.unannounce = append(n.sandboxes.unannounce, release)
 	}
 }
 
 func (n *Node) unannouncePorts() {
-	for _, release := range n.unannounce {
+	for _, release := range n.sandboxes.unannounce {
 		release()
 	}
-	n.unannounce = nil
+	n.sandboxes.unannounce = nil
 }
 
 // pushGitDir is the git directory a host's workspaces push to when program key is a

@@ -476,7 +476,7 @@ supervisor = "allow"
 		first <- res
 	}()
 	proctest.Within(t, 20*time.Second, func() error {
-		if len(f.n.radar.With(repo, "someone-else", []string{"shared.txt"})) == 0 {
+		if len(f.n.workspaces.radar.With(repo, "someone-else", []string{"shared.txt"})) == 0 {
 			return errors.New("the radar has not heard of the first session's edit")
 		}
 		return nil
@@ -504,7 +504,7 @@ supervisor = "allow"
 		t.Errorf("agentmux_workspace_conflicts_total = %v; want 1", got)
 	}
 	proctest.Within(t, 10*time.Second, func() error {
-		if c := f.n.radar.With(repo, "someone-else", []string{"shared.txt"}); len(c) > 0 {
+		if c := f.n.workspaces.radar.With(repo, "someone-else", []string{"shared.txt"}); len(c) > 0 {
 			return fmt.Errorf("the radar still holds %+v after both sessions ended", c)
 		}
 		return nil

@@ -51,7 +51,7 @@ func (n *Node) serveWorkspaces() error {
 }
 
 func (n *Node) providers() map[string]*workspace.Provider {
-	if p := n.wsProviders.Load(); p != nil {
+	if p := n.workspaces.providers.Load(); p != nil {
 		return *p
 	}
 	return nil

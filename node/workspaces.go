@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmux/agentmux/config"
@@ -38,11 +39,20 @@ func (n *Node) workspaceDir(h *config.Host) (string, error) {
 	return filepath.Join(dir, n.Name, h.Name), nil
 }
 
+// workspaces are the hosts' workspace roots, by directory, what opens and closes them,
+// by host, as of the last reload, and the conflict radar (nil without hosts with
+// workspaces: radar.go).
+type workspaces struct {
+	roots     map[string]*workspace.Root
+	providers atomic.Pointer[map[string]*workspace.Provider]
+	radar     *workspace.Radar
+}
+
 // openWorkspaces opens the workspace root of each of hosts that gives its sessions
 // workspaces of their own, once per directory: a reload keeps the roots.
 func (n *Node) openWorkspaces(hosts map[string]*config.Host) error {
-	if n.wsRoots == nil {
-		n.wsRoots = map[string]*workspace.Root{}
+	if n.workspaces.roots == nil {
+		n.workspaces.roots = map[string]*workspace.Root{}
 	}
 	for name, h := range hosts {
 		if !h.Workspace.Isolated() {
@@ -52,14 +62,14 @@ func (n *Node) openWorkspaces(hosts map[string]*config.Host) error {
 		if err != nil {
 			return err
 		}
-		if n.wsRoots[dir] != nil {
+		if n.workspaces.roots[dir] != nil {
 			continue
 		}
 		root, err := workspace.OpenRoot(dir, n.log.With("host", name))
 		if err != nil {
 			return fmt.Errorf("node: hosts.%s: %w", name, err)
 		}
-		n.wsRoots[dir] = root
+		n.workspaces.roots[dir] = root
 	}
 	return nil
 }
@@ -72,7 +82,7 @@ func (n *Node) workspaceWrite(h *config.Host) []string {
 		return nil
 	}
 	dir, err := n.workspaceDir(h)
-	root := n.wsRoots[dir]
+	root := n.workspaces.roots[dir]
 	if err != nil || root == nil {
 		return nil
 	}
@@ -88,15 +98,15 @@ func (n *Node) workspaceWrite(h *config.Host) []string {
 // node's workspace requests are answered with them from now on.
 func (n *Node) workspaceProviders() map[string]*workspace.Provider {
 	out := map[string]*workspace.Provider{}
-	defer n.wsProviders.Store(&out)
+	defer n.workspaces.providers.Store(&out)
 	for name, h := range n.roles.hosts {
 		dir, err := n.workspaceDir(h)
-		root := n.wsRoots[dir]
+		root := n.workspaces.roots[dir]
 		if !h.Workspace.Isolated() || err != nil || root == nil {
 			continue
 		}
-		p := root.Provider(name, h.Workspace, procenv.Build(h.InheritEnv, h.Env), n.sandboxes["hosts."+name].Start)
-		if push := n.sandboxes["push."+name]; push != nil {
+		p := root.Provider(name, h.Workspace, procenv.Build(h.InheritEnv, h.Env), n.sandboxes.set["hosts."+name].Start)
+		if push := n.sandboxes.set["push."+name]; push != nil {
 			p.PushWith(push.Start)
 		}
 		out[name] = p
