@@ -311,10 +311,10 @@ func (n *Node) serveRespond(ctx context.Context) error {
 }
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
-	rcfg := router.Config{Manifest: opts.Manifest, Hosts: n.roles.hosts, Node: n.Name, Conn: n.Bus.Conn, Metrics: n.Metrics, Log: n.log,
-		Audit: n.audit.record, Stopped: n.stopped, Routines: n.routines, WriteTimeout: opts.WriteTimeout, InProc: n.attachSources(opts), Asker: n.asking.asker,
-		Procs: n.procs, Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar, Grants: n.grants, Tracer: n.tracer(), Late: n.late,
-		Dispatcher: n.workers}
+	env := agent.NewEnv(agent.Env{Node: n.Name, Conn: n.Bus.Conn, Asker: n.asking.asker, Metrics: n.Metrics, Log: n.log, Audit: n.audit.record,
+		Late: n.late, Grants: n.grants, Procs: n.procs, Tracer: n.tracer(), Dispatcher: n.workers, WriteTimeout: opts.WriteTimeout})
+	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.roles.hosts, Stopped: n.stopped, Routines: n.routines,
+		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {
 		if n.grants == nil {
 			return

@@ -14,17 +14,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/internal/sandbox"
-	"github.com/agentmux/agentmux/internal/shim"
-	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
@@ -56,14 +52,11 @@ type Grants interface {
 	Revoked(id string) bool
 }
 
-// Config is what an Agent needs; zero fields take defaults.
+// Config is what an Agent needs: what every agent of its node shares (Env), and what
+// is its host's own.
 type Config struct {
-	Host    *config.Host
-	Node    string
-	Conn    *nats.Conn
-	Asker   *ask.Asker // sends requests to supervisors; one per node
-	Metrics *metrics.Set
-	Log     *slog.Logger
+	*Env
+	Host *config.Host
 	// Shared is what the host's agents share (NewShared); nil: the agent makes its own.
 	Shared *Shared
 	// Dir is the node's own directory, where an agent without a workspace or a host
@@ -73,58 +66,27 @@ type Config struct {
 	// only: shared by every agent), to their shadow instead (config.Route.Effective).
 	Routes   config.Routes
 	Promoted map[string]bool
-	// Audit records an audit entry under a deduplication id; it must not block, and
-	// may be called from any goroutine.
-	Audit func(id string, rec *wire.AuditRecord)
-	// Late records the shadow decisions that come after their session ended; nil: they
-	// are recorded without one as it ends.
-	Late *Late
-	// WriteTimeout bounds each write to the agent's stdin.
-	WriteTimeout time.Duration
 	// InProc, when set, runs the agent in this process instead of the host's command.
 	InProc InProc
-	// Procs records the agent's process group in the node's store while it runs, for
-	// the next node on that store to sweep if it outlives this one (nil: not recorded).
-	Procs *shim.Registry
 	// Sandbox confines the agent's process (nil: unsandboxed).
 	Sandbox *sandbox.Sandbox
 	// Workspace gives each session a workspace of its own, where its process starts
 	// (nil: the host's working_dir, shared).
 	Workspace *workspace.Provider
-	// Grants are the answers people gave for a session or a host, fleet-wide: a
-	// request one covers is answered at once. Nil: none but the session's own.
-	Grants Grants
 	// Radar is the node's conflict radar: what other sessions touched of the files a
 	// request would change goes with its ask (nil: none).
 	Radar *workspace.Radar
-	// Tracer makes a span of each session and of each request it routes, whose context
-	// goes with the ask (nil: none).
-	Tracer trace.Tracer
 	// Pricing prices the tokens of a session with a budget as it goes, where the agent
 	// reports no cost.
 	Pricing config.Pricing
 	// SessionUSD is what a session whose budget sets no usd may spend before it is
 	// paused ([budgets] session_usd); 0: no ceiling.
 	SessionUSD float64
-	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
-	// holding it) before it is closed and the group killed.
-	DrainDelay time.Duration
-	// Dispatcher runs the actor's mailbox: the node's dispatch.Pool, whose workers keep
-	// the stack a Receive grows. Nil: protoactor's default, a goroutine per run.
-	Dispatcher actor.Dispatcher
 }
 
 // Props returns the props that spawn an Agent for cfg.
 func Props(cfg Config) *actor.Props {
-	if cfg.WriteTimeout == 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
-	}
-	if cfg.DrainDelay == 0 {
-		cfg.DrainDelay = DefaultDrainDelay
-	}
-	if cfg.Audit == nil {
-		cfg.Audit = func(string, *wire.AuditRecord) {}
-	}
+	cfg.Env = cfg.Env.Defaulted()
 	var opts []actor.PropsOption
 	if cfg.Dispatcher != nil {
 		opts = append(opts, actor.WithDispatcher(cfg.Dispatcher))
@@ -232,7 +194,8 @@ func (a *Agent) spawn(extra []string) {
 		if a.cfg.InProc != nil {
 			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
 		} else {
-			p, err = startProcess(a.host, dir, env, a.dialect, extra, a.cfg.Procs, sb, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
+			l := launch{host: a.host, dir: dir, env: env, dialect: a.dialect, args: extra, sandbox: sb}
+			p, err = startProcess(l, a.cfg.Env, a.stream, a.shared.writes, a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
 	}()

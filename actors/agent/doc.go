@@ -22,13 +22,16 @@
 // Every goroutine ends when the process and its pipes are gone.
 //
 // Files by concern: session.go a session's state, start and end; lines.go what the
-// agent sends; requests.go its requests, their asks and answers; result.go its result
+// agent sends; requests.go its requests and their answers, stages.go the stages a
+// request passes to its answer (each capability that answers or annotates requests is
+// one: a new one is a stage and a row); result.go its result
 // (typed results, reprompts); control.go timers, interrupts and messages; proc.go and
 // stream.go the process and its output; shared.go what a host's agents share (their
-// logger and metrics, looked up once per host: the Router makes one per host).
+// logger and metrics, looked up once per host: the Router makes one per host); env.go
+// what every agent of a node shares (Env, made once by the node).
 //
-//	props := agent.Props(agent.Config{Host: h, Node: "n1", Conn: nc, Asker: asker,
-//		Routes: manifest.Routes, Metrics: m, Log: log})
+//	env := agent.NewEnv(agent.Env{Node: "n1", Conn: nc, Asker: asker, Metrics: m, Log: log})
+//	props := agent.Props(agent.Config{Env: env, Host: h, Routes: manifest.Routes})
 //	pid := c.Spawn(props)
 //	c.Send(pid, &agent.StartSession{Session: "s-1", Prompt: "fix the build", Reply: done})
 package agent

@@ -164,8 +164,8 @@ func spawnAgent(t *testing.T, manifest string, run InProc) *lifecycle {
 	l := &lifecycle{t: t, host: "w", m: metrics.New(), system: system, errors: errs,
 		ended: make(chan *SessionEnded, 16), exited: make(chan *AgentExited, 1), stopped: make(chan struct{})}
 	agents := make(chan *actor.PID, 1)
-	props := Props(Config{Host: m.Hosts["w"], Node: "n1", Conn: b.Conn, Asker: bustest.Asker(t, b, ask.AskerConfig{}), Metrics: l.m,
-		Log: log, InProc: run, DrainDelay: 200 * time.Millisecond})
+	env := &Env{Node: "n1", Conn: b.Conn, Asker: bustest.Asker(t, b, ask.AskerConfig{}), Metrics: l.m, Log: log, DrainDelay: 200 * time.Millisecond}
+	props := Props(Config{Env: env, Host: m.Hosts["w"], InProc: run})
 	system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 		return &parent{props: props, agent: agents, ended: l.ended, exited: l.exited, stopped: l.stopped}
 	}))
@@ -405,7 +405,7 @@ func TestLifecycleMoves(t *testing.T) {
 	}
 	m := metrics.New()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := &Agent{cfg: Config{Metrics: m}, host: &config.Host{Name: "w"}, log: log, shared: NewShared("w", m, log)}
+	a := &Agent{cfg: Config{Env: &Env{Metrics: m}}, host: &config.Host{Name: "w"}, log: log, shared: NewShared("w", m, log)}
 	if !a.to(phaseStarting) || !a.to(phaseIdle) {
 		t.Fatal("new → starting → idle refused")
 	}

@@ -57,18 +57,28 @@ func removeScratch(dir string) {
 // env builds the agent's explicit environment (see procenv).
 func env(h *config.Host) []string { return procenv.Build(h.InheritEnv, h.Env) }
 
-// startProcess starts h's command with its own process group and a parent-death signal,
-// and the goroutines that serve its pipes. send delivers their reports to the actor.
-// procs records the process group while it runs (nil: not recorded); sb confines it
-// (nil: unsandboxed). It starts in dir, with extraEnv after the host's environment.
-func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Dialect, extra []string, procs *shim.Registry, sb *sandbox.Sandbox, st *stream, writeTimeout time.Duration, counts writeCounts, send func(any)) (*process, error) {
-	args := append(append(append([]string(nil), d.Args()...), h.Args...), extra...)
+// launch is how an agent's process is started.
+type launch struct {
+	host    *config.Host
+	dir     string   // where it starts
+	env     []string // after the host's environment
+	dialect dialect.Dialect
+	args    []string         // the session's own, after the dialect's and the host's
+	sandbox *sandbox.Sandbox // nil: unsandboxed
+}
+
+// startProcess starts l's command with its own process group and a parent-death
+// signal, and the goroutines that serve its pipes. send delivers their reports to the
+// actor. e's Procs records the process group while it runs (nil: not recorded).
+func startProcess(l launch, e *Env, st *stream, counts writeCounts, send func(any)) (*process, error) {
+	h, d, sb, procs := l.host, l.dialect, l.sandbox, e.Procs
+	args := append(append(append([]string(nil), d.Args()...), h.Args...), l.args...)
 	cmd, err := procs.Command(context.Background(), h.Command, args...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: start %s: %w; check the host's command and PATH", h.Command, err)
 	}
-	cmd.Dir = dir
-	cmd.Env = append(env(h), extraEnv...)
+	cmd.Dir = l.dir
+	cmd.Env = append(env(h), l.env...)
 	scratch, err := sb.Scratch()
 	if err != nil {
 		return nil, fmt.Errorf("agent: start %q: %w", h.Command, err)
@@ -127,7 +137,7 @@ func startProcess(h *config.Host, dir string, extraEnv []string, d dialect.Diale
 	procs.Record(cmd)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, stdout: outR, stderr: errR, scratch: scratch}
-	p.stdin = newStdinWriter(stdin, writeTimeout, counts, send)
+	p.stdin = newStdinWriter(stdin, e.WriteTimeout, counts, send)
 	p.serve = func() {
 		go readStdout(outR, h.MaxLineBytes, plainText(h), !d.Canonical(), counts.frameBytes, st, send)
 		go readStderr(errR, send)

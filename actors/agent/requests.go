@@ -9,13 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nuid"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
-	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -32,6 +31,11 @@ type pending struct {
 	scope    string           // what the answer was given for beyond this request: session, host
 	trace    context.Context  // its span's, when traced
 	span     trace.Span       // nil when not traced
+
+	// What the request stages found on its way (stages.go).
+	raw       []byte                   // as published, with its id
+	conflicts []wire.WorkspaceConflict // other sessions editing what it would
+	route     *config.Route            // the route it is asked by
 }
 
 // newPending numbers a request read in session s; the runtime names one sent without an id.
@@ -56,97 +60,16 @@ func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
 	return r
 }
 
+// onRequest takes a request of the agent's through the request stages, in order,
+// until one answers it or asks for its answer.
 func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	a.pokeMeasure()
 	p := a.newPending(s, msg)
 	a.startRequestSpan(s, p)
-	id := p.id
-	_, dup := s.pending[id]
-	var raw []byte
-	if !dup {
-		raw = msg.WithID(id)
-		a.publishOn(s, string(msg.Type), raw)
-	}
-	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
-	if dup {
-		// The first request keeps waiting; this one is answered at once, invalid.
-		err := fmt.Errorf("request id %q is already waiting for an answer; ids must be unique among outstanding requests", id)
-		a.onFrameError(&frameError{reason: "duplicate_id", size: len(msg.Raw), err: err})
-		a.respond(s, p, p.def, protocol.OutcomeInvalid, "runtime", err.Error())
-		return
-	}
-	if prior := s.start.Previous.Find(string(msg.Type), msg.RequestText()); prior != nil && protocol.ValidateAnswer(msg, prior.Value) == nil {
-		// Asked and answered in an earlier attempt: the same answer again, at once.
-		s.pending[id] = p
-		a.answer(s, p, prior.Value, protocol.OutcomeAnswered, "replay:"+prior.Decider,
-			fmt.Sprintf("answered so in attempt %d by %s", prior.Attempt, prior.Decider))
-		return
-	}
-	if st, ok := s.standingFor(msg); ok && (st.grant == "" || a.cfg.Grants == nil || !a.cfg.Grants.Revoked(st.grant)) {
-		s.pending[id] = p
-		a.answer(s, p, st.value, protocol.OutcomeAnswered, "session:"+st.decider, "approved for this session by "+st.decider)
-		return
-	}
-	if a.cfg.Grants != nil {
-		if g := a.cfg.Grants.Find(a.host.Name, s.id, string(msg.Type), msg.RequestText(), p.readAt); g != nil {
-			s.pending[id] = p
-			a.answer(s, p, g.Value, protocol.OutcomeAnswered, g.Scope+":"+g.By, grantReason(g))
+	for _, st := range requestStages() {
+		if st.run(a, s, p) {
 			return
 		}
-	}
-	now := p.readAt
-	var conflicts []wire.WorkspaceConflict
-	if a.ws != nil && msg.Type == protocol.TypeApproval {
-		conflicts = a.editing(s, raw)
-	}
-	route := s.start.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText(), len(conflicts) > 0)
-	if route == nil {
-		route = a.cfg.Routes.Match(a.host.Name, string(msg.Type), msg.RequestText(), len(conflicts) > 0)
-	}
-	route = route.Effective(a.cfg.Promoted)
-	if route == nil {
-		s.pending[id] = p
-		a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", "no route matched")
-		return
-	}
-	timeout := a.host.QuestionTimeout.D()
-	if msg.Timeout > 0 {
-		timeout = time.Duration(msg.Timeout) * time.Millisecond
-	}
-	if !s.deadline.IsZero() {
-		timeout = min(timeout, max(time.Until(s.deadline), 0))
-	}
-	p.deadline = now.Add(timeout)
-	s.pending[id] = p
-	// No headers: the body says it all, and headers cost more to write and read than
-	// the rest of the message.
-	ask := &wire.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,
-		Text: msg.RequestText(), Default: p.def, Request: raw, PostProcess: route.PostProcess,
-		Node: a.cfg.Node, Attempt: s.start.Attempt, Conflicts: conflicts}
-	gen, session, attempt := s.gen, s.id, s.start.Attempt
-	var header nats.Header
-	if p.span != nil {
-		header = tracing.Header(p.trace)
-	}
-	var shadow wire.Ask
-	if route.Shadow != "" {
-		shadow = *ask // the Asker owns the one it is given
-	}
-	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Supervisor), ask, header, p.deadline, route.Failover, func(r *wire.Reply) {
-		if route.External {
-			r = externalReply(route.Supervisor, r)
-		}
-		a.send(&answerArrived{gen: gen, session: session, attempt: attempt, id: id, reply: r})
-	})
-	if err != nil {
-		// No supervisor could be sent it: its default now, not after its deadline.
-		a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", err.Error()+": no supervisor can be asked; its default")
-		return
-	}
-	p.settle = settle
-	a.dueAt(s, p.deadline, id)
-	if route.Shadow != "" {
-		a.askShadow(s, p, route, shadow, header)
 	}
 }
 

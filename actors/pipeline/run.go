@@ -9,14 +9,12 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/actorio"
 	"github.com/agentmux/agentmux/internal/routines"
-	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
@@ -31,20 +29,16 @@ type Config struct {
 	Hosts    map[string]*config.Host // the manifest's, for each stage host's retries
 	ID       string                  // the run's id
 	Params   map[string]string
-	Node     string
-	Store    *store.PipelineStore
+	// Env is what the node's agents share: the run uses its node's name, connection,
+	// metrics, log, audit and tracer (a span of the run on this node and of each stage,
+	// the stage's session's parent).
+	*agent.Env
+	Store *store.PipelineStore
 	// ReadAudit reads a session's audit records: a stage started again is told of its
 	// earlier attempts. nil: it is not.
 	ReadAudit func(ctx context.Context, session string) ([]*wire.AuditRecord, error)
-	Conn      *nats.Conn
-	Metrics   *metrics.Set
-	Log       *slog.Logger
-	Audit     func(id string, rec *wire.AuditRecord)
 	// Routines owns the run's store reads and writes; the node waits for them.
 	Routines *routines.Group
-	// Tracer makes a span of the run on this node and of each stage, the stage's
-	// session's parent (nil: none).
-	Tracer trace.Tracer
 	// Trace is the context of the span the run's is a child of: the one its task's
 	// client sent; nil, a trace of its own.
 	Trace context.Context

@@ -17,7 +17,7 @@
 // Lifecycle: the router is taking work, draining, stopping or stopped (lifecycle.go);
 // the moves between them are one table, and a move it lacks is refused.
 //
-//	cfg := router.Config{Manifest: m, Node: "n1", Conn: nc, JS: js, ...}
+//	cfg := router.Config{Env: env, Manifest: m, JS: js, ...} // env: agent.NewEnv
 //	cfg.Intake, err = router.NewIntake(ctx, js, cfg)
 //	pid := system.Root.Spawn(router.Props(cfg))
 //	system.Root.Send(pid, &router.Submit{Host: "worker", Start: &agent.StartSession{Session: "s-1", Prompt: "…", Reply: ch}})

@@ -12,17 +12,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/pipeline"
-	"github.com/agentmux/agentmux/ask"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/actorio"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/sandbox"
-	"github.com/agentmux/agentmux/internal/shim"
-	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/tracing"
 	"github.com/agentmux/agentmux/wire"
@@ -53,31 +49,21 @@ const (
 	spendTimeout = 10 * time.Second
 )
 
-// Config is what a Router needs.
+// Config is what a Router needs: what every agent of its node shares (its Dispatcher
+// runs the router's mailbox too), and the node's hosts and intake.
 type Config struct {
+	*agent.Env
 	Manifest *config.Manifest
 	// Promoted are the shadows promoted fleet-wide, at the start (then Promotions).
 	Promoted map[string]bool
-	// Late records the shadow decisions that come after their session ended.
-	Late *agent.Late
 	// Hosts are the hosts this node runs; nil: every host of the manifest.
 	Hosts map[string]*config.Host
-	Node  string
-	Conn  *nats.Conn
 	JS    jetstream.JetStream // nil: no work-queue intake
 	// Intake is where the router pulls queued tasks and pipeline runs (NewIntake); nil
 	// with JS nil.
-	Intake  *Intake
-	Metrics *metrics.Set
-	Log     *slog.Logger
-	Audit   func(id string, rec *wire.AuditRecord)
-	// WriteTimeout bounds each write to an agent's stdin; 0 is agent.DefaultWriteTimeout.
-	WriteTimeout time.Duration
-	Asker        *ask.Asker // the node's requests to supervisors
+	Intake *Intake
 	// InProc runs the agents of the named hosts inside this process (load generation).
 	InProc map[string]agent.InProc
-	// Procs records the agents' process groups (agent.Config.Procs).
-	Procs *shim.Registry
 	// Sandboxes confine the agents, by "hosts.<name>" (agent.Config.Sandbox).
 	Sandboxes sandbox.Set
 	// Workspaces give each session of the hosts they name a workspace of its own
@@ -85,18 +71,11 @@ type Config struct {
 	Workspaces map[string]*workspace.Provider
 	// Radar is the node's conflict radar (agent.Config.Radar).
 	Radar *workspace.Radar
-	// Grants are the fleet's grants (agent.Config.Grants).
-	Grants agent.Grants
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
 	// Routines owns the router's goroutines (its pullers and ticker, task acks, audit
 	// reads, its pipeline runs' I/O); the node stops it after the router.
 	Routines *routines.Group
-	// Tracer makes a span of each session and request (nil: none).
-	Tracer trace.Tracer
-	// Dispatcher runs the router's mailbox and its agents' (agent.Config.Dispatcher;
-	// nil: protoactor's default).
-	Dispatcher actor.Dispatcher
 	// SessionEnded, when set, is called off the router's mailbox (through Routines)
 	// with each session that ended for good here: its session grants go.
 	SessionEnded func(ctx context.Context, session string)
@@ -136,9 +115,7 @@ type (
 
 // Props returns the props of a Router.
 func Props(cfg Config) *actor.Props {
-	if cfg.Audit == nil {
-		cfg.Audit = func(string, *wire.AuditRecord) {}
-	}
+	cfg.Env = cfg.Env.Defaulted()
 	if cfg.Routines == nil {
 		cfg.Routines = routines.New()
 	}
@@ -564,10 +541,10 @@ func (r *Router) dispatch(p *pool) {
 		if p.shared == nil {
 			p.shared = agent.NewShared(p.host.Name, r.cfg.Metrics, r.cfg.Log)
 		}
-		return r.c.Spawn(agent.Props(agent.Config{Host: p.host, Node: r.cfg.Node, Conn: r.cfg.Conn,
-			Metrics: r.cfg.Metrics, Log: r.cfg.Log, Shared: p.shared, Dir: r.dir, Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, Late: r.cfg.Late, Audit: r.cfg.Audit, WriteTimeout: r.cfg.WriteTimeout, InProc: r.cfg.InProc[p.host.Name], Asker: r.cfg.Asker, Procs: r.cfg.Procs,
+		return r.c.Spawn(agent.Props(agent.Config{Env: r.cfg.Env, Host: p.host, Shared: p.shared, Dir: r.dir,
+			Routes: r.cfg.Manifest.Routes, Promoted: r.cfg.Promoted, InProc: r.cfg.InProc[p.host.Name],
 			Sandbox: r.cfg.Sandboxes["hosts."+p.host.Name], Workspace: r.cfg.Workspaces[p.host.Name], Radar: r.cfg.Radar,
-			Grants: r.cfg.Grants, Pricing: r.cfg.Manifest.Pricing, SessionUSD: r.cfg.Manifest.Budgets.SessionCeiling(), Tracer: r.cfg.Tracer, Dispatcher: r.cfg.Dispatcher}))
+			Pricing: r.cfg.Manifest.Pricing, SessionUSD: r.cfg.Manifest.Budgets.SessionCeiling()}))
 	}
 	for !r.stopping() {
 		pid, s := p.next(spawn)
