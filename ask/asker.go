@@ -168,10 +168,10 @@ func NewAsker(nc *nats.Conn, cfg AskerConfig) (*Asker, error) {
 	a.wake.Stop()
 	sub, err := nc.Subscribe(a.replies, a.onReply)
 	if err != nil {
-		return nil, fmt.Errorf("bus: reply subscription for asks: %w", err)
+		return nil, fmt.Errorf("ask: reply subscription for asks: %w", err)
 	}
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
-		return nil, fmt.Errorf("bus: reply subscription for asks: %w", err)
+		return nil, fmt.Errorf("ask: reply subscription for asks: %w", err)
 	}
 	a.sub = sub
 	return a, nil

@@ -32,12 +32,12 @@ func (n *Node) serveRules() error {
 		n.respondRules(m, &wire.RulesReply{Node: n.Name, Files: n.rulesFiles()})
 	})
 	if err != nil {
-		return fmt.Errorf("bus: serve %s: %w", wire.RulesSubject, err)
+		return fmt.Errorf("node: serve %s: %w", wire.RulesSubject, err)
 	}
 	n.ctlSubs = append(n.ctlSubs, list)
 	change, err := n.Bus.Conn.Subscribe(wire.RulesChangeSubjects, n.changeRules)
 	if err != nil {
-		return fmt.Errorf("bus: serve %s: %w", wire.RulesChangeSubjects, err)
+		return fmt.Errorf("node: serve %s: %w", wire.RulesChangeSubjects, err)
 	}
 	n.ctlSubs = append(n.ctlSubs, change)
 	return nil

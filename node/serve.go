@@ -23,7 +23,7 @@ func (n *Node) serveQueue(subjects, queue, what string, handle func(*nats.Msg) a
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("bus: serve %s: %w", subjects, err)
+		return fmt.Errorf("node: serve %s: %w", subjects, err)
 	}
 	n.ctlSubs = append(n.ctlSubs, sub)
 	return nil

@@ -60,10 +60,10 @@ func (st *SpendStore) Raise(ctx context.Context, host string, r wire.DailyRaise)
 		case errors.Is(err, jetstream.ErrKeyExists) || casConflict(err):
 			continue
 		default:
-			return nil, fmt.Errorf("bus: raise %s's budget of %s: %w", host, day.Day, err)
+			return nil, fmt.Errorf("store: raise %s's budget of %s: %w", host, day.Day, err)
 		}
 	}
-	return nil, fmt.Errorf("bus: raise %s's budget: %d other writes came first; raise it again", host, spendTries)
+	return nil, fmt.Errorf("store: raise %s's budget: %d other writes came first; raise it again", host, spendTries)
 }
 
 // DailyGate holds a host's queued tasks while what its sessions cost today (UTC),

@@ -229,7 +229,7 @@ func (d declarer) stream(ctx context.Context, cfg jetstream.StreamConfig) error 
 		}
 	}
 	if _, err := d.js.CreateOrUpdateStream(ctx, cfg); err != nil {
-		return fmt.Errorf("bus: declare stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
+		return fmt.Errorf("store: declare stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
 	}
 	return nil
 }
@@ -244,7 +244,7 @@ func (d declarer) eventHistory(ctx context.Context) error {
 		case err == nil:
 			d.log.Warn("[audit] keep_events = false: the history of events is removed", "stream", wire.EventStream)
 		case !errors.Is(err, jetstream.ErrStreamNotFound):
-			return fmt.Errorf("bus: remove the history of events: %w", err)
+			return fmt.Errorf("store: remove the history of events: %w", err)
 		}
 		return nil
 	}
@@ -292,7 +292,7 @@ func (d declarer) bucket(ctx context.Context, cfg jetstream.KeyValueConfig) erro
 		}
 	}
 	if _, err := d.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
-		return fmt.Errorf("bus: declare bucket %s with %d replicas: %w", cfg.Bucket, cfg.Replicas, err)
+		return fmt.Errorf("store: declare bucket %s with %d replicas: %w", cfg.Bucket, cfg.Replicas, err)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func OpenGrants(ctx context.Context, js jetstream.JetStream) (*Grants, error) {
 		}
 	}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("bus: watch the grants: %w", err)
+		return nil, fmt.Errorf("store: watch the grants: %w", err)
 	}
 	return g, nil
 }
@@ -91,7 +91,7 @@ func newGrants(kv jetstream.KeyValue) *Grants {
 func (g *Grants) Put(ctx context.Context, grant *wire.Grant) error {
 	data, _ := json.Marshal(grant)
 	if _, err := g.kv.Put(ctx, grant.ID, data); err != nil {
-		return fmt.Errorf("bus: store grant %s: %w", grant.ID, err)
+		return fmt.Errorf("store: write grant %s: %w", grant.ID, err)
 	}
 	g.mu.Lock()
 	g.set(grant) // this node applies it at once
@@ -110,7 +110,7 @@ func (g *Grants) Revoke(ctx context.Context, id string) (*wire.Grant, error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoSuchGrant, id)
 	}
 	if err := g.kv.Delete(ctx, id); err != nil {
-		return nil, fmt.Errorf("bus: revoke grant %s: %w", id, err)
+		return nil, fmt.Errorf("store: revoke grant %s: %w", id, err)
 	}
 	g.mu.Lock()
 	g.unset(id)
@@ -132,7 +132,7 @@ func (g *Grants) EndSession(ctx context.Context, session string) error {
 	g.mu.RUnlock()
 	for _, id := range ids {
 		if err := g.kv.Delete(ctx, id); err != nil {
-			return fmt.Errorf("bus: remove grant %s of ended session %s: %w", id, session, err)
+			return fmt.Errorf("store: remove grant %s of ended session %s: %w", id, session, err)
 		}
 		g.mu.Lock()
 		g.unset(id)

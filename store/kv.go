@@ -51,7 +51,7 @@ func openBucket(ctx context.Context, js jetstream.JetStream, bucket, what string
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: %s bucket %s: %w; a node declares it: is `agentmux up` running on this NATS?", what, bucket, err)
+		return nil, fmt.Errorf("store: %s bucket %s: %w; a node declares it: is `agentmux up` running on this NATS?", what, bucket, err)
 	}
 	return kv, nil
 }
@@ -64,10 +64,10 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key, what string, v any
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("bus: read %s %s: %w", what, key, err)
+		return 0, false, fmt.Errorf("store: read %s %s: %w", what, key, err)
 	}
 	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, false, fmt.Errorf("bus: %s %s is corrupt: %w", what, key, err)
+		return 0, false, fmt.Errorf("store: %s %s is corrupt: %w", what, key, err)
 	}
 	return e.Revision(), true, nil
 }

@@ -70,10 +70,10 @@ func (m *Memory) Remember(ctx context.Context, supervisor, session string, x wir
 			return nil
 		}
 		if !casConflict(err) && !errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("bus: write memory %s: %w", key, err)
+			return fmt.Errorf("store: write memory %s: %w", key, err)
 		}
 	}
-	return fmt.Errorf("bus: write memory %s: %d writers raced for it", key, memoryCASRetries)
+	return fmt.Errorf("store: write memory %s: %d writers raced for it", key, memoryCASRetries)
 }
 
 func cut(s string, n int) string {

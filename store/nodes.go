@@ -36,7 +36,7 @@ func OpenNodes(ctx context.Context, js jetstream.JetStream) (*Nodes, error) {
 func (n *Nodes) Put(ctx context.Context, info *wire.NodeInfo) error {
 	data, _ := json.Marshal(info)
 	if _, err := n.kv.Put(ctx, info.Name, data); err != nil {
-		return fmt.Errorf("bus: heartbeat of %s: %w", info.Name, err)
+		return fmt.Errorf("store: heartbeat of %s: %w", info.Name, err)
 	}
 	return nil
 }
@@ -48,17 +48,17 @@ func (n *Nodes) List(ctx context.Context) (nodes []*wire.NodeInfo, serverNow tim
 	err = scanBucket(ctx, n.nc, wire.NodesBucket, func(key string, value []byte, stored time.Time) error {
 		var info wire.NodeInfo
 		if err := json.Unmarshal(value, &info); err != nil {
-			return fmt.Errorf("bus: node heartbeat %s is corrupt: %w", key, err)
+			return fmt.Errorf("store: node heartbeat %s is corrupt: %w", key, err)
 		}
 		info.Stored = stored
 		nodes = append(nodes, &info)
 		return nil
 	})
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("bus: list nodes: %w", err)
+		return nil, time.Time{}, fmt.Errorf("store: list nodes: %w", err)
 	}
 	if serverNow, err = n.serverNow(ctx); err != nil {
-		return nil, time.Time{}, fmt.Errorf("bus: list nodes: %w", err)
+		return nil, time.Time{}, fmt.Errorf("store: list nodes: %w", err)
 	}
 	slices.SortFunc(nodes, func(a, b *wire.NodeInfo) int { return strings.Compare(a.Name, b.Name) })
 	return nodes, serverNow, nil
@@ -72,15 +72,15 @@ func (n *Nodes) Get(ctx context.Context, node string) (info *wire.NodeInfo, revi
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, 0, time.Time{}, nil
 	case err != nil:
-		return nil, 0, time.Time{}, fmt.Errorf("bus: heartbeat of %s: %w", node, err)
+		return nil, 0, time.Time{}, fmt.Errorf("store: heartbeat of %s: %w", node, err)
 	}
 	info = &wire.NodeInfo{}
 	if err := json.Unmarshal(e.Value(), info); err != nil {
-		return nil, 0, time.Time{}, fmt.Errorf("bus: node heartbeat %s is corrupt: %w", node, err)
+		return nil, 0, time.Time{}, fmt.Errorf("store: node heartbeat %s is corrupt: %w", node, err)
 	}
 	info.Stored = e.Created()
 	if serverNow, err = n.serverNow(ctx); err != nil {
-		return nil, 0, time.Time{}, fmt.Errorf("bus: heartbeat of %s: %w", node, err)
+		return nil, 0, time.Time{}, fmt.Errorf("store: heartbeat of %s: %w", node, err)
 	}
 	return info, e.Revision(), serverNow, nil
 }
@@ -114,7 +114,7 @@ func (n *Nodes) Watch(ctx context.Context, each func(node string, info *wire.Nod
 		}
 	}, done)
 	if err != nil {
-		return fmt.Errorf("bus: watch nodes: %w", err)
+		return fmt.Errorf("store: watch nodes: %w", err)
 	}
 	return nil
 }

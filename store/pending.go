@@ -60,10 +60,10 @@ func (s *PendingStore) Create(ctx context.Context, p *wire.PendingRequest) (*wir
 			stored, _, err := s.Get(ctx, p.ID)
 			return stored, err
 		}
-		return nil, fmt.Errorf("bus: store pending request %s: %w", p.ID, err)
+		return nil, fmt.Errorf("store: write pending request %s: %w", p.ID, err)
 	}
 	if err := s.nc.PublishRequest(wire.HumanSubject(p.Supervisor, p.ID), wire.EventMark, data); err != nil {
-		return nil, fmt.Errorf("bus: announce pending request %s: %w", p.ID, err)
+		return nil, fmt.Errorf("store: announce pending request %s: %w", p.ID, err)
 	}
 	s.waiting.note(p)
 	return p, nil
@@ -100,7 +100,7 @@ func (s *PendingStore) List(ctx context.Context) ([]*wire.PendingRequest, error)
 	err := scanBucket(ctx, s.nc, wire.PendingBucket, func(id string, value []byte, _ time.Time) error {
 		var p wire.PendingRequest
 		if err := json.Unmarshal(value, &p); err != nil {
-			return fmt.Errorf("bus: pending request %s is corrupt: %w", id, err)
+			return fmt.Errorf("store: pending request %s is corrupt: %w", id, err)
 		}
 		if p.State == wire.StatePending && now.Before(p.Deadline) {
 			out = append(out, &p)
@@ -108,7 +108,7 @@ func (s *PendingStore) List(ctx context.Context) ([]*wire.PendingRequest, error)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: list pending requests: %w", err)
+		return nil, fmt.Errorf("store: list pending requests: %w", err)
 	}
 	slices.SortFunc(out, func(a, b *wire.PendingRequest) int { return a.Created.Compare(b.Created) })
 	return out, nil
@@ -152,7 +152,7 @@ func (s *PendingStore) Respond(ctx context.Context, id, responder string, a wire
 				return cur, fmt.Errorf("%s: %w by %s a moment ago", id, ErrAlreadyAnswered, cur.Responder)
 			}
 		}
-		return nil, fmt.Errorf("bus: answer %s: %w", id, err)
+		return nil, fmt.Errorf("store: answer %s: %w", id, err)
 	}
 	return p, nil
 }
@@ -171,7 +171,7 @@ func (s *PendingStore) Cancel(ctx context.Context, id, why string) (*wire.Pendin
 		if _, err := s.kv.Update(ctx, id, data, rev); err == nil {
 			return p, nil
 		} else if !casConflict(err) {
-			return nil, fmt.Errorf("bus: cancel %s: %w", id, err)
+			return nil, fmt.Errorf("store: cancel %s: %w", id, err)
 		}
 	}
 }
@@ -190,7 +190,7 @@ func (s *PendingStore) Deliver(ctx context.Context, supervisor string, onError f
 		}
 	}, nil)
 	if err != nil {
-		return fmt.Errorf("bus: watch pending requests: %w", err)
+		return fmt.Errorf("store: watch pending requests: %w", err)
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func (s *PendingStore) Deliver(ctx context.Context, supervisor string, onError f
 func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstream.KeyValueEntry) error {
 	var p wire.PendingRequest
 	if err := json.Unmarshal(e.Value(), &p); err != nil {
-		return fmt.Errorf("bus: pending request %s is corrupt: %w", e.Key(), err)
+		return fmt.Errorf("store: pending request %s is corrupt: %w", e.Key(), err)
 	}
 	s.waiting.note(&p)
 	if p.Supervisor != supervisor || p.State != wire.StateAnswered || time.Now().After(p.Deadline) {
@@ -220,7 +220,7 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 		if casConflict(err) {
 			return nil // another member delivered it
 		}
-		return fmt.Errorf("bus: claim the delivery of %s: %w", p.ID, err)
+		return fmt.Errorf("store: claim the delivery of %s: %w", p.ID, err)
 	}
 	why := "answered by " + p.Responder + " (" + p.ID + ")"
 	if p.Reason != "" {
@@ -229,7 +229,7 @@ func (s *PendingStore) deliver(ctx context.Context, supervisor string, e jetstre
 	r := &wire.Reply{Value: p.Value, Decider: p.Decider(), Reason: why, Scope: p.Scope, Grant: grant}
 	reply, _ := json.Marshal(r)
 	if err := s.nc.Publish(p.ReplyTo, reply); err != nil {
-		return fmt.Errorf("bus: deliver the answer to %s: %w", p.ID, err)
+		return fmt.Errorf("store: deliver the answer to %s: %w", p.ID, err)
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func (s *PipelineStore) Get(ctx context.Context, id string) (*wire.PipelineRun, 
 func (s *PipelineStore) Put(ctx context.Context, run *wire.PipelineRun, rev uint64) (uint64, error) {
 	data, err := json.Marshal(run)
 	if err != nil {
-		return 0, fmt.Errorf("bus: encode pipeline run %s: %w", run.ID, err)
+		return 0, fmt.Errorf("store: encode pipeline run %s: %w", run.ID, err)
 	}
 	var next uint64
 	if rev == 0 {
@@ -60,7 +60,7 @@ func (s *PipelineStore) Put(ctx context.Context, run *wire.PipelineRun, rev uint
 		return 0, ErrRunTaken
 	}
 	if err != nil {
-		return 0, fmt.Errorf("bus: store pipeline run %s: %w", run.ID, err)
+		return 0, fmt.Errorf("store: write pipeline run %s: %w", run.ID, err)
 	}
 	return next, nil
 }

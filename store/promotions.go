@@ -48,7 +48,7 @@ func (p *Promotions) Watch(ctx context.Context, each func(map[string]*wire.Promo
 		each(maps.Clone(standing))
 	})
 	if err != nil {
-		return fmt.Errorf("bus: watch the promotions: %w", err)
+		return fmt.Errorf("store: watch the promotions: %w", err)
 	}
 	return nil
 }
@@ -75,7 +75,7 @@ func (p *Promotions) Promote(ctx context.Context, pr *wire.Promotion) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("bus: promote %s: %w", pr.Shadow, err)
+		return fmt.Errorf("store: promote %s: %w", pr.Shadow, err)
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (p *Promotions) Demote(ctx context.Context, shadow string) (*wire.Promotion
 		return nil, fmt.Errorf("%s is not promoted: nothing to demote (agentmux policy shadow lists the promoted)", shadow)
 	}
 	if err := p.kv.Delete(ctx, shadow, jetstream.LastRevision(rev)); err != nil {
-		return nil, fmt.Errorf("bus: demote %s: %w", shadow, err)
+		return nil, fmt.Errorf("store: demote %s: %w", shadow, err)
 	}
 	return &pr, nil
 }
@@ -109,7 +109,7 @@ func ReadPromotions(ctx context.Context, nc *nats.Conn) (map[string]*wire.Promot
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: read the promotions: %w", err)
+		return nil, fmt.Errorf("store: read the promotions: %w", err)
 	}
 	return out, nil
 }

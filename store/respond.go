@@ -64,7 +64,7 @@ func ServeRespond(nc *nats.Conn, store *PendingStore, revoked func(person string
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: serve %s: %w", wire.RespondSubjects, err)
+		return nil, fmt.Errorf("store: serve %s: %w", wire.RespondSubjects, err)
 	}
 	return sub, nil
 }

@@ -59,10 +59,10 @@ func (st *SpendStore) Add(ctx context.Context, host string, end time.Time, s *wi
 		case errors.Is(err, jetstream.ErrKeyExists) || casConflict(err):
 			continue // another node counted a session first
 		default:
-			return fmt.Errorf("bus: add to %s's spend of %s: %w", host, day.Day, err)
+			return fmt.Errorf("store: add to %s's spend of %s: %w", host, day.Day, err)
 		}
 	}
-	return fmt.Errorf("bus: add to %s's spend: %d other writes came first; the session's spend is in its audit record", host, spendTries)
+	return fmt.Errorf("store: add to %s's spend: %d other writes came first; the session's spend is in its audit record", host, spendTries)
 }
 
 // ReadSpend is every host's daily spend since since (UTC days), oldest first, as a
@@ -76,13 +76,13 @@ func ReadSpend(ctx context.Context, nc *nats.Conn, since time.Time) ([]*wire.Dai
 		}
 		var d wire.DailySpend
 		if err := json.Unmarshal(value, &d); err != nil {
-			return fmt.Errorf("bus: daily spend %s is corrupt: %w", key, err)
+			return fmt.Errorf("store: daily spend %s is corrupt: %w", key, err)
 		}
 		out = append(out, &d)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: read the daily spend: %w", err)
+		return nil, fmt.Errorf("store: read the daily spend: %w", err)
 	}
 	slices.SortFunc(out, func(a, b *wire.DailySpend) int {
 		if c := strings.Compare(a.Day, b.Day); c != 0 {

@@ -35,7 +35,7 @@ func ReadTasks(ctx context.Context, nc *nats.Conn) ([]QueuedTask, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bus: list tasks: %w", err)
+		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}
 	return out, nil
 }
@@ -48,7 +48,7 @@ func RemoveTask(ctx context.Context, js jetstream.JetStream, seq uint64) error {
 		err = s.DeleteMsg(ctx, seq)
 	}
 	if err != nil {
-		return fmt.Errorf("bus: remove task %d from the queue: %w", seq, err)
+		return fmt.Errorf("store: remove task %d from the queue: %w", seq, err)
 	}
 	return nil
 }
