@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
@@ -49,6 +50,9 @@ type Config struct {
 	// its task's text, asked for by the user by.
 	Submit func(host, session, prompt, by string, attempt int)
 	Log    *slog.Logger
+	// Routines owns the hub's goroutines (its pruning, a session's opening, a request
+	// sent on to its holder, a holder's release); nil: a group of the hub's own.
+	Routines *routines.Group
 }
 
 // Hub takes the requests of attached sessions from the bus and hands each to the bridge
@@ -85,6 +89,9 @@ type call struct {
 
 // New makes a hub; Start subscribes it.
 func New(cfg Config) *Hub {
+	if cfg.Routines == nil {
+		cfg.Routines = routines.New()
+	}
 	return &Hub{cfg: cfg, sessions: map[string]*session{}, ended: map[string]ended{}, stop: make(chan struct{}), draining: make(chan struct{})}
 }
 
@@ -95,7 +102,7 @@ func (h *Hub) Start() error {
 		h.Stop()
 		return err
 	}
-	go h.prune()
+	h.cfg.Routines.Go(func(context.Context) { h.prune() }) // refused, the node stops: nothing to prune
 	return nil
 }
 
@@ -216,7 +223,9 @@ func (h *Hub) onRequest(source string, m *nats.Msg, forwarded bool) {
 	}
 	key := source + "/" + req.Session
 	if !forwarded && h.cfg.Holders != nil && !h.holds(key) {
-		go h.route(source, m, &req, reply)
+		if !h.cfg.Routines.Go(func(context.Context) { h.route(source, m, &req, reply) }) {
+			reply(&wire.AttachReply{Session: req.Session, Code: wire.AttachEnded, Error: "attach: this node is stopping; ask again"})
+		}
 		return
 	}
 	h.take(source, m, &req, reply)
@@ -262,7 +271,12 @@ func (h *Hub) take(source string, m *nats.Msg, req *wire.AttachRequest, reply fu
 		if known {
 			last = prior.attempt
 		}
-		go h.begin(s, req, last, known)
+		opened := s
+		defer func() {
+			if !h.cfg.Routines.Go(func(context.Context) { h.begin(opened, req, last, known) }) {
+				h.finish(opened, true) // the node is stopping: its requests are answered that it ended
+			}
+		}()
 	}
 	h.mu.Unlock()
 	select {
@@ -433,13 +447,15 @@ func (h *Hub) finish(s *session, drop bool) bool {
 	h.ended[s.key] = ended{attempt: s.attempt, user: s.user, at: time.Now()}
 	h.mu.Unlock()
 	if h.cfg.Holders != nil {
-		go func() {
+		// Refused, the node is stopping: its record names it until a request finds it
+		// gone and takes the session over.
+		h.cfg.Routines.Go(func(context.Context) {
 			ctx, cancel := context.WithTimeout(context.Background(), auditRead)
 			defer cancel()
 			if err := h.cfg.Holders.Release(ctx, s.source, s.id, h.cfg.Node); err != nil {
 				h.cfg.Log.Warn("attached session ended, but its record still names this node; a request that finds it gone takes it over", "session", s.id, "err", err)
 			}
-		}()
+		})
 	}
 	for {
 		select {

@@ -221,46 +221,14 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		m.Metrics.Addr = DefaultMetricsAddr
 	}
 	v.audit(&m.Audit)
-	for section, hosts := range map[string]map[string]*Host{"hosts": f.Hosts, "agents": f.Agents} {
-		for name, h := range hosts {
-			if _, dup := m.Hosts[name]; dup {
-				v.add([]string{section, name}, "host %q is defined under both [hosts] and [agents]; keep one", name)
-				continue
-			}
-			h.Name = name
-			v.host(section, path, h)
-			m.Hosts[name] = h
-		}
-	}
-	for name, a := range f.Attached {
-		a.Name = name
-		v.attached(a, m)
-		m.Attached[name] = a
-	}
+	v.hosts(path, f, m)
 	v.api(&m.API)
 	v.console(&m.Console)
 	v.pricing(f.Pricing)
 	m.Pricing = f.Pricing
 	v.budgets(&f.Budgets)
 	m.Budgets = f.Budgets
-	for name, c := range f.Connections {
-		c.Name = name
-		v.connection(c)
-		m.Connections[name] = c
-	}
-	for name, t := range f.Tools {
-		t.Name = name
-		v.tool(t, path)
-		m.Tools[name] = t
-	}
-	for name, s := range f.Supervisors {
-		s.Name = name
-		m.Supervisors[name] = s
-	}
-	for _, s := range m.Supervisors {
-		v.supervisor(s, m)
-	}
-	v.fallbackCycles(m)
+	v.deciders(path, f, m)
 	for i, r := range f.Routes {
 		v.route([]string{"routes", strconv.Itoa(i)}, r, m)
 		m.Routes = append(m.Routes, r)
@@ -282,6 +250,49 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	}
 	m.Warnings = v.warnings
 	return m
+}
+
+// hosts checks and takes f's hosts, under [hosts] and [agents], and its attached
+// sources, into m.
+func (v *validator) hosts(path string, f *file, m *Manifest) {
+	for section, hosts := range map[string]map[string]*Host{"hosts": f.Hosts, "agents": f.Agents} {
+		for name, h := range hosts {
+			if _, dup := m.Hosts[name]; dup {
+				v.add([]string{section, name}, "host %q is defined under both [hosts] and [agents]; keep one", name)
+				continue
+			}
+			h.Name = name
+			v.host(section, path, h)
+			m.Hosts[name] = h
+		}
+	}
+	for name, a := range f.Attached {
+		a.Name = name
+		v.attached(a, m)
+		m.Attached[name] = a
+	}
+}
+
+// deciders checks and takes f's connections, tools and supervisors into m.
+func (v *validator) deciders(path string, f *file, m *Manifest) {
+	for name, c := range f.Connections {
+		c.Name = name
+		v.connection(c)
+		m.Connections[name] = c
+	}
+	for name, t := range f.Tools {
+		t.Name = name
+		v.tool(t, path)
+		m.Tools[name] = t
+	}
+	for name, s := range f.Supervisors {
+		s.Name = name
+		m.Supervisors[name] = s
+	}
+	for _, s := range m.Supervisors {
+		v.supervisor(s, m)
+	}
+	v.fallbackCycles(m)
 }
 
 func (v *validator) host(section, manifestPath string, h *Host) {

@@ -36,7 +36,7 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.pulse.stop, n.pulse.done = cancel, make(chan struct{})
-	go func() {
+	beating := n.routines.Go(func(context.Context) {
 		defer close(n.pulse.done)
 		t := time.NewTicker(wire.HeartbeatInterval)
 		defer t.Stop()
@@ -53,7 +53,10 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 				}
 			}
 		}
-	}()
+	})
+	if !beating { // the node is stopping
+		close(n.pulse.done)
+	}
 	return nil
 }
 

@@ -312,8 +312,8 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	env := agent.NewEnv(agent.Env{Node: n.Name, Conn: n.Bus.Conn, Asker: n.asking.asker, Metrics: n.Metrics, Log: n.log, Audit: n.audit.record,
-		Late: n.late, Grants: n.grants, Procs: n.procs, Tracer: n.tracer(), Dispatcher: n.workers, WriteTimeout: opts.WriteTimeout})
-	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.roles.hosts, Stopped: n.stopped, Routines: n.routines,
+		Late: n.late, Grants: n.grants, Procs: n.procs, Tracer: n.tracer(), Dispatcher: n.workers, Routines: n.routines, WriteTimeout: opts.WriteTimeout})
+	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.roles.hosts, Stopped: n.stopped,
 		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {
 		if n.grants == nil {
@@ -384,7 +384,7 @@ func (n *Node) attachSources(opts Options) map[string]agent.InProc {
 		n.log.Warn("attached sessions are not recorded by node: with several nodes running a source, a session's requests may open it on each", "err", err)
 		holders = nil
 	}
-	n.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Holders: holders, Node: n.Name, Sources: sources, Log: n.log,
+	n.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Holders: holders, Node: n.Name, Sources: sources, Log: n.log, Routines: n.routines,
 		Submit: func(host, session, prompt, by string, attempt int) {
 			n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
 				By: by, Attempt: attempt, Started: time.Now()}})

@@ -103,18 +103,7 @@ func (n *Node) startSandboxes(opts Options) error {
 		if p.dialect != "" {
 			policy.Write = append(policy.Write, n.agentState(key, p.dialect, p.Process, policy.As)...)
 		}
-		for _, path := range n.policyFiles(m) {
-			if w := sandbox.Within(path, policy.Write); w != "" {
-				n.log.Warn("a sandboxed program may write the manifest or a rules file, which decide what it is allowed: keep them outside the program's working_dir and sandbox_write",
-					"program", key, "file", path, "writable", w)
-			} else {
-				policy.WriteDeny = append(policy.WriteDeny, path)
-			}
-		}
-		for _, c := range policy.Carved() {
-			n.log.Warn("a sandboxed program's writable directory holds what it may not touch: it writes the directory's other entries but creates none directly in it; keep the node's files out of the directories programs write",
-				"program", key, "writable", c[0], "holds", c[1])
-		}
+		n.guardPolicyFiles(key, m, &policy)
 		set[key] = sandbox.New(key, policy)
 		if dir := n.pushGitDir(key); dir != "" {
 			// The push to the repository itself, and the receive-pack it starts, write
@@ -136,22 +125,44 @@ func (n *Node) startSandboxes(opts Options) error {
 			"programs", strings.Join(unsandboxed, ", "))
 	}
 	if len(set) > 0 {
-		// A node killed with SIGKILL could not remove its sandboxes' temporary
-		// directories: the first node to start after it does.
-		if removed, err := sandbox.SweepStale(""); err != nil {
-			n.log.Warn("the temporary directories of nodes no longer running were not looked for", "err", err)
-		} else if len(removed) > 0 {
-			n.log.Info("removed the temporary directories of nodes no longer running", "count", len(removed))
-		}
-		switch {
-		case mechanism != "landlock":
-		case abi < 4:
-			n.log.Warn("Landlock ABI "+strconv.Itoa(abi)+" cannot refuse TCP connections (ABI 4, Linux 6.7): sandboxed programs may connect to the node's ports", "denied_ports", base.ConnectDeny)
-		case abi < 6:
-			n.log.Warn("Landlock ABI " + strconv.Itoa(abi) + " cannot scope signals (ABI 6, Linux 6.12): sandboxed programs may signal the node")
-		}
+		n.sandboxesReady(mechanism, abi, base)
 	}
 	return nil
+}
+
+// guardPolicyFiles denies key's program writing the manifest and the rules files,
+// which decide what it is allowed, and warns where its policy cannot.
+func (n *Node) guardPolicyFiles(key string, m *config.Manifest, policy *sandbox.Policy) {
+	for _, path := range n.policyFiles(m) {
+		if w := sandbox.Within(path, policy.Write); w != "" {
+			n.log.Warn("a sandboxed program may write the manifest or a rules file, which decide what it is allowed: keep them outside the program's working_dir and sandbox_write",
+				"program", key, "file", path, "writable", w)
+		} else {
+			policy.WriteDeny = append(policy.WriteDeny, path)
+		}
+	}
+	for _, c := range policy.Carved() {
+		n.log.Warn("a sandboxed program's writable directory holds what it may not touch: it writes the directory's other entries but creates none directly in it; keep the node's files out of the directories programs write",
+			"program", key, "writable", c[0], "holds", c[1])
+	}
+}
+
+// sandboxesReady removes what sandboxes of nodes killed with SIGKILL left (their
+// temporary directories: the first node to start after one does), and says what this
+// kernel's Landlock cannot refuse.
+func (n *Node) sandboxesReady(mechanism string, abi int, base sandbox.Policy) {
+	if removed, err := sandbox.SweepStale(""); err != nil {
+		n.log.Warn("the temporary directories of nodes no longer running were not looked for", "err", err)
+	} else if len(removed) > 0 {
+		n.log.Info("removed the temporary directories of nodes no longer running", "count", len(removed))
+	}
+	switch {
+	case mechanism != "landlock":
+	case abi < 4:
+		n.log.Warn("Landlock ABI "+strconv.Itoa(abi)+" cannot refuse TCP connections (ABI 4, Linux 6.7): sandboxed programs may connect to the node's ports", "denied_ports", base.ConnectDeny)
+	case abi < 6:
+		n.log.Warn("Landlock ABI " + strconv.Itoa(abi) + " cannot scope signals (ABI 6, Linux 6.12): sandboxed programs may signal the node")
+	}
 }
 
 // sandboxBase is what no program of this node may do: read its state directory, its

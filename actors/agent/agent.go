@@ -188,7 +188,7 @@ func (a *Agent) spawn(extra []string) {
 	if a.wsSandbox != nil {
 		sb = a.wsSandbox
 	}
-	go func() {
+	a.off(func(context.Context) {
 		var p *process
 		var err error
 		if a.cfg.InProc != nil {
@@ -198,25 +198,26 @@ func (a *Agent) spawn(extra []string) {
 			p, err = startProcess(l, a.cfg.Env, a.stream, a.shared.writes, a.send)
 		}
 		a.send(&processStarted{proc: p, err: err})
-	}()
+	}, func() { a.send(&processStarted{err: errNodeStopping}) })
+}
+
+// errNodeStopping is what the agent is told of work refused because its node stops.
+var errNodeStopping = errors.New("agent: the node is stopping")
+
+// off runs f off the actor on a goroutine of the node's Routines, which wait for it
+// when the node stops. Once they refuse (the node's Stop began), refused runs instead,
+// on the actor: it must only report, with a.send.
+func (a *Agent) off(f func(ctx context.Context), refused func()) {
+	if !a.cfg.Routines.Go(f) {
+		refused()
+	}
 }
 
 // Receive implements actor.Actor. It never blocks.
 func (a *Agent) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
-		a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
-		if err := a.newDialect(a.workDir()); err != nil {
-			a.onStarted(&processStarted{err: err})
-			return
-		}
-		if !a.dialect.Reusable() || a.cfg.Workspace != nil {
-			// One process per session: started with the session's own args, in its
-			// own workspace.
-			a.to(phaseUnspawned)
-			return
-		}
-		a.spawn(nil)
+		a.onActorStarted(c)
 	case *processStarted:
 		a.onStarted(m)
 	case *workspaceOpened:
@@ -228,16 +229,7 @@ func (a *Agent) Receive(c actor.Context) {
 	case *StartSession:
 		a.startSession(m)
 	case *linesRead:
-		a.readAt = m.at
-		for _, l := range m.lines {
-			if l.msg != nil {
-				a.onLine(l.msg)
-			} else {
-				a.onStreamLine(l.typ, m.buf[l.start:l.end:l.end])
-			}
-		}
-		a.readAt = time.Time{}
-		a.stream.taken()
+		a.onLinesRead(m)
 	case *rawLine:
 		a.readAt = m.at
 		a.onRawLine(m.line)
@@ -249,18 +241,9 @@ func (a *Agent) Receive(c actor.Context) {
 	case *stderrLine:
 		a.onStderr(m)
 	case *stderrClosed:
-		if m.dropped > 0 {
-			a.cfg.Metrics.StderrLines.WithLabelValues(a.host.Name, "dropped").Add(float64(m.dropped))
-		}
-		a.reading--
-		a.maybeGone()
+		a.onStderrClosed(m)
 	case *stdoutClosed:
-		a.stream.taken()
-		a.reading--
-		if m.err != nil {
-			a.log.Warn("agent stdout read failed", "pid", a.pid(), "err", m.err)
-		}
-		a.maybeGone()
+		a.onStdoutClosed(m)
 	case *processExited:
 		a.onExited(m)
 		a.maybeGone()
@@ -285,6 +268,56 @@ func (a *Agent) Receive(c actor.Context) {
 	case *actor.Stopping:
 		a.forceStop()
 	}
+}
+
+// onActorStarted starts the agent's process, or waits for its first session when each
+// session has a process of its own.
+func (a *Agent) onActorStarted(c actor.Context) {
+	a.system, a.self, a.parent = c.ActorSystem(), c.Self(), c.Parent()
+	if err := a.newDialect(a.workDir()); err != nil {
+		a.onStarted(&processStarted{err: err})
+		return
+	}
+	if !a.dialect.Reusable() || a.cfg.Workspace != nil {
+		// One process per session: started with the session's own args, in its own
+		// workspace.
+		a.to(phaseUnspawned)
+		return
+	}
+	a.spawn(nil)
+}
+
+// onLinesRead takes the lines the stdout reader read together, in order.
+func (a *Agent) onLinesRead(m *linesRead) {
+	a.readAt = m.at
+	for _, l := range m.lines {
+		if l.msg != nil {
+			a.onLine(l.msg)
+		} else {
+			a.onStreamLine(l.typ, m.buf[l.start:l.end:l.end])
+		}
+	}
+	a.readAt = time.Time{}
+	a.stream.taken()
+}
+
+// onStderrClosed counts the stderr lines dropped, and the process may be gone.
+func (a *Agent) onStderrClosed(m *stderrClosed) {
+	if m.dropped > 0 {
+		a.cfg.Metrics.StderrLines.WithLabelValues(a.host.Name, "dropped").Add(float64(m.dropped))
+	}
+	a.reading--
+	a.maybeGone()
+}
+
+// onStdoutClosed: the stdout reader is done, and the process may be gone.
+func (a *Agent) onStdoutClosed(m *stdoutClosed) {
+	a.stream.taken()
+	a.reading--
+	if m.err != nil {
+		a.log.Warn("agent stdout read failed", "pid", a.pid(), "err", m.err)
+	}
+	a.maybeGone()
 }
 
 func (a *Agent) pid() int {

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/ask"
+	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/wire"
@@ -41,6 +42,10 @@ type Env struct {
 	// Dispatcher runs the actors' mailboxes: the node's dispatch.Pool, whose workers
 	// keep the stack a Receive grows. Nil: protoactor's default, a goroutine per run.
 	Dispatcher actor.Dispatcher
+	// Routines owns the goroutines the node's actors start off themselves (a process's
+	// start, a workspace's opening and closing, store I/O, pullers); the node stops it
+	// once its actors have stopped, and waits for them.
+	Routines *routines.Group
 	// WriteTimeout bounds each write to an agent's stdin.
 	WriteTimeout time.Duration
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild
@@ -48,8 +53,8 @@ type Env struct {
 	DrainDelay time.Duration
 }
 
-// NewEnv is e with its zero fields defaulted: DefaultWriteTimeout, DefaultDrainDelay
-// and an audit that records nothing.
+// NewEnv is e with its zero fields defaulted: DefaultWriteTimeout, DefaultDrainDelay,
+// an audit that records nothing and a Routines group of its own.
 func NewEnv(e Env) *Env {
 	if e.WriteTimeout == 0 {
 		e.WriteTimeout = DefaultWriteTimeout
@@ -57,8 +62,11 @@ func NewEnv(e Env) *Env {
 	if e.DrainDelay == 0 {
 		e.DrainDelay = DefaultDrainDelay
 	}
-	if e.Audit == nil {
+	if e.Audit == nil || e.Routines == nil {
 		e.Audit = func(string, *wire.AuditRecord) {}
+	}
+	if e.Routines == nil {
+		e.Routines = routines.New()
 	}
 	return &e
 }
@@ -69,7 +77,7 @@ func (e *Env) Defaulted() *Env {
 	if e == nil {
 		return NewEnv(Env{})
 	}
-	if e.WriteTimeout == 0 || e.DrainDelay == 0 || e.Audit == nil {
+	if e.WriteTimeout == 0 || e.DrainDelay == 0 || e.Audit == nil || e.Routines == nil {
 		return NewEnv(*e)
 	}
 	return e

@@ -65,7 +65,11 @@ func (a *Agent) startMeasuring(p *workspace.Provider, ws *workspace.Workspace) {
 	ctx, stop := context.WithCancel(context.Background())
 	m := &measurer{poke: make(chan struct{}, 1), stop: stop}
 	a.measure = m
-	go func() {
+	a.off(func(node context.Context) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(node, cancel) // the node stopping ends it too
+		defer stop()
 		t := time.NewTicker(measureEvery)
 		defer t.Stop()
 		for {
@@ -82,7 +86,7 @@ func (a *Agent) startMeasuring(p *workspace.Provider, ws *workspace.Workspace) {
 			}
 			a.send(&workspaceMeasured{bytes: bytes, changed: changed, err: err})
 		}
-	}()
+	}, func() {}) // refused, the node is stopping: not measured
 }
 
 // pokeMeasure has the workspace measured now (a request of its session came).
@@ -134,7 +138,7 @@ func (a *Agent) openWorkspace(m *StartSession) {
 	a.wsState = wsOpening
 	p, session, attempt, from, host := a.cfg.Workspace, m.Session, m.Attempt, m.From, a.cfg.Sandbox
 	name := fmt.Sprintf("hosts.%s.%s.%d", a.host.Name, session, attempt)
-	go func() {
+	a.off(func(context.Context) {
 		ws, err := p.Open(context.Background(), session, attempt, from)
 		var sb *sandbox.Sandbox
 		if err == nil && host != nil {
@@ -146,7 +150,7 @@ func (a *Agent) openWorkspace(m *StartSession) {
 			}
 		}
 		a.send(&workspaceOpened{ws: ws, sb: sb, err: err})
-	}()
+	}, func() { a.send(&workspaceOpened{err: errNodeStopping}) })
 }
 
 // onWorkspaceOpened starts the waiting session's process in its workspace.
@@ -164,10 +168,11 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 		a.wsState = wsClosing
 		m.sb.Close() // never built: nothing started in it
 		p, ws := a.cfg.Workspace, m.ws
-		go func() {
+		closed := &workspaceClosed{reason: "stopped before its process started"}
+		a.off(func(context.Context) {
 			p.Discard(context.Background(), ws)
-			a.send(&workspaceClosed{reason: "stopped before its process started"})
-		}()
+			a.send(closed)
+		}, func() { a.send(closed) }) // refused: the next node on this store removes it
 		a.failWaiting("agent stopped before its process started")
 		return
 	}
@@ -189,9 +194,9 @@ func (a *Agent) closeWorkspace(reason string) {
 	a.wsSandbox = nil
 	ok := len(a.held) > 0 && a.held[len(a.held)-1].Result.OK
 	p, ws := a.cfg.Workspace, a.ws
-	go func() {
+	a.off(func(context.Context) {
 		a.send(&workspaceClosed{res: p.Close(context.Background(), ws, ok), reason: reason})
-	}()
+	}, func() { a.send(&workspaceClosed{reason: reason}) }) // refused: the next node on this store removes it
 }
 
 // onWorkspaceClosed reports the session's end, with what its workspace holds, and then

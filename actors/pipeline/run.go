@@ -14,7 +14,6 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/actorio"
-	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/agentmux/agentmux/workspace"
@@ -30,15 +29,13 @@ type Config struct {
 	ID       string                  // the run's id
 	Params   map[string]string
 	// Env is what the node's agents share: the run uses its node's name, connection,
-	// metrics, log, audit and tracer (a span of the run on this node and of each stage,
-	// the stage's session's parent).
+	// metrics, log, audit, tracer (a span of the run on this node and of each stage,
+	// the stage's session's parent) and routines (its store reads and writes).
 	*agent.Env
 	Store *store.PipelineStore
 	// ReadAudit reads a session's audit records: a stage started again is told of its
 	// earlier attempts. nil: it is not.
 	ReadAudit func(ctx context.Context, session string) ([]*wire.AuditRecord, error)
-	// Routines owns the run's store reads and writes; the node waits for them.
-	Routines *routines.Group
 	// Trace is the context of the span the run's is a child of: the one its task's
 	// client sent; nil, a trace of its own.
 	Trace context.Context

@@ -80,8 +80,8 @@ func newFixture(t *testing.T) *fixture {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	f := &fixture{t: t, system: system, runs: runs, m: metrics.New(), group: routines.New()}
 	f.p = &parent{stages: make(chan *RunStage, 4), ended: make(chan *Ended, 1), cfg: Config{Pipeline: m.Pipelines["bt"], Hosts: m.Hosts,
-		ID: "p-1", Params: map[string]string{"spec": "login"}, Store: runs, Routines: f.group,
-		Env: agent.NewEnv(agent.Env{Node: "n1", Conn: b.Conn, Metrics: f.m, Log: log})}}
+		ID: "p-1", Params: map[string]string{"spec": "login"}, Store: runs,
+		Env: agent.NewEnv(agent.Env{Node: "n1", Conn: b.Conn, Metrics: f.m, Log: log, Routines: f.group})}}
 	t.Cleanup(func() {
 		system.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -131,7 +131,7 @@ func (r *Router) runPipeline(m *RunPipeline) {
 
 func (r *Router) spawnRun(ru *run, params map[string]string, trace context.Context) {
 	pid := r.c.Spawn(pipeline.Props(pipeline.Config{Pipeline: r.cfg.Manifest.Pipelines[ru.pipeline], Hosts: r.cfg.Manifest.Hosts,
-		ID: ru.id, Params: params, Env: r.cfg.Env, Store: r.cfg.Pipelines, ReadAudit: r.readAudit, Routines: r.cfg.Routines, Trace: trace}))
+		ID: ru.id, Params: params, Env: r.cfg.Env, Store: r.cfg.Pipelines, ReadAudit: r.readAudit, Trace: trace}))
 	ru.pid = pid
 	r.runs[pid.Id] = ru
 }

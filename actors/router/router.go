@@ -17,7 +17,6 @@ import (
 	"github.com/agentmux/agentmux/actors/pipeline"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/actorio"
-	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/tracing"
@@ -73,9 +72,6 @@ type Config struct {
 	Radar *workspace.Radar
 	// Stopped is closed when a Shutdown has completed: every process is gone.
 	Stopped chan struct{}
-	// Routines owns the router's goroutines (its pullers and ticker, task acks, audit
-	// reads, its pipeline runs' I/O); the node stops it after the router.
-	Routines *routines.Group
 	// SessionEnded, when set, is called off the router's mailbox (through Routines)
 	// with each session that ended for good here: its session grants go.
 	SessionEnded func(ctx context.Context, session string)
@@ -116,9 +112,6 @@ type (
 // Props returns the props of a Router.
 func Props(cfg Config) *actor.Props {
 	cfg.Env = cfg.Env.Defaulted()
-	if cfg.Routines == nil {
-		cfg.Routines = routines.New()
-	}
 	opts := []actor.PropsOption{actor.WithSupervisor(actor.NewOneForOneStrategy(0, time.Second, func(reason any) actor.Directive {
 		cfg.Log.Error("agent actor failed; stopping it", "reason", reason)
 		return actor.StopDirective

@@ -123,8 +123,8 @@ func start(t *testing.T) *fixture {
 		_ = group.Stop(context.Background())
 		f.system.Shutdown()
 	})
-	f.router = f.system.Root.Spawn(Props(Config{Manifest: m, Env: &agent.Env{Node: "n1", Conn: b.Conn, Metrics: metrics.New(), Log: log},
-		Stopped: f.stopped, Routines: group, InProc: map[string]agent.InProc{"w": f.agent.run}}))
+	f.router = f.system.Root.Spawn(Props(Config{Manifest: m, Env: &agent.Env{Node: "n1", Conn: b.Conn, Metrics: metrics.New(), Log: log, Routines: group},
+		Stopped: f.stopped, InProc: map[string]agent.InProc{"w": f.agent.run}}))
 	return f
 }
 
