@@ -83,11 +83,11 @@ func GrantsFor(u User) Grants {
 			// agents' requests to the nodes.
 			// Change rules files ("always for this rule"), raise hosts' daily budgets and
 			// promote shadow supervisors as each person.
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.BudgetRaiseSubjects, wire.ShadowPromoteSubjects,
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RevokeSubjects, wire.RulesChangeSubjects, wire.BudgetRaiseSubjects, wire.ShadowPromoteSubjects,
 				wire.CtlSubject("*", "list"), wire.TaskSubjects, wire.AttachSubjects)
 		}
 		if u.Role == RoleLocal {
-			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RulesChangeSubjects, wire.AttachSubjects, wire.BudgetRaiseSubjects, wire.ShadowPromoteSubjects)
+			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RevokeSubjects, wire.RulesChangeSubjects, wire.AttachSubjects, wire.BudgetRaiseSubjects, wire.ShadowPromoteSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).
@@ -97,7 +97,7 @@ func GrantsFor(u User) Grants {
 			if u.Role == RoleOperator {
 				queue = wire.TaskSubjectsBy(u.Name)
 			}
-			g.Publish = append(g.Publish, queue, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"),
+			g.Publish = append(g.Publish, queue, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"), wire.RevokeSubject(u.Name, ">"),
 				wire.RulesChangeSubject("*", u.Name), wire.BudgetRaiseSubject("*", u.Name), wire.ShadowPromoteSubject("*", u.Name))
 			for _, verb := range CtlVerbs() {
 				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))

@@ -54,7 +54,9 @@ func TestRolesAllowing(t *testing.T) {
 		{"x", true, wire.AttachSubject("laptops"), []Role{RoleNode, RoleConsole}},
 		{"view", true, wire.RespondSubject("view", "h-1"), []Role{RoleNode, RoleOperator, RoleConsole}},
 		{"ops", true, wire.RespondSubject("alice", "h-1"), []Role{RoleNode, RoleConsole}}, // another's name: the console answers for those it signed in
-		{"pager", false, wire.AskSubject("oncall"), []Role{RoleNode}},                     // supervisors are named per user
+		{"view", true, wire.RevokeSubject("view", "g-h-1"), []Role{RoleNode, RoleOperator, RoleConsole}},
+		{"ops", true, wire.RevokeSubject("alice", "g-h-1"), []Role{RoleNode, RoleConsole}}, // revoked as another: the console only
+		{"pager", false, wire.AskSubject("oncall"), []Role{RoleNode}},                      // supervisors are named per user
 		{"x", true, "$JS.API.STREAM.PURGE." + wire.AuditStream, []Role{RoleNode}},
 		{"x", true, "$JS.API.DIRECT.GET." + wire.AuditStream, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
 		// Readers make no consumers: a consumer's creator says where it delivers.

@@ -47,7 +47,7 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such grant " + id})
 		return
 	}
-	reply, err := s.give(r.Context(), p.name, id, wire.RespondRequest{Value: json.RawMessage(`"revoke"`)})
+	reply, err := s.revoke(r.Context(), p.name, id)
 	if err != nil {
 		writeJSON(w, http.StatusBadGateway, &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()})
 		return

@@ -409,11 +409,26 @@ func answerStatus(reply *wire.RespondReply) int {
 // give sends who's answer a to the request id; an error says why it did not reach
 // the fleet (the bus's refusal, when it refused it, not a time-out).
 func (s *Server) give(ctx context.Context, who, id string, a wire.RespondRequest) (*wire.RespondReply, error) {
+	return s.onBus(ctx, wire.RespondSubject(who, id), func(ctx context.Context) (*wire.RespondReply, error) {
+		return store.Answer(ctx, s.cfg.Conn, who, id, a)
+	})
+}
+
+// revoke revokes grant id as who.
+func (s *Server) revoke(ctx context.Context, who, id string) (*wire.RespondReply, error) {
+	return s.onBus(ctx, wire.RevokeSubject(who, id), func(ctx context.Context) (*wire.RespondReply, error) {
+		return store.Revoke(ctx, s.cfg.Conn, who, id)
+	})
+}
+
+// onBus does a person's act on subject within answerTimeout; a refusal of the bus
+// (Refused) ends it with the refusal.
+func (s *Server) onBus(ctx context.Context, subject string, do func(context.Context) (*wire.RespondReply, error)) (*wire.RespondReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, answerTimeout)
 	defer cancel()
-	ctx, done := s.waiting.wait(ctx, wire.RespondSubject(who, id))
+	ctx, done := s.waiting.wait(ctx, subject)
 	defer done()
-	reply, err := store.Answer(ctx, s.cfg.Conn, who, id, a)
+	reply, err := do(ctx)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
 			err = cause // the bus refused the answer: say so, not that it timed out

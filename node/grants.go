@@ -17,8 +17,8 @@ import (
 const grantsQueue = "agentmux-grants"
 
 // openGrants keeps the fleet's grants (answers people gave for a session or a host)
-// for this node's agents, and lists them to whoever may read (GrantsSubject), until
-// the node stops.
+// for this node's agents, lists them to whoever may read (GrantsSubject), and takes
+// people's revocations (RevokeSubjects), until the node stops.
 func (n *Node) openGrants() error {
 	wctx, cancel := context.WithCancel(context.Background())
 	grants, err := store.OpenGrants(wctx, n.Bus.JS)
@@ -31,9 +31,14 @@ func (n *Node) openGrants() error {
 		return &wire.GrantsReply{Grants: grants.Standing(time.Now())}
 	})
 	if err != nil {
-		cancel()
+		return err
 	}
-	return err
+	sub, err := store.ServeRevoke(n.Bus.Conn, grants, n.grantRevoked, n.log)
+	if err != nil {
+		return err
+	}
+	n.ctlSubs = append(n.ctlSubs, sub)
+	return nil
 }
 
 // closeGrants stops keeping the grants' index.

@@ -301,7 +301,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 		return err
 	}
 	pending.KeepGrants(n.grants)
-	sub, err := store.ServeRespond(n.Bus.Conn, pending, n.grantRevoked, n.log)
+	sub, err := store.ServeRespond(n.Bus.Conn, pending, n.log)
 	if err != nil {
 		return err
 	}

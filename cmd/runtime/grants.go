@@ -105,7 +105,7 @@ func revokeGrant(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := c.timeout(clientTimeout)
 	defer cancel()
-	reply, err := store.Answer(ctx, c.nc, who, pos[0], wire.RespondRequest{Value: json.RawMessage(`"revoke"`)})
+	reply, err := store.Revoke(ctx, c.nc, who, pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux grants revoke:", c.explain(err))
 		return exitError

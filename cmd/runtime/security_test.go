@@ -310,6 +310,24 @@ func TestSecureRoles(t *testing.T) {
 			}
 			return nil
 		}},
+		{"revoke a standing answer", []string{"machine", "ops", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// A viewer or an agent that could would have a person's "no for the host"
+			// asked again.
+			user := strings.TrimPrefix(nc.Opts.Name, "test-")
+			msg, err := nc.RequestWithContext(ctx, wire.RevokeSubject(user, "g-h-none"), nil)
+			if err != nil {
+				return err
+			}
+			var reply wire.RespondReply
+			if err := json.Unmarshal(msg.Data, &reply); err != nil || reply.Code != wire.RespondNoSuch {
+				return fmt.Errorf("reply %s", msg.Data)
+			}
+			return nil
+		}},
+		{"revoke a standing answer as another person", []string{"machine", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, wire.RevokeSubject("ana@example.com", "g-h-none"), nil)
+			return err
+		}},
 		{"list the rules files", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			_, err := nc.RequestWithContext(ctx, wire.RulesSubject, nil)
 			return err
