@@ -39,8 +39,8 @@ type User struct {
 	Tools       []string
 }
 
-// Grants are the subjects an identity may publish and subscribe to.
-type Grants struct {
+// Permissions are the subjects an identity may publish and subscribe to.
+type Permissions struct {
 	Publish   []string
 	Subscribe []string
 	// Responses: it may reply once to each request it received (supervisors and tool
@@ -66,14 +66,14 @@ func readStream(stream string) []string {
 	}
 }
 
-// GrantsFor returns what u may do: docs/security.md shows the same table.
-func GrantsFor(u User) Grants {
+// PermissionsFor returns what u may do: docs/security.md shows the same table.
+func PermissionsFor(u User) Permissions {
 	switch u.Role {
 	case RoleNode:
-		return Grants{Publish: []string{">"}, Subscribe: []string{">"}}
+		return Permissions{Publish: []string{">"}, Subscribe: []string{">"}}
 	case RoleOperator, RoleViewer, RoleConsole, RoleLocal:
 		// The answers standing for a session or a host, and the rules files.
-		g := Grants{Publish: []string{"$JS.API.INFO", wire.GrantsSubject, wire.RulesSubject},
+		g := Permissions{Publish: []string{"$JS.API.INFO", wire.GrantsSubject, wire.RulesSubject},
 			Subscribe: []string{wire.AllEvents, wire.HumanSubjects, wire.PendingSubjects, wire.InboxPrefix(u.Name) + ".>"}}
 		for _, s := range readable {
 			g.Publish = append(g.Publish, readStream(s)...)
@@ -105,7 +105,7 @@ func GrantsFor(u User) Grants {
 		}
 		return g
 	case RoleSupervisor:
-		g := Grants{Responses: true}
+		g := Permissions{Responses: true}
 		for _, s := range u.Supervisors {
 			g.Subscribe = append(g.Subscribe, wire.AskSubject(s))
 		}
@@ -114,7 +114,7 @@ func GrantsFor(u User) Grants {
 		}
 		return g
 	}
-	return Grants{}
+	return Permissions{}
 }
 
 // CtlVerbs are the control requests a node answers on agentmux.ctl.<node>.<verb>.
@@ -122,9 +122,9 @@ func CtlVerbs() []string {
 	return []string{"list", "interrupt", "message", "cancel", "drain", "undrain", "workspaces", "workspace-diff", "workspace-clean"}
 }
 
-// permissions turns grants into the server's subject permissions; an empty list allows
+// forServer turns the permissions into the server's subject permissions; an empty list allows
 // nothing.
-func (g Grants) permissions() *server.Permissions {
+func (g Permissions) forServer() *server.Permissions {
 	p := &server.Permissions{
 		Publish:   &server.SubjectPermission{Allow: g.Publish},
 		Subscribe: &server.SubjectPermission{Allow: g.Subscribe},
@@ -141,9 +141,9 @@ func (g Grants) permissions() *server.Permissions {
 	return p
 }
 
-// Allows reports whether the grants let publish (or subscribe, when pub is false) on
+// Allows reports whether the permissions let publish (or subscribe, when pub is false) on
 // subject.
-func (g Grants) Allows(pub bool, subject string) bool {
+func (g Permissions) Allows(pub bool, subject string) bool {
 	list := g.Subscribe
 	if pub {
 		list = g.Publish
@@ -156,7 +156,7 @@ func (g Grants) Allows(pub bool, subject string) bool {
 func RolesAllowing(name string, pub bool, subject string) []Role {
 	var out []Role
 	for _, r := range Roles() {
-		if GrantsFor(User{Name: name, Role: r}).Allows(pub, subject) {
+		if PermissionsFor(User{Name: name, Role: r}).Allows(pub, subject) {
 			out = append(out, r)
 		}
 	}
@@ -186,7 +186,7 @@ func subjectMatches(pattern, subject string) bool {
 // refused.
 func serverAuth(opts *server.Options, users []User) error {
 	for _, u := range users {
-		perms := GrantsFor(u).permissions()
+		perms := PermissionsFor(u).forServer()
 		if u.Role == RoleNode {
 			// May do everything: no permissions at all, rather than ">" both ways, which
 			// the server would check on every message of a node (an event's subject is

@@ -70,11 +70,11 @@ func TestRolesAllowing(t *testing.T) {
 			t.Errorf("RolesAllowing(%s, %v, %s) = %v, want %v", c.user, c.pub, c.subject, got, c.want)
 		}
 	}
-	g := GrantsFor(User{Name: "pager", Role: RoleSupervisor, Supervisors: []string{"oncall"}, Tools: []string{"lookup"}})
+	g := PermissionsFor(User{Name: "pager", Role: RoleSupervisor, Supervisors: []string{"oncall"}, Tools: []string{"lookup"}})
 	if !g.Allows(false, wire.AskSubject("oncall")) || !g.Allows(false, wire.ToolSubject("lookup")) || g.Allows(false, wire.AskSubject("other")) || len(g.Publish) != 0 || !g.Responses {
-		t.Fatalf("supervisor grants %+v", g)
+		t.Fatalf("supervisor permissions %+v", g)
 	}
-	if p := g.permissions(); len(p.Publish.Deny) != 1 || p.Response == nil || p.Response.MaxMsgs != 1 {
+	if p := g.forServer(); len(p.Publish.Deny) != 1 || p.Response == nil || p.Response.MaxMsgs != 1 {
 		t.Fatalf("supervisor permissions %+v", p)
 	}
 }

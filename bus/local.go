@@ -47,7 +47,7 @@ func localOperator(opts *server.Options, dir string) (nkeys.KeyPair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: make the local operator's key: %w", err)
 	}
-	perms := GrantsFor(User{Name: LocalUser, Role: RoleLocal}).permissions()
+	perms := PermissionsFor(User{Name: LocalUser, Role: RoleLocal}).forServer()
 	opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: pub, Permissions: perms})
 	return kp, nil
 }

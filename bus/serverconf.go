@@ -27,7 +27,7 @@ func WriteAuthorization(w io.Writer, users []ServerUser) error {
 		for _, kv := range credential(u) {
 			fmt.Fprintf(&b, "      %s: %s\n", kv[0], kv[1])
 		}
-		p := GrantsFor(u.User).permissions()
+		p := PermissionsFor(u.User).forServer()
 		b.WriteString("      permissions: {\n")
 		for _, sp := range directions(p) {
 			fmt.Fprintf(&b, "        %s: {\n", sp.key)
@@ -63,7 +63,7 @@ func WriteHelmAuthorization(w io.Writer, users []ServerUser) error {
 			}
 			fmt.Fprintf(&b, "%s%s: %s\n", lead, kv[0], value)
 		}
-		p := GrantsFor(u.User).permissions()
+		p := PermissionsFor(u.User).forServer()
 		b.WriteString("          permissions:\n")
 		for _, sp := range directions(p) {
 			fmt.Fprintf(&b, "            %s:\n", sp.key)

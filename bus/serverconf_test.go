@@ -52,7 +52,7 @@ func checkServerUsers(t *testing.T, conf string) {
 		byKey[u.Nkey] = u
 	}
 	for _, u := range serverUsers {
-		want := GrantsFor(u.User).permissions()
+		want := PermissionsFor(u.User).forServer()
 		var got *server.Permissions
 		if u.Nkey != "" {
 			nu := byKey[u.Nkey]

@@ -84,7 +84,7 @@ func (o *operatorMode) creds(t *testing.T, name string, role bus.Role) string {
 	ukp, upub := newKeys(t, nkeys.CreateUser)
 	uc := jwt.NewUserClaims(upub)
 	uc.Name = name
-	g := bus.GrantsFor(bus.User{Name: name, Role: role})
+	g := bus.PermissionsFor(bus.User{Name: name, Role: role})
 	uc.Pub.Allow.Add(g.Publish...)
 	uc.Sub.Allow.Add(g.Subscribe...)
 	if g.Responses {
