@@ -144,7 +144,7 @@ func (a *Agent) pause(s *session, kind pauseKind, why, text string, sp *wire.Spe
 	b.paused, b.pausedAt = why, kind
 	b.asked++
 	id := fmt.Sprintf("budget-%d", b.asked)
-	for n := 2; s.pending[id] != nil; n++ { // the agent's own requests may have any id
+	for n := 2; s.open[id] != nil; n++ { // the agent's own requests may have any id
 		id = fmt.Sprintf("budget-%d-%d", b.asked, n)
 	}
 	switch {
@@ -263,7 +263,7 @@ func (a *Agent) hold(s *session, msg *protocol.Message) {
 		b.held = append(b.held, msg)
 		return
 	}
-	p := a.newPending(s, msg)
+	p := a.newRequest(s, msg)
 	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
 	a.respond(s, p, p.def, protocol.OutcomeDefaulted, "runtime",
 		fmt.Sprintf("the session is paused at its budget with %d requests already held; its default", maxHeld))
@@ -282,7 +282,7 @@ func (a *Agent) unhold(s *session, id, decider, reason string) {
 			kept = append(kept, m)
 			continue
 		}
-		p := a.newPending(s, m)
+		p := a.newRequest(s, m)
 		a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
 		a.respond(s, p, nil, protocol.OutcomeCancelled, decider, reason)
 	}

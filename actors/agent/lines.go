@@ -32,7 +32,7 @@ func (a *Agent) onLine(msg *protocol.Message) {
 	switch msg.Type {
 	case protocol.TypeWithdrawn:
 		// The runtime's own budget request is not the agent's to withdraw.
-		if p := s.pending[msg.ID]; p != nil && p.msg.Type != protocol.TypeBudget {
+		if p := s.open[msg.ID]; p != nil && p.msg.Type != protocol.TypeBudget {
 			a.answer(s, p, nil, protocol.OutcomeCancelled, "agent", "the agent withdrew the request")
 		} else if p == nil {
 			a.unhold(s, msg.ID, "agent", "the agent withdrew the request while its session was paused")
@@ -161,7 +161,7 @@ func (a *Agent) unhandled(s *session, msg *protocol.Message) {
 	if !msg.Type.IsRequest() {
 		return
 	}
-	p := a.newPending(s, msg)
+	p := a.newRequest(s, msg)
 	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
 	a.respond(s, p, p.def, protocol.OutcomeInvalid, "runtime",
 		fmt.Sprintf("host %q does not declare %s in its messages; the request was not routed", a.host.Name, msg.Type))

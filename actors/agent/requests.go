@@ -18,8 +18,8 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// pending is one request waiting for its answer.
-type pending struct {
+// request is one request of the agent's, from when it is read to its answer.
+type request struct {
 	msg      *protocol.Message
 	id       string
 	audit    string // the audit id prefix: session, attempt and the request's sequence
@@ -38,8 +38,8 @@ type pending struct {
 	route     *config.Route            // the route it is asked by
 }
 
-// newPending numbers a request read in session s; the runtime names one sent without an id.
-func (a *Agent) newPending(s *session, msg *protocol.Message) *pending {
+// newRequest numbers a request read in session s; the runtime names one sent without an id.
+func (a *Agent) newRequest(s *session, msg *protocol.Message) *request {
 	id := msg.ID
 	if id == "" {
 		s.seq[msg.Type]++
@@ -50,11 +50,11 @@ func (a *Agent) newPending(s *session, msg *protocol.Message) *pending {
 	if readAt.IsZero() {
 		readAt = time.Now()
 	}
-	return &pending{msg: msg, id: id, readAt: readAt, def: a.defaultFor(msg),
+	return &request{msg: msg, id: id, readAt: readAt, def: a.defaultFor(msg),
 		audit: wire.AuditID(s.id, s.start.Attempt, "r"+strconv.Itoa(s.requests))}
 }
 
-func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
+func (a *Agent) requestRecord(s *session, p *request) *wire.AuditRecord {
 	r := a.record(s, "request")
 	r.Request, r.Type, r.Text, r.Ask = p.id, string(p.msg.Type), p.msg.RequestText(), p.msg.Raw
 	return r
@@ -64,7 +64,7 @@ func (a *Agent) requestRecord(s *session, p *pending) *wire.AuditRecord {
 // until one answers it or asks for its answer.
 func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	a.pokeMeasure()
-	p := a.newPending(s, msg)
+	p := a.newRequest(s, msg)
 	a.startRequestSpan(s, p)
 	for _, st := range requestStages() {
 		if st.run(a, s, p) {
@@ -113,9 +113,9 @@ func (a *Agent) defaultFor(msg *protocol.Message) json.RawMessage {
 
 func (a *Agent) onAnswer(m *answerArrived) {
 	s := a.sess
-	var p *pending
+	var p *request
 	if s != nil && s.gen == m.gen {
-		p = s.pending[m.id]
+		p = s.open[m.id]
 	}
 	if p == nil {
 		a.refuseAnswer(m)
@@ -191,8 +191,8 @@ func normalize(m *protocol.Message, v json.RawMessage) json.RawMessage {
 }
 
 // answer ends request p: it writes exactly one response line while the process lives.
-func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
-	delete(s.pending, p.id)
+func (a *Agent) answer(s *session, p *request, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
+	delete(s.open, p.id)
 	a.dropAnswered(s)
 	if p.settle != nil {
 		// The asker listens on past the deadline, so late answers are reported; a
@@ -208,7 +208,7 @@ func (a *Agent) answer(s *session, p *pending, value json.RawMessage, outcome pr
 
 // respond writes the response to p, when the process lives, and records it: metrics,
 // the request.answered event and the audit. An invalid response says why.
-func (a *Agent) respond(s *session, p *pending, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
+func (a *Agent) respond(s *session, p *request, value json.RawMessage, outcome protocol.Outcome, decider, reason string) {
 	if a.phase.live() && p.msg.Type != protocol.TypeBudget { // the runtime's own: nothing to write
 		// The reason goes with every answer that has one: a person's --reason, a rule's
 		// or a model's words, why a default was written or an answer did not fit.

@@ -26,7 +26,7 @@ type session struct {
 	partial   strings.Builder
 	seq       map[protocol.Type]int // runtime-assigned request ids, per type
 	requests  int                   // requests read, in order: numbers them in the audit
-	pending   map[string]*pending
+	open      map[string]*request   // its requests waiting for their answer, by id
 	shadows   map[string]*shadowing // requests whose shadow decision is not recorded yet
 	records   []RequestRecord
 	timers    []*time.Timer // session, idle and interrupt timers; stopped when it ends
@@ -101,7 +101,7 @@ func (a *Agent) startSession(m *StartSession) {
 	a.served++
 	a.gen++
 	s := &session{id: m.Session, start: m, gen: a.gen, begun: now, lastLine: now,
-		seq: map[protocol.Type]int{}, pending: map[string]*pending{}, result: m.Result}
+		seq: map[protocol.Type]int{}, open: map[string]*request{}, result: m.Result}
 	if s.result == nil {
 		s.result = a.host.Result
 	}
@@ -145,7 +145,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 	if s == nil {
 		return
 	}
-	for _, p := range s.pending {
+	for _, p := range s.open {
 		a.answer(s, p, nil, protocol.OutcomeCancelled, "runtime", "session ended")
 	}
 	a.endShadows(s)

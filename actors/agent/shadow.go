@@ -43,7 +43,7 @@ type shadowing struct {
 
 // askShadow asks route's shadow supervisor about p, as ask (a copy of the request's
 // own ask): the request's answer neither waits for it nor ever is it.
-func (a *Agent) askShadow(s *session, p *pending, route *config.Route, ask wire.Ask, header nats.Header) {
+func (a *Agent) askShadow(s *session, p *request, route *config.Route, ask wire.Ask, header nats.Header) {
 	gen, id := s.gen, p.id
 	sh := &shadowing{id: id, supervisor: route.Shadow, msg: p.msg, audit: p.audit, deadline: p.deadline}
 	settle, err := a.cfg.Asker.Ask(a.askSubject(route.Shadow), &ask, header, p.deadline, !route.ShadowExternal, func(r *wire.Reply) {

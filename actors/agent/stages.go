@@ -15,7 +15,7 @@ import (
 // returns true, or passes it on, perhaps having noted on it what later stages use.
 type stage struct {
 	name string
-	run  func(a *Agent, s *session, p *pending) (answered bool)
+	run  func(a *Agent, s *session, p *request) (answered bool)
 }
 
 // requestStages are the stages every request passes, in order: each capability that
@@ -34,8 +34,8 @@ func requestStages() [7]stage {
 
 // published puts the request on its session's subject and in the audit; a request
 // whose id is already waiting is answered at once, invalid, and the first one waits on.
-func (a *Agent) published(s *session, p *pending) bool {
-	_, dup := s.pending[p.id]
+func (a *Agent) published(s *session, p *request) bool {
+	_, dup := s.open[p.id]
 	if !dup {
 		p.raw = p.msg.WithID(p.id)
 		a.publishOn(s, string(p.msg.Type), p.raw)
@@ -52,12 +52,12 @@ func (a *Agent) published(s *session, p *pending) bool {
 
 // replayed answers a request asked and answered in an earlier attempt of the session
 // with the same answer, at once.
-func (a *Agent) replayed(s *session, p *pending) bool {
+func (a *Agent) replayed(s *session, p *request) bool {
 	prior := s.start.Previous.Find(string(p.msg.Type), p.msg.RequestText())
 	if prior == nil || protocol.ValidateAnswer(p.msg, prior.Value) != nil {
 		return false
 	}
-	s.pending[p.id] = p
+	s.open[p.id] = p
 	a.answer(s, p, prior.Value, protocol.OutcomeAnswered, "replay:"+prior.Decider,
 		fmt.Sprintf("answered so in attempt %d by %s", prior.Attempt, prior.Decider))
 	return true
@@ -65,19 +65,19 @@ func (a *Agent) replayed(s *session, p *pending) bool {
 
 // answeredForSession answers a request a person approved for the whole session,
 // unless that grant was revoked since.
-func (a *Agent) answeredForSession(s *session, p *pending) bool {
+func (a *Agent) answeredForSession(s *session, p *request) bool {
 	st, ok := s.standingFor(p.msg)
 	if !ok || st.grant != "" && a.cfg.Grants != nil && a.cfg.Grants.Revoked(st.grant) {
 		return false
 	}
-	s.pending[p.id] = p
+	s.open[p.id] = p
 	a.answer(s, p, st.value, protocol.OutcomeAnswered, "session:"+st.decider, "approved for this session by "+st.decider)
 	return true
 }
 
 // granted answers a request the fleet's grants answer: a person's answer for this
 // session or for its host, standing.
-func (a *Agent) granted(s *session, p *pending) bool {
+func (a *Agent) granted(s *session, p *request) bool {
 	if a.cfg.Grants == nil {
 		return false
 	}
@@ -85,14 +85,14 @@ func (a *Agent) granted(s *session, p *pending) bool {
 	if g == nil {
 		return false
 	}
-	s.pending[p.id] = p
+	s.open[p.id] = p
 	a.answer(s, p, g.Value, protocol.OutcomeAnswered, g.Scope+":"+g.By, grantReason(g))
 	return true
 }
 
 // conflicting notes, for an approval of a session with a workspace, the other
 // sessions editing what it would: routes may send those to a supervisor of their own.
-func (a *Agent) conflicting(s *session, p *pending) bool {
+func (a *Agent) conflicting(s *session, p *request) bool {
 	if a.ws != nil && p.msg.Type == protocol.TypeApproval {
 		p.conflicts = a.editing(s, p.raw)
 	}
@@ -101,7 +101,7 @@ func (a *Agent) conflicting(s *session, p *pending) bool {
 
 // routed notes the route the request goes by (the session's own first, then the
 // manifest's, as promotions leave it); with none, it is answered its default.
-func (a *Agent) routed(s *session, p *pending) bool {
+func (a *Agent) routed(s *session, p *request) bool {
 	typ, text, conflict := string(p.msg.Type), p.msg.RequestText(), len(p.conflicts) > 0
 	route := s.start.Routes.Match(a.host.Name, typ, text, conflict)
 	if route == nil {
@@ -110,7 +110,7 @@ func (a *Agent) routed(s *session, p *pending) bool {
 	if p.route = route.Effective(a.cfg.Promoted); p.route != nil {
 		return false
 	}
-	s.pending[p.id] = p
+	s.open[p.id] = p
 	a.answer(s, p, p.def, protocol.OutcomeDefaulted, "default", "no route matched")
 	return true
 }
@@ -118,7 +118,7 @@ func (a *Agent) routed(s *session, p *pending) bool {
 // asked sends the request to its route's supervisor, due by its deadline (the host's
 // question_timeout, the request's own, within the session's), and to its shadow. A
 // request no supervisor can be sent is answered its default now.
-func (a *Agent) asked(s *session, p *pending) bool {
+func (a *Agent) asked(s *session, p *request) bool {
 	route, msg, id := p.route, p.msg, p.id
 	timeout := a.host.QuestionTimeout.D()
 	if msg.Timeout > 0 {
@@ -128,7 +128,7 @@ func (a *Agent) asked(s *session, p *pending) bool {
 		timeout = min(timeout, max(time.Until(s.deadline), 0))
 	}
 	p.deadline = p.readAt.Add(timeout)
-	s.pending[id] = p
+	s.open[id] = p
 	// No headers: the body says it all, and headers cost more to write and read than
 	// the rest of the message.
 	ask := &wire.Ask{Session: s.id, Host: a.host.Name, Type: string(msg.Type), ID: id,

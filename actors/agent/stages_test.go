@@ -17,9 +17,9 @@ func TestRequestStagesRunAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newSession := func(routes config.Routes) (*session, *pending) {
-		s := &session{id: "s-1", start: &StartSession{Session: "s-1", Routes: routes}, pending: map[string]*pending{}}
-		return s, &pending{msg: msg, id: "a1"}
+	newSession := func(routes config.Routes) (*session, *request) {
+		s := &session{id: "s-1", start: &StartSession{Session: "s-1", Routes: routes}, open: map[string]*request{}}
+		return s, &request{msg: msg, id: "a1"}
 	}
 
 	s, p := newSession(config.Routes{{Supervisor: "session"}})
@@ -32,8 +32,8 @@ func TestRequestStagesRunAlone(t *testing.T) {
 	if p.route == nil || p.route.Supervisor != "session" {
 		t.Errorf("routed by %+v; want the session's own route first", p.route)
 	}
-	if len(p.conflicts) != 0 || len(s.pending) != 0 {
-		t.Errorf("conflicts %v, pending %v: the stages that pass on kept nothing", p.conflicts, s.pending)
+	if len(p.conflicts) != 0 || len(s.open) != 0 {
+		t.Errorf("conflicts %v, pending %v: the stages that pass on kept nothing", p.conflicts, s.open)
 	}
 
 	s, p = newSession(nil)

@@ -19,7 +19,7 @@ import (
 // actor has taken every message the reader sent it before.
 type stream struct {
 	sink    atomic.Pointer[streamSink]
-	pending atomic.Int64 // messages the reader sent the actor that it has not taken yet
+	untaken atomic.Int64 // messages the reader sent the actor that it has not taken yet
 }
 
 // streamSink is where one session's stream lines go.
@@ -46,17 +46,17 @@ func streamIndex(t protocol.Type) int {
 // toActor hands the actor a message from the reader; the actor calls taken once it
 // has handled it.
 func (st *stream) toActor(send func(any), m any) {
-	st.pending.Add(1)
+	st.untaken.Add(1)
 	send(m)
 }
 
-func (st *stream) taken() { st.pending.Add(-1) }
+func (st *stream) taken() { st.untaken.Add(-1) }
 
 // publish publishes a stream line of type t itself, when the stream is open and the
 // actor has taken everything before it; false: the line goes through the actor.
 func (st *stream) publish(t protocol.Type, raw []byte) bool {
 	s := st.sink.Load()
-	if s == nil || st.pending.Load() != 0 {
+	if s == nil || st.untaken.Load() != 0 {
 		return false
 	}
 	i := streamIndex(t)

@@ -39,7 +39,7 @@ func (a *Agent) after(d time.Duration, kind timerKind, gen uint64) *time.Timer {
 // in time costs no wake.
 func (a *Agent) dropAnswered(s *session) {
 	for e, ok := s.due.Soonest(); ok; e, ok = s.due.Soonest() {
-		if p := s.pending[e.Key]; p != nil && p.deadline.Equal(e.At) {
+		if p := s.open[e.Key]; p != nil && p.deadline.Equal(e.At) {
 			return
 		}
 		s.due.Drop()
@@ -80,7 +80,7 @@ func (a *Agent) onRequestsDue() {
 	}
 	now := time.Now()
 	for e, ok := s.due.PopDue(now); ok; e, ok = s.due.PopDue(now) {
-		if p := s.pending[e.Key]; p != nil && p.deadline.Equal(e.At) {
+		if p := s.open[e.Key]; p != nil && p.deadline.Equal(e.At) {
 			a.answer(s, p, p.def, protocol.OutcomeTimedOut, "default", fmt.Sprintf("no answer within %v", p.deadline.Sub(p.readAt).Round(time.Millisecond)))
 		}
 	}

@@ -80,7 +80,7 @@ func endSpan(span trace.Span, r *Result) {
 }
 
 // startRequestSpan starts request p's span, a child of its session's.
-func (a *Agent) startRequestSpan(s *session, p *pending) {
+func (a *Agent) startRequestSpan(s *session, p *request) {
 	if s.span == nil {
 		return
 	}
@@ -90,7 +90,7 @@ func (a *Agent) startRequestSpan(s *session, p *pending) {
 }
 
 // endRequestSpan ends request p's span with its answer.
-func endRequestSpan(p *pending, outcome protocol.Outcome, decider string) {
+func endRequestSpan(p *request, outcome protocol.Outcome, decider string) {
 	if p.span == nil {
 		return
 	}
