@@ -68,10 +68,12 @@ func (v *validator) attached(a *Attached, m *Manifest) {
 		v.add(at("max_sessions"), "%d is negative; use how many sessions a node keeps open at once, ≥ 1", a.MaxSessions)
 	}
 	approve, _ := json.Marshal(a.ApprovalDefault)
-	m.Hosts[a.Name] = &Host{Name: a.Name, Dialect: "ndjson", InputFormat: "json", PlainText: "result",
-		QuestionTimeout: a.QuestionTimeout, InitTimeout: Duration(DefaultInitTimeout), StopGrace: Duration(DefaultStopGrace),
-		MaxLineBytes: DefaultMaxLineBytes, Pool: a.MaxSessions, ApprovalDefault: a.ApprovalDefault,
-		ApprovalDefaultJSON: approve, QuestionDefault: "", QuestionDefaultJSON: json.RawMessage(`""`), Attached: a}
+	m.Hosts[a.Name] = &Host{Name: a.Name,
+		Framing:     Framing{Dialect: "ndjson", InputFormat: "json", PlainText: "result", MaxLineBytes: DefaultMaxLineBytes},
+		Timing:      Timing{QuestionTimeout: a.QuestionTimeout, InitTimeout: Duration(DefaultInitTimeout), StopGrace: Duration(DefaultStopGrace)},
+		Defaults:    Defaults{ApprovalDefault: a.ApprovalDefault, QuestionDefault: ""},
+		Sessions:    Sessions{Pool: a.MaxSessions},
+		HostDerived: HostDerived{ApprovalDefaultJSON: approve, QuestionDefaultJSON: json.RawMessage(`""`), Attached: a}}
 }
 
 // AttachedAgent is the agent of an attached source's dialect, as messages name it.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -38,12 +39,7 @@ func (v *validator) badDurations(tree map[string]any, t reflect.Type, path []str
 	if t.Kind() != reflect.Struct {
 		return false
 	}
-	fields := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); name != "" && name != "-" {
-			fields[name] = t.Field(i).Type
-		}
-	}
+	fields := tomlFields(t)
 	found := false
 	for key, value := range tree {
 		ft, ok := fields[key]
@@ -90,4 +86,21 @@ func (v *validator) badDurationsIn(value any, t reflect.Type, path []string) boo
 		}
 	}
 	return found
+}
+
+// tomlFields are the types of struct type t's fields by toml key, its embedded
+// structs' in their place.
+func tomlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && f.Type.Kind() == reflect.Struct:
+			maps.Copy(out, tomlFields(f.Type))
+		case name != "":
+			out[name] = f.Type
+		}
+	}
+	return out
 }

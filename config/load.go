@@ -119,9 +119,10 @@ func tomlKeys(t reflect.Type) []string {
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
 		switch {
+		case name == "-":
 		case f.Anonymous && f.Type.Kind() == reflect.Struct:
 			keys = append(keys, tomlKeys(f.Type)...)
-		case name != "" && name != "-":
+		case name != "":
 			keys = append(keys, name)
 		}
 	}

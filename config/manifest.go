@@ -222,34 +222,56 @@ type Process struct {
 }
 
 // Host is one agent command and how its sessions run. [hosts.X] and [agents.X] decode
-// into it alike.
+// into it alike: the tables below are what a user writes, flat under the host's table;
+// HostDerived is what Load makes of them.
 type Host struct {
 	Name string `toml:"-"`
 	Process
 	Workspace
-	Transport       string         `toml:"transport"` // Concerto's; only "stdio"
-	Dialect         string         `toml:"dialect"`
-	InputFormat     string         `toml:"input_format"`
-	OutputFormat    string         `toml:"output_format"` // Concerto's; framing handles both
-	PlainText       string         `toml:"plain_text"`
-	Timeout         Duration       `toml:"timeout"`
-	IdleTimeout     Duration       `toml:"idle_timeout"`
-	InitTimeout     Duration       `toml:"init_timeout"`
-	QuestionTimeout Duration       `toml:"question_timeout"`
-	StopGrace       Duration       `toml:"stop_grace"`
-	QuestionDefault any            `toml:"question_default"`
-	ApprovalDefault string         `toml:"approval_default"`
-	MaxLineBytes    int            `toml:"max_line_bytes"`
-	Pool            int            `toml:"pool"`
-	Retries         int            `toml:"retries"`
-	Params          map[string]any `toml:"params"`
+	Framing
+	Timing
+	Defaults
+	Sessions
+	HostDerived `toml:"-"`
+}
+
+// Framing is how the host's agent speaks: its dialect and how its lines are read.
+type Framing struct {
+	Transport    string `toml:"transport"` // Concerto's; only "stdio"
+	Dialect      string `toml:"dialect"`
+	InputFormat  string `toml:"input_format"`
+	OutputFormat string `toml:"output_format"` // Concerto's; framing handles both
+	PlainText    string `toml:"plain_text"`
+	MaxLineBytes int    `toml:"max_line_bytes"`
+	// Messages are the message types the agent sends; any other is reported as a
+	// listen:unhandled event. Empty: every type. result and error always end a session.
+	Messages []string `toml:"messages"`
+}
+
+// Timing is how long a host's sessions, processes and requests may take.
+type Timing struct {
+	Timeout         Duration `toml:"timeout"`
+	IdleTimeout     Duration `toml:"idle_timeout"`
+	InitTimeout     Duration `toml:"init_timeout"`
+	QuestionTimeout Duration `toml:"question_timeout"`
+	StopGrace       Duration `toml:"stop_grace"`
+}
+
+// Defaults are the answers a host's requests get when no supervisor gives one.
+type Defaults struct {
+	QuestionDefault any    `toml:"question_default"`
+	ApprovalDefault string `toml:"approval_default"`
+}
+
+// Sessions is how many of a host's sessions run, how, and what they may spend.
+type Sessions struct {
+	Pool    int            `toml:"pool"`
+	Retries int            `toml:"retries"`
+	Params  map[string]any `toml:"params"`
 	// Nice lowers the priority of the host's agents, and of everything they start, this
 	// much below the node's, as nice -n does (0–19): their CPU then yields to the node's
 	// supervision path and embedded server when they keep the cores busy.
 	Nice int `toml:"nice"`
-	// Messages are the message types the agent sends; any other is reported as a
-	// listen:unhandled event. Empty: every type. result and error always end a session.
-	Messages []string `toml:"messages"`
 	// ResultSchema types the session's result (execute_with_schema); ResultRetries is
 	// how many new prompts a result that does not fit gets.
 	ResultSchema  map[string]any `toml:"result_schema"`
@@ -257,15 +279,17 @@ type Host struct {
 	// Budget pauses a session that spent this much and asks its supervisors whether it
 	// goes on (nil: no budget).
 	Budget *Budget `toml:"budget"`
+}
+
+// HostDerived is what Load makes of a host's table.
+type HostDerived struct {
 	// Attached is the source whose sessions this host runs, for a host made of an
 	// [attached.X]: it has no command, and its sessions start from hooks, not tasks.
-	Attached *Attached `toml:"-"`
-
-	// Filled by Load.
-	ParamsJSON          json.RawMessage `toml:"-"` // nil when params is empty: no init line
-	QuestionDefaultJSON json.RawMessage `toml:"-"`
-	ApprovalDefaultJSON json.RawMessage `toml:"-"`
-	Result              *ResultSpec     `toml:"-"` // nil without result_schema
+	Attached            *Attached
+	ParamsJSON          json.RawMessage // nil when params is empty: no init line
+	QuestionDefaultJSON json.RawMessage
+	ApprovalDefaultJSON json.RawMessage
+	Result              *ResultSpec // nil without result_schema
 }
 
 // Sends reports whether the host's agent sends messages of type typ: it declares it,
@@ -275,14 +299,30 @@ func (h *Host) Sends(typ string) bool {
 	return len(h.Messages) == 0 || slices.Contains(h.Messages, typ) || typ == "result" || typ == "error" || typ == "usage"
 }
 
-// Supervisor is one decision maker.
+// Supervisor is one decision maker: what every strategy takes, and each strategy's
+// keys (only its strategy's are read), flat under the supervisor's table as a user
+// writes them; SupervisorDerived is what Load makes of them.
 type Supervisor struct {
-	Name        string  `toml:"-"`
-	Strategy    string  `toml:"strategy"`
-	Concurrency int     `toml:"concurrency"`
-	Rules       []*Rule `toml:"rules"` // rule
-	// rule: tool permissions in Claude Code's syntax, checked deny, ask, allow for
-	// approvals; Import adds a Claude Code settings file's permissions as they are.
+	Name        string    `toml:"-"`
+	Strategy    string    `toml:"strategy"`
+	Concurrency int       `toml:"concurrency"`
+	Timeout     Duration  `toml:"timeout"`  // caps a command run or an LLM call below the request's deadline
+	Fallback    string    `toml:"fallback"` // supervisor asked when this one fails
+	Escalate    *Escalate `toml:"escalate"` // hand some requests to a human supervisor
+
+	RuleStrategy
+	LLMStrategy
+	Process                // command: one run per request
+	Answers map[string]any `toml:"answers"` // static: question, approval, tool_call
+
+	SupervisorDerived `toml:"-"`
+}
+
+// RuleStrategy is a rule supervisor's keys.
+type RuleStrategy struct {
+	Rules []*Rule `toml:"rules"`
+	// Tool permissions in Claude Code's syntax, checked deny, ask, allow for approvals;
+	// Import adds a Claude Code settings file's permissions as they are.
 	Allow  []string `toml:"allow"`
 	Ask    []string `toml:"ask"`
 	Deny   []string `toml:"deny"`
@@ -290,29 +330,26 @@ type Supervisor struct {
 	// RulesFile holds more permission rules (permission.File), relative to the
 	// manifest: those people gave "always" in the console, which a node writes there
 	// and reloads. It need not exist until the first is saved.
-	RulesFile   string          `toml:"rules_file"`
-	RulesPath   string          `toml:"-"` // RulesFile, absolute
-	Permissions *permission.Set `toml:"-"`
-	Answers     map[string]any  `toml:"answers"` // static: question, approval, tool_call
+	RulesFile string `toml:"rules_file"`
+}
 
-	// llm
+// LLMStrategy is an llm supervisor's keys.
+type LLMStrategy struct {
 	Connection   string   `toml:"connection"`
 	Model        string   `toml:"model"` // a model id, or an alias from the connection's models
 	SystemPrompt string   `toml:"system_prompt"`
 	Temperature  *float64 `toml:"temperature"`
 	MaxTokens    int      `toml:"max_tokens"`
 	Memory       string   `toml:"memory"` // "" or "session"
+}
 
-	// command: one run per request
-	Process
-	Timeout Duration `toml:"timeout"` // caps a command run or an LLM call below the request's deadline
-
-	Fallback string    `toml:"fallback"` // supervisor asked when this one fails
-	Escalate *Escalate `toml:"escalate"` // hand some requests to a human supervisor
-
-	AnswersJSON map[string]json.RawMessage `toml:"-"`
-	Conn        *Connection                `toml:"-"` // llm: the resolved connection
-	ModelID     string                     `toml:"-"` // llm: the resolved model id
+// SupervisorDerived is what Load makes of a supervisor's table.
+type SupervisorDerived struct {
+	RulesPath   string // RulesFile, absolute
+	Permissions *permission.Set
+	AnswersJSON map[string]json.RawMessage
+	Conn        *Connection // llm: the resolved connection
+	ModelID     string      // llm: the resolved model id
 }
 
 // Escalate hands a request to a human supervisor when its text matches When or the

@@ -100,7 +100,7 @@ func TestCommandToolErrorsReachTheAgent(t *testing.T) {
 		"prose": {Name: "prose", Process: config.Process{Command: "sh", Args: []string{"-c", "echo hello"}}, Timeout: config.Duration(5 * time.Second)},
 		"echo":  {Name: "echo", Process: config.Process{Command: "cat"}, Timeout: config.Duration(5 * time.Second)},
 	}, Supervisors: map[string]*config.Supervisor{}}
-	d, err := New(&config.Supervisor{Name: "s", Strategy: config.StrategyStatic, AnswersJSON: map[string]json.RawMessage{"question": json.RawMessage(`"q"`)}}, Deps{Manifest: m})
+	d, err := New(&config.Supervisor{Name: "s", Strategy: config.StrategyStatic, SupervisorDerived: config.SupervisorDerived{AnswersJSON: map[string]json.RawMessage{"question": json.RawMessage(`"q"`)}}}, Deps{Manifest: m})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func queued(id string) *session { return &session{host: "w", start: &agent.Start
 // the idle process used last, else on a new one while the pool has room; a full pool
 // leaves them queued.
 func TestPoolRunsQueuedSessionsOnFreeProcesses(t *testing.T) {
-	p := newPool(&config.Host{Name: "w", Pool: 2})
+	p := newPool(&config.Host{Name: "w", Sessions: config.Sessions{Pool: 2}})
 	spawned := 0
 	spawn := func() *actor.PID { spawned++; return actor.NewPID("local", "agent"+string(rune('0'+spawned))) }
 	if pid, s := p.next(spawn); pid != nil || s != nil {
@@ -50,7 +50,7 @@ func TestPoolRunsQueuedSessionsOnFreeProcesses(t *testing.T) {
 // TestPoolRequeuesFirstOrLast: a session whose process was gone before it began goes
 // first; a retry goes last.
 func TestPoolRequeuesFirstOrLast(t *testing.T) {
-	p := newPool(&config.Host{Name: "w", Pool: 1})
+	p := newPool(&config.Host{Name: "w", Sessions: config.Sessions{Pool: 1}})
 	p.enqueue(queued("s1"))
 	p.requeue(queued("retry"), false)
 	p.requeue(queued("fresh"), true)
@@ -66,7 +66,7 @@ func TestPoolRequeuesFirstOrLast(t *testing.T) {
 // TestPoolForgetsAGoneProcess: a process that is gone leaves the pool, idle or busy, and
 // the session it held is returned; another pool's process is not its own.
 func TestPoolForgetsAGoneProcess(t *testing.T) {
-	p := newPool(&config.Host{Name: "w", Pool: 2})
+	p := newPool(&config.Host{Name: "w", Sessions: config.Sessions{Pool: 2}})
 	pids := []*actor.PID{actor.NewPID("local", "a"), actor.NewPID("local", "b")}
 	i := 0
 	spawn := func() *actor.PID { i++; return pids[i-1] }
@@ -90,7 +90,7 @@ func TestPoolForgetsAGoneProcess(t *testing.T) {
 // handed back to be stopped at once, and a busy one stops when its session ends instead
 // of taking the next; a process started after the reload is reused as usual.
 func TestPoolRetiresOnReload(t *testing.T) {
-	p := newPool(&config.Host{Name: "w", Pool: 3})
+	p := newPool(&config.Host{Name: "w", Sessions: config.Sessions{Pool: 3}})
 	pids := []*actor.PID{actor.NewPID("local", "a"), actor.NewPID("local", "b"), actor.NewPID("local", "c")}
 	i := 0
 	spawn := func() *actor.PID { i++; return pids[i-1] }
@@ -119,7 +119,7 @@ func TestPoolRetiresOnReload(t *testing.T) {
 // TestPoolRemembersEndedTasksForAWhile: a task that ended here is known as such until
 // it is forgotten, by its end's time; one that no longer runs here is not running.
 func TestPoolRemembersEndedTasksForAWhile(t *testing.T) {
-	p := newPool(&config.Host{Name: "w", Pool: 1})
+	p := newPool(&config.Host{Name: "w", Sessions: config.Sessions{Pool: 1}})
 	now := time.Now()
 	p.hold("old")
 	p.hold("new")
