@@ -55,7 +55,10 @@ func TestConsoleShowsWhatTheAgentAsks(t *testing.T) {
 	}
 	shot(t, ctx, "tool-input")
 	for _, c := range []string{edit, bash, change} {
-		do(t, ctx, "deny "+c, chromedp.Click(chromedp.CSS(c+" button.deny")), chromedp.SendKeys(chromedp.CSS(c+" input.reason"), "not now\r"))
+		// One at a time: a settled card re-renders the list, and a click on a card
+		// being replaced would land on nothing.
+		do(t, ctx, "deny "+c, chromedp.Click(chromedp.CSS(c+" button.deny")), chromedp.SendKeys(chromedp.CSS(c+" input.reason"), "not now\r"),
+			chromedp.WaitReady(chromedp.CSS("#settled-list "+c)))
 	}
 	if code := follow.wait(t, 30*time.Second); code != exitOK {
 		t.Fatalf("submit --follow: exit %d\n%s", code, follow.stderr)

@@ -50,12 +50,20 @@ func TestConsoleOnAPhone(t *testing.T) {
 		t.Errorf("Chromium would not install the console: %s %v", e.ErrorID, e.ErrorArguments)
 	}
 
+	// What the page shows, as Chromium took it: headless Chromium may drop a shown
+	// notification from getNotifications before a busy test reads the list.
+	get(t, ctx, "watch the notifications shown", chromedp.Evaluate[bool](`(() => {
+		window.shown = [];
+		const show = ServiceWorkerRegistration.prototype.showNotification;
+		ServiceWorkerRegistration.prototype.showNotification = function (title, o) {
+			return show.call(this, title, o).then(() => { window.shown.push(title + " | " + o.body + " | " + o.data.url); });
+		};
+		return true;
+	})()`))
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-phone", "--follow", "w",
 		`{"steps":[{"send":{"type":"approval","id":"a1","description":"deploy v2 to production, then tell the team in #releases","tool":"Bash","input":{"command":"make deploy ENV=production VERSION=v2.0.0-rc.1 && curl -X POST https://hooks.example/releases -d 'v2 is out'"}}},{"await":"a1"},{"result":"done"}]}`)
 	card := cardFor(t, ctx, "deploy v2 to production, then tell the team in #releases")
-	shown := get(t, ctx, "the notification", chromedp.Poll[string](
-		`navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns => ns.map(n => n.title + " | " + n.body + " | " + n.data.url).join("\n"))`,
-		chromedp.WithPollingTimeout(25*time.Second)))
+	shown := get(t, ctx, "the notification", chromedp.Poll[string](`window.shown.join("\n")`, chromedp.WithPollingTimeout(25*time.Second)))
 	id := strings.TrimSuffix(strings.TrimPrefix(card, `.request[data-id="`), `"]`)
 	if shown != "approval on w | deploy v2 to production, then tell the team in #releases | /#/request/"+id {
 		t.Errorf("the notification: %q", shown)
