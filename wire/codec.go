@@ -9,31 +9,13 @@ import (
 	"github.com/agentmux/agentmux/internal/rawjson"
 )
 
-// The request path writes these records several times per request; each is appended
-// without reflection, as encoding/json would write it by the struct's tags
-// (wire_test.go holds them to that).
-
-// AppendJSON appends the ask as JSON.
-func (a *Ask) AppendJSON(dst []byte) []byte {
-	o := rawjson.Begin(slices.Grow(dst, 160+len(a.Session)+len(a.Host)+len(a.ID)+len(a.Text)+len(a.Default)+len(a.Request)+len(a.Node)))
-	o.String("session", a.Session)
-	o.String("host", a.Host)
-	o.String("type", a.Type)
-	o.String("id", a.ID)
-	o.String("text", a.Text)
-	o.IntOmit("timeout_ms", a.Timeout)
-	o.Int("deadline", a.Deadline)
-	o.Raw("default", a.Default)
-	o.Raw("request", a.Request)
-	o.BoolOmit("post_process", a.PostProcess)
-	o.StringOmit("node", a.Node)
-	o.IntOmit("attempt", int64(a.Attempt))
-	if len(a.Conflicts) > 0 {
-		b, _ := json.Marshal(a.Conflicts)
-		o.Raw("conflicts", b)
-	}
-	return o.End()
-}
+// The request path writes and reads these records several times per request, without
+// reflection, as encoding/json would by the structs' tags (codec_test.go holds them to
+// that). codec_gen.go has the codecs made from the tags alone: adding a field to one of
+// those structs is that edit and `go generate ./wire`. A Reply's wire form differs from
+// the struct (its Kind is two flags), so its codec is written here.
+//
+//go:generate go run ../internal/codecgen/cmd -o codec_gen.go -encode Ask,AuditRecord,RequestAnswered,SessionStarted,SessionEnded -decode Ask
 
 // AppendJSON appends the reply as JSON.
 func (r *Reply) AppendJSON(dst []byte) []byte {
@@ -50,56 +32,6 @@ func (r *Reply) AppendJSON(dst []byte) []byte {
 	return o.End()
 }
 
-// AppendJSON appends the audit record as JSON.
-func (r *AuditRecord) AppendJSON(dst []byte) []byte {
-	o := rawjson.Begin(slices.Grow(dst, 200+len(r.Node)+len(r.Host)+len(r.Session)+len(r.Pipeline)+len(r.Stage)+len(r.Request)+
-		len(r.Text)+len(r.Ask)+len(r.By)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)+len(r.Given)+len(r.GivenBy)+len(r.Error)))
-	o.String("kind", r.Kind)
-	o.Int("time", r.Time)
-	o.String("node", r.Node)
-	o.String("host", r.Host)
-	o.String("session", r.Session)
-	o.Int("attempt", int64(r.Attempt))
-	o.StringOmit("pipeline", r.Pipeline)
-	o.StringOmit("stage", r.Stage)
-	o.StringOmit("request", r.Request)
-	o.StringOmit("type", r.Type)
-	o.StringOmit("text", r.Text)
-	o.RawOmit("ask", r.Ask)
-	o.StringOmit("by", r.By)
-	o.IntOmit("asked", r.Asked)
-	o.RawOmit("value", r.Value)
-	o.StringOmit("outcome", r.Outcome)
-	o.StringOmit("decider", r.Decider)
-	o.StringOmit("claimed", r.Claimed)
-	o.StringOmit("member", r.Member)
-	o.StringOmit("reason", r.Reason)
-	o.RawOmit("given", r.Given)
-	o.StringOmit("given_by", r.GivenBy)
-	o.StringOmit("scope", r.Scope)
-	o.FloatOmit("latency_ms", r.Latency)
-	o.FloatOmit("duration_ms", r.Duration)
-	o.StringOmit("error", r.Error)
-	o.IntOmit("truncated", int64(r.Truncated))
-	o.RawOmit("workspace", r.Workspace.raw())
-	o.RawOmit("spend", r.Spend.raw())
-	return o.End()
-}
-
-// AppendJSON appends the request.answered event as JSON.
-func (r *RequestAnswered) AppendJSON(dst []byte) []byte {
-	o := rawjson.Begin(slices.Grow(dst, 120+len(r.ID)+len(r.Value)+len(r.Decider)+len(r.Claimed)+len(r.Reason)))
-	o.String("id", r.ID)
-	o.String("type", r.Type)
-	o.Raw("value", r.Value)
-	o.String("outcome", r.Outcome)
-	o.String("decider", r.Decider)
-	o.StringOmit("claimed", r.Claimed)
-	o.StringOmit("reason", r.Reason)
-	o.Float("latency_ms", r.Latency)
-	return o.End()
-}
-
 // DecodeAsk reads an ask as json.Unmarshal would, without reflection in the plain case.
 func DecodeAsk(data []byte) (*Ask, error) {
 	a, c := new(Ask), rawjson.NewCopy(data)
@@ -108,46 +40,6 @@ func DecodeAsk(data []byte) (*Ask, error) {
 	}
 	*a = Ask{}
 	return a, json.Unmarshal(data, a)
-}
-
-// field sets one field of the ask from c's copy; false leaves the ask to encoding/json.
-func (a *Ask) field(c *rawjson.Copy, key, value []byte) bool {
-	switch string(key) {
-	case "session":
-		return c.String(value, &a.Session)
-	case "host":
-		return c.String(value, &a.Host)
-	case "type":
-		return c.String(value, &a.Type)
-	case "id":
-		return c.String(value, &a.ID)
-	case "text":
-		return c.String(value, &a.Text)
-	case "node":
-		return c.String(value, &a.Node)
-	case "deadline":
-		return integer(value, &a.Deadline)
-	case "timeout_ms":
-		return integer(value, &a.Timeout)
-	case "attempt":
-		var n int64
-		if !integer(value, &n) || n != int64(int(n)) {
-			return false
-		}
-		a.Attempt = int(n)
-		return true
-	case "post_process":
-		return boolean(value, &a.PostProcess)
-	case "default":
-		a.Default = c.Raw(value)
-		return true
-	case "request":
-		a.Request = c.Raw(value)
-		return true
-	case "conflicts":
-		return false // rare: encoding/json reads the ask
-	}
-	return !foldsTo(key, askKeys)
 }
 
 // DecodeReply reads a reply as json.Unmarshal would read its wire form (replyJSON),
@@ -238,7 +130,6 @@ func (r *Reply) field(c *rawjson.Copy, kind *replyFlags, key, value []byte) bool
 }
 
 var (
-	askKeys   = []string{"session", "host", "type", "id", "text", "timeout_ms", "deadline", "default", "request", "post_process", "node", "attempt", "conflicts"}
 	replyKeys = []string{"value", "use_default", "cancelled", "decider", "reason", "member", "claimed", "scope", "grant"}
 )
 
@@ -267,6 +158,16 @@ func integer(value []byte, dst *int64) bool {
 }
 
 // boolean reads a true or false field; null leaves it as it is.
+// smallInteger is integer for an int field: false for a number an int does not hold.
+func smallInteger(value []byte, dst *int) bool {
+	var n int64
+	if !integer(value, &n) || n != int64(int(n)) {
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
 func boolean(value []byte, dst *bool) bool {
 	switch string(value) {
 	case "true":
@@ -278,38 +179,4 @@ func boolean(value []byte, dst *bool) bool {
 		return false
 	}
 	return true
-}
-
-// AppendJSON appends the session.started event as JSON.
-func (e *SessionStarted) AppendJSON(dst []byte) []byte {
-	o := rawjson.Begin(slices.Grow(dst, 120+len(e.Session)+len(e.Host)+len(e.Task)+len(e.Node)+len(e.Pipeline)+len(e.Stage)))
-	o.String("session", e.Session)
-	o.String("host", e.Host)
-	o.StringOmit("task", e.Task)
-	o.String("node", e.Node)
-	o.Int("attempt", int64(e.Attempt))
-	o.StringOmit("pipeline", e.Pipeline)
-	o.StringOmit("stage", e.Stage)
-	return o.End()
-}
-
-// AppendJSON appends the session.ended event as JSON.
-func (e *SessionEnded) AppendJSON(dst []byte) []byte {
-	o := rawjson.Begin(slices.Grow(dst, 160+len(e.Session)+len(e.Host)+len(e.Task)+len(e.Node)+len(e.Pipeline)+len(e.Stage)+
-		len(e.Result)+len(e.Data)+len(e.Error)))
-	o.String("session", e.Session)
-	o.String("host", e.Host)
-	o.StringOmit("task", e.Task)
-	o.StringOmit("node", e.Node)
-	o.Int("attempt", int64(e.Attempt))
-	o.StringOmit("pipeline", e.Pipeline)
-	o.StringOmit("stage", e.Stage)
-	o.String("outcome", e.Outcome)
-	o.RawOmit("result", e.Result)
-	o.RawOmit("data", e.Data)
-	o.StringOmit("error", e.Error)
-	o.Float("duration_ms", e.Duration)
-	o.RawOmit("workspace", e.Workspace.raw())
-	o.RawOmit("spend", e.Spend.raw())
-	return o.End()
 }

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,14 +70,6 @@ func SpendTotal(spends ...*Spend) *Spend {
 // Tokens is every token s counts.
 func (s *Spend) Tokens() int64 {
 	return s.InputTokens + s.OutputTokens + s.CacheReadTokens + s.CacheWriteTokens
-}
-
-func (s *Spend) raw() json.RawMessage {
-	if s == nil {
-		return nil
-	}
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // SpendBucket keeps what each host's sessions cost each day, fleet-wide: one key per

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -30,15 +29,6 @@ type Workspace struct {
 	Bytes int64  `json:"bytes,omitempty"` // its size when the session ended
 	// Error says what of the above could not be done (a push refused, a commit failed).
 	Error string `json:"error,omitempty"`
-}
-
-// raw is w as JSON, or nil for no workspace.
-func (w *Workspace) raw() json.RawMessage {
-	if w == nil {
-		return nil
-	}
-	b, _ := json.Marshal(w)
-	return b
 }
 
 // WorkspaceRecord is a node's record of one workspace it holds: a running session's,
