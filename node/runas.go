@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
@@ -9,8 +10,10 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/sandbox"
 )
 
@@ -60,6 +63,21 @@ func (n *Node) runAs(key string, p program, policy *sandbox.Policy) error {
 		}
 	}
 	return nil
+}
+
+// AgentsAsRoot says, for a node run as root, which of m's hosts it would refuse to
+// start: those whose agents name no user. Nothing for a node run as another user.
+func AgentsAsRoot(m *config.Manifest) []string {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(m.Hosts)) {
+		if h := m.Hosts[name]; h.Attached == nil && h.User == "" {
+			out = append(out, strings.TrimPrefix(rootAgent("hosts."+name).Error(), "node: "))
+		}
+	}
+	return out
 }
 
 // rootAgent is the refusal of an agent of a node run as root whose host names no user.

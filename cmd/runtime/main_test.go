@@ -67,6 +67,10 @@ command = "x"
 			t.Errorf("validate does not warn %q:\n%s", want, errOut)
 		}
 	}
+	// Run as root (as in CI), up refuses a host whose agents name no user.
+	if root, warned := os.Geteuid() == 0, strings.Contains(errOut, "would refuse to start: hosts.w: this node runs as root and the host names no user"); root != warned {
+		t.Errorf("validate run as root %v, warns of hosts.w's user %v:\n%s", root, warned, errOut)
+	}
 	t.Setenv("T_UNSET_OPS", "set")
 	if _, _, errOut := runCLI("validate", "-c", path); strings.Contains(errOut, "T_UNSET_OPS") {
 		t.Errorf("a set variable is still reported:\n%s", errOut)

@@ -27,7 +27,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	}
 	// What `up` would refuse on this machine: a manifest is often checked where its
 	// secrets are not, so these are warnings here.
-	for _, problem := range node.MissingSecrets(m, os.Getenv) {
+	for _, problem := range append(node.MissingSecrets(m, os.Getenv), node.AgentsAsRoot(m)...) {
 		fmt.Fprintln(stderr, "warning: agentmux up would refuse to start:", problem)
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d hosts, %d supervisors, %d routes)\n", *path, len(m.Hosts), len(m.Supervisors), len(m.Routes))
