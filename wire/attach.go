@@ -43,3 +43,20 @@ const (
 	AttachBusy      = "busy"      // the node keeps max_sessions of the source open
 	AttachEnded     = "ended"     // the session ended before it was answered
 )
+
+// attachPrefix starts the subjects of sessions agentmux did not start (package attach).
+const attachPrefix = "agentmux.attach."
+
+// AttachSubject is where the requests of an attached source's sessions are sent; the
+// nodes that run the source share queue group AttachQueue.
+func AttachSubject(source string) string { return attachPrefix + source }
+
+// AttachNodeSubject is where one node takes the requests of the source's sessions it
+// holds: a node that took a request for a session another node holds sends it on there.
+func AttachNodeSubject(source, node string) string { return attachPrefix + source + "." + node }
+
+// AttachSubjects matches every attach subject.
+const AttachSubjects = attachPrefix + ">"
+
+// AttachQueue is the queue group of the nodes that take attached requests.
+const AttachQueue = "agentmux-attach"

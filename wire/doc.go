@@ -16,8 +16,14 @@
 //	agentmux.tool.<tool>                      request/reply: a tool served outside the node
 //	agentmux.human.<supervisor>.<id>          core publish: a request now waiting for a person
 //	agentmux.respond.<user>.<id>              request/reply: a person's answer, as <user>
+//	agentmux.revoke.<user>.<grant id>         request/reply: a person revokes a grant
 //
 // and the KV buckets agentmux_pending (requests waiting for people), agentmux_nodes
 // (heartbeats), agentmux_pipelines (runs) and agentmux_memory (llm supervisors'
 // exchanges). README.md's "NATS subject API" gives every payload.
+//
+// Each noun keeps its subjects and payloads in a file of its own: tasks.go, events.go,
+// asks.go, audit.go, pending.go (what waits for people and their answers), grants.go,
+// attach.go, and so on; subjects.go has the prefixes and the names every subject
+// takes, codec.go and codec_gen.go the request path's codecs.
 package wire
