@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/integrations"
+	"github.com/agentmux/agentmux/internal/htmlpage"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -80,18 +81,15 @@ type Server struct {
 	view    *view
 	gate    *gate       // who signs in, and how
 	oidc    *oidcSignIn // nil: no identity provider
-	// actionKeys are the keys of each notify's action links; slack, the Slack apps
-	// whose buttons come back here.
-	actionKeys map[string][]byte
-	slack      map[string]*slackApp
-	bg         sync.WaitGroup // Slack answers under way
-	link       string         // the sign-in path with the token, on a console that made its own
-	tries      *throttle      // sign-in tries
-	pending    *store.PendingStore
-	tokens     *tokens // the API's
-	subs       []*nats.Subscription
-	cancel     context.CancelFunc
-	mux        *http.ServeMux
+	// integrations take action links and Slack's button presses (package integrations).
+	integrations *integrations.Server
+	link         string    // the sign-in path with the token, on a console that made its own
+	tries        *throttle // sign-in tries
+	pending      *store.PendingStore
+	tokens       *tokens // the API's
+	subs         []*nats.Subscription
+	cancel       context.CancelFunc
+	mux          *http.ServeMux
 	// csrf refuses a state-changing request from a page elsewhere: browsers send
 	// Sec-Fetch-Site (or Origin) with it, which such a page cannot forge.
 	csrf http.CrossOriginProtection
@@ -111,7 +109,16 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending, tokens: toks}
-	if err := s.notifies(); err != nil {
+	s.integrations, err = integrations.New(integrations.Config{Manifest: cfg.Manifest, Getenv: cfg.Getenv, Answer: s.give, Log: cfg.Log,
+		Pending: func(ctx context.Context, id string) (*wire.PendingRequest, error) {
+			p, _, err := pending.Get(ctx, id)
+			return p, err
+		},
+		Refused: func(remote string) bool {
+			ok, _ := s.tries.allow(remote, time.Now())
+			return !ok
+		}})
+	if err != nil {
 		return nil, err
 	}
 	var key []byte
@@ -164,7 +171,7 @@ func (s *Server) Close() {
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()
 	}
-	s.bg.Wait()
+	s.integrations.Close()
 }
 
 func (s *Server) routes() {
@@ -180,9 +187,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /login", s.signIn)
 	m.HandleFunc("GET /oidc/start", s.oidcStart)
 	m.HandleFunc("GET /oidc/callback", s.oidcCallback)
-	m.HandleFunc("GET /act/{notify}/{token}", s.actConfirm)
-	m.HandleFunc("POST /act/{notify}/{token}", s.act)
-	m.HandleFunc("POST /slack/{notify}", s.slackAction)
+	s.integrations.Routes(m)
 	m.HandleFunc("GET /api/me", s.me)
 	m.HandleFunc("GET /api/stream", s.stream)
 	m.HandleFunc("POST /api/respond", s.respond)
@@ -260,28 +265,28 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		s.signIn(w, r) // the link the console printed
 		return
 	}
-	var out htmlPage
-	out.start("Sign in · agentmux console", "login", ` action="/login"`)
-	out.para("error", "alert", signInProblems[r.URL.Query().Get("error")])
+	var out htmlpage.Page
+	out.Start("Sign in · agentmux console", "login", ` action="/login"`)
+	out.Para("error", "alert", signInProblems[r.URL.Query().Get("error")])
 	if s.oidc != nil {
-		out.markup(`  <p><a class="button" id="oidc" href="/oidc/start">Sign in with `)
-		out.text(s.oidc.host())
-		out.markup("</a></p>\n  <p>Your answers are recorded under the name your identity provider gives you.</p>\n")
+		out.Markup(`  <p><a class="button" id="oidc" href="/oidc/start">Sign in with `)
+		out.Text(s.oidc.host())
+		out.Markup("</a></p>\n  <p>Your answers are recorded under the name your identity provider gives you.</p>\n")
 	}
 	switch {
 	case s.link != "":
-		out.markup(`  <p>This console signs in with the link <code>agentmux console</code> printed on its
+		out.Markup(`  <p>This console signs in with the link <code>agentmux console</code> printed on its
   terminal when it started, or, when its output was no terminal, kept in its state directory
   (<code>console-&lt;port&gt;.link</code>, named by <code>sign_in_link_in=</code> in its log): open that link.</p>
 `)
 	case s.gate.token != nil:
-		out.markup(`  <p>Your answers are recorded as <code>human:&lt;name&gt;</code>.</p>
+		out.Markup(`  <p>Your answers are recorded as <code>human:&lt;name&gt;</code>.</p>
   <label>Name <input name="name" autocomplete="username" required pattern="[A-Za-z0-9_-]+"></label>
   <label>Token <input name="token" type="password" autocomplete="current-password" required></label>
   <button type="submit">Sign in</button>
 `)
 	}
-	out.send(w, http.StatusOK)
+	out.Send(w, http.StatusOK)
 }
 
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {

@@ -2,10 +2,7 @@ package console
 
 import (
 	"fmt"
-	"os"
 
-	"github.com/agentmux/agentmux/actionlink"
-	"github.com/agentmux/agentmux/notify"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -30,37 +27,6 @@ func checkSignIn(cfg *Config) error {
 	}
 	if cfg.Token == "" && Loopback(cfg.Addr) && !wire.IsName(cfg.Name) {
 		return fmt.Errorf("console: answers on this machine are recorded as human:%s, which cannot be part of a subject: give --as a name of letters, digits, '_' and '-'", cfg.Name)
-	}
-	return nil
-}
-
-// notifies reads the secrets of the manifest's notifies whose people act from them:
-// the keys of their action links, and the signing secrets of their Slack apps.
-func (s *Server) notifies() error {
-	s.actionKeys, s.slack = map[string][]byte{}, map[string]*slackApp{}
-	if s.cfg.Manifest == nil {
-		return nil
-	}
-	getenv := s.cfg.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	for name, n := range s.cfg.Manifest.Notify {
-		if n.ActionKeyEnv != "" {
-			key, err := actionlink.Key(n.ActionKeyEnv, getenv(n.ActionKeyEnv))
-			if err != nil {
-				return fmt.Errorf("console: [notify.%s] gives people action links: %w", name, err)
-			}
-			s.actionKeys[name] = key
-		}
-		if n.Buttons() {
-			secret := getenv(n.SigningSecretEnv)
-			if secret == "" {
-				return fmt.Errorf("console: [notify.%s]'s Slack buttons come back signed with the app's signing secret, and $%s is not set: export it (Slack app settings, Basic Information)",
-					name, n.SigningSecretEnv)
-			}
-			s.slack[name] = &slackApp{notify: n, secret: secret, client: notify.NewClient(n.Timeout.D(), n.AllowPrivate)}
-		}
 	}
 	return nil
 }

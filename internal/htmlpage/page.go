@@ -1,4 +1,4 @@
-package console
+package htmlpage
 
 import (
 	"fmt"
@@ -7,30 +7,30 @@ import (
 	"strings"
 )
 
-// htmlPage builds the two pages the console renders on the server, sign-in and an
-// action link's confirmation, without html/template. Executing a template reaches
+// Page builds a page rendered on the server (the console's sign-in, an action link's
+// confirmation) without html/template. Executing a template reaches
 // reflect's MethodByName, which turns off the linker's dead-code elimination for the
 // whole binary: with it, the agentmux binary was 126 MB instead of 80, and an idle node
 // held 84 MB resident instead of 63 (bench/RESULTS.md, "What tracing costs"). Data goes
 // in only through text, which escapes it for an element's content or a quoted
-// attribute; markup takes this package's constants only.
-type htmlPage struct{ b strings.Builder }
+// attribute; Markup takes the caller's constants only.
+type Page struct{ b strings.Builder }
 
-// markup writes s as it is: markup of this package, never data.
-func (p *htmlPage) markup(s string) { p.b.WriteString(s) }
+// Markup writes s as it is: the caller's constant markup, never data.
+func (p *Page) Markup(s string) { p.b.WriteString(s) }
 
-// text writes s escaped, safe as an element's content or a quoted attribute's value,
+// Text writes s escaped, safe as an element's content or a quoted attribute's value,
 // with each character that hides or reorders what a person reads shown as a mark.
-func (p *htmlPage) text(s string) {
-	shown, _ := visible(s)
+func (p *Page) Text(s string) {
+	shown, _ := Visible(s)
 	p.b.WriteString(html.EscapeString(shown))
 }
 
-// visible is s with each character that hides or reorders what a person reads
+// Visible is s with each character that hides or reorders what a person reads
 // (Trojan Source: bidirectional overrides, zero-width characters) or drives a terminal
 // shown as a visible mark, "⟨U+202E⟩", as the page's script shows them (assets/app.js);
 // and how many there were.
-func visible(s string) (string, int) {
+func Visible(s string) (string, int) {
 	n := strings.IndexFunc(s, hidden)
 	if n < 0 {
 		return s, 0
@@ -59,30 +59,30 @@ func hidden(r rune) bool {
 	return false
 }
 
-// start writes the page's head and opens its form.
-func (p *htmlPage) start(title, bodyClass, formAttrs string) {
-	p.markup("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>")
-	p.text(title)
-	p.markup("</title>\n<link rel=\"stylesheet\" href=\"/app.css\">\n</head>\n<body class=\"" + bodyClass + "\">\n<form method=\"post\"" + formAttrs + ">\n  <h1>agentmux</h1>\n")
+// Start writes the page's head and opens its form.
+func (p *Page) Start(title, bodyClass, formAttrs string) {
+	p.Markup("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>")
+	p.Text(title)
+	p.Markup("</title>\n<link rel=\"stylesheet\" href=\"/app.css\">\n</head>\n<body class=\"" + bodyClass + "\">\n<form method=\"post\"" + formAttrs + ">\n  <h1>agentmux</h1>\n")
 }
 
-// para writes <p class="class" role="role">s</p> when s is not empty.
-func (p *htmlPage) para(class, role, s string) {
+// Para writes <p class="class" role="role">s</p> when s is not empty.
+func (p *Page) Para(class, role, s string) {
 	if s == "" {
 		return
 	}
-	p.markup(`  <p class="` + class + `"`)
+	p.Markup(`  <p class="` + class + `"`)
 	if role != "" {
-		p.markup(` role="` + role + `"`)
+		p.Markup(` role="` + role + `"`)
 	}
-	p.markup(">")
-	p.text(s)
-	p.markup("</p>\n")
+	p.Markup(">")
+	p.Text(s)
+	p.Markup("</p>\n")
 }
 
-// send ends the page and writes it with code.
-func (p *htmlPage) send(w http.ResponseWriter, code int) {
-	p.markup("</form>\n</body>\n</html>\n")
+// Send ends the page and writes it with code.
+func (p *Page) Send(w http.ResponseWriter, code int) {
+	p.Markup("</form>\n</body>\n</html>\n")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = w.Write([]byte(p.b.String()))

@@ -1,4 +1,4 @@
-package console
+package integrations
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package console
+package integrations
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/actionlink"
+	"github.com/agentmux/agentmux/internal/htmlpage"
 	"github.com/agentmux/agentmux/wire"
 )
 
@@ -36,9 +37,9 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) (*actionlink.Act
 	if err == nil {
 		return a, true
 	}
-	s.cfg.Log.Warn("console: action link refused", "remote", r.RemoteAddr, "notify", r.PathValue("notify"), "err", err)
+	s.cfg.Log.Warn("action link refused", "remote", r.RemoteAddr, "notify", r.PathValue("notify"), "err", err)
 	code := http.StatusForbidden
-	if ok, _ := s.tries.allow(r.RemoteAddr, time.Now()); !ok {
+	if s.cfg.Refused(r.RemoteAddr) {
 		code = http.StatusTooManyRequests
 	}
 	s.actPage(w, code, &actPage{Title: "Link refused", Problem: err.Error()})
@@ -54,7 +55,7 @@ func (s *Server) actConfirm(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
 	defer cancel()
-	p, _, err := s.pending.Get(ctx, a.Request)
+	p, err := s.cfg.Pending(ctx, a.Request)
 	if err != nil {
 		s.actPage(w, http.StatusNotFound, &actPage{Title: "No such request", Problem: err.Error()})
 		return
@@ -75,7 +76,9 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	reply, err := s.give(r.Context(), a.Person, a.Request, wire.RespondRequest{Value: a.Value, Reason: "from a notification's link"})
+	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
+	defer cancel()
+	reply, err := s.cfg.Answer(ctx, a.Person, a.Request, wire.RespondRequest{Value: a.Value, Reason: "from a notification's link"})
 	if err != nil {
 		s.actPage(w, http.StatusBadGateway, &actPage{Title: "Not answered", Problem: "the answer did not reach the fleet: " + err.Error()})
 		return
@@ -94,34 +97,34 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) actPage(w http.ResponseWriter, code int, p *actPage) {
-	var out htmlPage
-	out.start(p.Title+" · agentmux", "login act", "")
-	out.para("error", "alert", p.Problem)
+	var out htmlpage.Page
+	out.Start(p.Title+" · agentmux", "login act", "")
+	out.Para("error", "alert", p.Problem)
 	if q := p.Pending; q != nil {
-		out.para("meta", "", q.Type+" · host "+q.Host+" · session "+q.Session)
-		if _, n := visible(q.Text); n > 0 {
-			out.para("error", "alert", fmt.Sprintf("The agent's text holds %d characters that hide or reorder what you read, each shown as ⟨U+…⟩: read it as marked.", n))
+		out.Para("meta", "", q.Type+" · host "+q.Host+" · session "+q.Session)
+		if _, n := htmlpage.Visible(q.Text); n > 0 {
+			out.Para("error", "alert", fmt.Sprintf("The agent's text holds %d characters that hide or reorder what you read, each shown as ⟨U+…⟩: read it as marked.", n))
 		}
-		out.markup(`  <pre class="text">`)
-		out.text(q.Text)
-		out.markup("</pre>\n")
+		out.Markup(`  <pre class="text">`)
+		out.Text(q.Text)
+		out.Markup("</pre>\n")
 	}
-	out.para("meta", "", p.Left)
-	out.para("done", "status", p.Done)
+	out.Para("meta", "", p.Left)
+	out.Para("done", "status", p.Done)
 	if p.Confirm {
-		out.markup("  <p>Answer <strong>")
-		out.text(p.Label)
-		out.markup("</strong> as <strong>")
-		out.text(p.Person)
-		out.markup("</strong>? The audit records it as <code>human:")
-		out.text(p.Person)
-		out.markup(`</code>.</p>` + "\n" + `  <button type="submit" id="confirm" class="`)
-		out.text(p.Class)
-		out.markup(`">`)
-		out.text(p.Label)
-		out.markup("</button>\n")
+		out.Markup("  <p>Answer <strong>")
+		out.Text(p.Label)
+		out.Markup("</strong> as <strong>")
+		out.Text(p.Person)
+		out.Markup("</strong>? The audit records it as <code>human:")
+		out.Text(p.Person)
+		out.Markup(`</code>.</p>` + "\n" + `  <button type="submit" id="confirm" class="`)
+		out.Text(p.Class)
+		out.Markup(`">`)
+		out.Text(p.Label)
+		out.Markup("</button>\n")
 	}
-	out.send(w, code)
+	out.Send(w, code)
 }
 
 // settled says how p ended.

@@ -1,4 +1,4 @@
-package console
+package integrations
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func (s *Server) slackAction(w http.ResponseWriter, r *http.Request) {
 		err = sv.Ensure()
 	}
 	if err != nil {
-		s.cfg.Log.Warn("console: a Slack callback without Slack's signature refused", "notify", app.notify.Name, "remote", r.RemoteAddr, "err", err)
+		s.cfg.Log.Warn("a Slack callback without Slack's signature refused", "notify", app.notify.Name, "remote", r.RemoteAddr, "err", err)
 		errorf(w, http.StatusUnauthorized, "not signed by Slack with this app's signing secret")
 		return
 	}
@@ -76,16 +76,16 @@ func (s *Server) slackAnswer(app *slackApp, cb *slack.InteractionCallback, press
 	defer cancel()
 	person, known := app.notify.Users[cb.User.ID]
 	if !known {
-		s.cfg.Log.Warn("console: a Slack user not in users pressed a button", "notify", app.notify.Name, "slack_user", cb.User.ID, "request", press.Request)
+		s.cfg.Log.Warn("a Slack user not in users pressed a button", "notify", app.notify.Name, "slack_user", cb.User.ID, "request", press.Request)
 		s.slackReply(ctx, app, cb, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
 			Text: fmt.Sprintf("Not answered: your Slack user %s is not one of [notify.%s] users, so agentmux does not know who you are.", cb.User.ID, app.notify.Name)})
 		return
 	}
-	reply, err := s.give(ctx, person, press.Request, wire.RespondRequest{Value: press.Value, Reason: "from Slack"})
+	reply, err := s.cfg.Answer(ctx, person, press.Request, wire.RespondRequest{Value: press.Value, Reason: "from Slack"})
 	var line string
 	switch {
 	case err != nil:
-		s.cfg.Log.Warn("console: a Slack answer did not reach the fleet", "request", press.Request, "as", person, "err", err)
+		s.cfg.Log.Warn("a Slack answer did not reach the fleet", "request", press.Request, "as", person, "err", err)
 		s.slackReply(ctx, app, cb, &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: "Not answered: the answer did not reach the fleet (" + err.Error() + ")."})
 		return
 	case reply.OK:
@@ -109,10 +109,10 @@ func (s *Server) slackAnswer(app *slackApp, cb *slack.InteractionCallback, press
 func (s *Server) slackReply(ctx context.Context, app *slackApp, cb *slack.InteractionCallback, msg *slack.WebhookMessage) {
 	u, err := url.Parse(cb.ResponseURL)
 	if err != nil || (!app.notify.AllowPrivate && (u.Scheme != "https" || !strings.HasSuffix(u.Hostname(), ".slack.com"))) {
-		s.cfg.Log.Warn("console: a Slack callback's response_url is not Slack's; not posted", "notify", app.notify.Name)
+		s.cfg.Log.Warn("a Slack callback's response_url is not Slack's; not posted", "notify", app.notify.Name)
 		return
 	}
 	if err := slack.PostWebhookCustomHTTPContext(ctx, cb.ResponseURL, app.client, msg); err != nil {
-		s.cfg.Log.Warn("console: tell Slack what came of a button", "notify", app.notify.Name, "err", err)
+		s.cfg.Log.Warn("tell Slack what came of a button", "notify", app.notify.Name, "err", err)
 	}
 }
