@@ -334,6 +334,11 @@ try next:
   go run ./cmd/runtime submit worker "add login" --follow                         # a task to it, followed to its result
   go run ./cmd/runtime console -c examples/worker.toml                            # the web console people answer from
 `)
+	if os.Geteuid() == 0 {
+		fmt.Fprint(w, `  (run as root, a node refuses to start an agent that would be root too: give examples/worker.toml's
+   [hosts.worker] a user = "<an unprivileged user>" first, or user = "root"; docs/security.md)
+`)
+	}
 }
 
 func percentile(sorted []time.Duration, q float64) time.Duration {
