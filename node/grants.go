@@ -13,6 +13,13 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
+// standing is the fleet's grants, people's answers for a session or a host, kept
+// from the bucket until stop.
+type standing struct {
+	grants *store.Grants
+	stop   context.CancelFunc
+}
+
 // grantsQueue is the queue group every node answers GrantsSubject in.
 const grantsQueue = "agentmux-grants"
 
@@ -26,7 +33,7 @@ func (n *Node) openGrants() error {
 		cancel()
 		return err
 	}
-	n.grants, n.stopGrants = grants, cancel
+	n.standing.grants, n.standing.stop = grants, cancel
 	err = n.serveQueue(wire.GrantsSubject, grantsQueue, "grants request", func(*nats.Msg) any {
 		return &wire.GrantsReply{Grants: grants.Standing(time.Now())}
 	})
@@ -43,8 +50,8 @@ func (n *Node) openGrants() error {
 
 // closeGrants stops keeping the grants' index.
 func (n *Node) closeGrants() {
-	if n.stopGrants != nil {
-		n.stopGrants()
+	if n.standing.stop != nil {
+		n.standing.stop()
 	}
 }
 

@@ -117,7 +117,7 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 	info := n.Info()
 	info.Stopped = stopped
 	if !stopped {
-		res, err := n.system.Root.RequestFuture(n.router, &router.StatsRequest{}, heartbeatTimeout).Result()
+		res, err := n.system.Root.RequestFuture(n.sessions.router, &router.StatsRequest{}, heartbeatTimeout).Result()
 		if st, ok := res.(*router.Stats); err == nil && ok {
 			info.Hosts, info.Draining = st.Hosts, st.Draining
 			n.pulse.draining.Store(st.Draining)
@@ -138,8 +138,8 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 // Info is this node's NodeInfo, without the live figures of its hosts.
 func (n *Node) Info() *wire.NodeInfo {
 	info := &wire.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.started.Add(n.clockOffset), Heartbeat: time.Now().Add(n.clockOffset), Hosts: []wire.HostInfo{}, Supervisors: []string{}}
-	if n.daily != nil {
-		info.DailyUSD = n.daily.Limit()
+	if n.sessions.daily != nil {
+		info.DailyUSD = n.sessions.daily.Limit()
 	}
 	for _, s := range n.served().supervisors {
 		info.Supervisors = append(info.Supervisors, s.Name)

@@ -280,7 +280,7 @@ func TestSessionGrantGoesWithItsSession(t *testing.T) {
 		t.Fatalf("a2 decided by %q; want alice's answer for the session", r.Decider)
 	}
 	proctest.Within(t, 10*time.Second, func() error {
-		for _, g := range f.n.grants.Standing(time.Now()) {
+		for _, g := range f.n.standing.grants.Standing(time.Now()) {
 			if g.Session == session {
 				return fmt.Errorf("the grant of ended session %s is still standing: %+v", session, g)
 			}

@@ -103,30 +103,19 @@ type Node struct {
 	Bus     *bus.Bus
 	Metrics *metrics.Set
 
-	log    *slog.Logger
-	system *actor.ActorSystem
-	router *actor.PID
-	// attached takes the requests of sessions agentmux did not start; nil when the node
-	// runs no [attached.X].
-	attached *attach.Hub
-	sups     []*actor.PID
-	audit    *auditor
-	msrv     *metrics.Server
-	ctlSubs  []*nats.Subscription
-	daily    *store.DailyGate                   // holds hosts' tasks at their daily budget
-	pending  atomic.Pointer[store.PendingStore] // people's requests, once open
-	// grants are the answers people gave for a session or a host, kept from the
-	// bucket until stopGrants.
-	grants     *store.Grants
-	stopGrants context.CancelFunc
-	promotions promotions // the shadows promoted fleet-wide (promote.go)
-	// late holds the shadow decisions of ended sessions still to come, until the
-	// node stops.
-	late      *agent.Late
-	procs     *shim.Registry // the process groups started, in the store
-	sandboxes confinement    // of the programs the node starts (sandbox.go)
-	stopped   chan struct{}
-	events    *eventstream.Subscription
+	log        *slog.Logger
+	system     *actor.ActorSystem
+	sessions   sessions // the router and what runs sessions with it
+	deciders   deciders // this node's members of supervisors, and its notifiers
+	audit      *auditor
+	msrv       *metrics.Server
+	ctlSubs    []*nats.Subscription
+	pending    atomic.Pointer[store.PendingStore] // people's requests, once open
+	standing   standing                           // people's answers for a session or a host (grants.go)
+	promotions promotions                         // the shadows promoted fleet-wide (promote.go)
+	procs      *shim.Registry                     // the process groups started, in the store
+	sandboxes  confinement                        // of the programs the node starts (sandbox.go)
+	events     *eventstream.Subscription
 	// routines owns the goroutines the actors start off themselves (decisions,
 	// keep-alives, task acks, pullers, store I/O) and the node's own; stop stops it
 	// once the actors have stopped.
@@ -139,19 +128,11 @@ type Node struct {
 	replicas    int           // of each stream and bucket
 	clockOffset time.Duration // Options.ClockOffset
 	pulse       pulse         // the heartbeat (heartbeat.go)
-	notifiers   []*notify.Notifier
-	stopOnce    sync.Once
-	stopErr     error
-	// table is the node's services (services.go), of which the first running are
-	// started.
-	table   []service
-	running int
+	stopping    stopping      // Stop's one run, and what it returned
+	table       serviceTable  // the node's services (services.go)
 	// opts are the options the node runs by, with the manifest of its last reload.
-	opts Options
-	// reloading is held by Reload; closed, under it, once the node stops what a reload
-	// replaces.
-	reloading sync.Mutex
-	closed    bool
+	opts    Options
+	reloads reloads // (reload.go)
 	// rolesMu guards roles against the goroutines that read them (heartbeat, sweeps)
 	// while a reload replaces them.
 	rolesMu    sync.RWMutex
@@ -180,9 +161,10 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.Tracing.On() {
 		opts.Log = slog.New(tracing.LogHandler(opts.Log.Handler())) // lines about a session or request join its trace
 	}
-	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, stopped: make(chan struct{}), roles: roles, started: time.Now(),
-		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts, late: agent.NewLate()}
-	n.table = n.services(opts)
+	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, roles: roles, started: time.Now(),
+		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts,
+		sessions: sessions{stopped: make(chan struct{}), late: agent.NewLate()}}
+	n.table.rows = n.services(opts)
 	if err := n.startServices(ctx); err != nil {
 		return nil, err
 	}
@@ -241,7 +223,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return err
 	}
-	pending.KeepGrants(n.grants) // its deliveries store what people gave for a session or a host
+	pending.KeepGrants(n.standing.grants) // its deliveries store what people gave for a session or a host
 	memory, err := store.OpenMemory(ctx, b.JS)
 	if err != nil {
 		return err
@@ -255,7 +237,7 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 		}
 		pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
 			Pending: pending, Routines: n.routines, Metrics: n.Metrics, Log: n.log, Tracer: n.tracer()}))
-		n.sups = append(n.sups, pid)
+		n.deciders.supervisors = append(n.deciders.supervisors, pid)
 	}
 	// The queue subscriptions must reach the server before any agent asks.
 	if err := b.Conn.FlushTimeout(5 * time.Second); err != nil {
@@ -277,21 +259,21 @@ func (n *Node) startNotifiers(opts Options) error {
 			n.stopNotifiers()
 			return err
 		}
-		n.notifiers = append(n.notifiers, x)
+		n.deciders.notifiers = append(n.deciders.notifiers, x)
 	}
 	return nil
 }
 
 // stopSupervisors stops this node's members of its supervisors.
 func (n *Node) stopSupervisors() {
-	for _, pid := range n.sups {
+	for _, pid := range n.deciders.supervisors {
 		n.stopSupervisor(pid)
 	}
 }
 
 func (n *Node) stopNotifiers() {
-	stopAll(n.notifiers)
-	n.notifiers = nil
+	stopAll(n.deciders.notifiers)
+	n.deciders.notifiers = nil
 }
 
 // serveRespond takes people's answers (agentmux respond) on this node too.
@@ -300,7 +282,7 @@ func (n *Node) serveRespond(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pending.KeepGrants(n.grants)
+	pending.KeepGrants(n.standing.grants)
 	sub, err := store.ServeRespond(n.Bus.Conn, pending, n.log)
 	if err != nil {
 		return err
@@ -312,31 +294,31 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	env := agent.NewEnv(agent.Env{Node: n.Name, Conn: n.Bus.Conn, Asker: n.asking.asker, Metrics: n.Metrics, Log: n.log, Audit: n.audit.record,
-		Late: n.late, Grants: n.grants, Procs: n.procs, Tracer: n.tracer(), Dispatcher: n.workers, Routines: n.routines, WriteTimeout: opts.WriteTimeout})
-	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.roles.hosts, Stopped: n.stopped,
+		Late: n.sessions.late, Grants: n.standing.grants, Procs: n.procs, Tracer: n.tracer(), Dispatcher: n.workers, Routines: n.routines, WriteTimeout: opts.WriteTimeout})
+	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.roles.hosts, Stopped: n.sessions.stopped,
 		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {
-		if n.grants == nil {
+		if n.standing.grants == nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(ctx, ctlTimeout)
 		defer cancel()
-		if err := n.grants.EndSession(ctx, session); err != nil {
+		if err := n.standing.grants.EndSession(ctx, session); err != nil {
 			n.log.Warn("a session ended, and its session grants are still listed; they expire within a day", "session", session, "err", err)
 		}
 	}
-	if n.attached != nil {
+	if n.sessions.attached != nil {
 		// Attached sessions run nothing between their agents' requests: a drain hands
 		// them to other nodes at once rather than wait out its grace for them.
-		rcfg.Draining, rcfg.Undrained = n.attached.Drain, n.attached.Undrain
+		rcfg.Draining, rcfg.Undrained = n.sessions.attached.Drain, n.sessions.attached.Undrain
 	}
 	spend, err := store.OpenSpend(ctx, n.Bus.JS)
 	if err != nil {
 		return err
 	}
 	rcfg.Spend = spend
-	n.daily = n.dailyGate(spend, opts.Manifest)
-	rcfg.Daily = n.daily
+	n.sessions.daily = n.dailyGate(spend, opts.Manifest)
+	rcfg.Daily = n.sessions.daily
 	if err := n.serveBudgetRaises(spend); err != nil {
 		return err
 	}
@@ -357,10 +339,10 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	// The router starts with the promotions standing; each later one reaches it.
 	n.promotions.mu.Lock()
 	rcfg.Promoted = n.promotions.standing
-	n.router = n.system.Root.Spawn(router.Props(rcfg))
+	n.sessions.router = n.system.Root.Spawn(router.Props(rcfg))
 	n.promotions.mu.Unlock()
-	if n.attached != nil {
-		if err := n.attached.Start(); err != nil {
+	if n.sessions.attached != nil {
+		if err := n.sessions.attached.Start(); err != nil {
 			return err
 		}
 	}
@@ -384,9 +366,9 @@ func (n *Node) attachSources(opts Options) map[string]agent.InProc {
 		n.log.Warn("attached sessions are not recorded by node: with several nodes running a source, a session's requests may open it on each", "err", err)
 		holders = nil
 	}
-	n.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Holders: holders, Node: n.Name, Sources: sources, Log: n.log, Routines: n.routines,
+	n.sessions.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Holders: holders, Node: n.Name, Sources: sources, Log: n.log, Routines: n.routines,
 		Submit: func(host, session, prompt, by string, attempt int) {
-			n.system.Root.Send(n.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
+			n.system.Root.Send(n.sessions.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
 				By: by, Attempt: attempt, Started: time.Now()}})
 		}})
 	inproc := maps.Clone(opts.InProc)
@@ -394,7 +376,7 @@ func (n *Node) attachSources(opts Options) map[string]agent.InProc {
 		inproc = map[string]agent.InProc{}
 	}
 	for name := range sources {
-		inproc[name] = n.attached.Agent(name)
+		inproc[name] = n.sessions.attached.Agent(name)
 	}
 	return inproc
 }
@@ -406,7 +388,7 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 		id = "p-" + nuid.Next()
 	}
 	reply := make(chan *wire.PipelineRun, 1)
-	n.system.Root.Send(n.router, &router.RunPipeline{Pipeline: name, ID: id, Params: params, Reply: reply})
+	n.system.Root.Send(n.sessions.router, &router.RunPipeline{Pipeline: name, ID: id, Params: params, Reply: reply})
 	return id, reply
 }
 
@@ -469,7 +451,7 @@ func (n *Node) SubmitSession(host string, s Session, reply chan<- *Result) strin
 		s.ID = wire.NewSessionID()
 	}
 	start := &agent.StartSession{Session: s.ID, Prompt: s.Prompt, Resume: s.Resume, Reply: reply, Started: time.Now()}
-	n.system.Root.Send(n.router, &router.Submit{Host: host, Start: start})
+	n.system.Root.Send(n.sessions.router, &router.Submit{Host: host, Start: start})
 	return s.ID
 }
 
@@ -490,7 +472,7 @@ func (n *Node) Run(ctx context.Context, host, session, prompt string) (*Result, 
 // session is left here, or ctx ends. Stop the node afterwards.
 func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
 	n.pulse.draining.Store(true)
-	res, err := n.system.Root.RequestFuture(n.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
+	res, err := n.system.Root.RequestFuture(n.sessions.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
 	if err != nil {
 		return fmt.Errorf("node: drain: the router did not answer: %w", err)
 	}
@@ -498,18 +480,24 @@ func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
 		n.log.Info("draining", "effect", r.Effect)
 	}
 	select {
-	case <-n.stopped:
+	case <-n.sessions.stopped:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("node: sessions still running when the drain's wait ended: %w", ctx.Err())
 	}
 }
 
+// stopping is Stop's one run, and what it returned.
+type stopping struct {
+	once sync.Once
+	err  error
+}
+
 // Stop shuts the node down in order; it waits for processes up to ctx's deadline (or
 // 30 s). It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
-	n.stopOnce.Do(func() { n.stopErr = n.stop(ctx) })
-	return n.stopErr
+	n.stopping.once.Do(func() { n.stopping.err = n.stop(ctx) })
+	return n.stopping.err
 }
 
 func (n *Node) stop(ctx context.Context) error {

@@ -74,13 +74,13 @@ func (n *Node) promotionsChanged(standing map[string]*wire.Promotion) {
 	n.promotions.mu.Lock()
 	was := n.promotions.standing
 	n.promotions.standing = promoted
-	if n.router != nil {
-		n.system.Root.Send(n.router, &router.Promotions{Promoted: promoted})
+	if n.sessions.router != nil {
+		n.system.Root.Send(n.sessions.router, &router.Promotions{Promoted: promoted})
 	}
 	n.promotions.mu.Unlock()
-	n.reloading.Lock()
+	n.reloads.mu.Lock()
 	m := n.opts.Manifest
-	n.reloading.Unlock()
+	n.reloads.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(standing)) {
 		if was[name] {
 			continue
@@ -123,9 +123,9 @@ func (n *Node) promote(promotions *store.Promotions, m *nats.Msg) *wire.ShadowPr
 	if err := req.Check(); err != nil {
 		return &wire.ShadowPromoteReply{Error: err.Error()}
 	}
-	n.reloading.Lock()
+	n.reloads.mu.Lock()
 	manifest := n.opts.Manifest
-	n.reloading.Unlock()
+	n.reloads.mu.Unlock()
 	routes := manifest.Shadowing(shadow)
 	ctx, cancel := context.WithTimeout(context.Background(), promoteTimeout)
 	defer cancel()

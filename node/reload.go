@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -31,9 +32,16 @@ import (
 // a host's pool, pipelines — is refused, and so is a manifest whose sandboxes or
 // supervisors cannot start: the error says what, and the manifest before runs on.
 func (n *Node) Reload(ctx context.Context, m *config.Manifest) error {
-	n.reloading.Lock()
-	defer n.reloading.Unlock()
+	n.reloads.mu.Lock()
+	defer n.reloads.mu.Unlock()
 	return n.counted(n.reload(ctx, m))
+}
+
+// reloads orders reloads: mu is held by each; closed, under it, once the node stops
+// what a reload replaces.
+type reloads struct {
+	mu     sync.Mutex
+	closed bool
 }
 
 // errStopping refuses a reload of a node that is stopping.
@@ -42,8 +50,8 @@ var errStopping = errors.New("node: stopping: the manifest is not reloaded")
 // ReloadManifest reads the node's manifest file again and reloads it (Reload); a
 // manifest that does not load is refused with its errors, and the one before runs on.
 func (n *Node) ReloadManifest(ctx context.Context) error {
-	n.reloading.Lock()
-	defer n.reloading.Unlock()
+	n.reloads.mu.Lock()
+	defer n.reloads.mu.Unlock()
 	return n.reloadManifest(ctx)
 }
 
@@ -71,7 +79,7 @@ func (n *Node) counted(err error) error {
 }
 
 func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
-	if n.closed {
+	if n.reloads.closed {
 		return errStopping
 	}
 	if restart := needsRestart(n.opts.Manifest, m); len(restart) > 0 {
@@ -83,21 +91,21 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 	if err != nil {
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
-	oldRoles, oldSandboxes, oldSups, oldNotifiers := n.roles, n.sandboxes.set, n.sups, n.notifiers
+	oldRoles, oldSandboxes, oldSups, oldNotifiers := n.roles, n.sandboxes.set, n.deciders.supervisors, n.deciders.notifiers
 	undo := func() {
-		for _, pid := range n.sups {
+		for _, pid := range n.deciders.supervisors {
 			n.stopSupervisor(pid)
 		}
 		n.stopNotifiers()
 		n.sandboxes.set.Close()
 		n.setRoles(oldRoles)
-		n.sandboxes.set, n.sups, n.notifiers = oldSandboxes, oldSups, oldNotifiers
+		n.sandboxes.set, n.deciders.supervisors, n.deciders.notifiers = oldSandboxes, oldSups, oldNotifiers
 	}
 	if err := n.openWorkspaces(roles.hosts); err != nil {
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
 	n.setRoles(roles)
-	n.sups, n.notifiers = nil, nil
+	n.deciders.supervisors, n.deciders.notifiers = nil, nil
 	if err := n.startSandboxes(opts); err != nil {
 		n.sandboxes.set = sandbox.Set{}
 		undo()
@@ -117,7 +125,7 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 		}
 	}
 	// The new members are subscribed: the old ones may let go.
-	n.system.Root.Send(n.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar})
+	n.system.Root.Send(n.sessions.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar})
 	for _, pid := range oldSups {
 		n.stopSupervisor(pid)
 	}
@@ -126,8 +134,8 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 	// are closed when the node stops.
 	n.sandboxes.retired = append(n.sandboxes.retired, oldSandboxes)
 	n.opts = opts
-	if n.daily != nil {
-		n.daily.SetLimit(dailyUSD(m))
+	if n.sessions.daily != nil {
+		n.sessions.daily.SetLimit(dailyUSD(m))
 	}
 	for _, name := range slices.Sorted(maps.Keys(n.promotedNow())) {
 		if len(m.Shadowing(name)) == 0 {

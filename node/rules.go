@@ -118,8 +118,8 @@ func (n *Node) applyRules(sup, person string, c *wire.RuleChange) (bool, error) 
 	if len(c.Rules) == 0 || !wire.IsName(c.ID) {
 		return false, fmt.Errorf("a change needs an id and at least one rule")
 	}
-	n.reloading.Lock()
-	defer n.reloading.Unlock()
+	n.reloads.mu.Lock()
+	defer n.reloads.mu.Unlock()
 	s := n.opts.Manifest.Supervisors[sup]
 	if s == nil || s.Strategy != config.StrategyRule || s.RulesPath == "" {
 		return false, fmt.Errorf("supervisor %s has no rules file on node %s: give it rules_file in the manifest", sup, n.Name)

@@ -6,7 +6,12 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/router"
+	"github.com/agentmux/agentmux/attach"
+	"github.com/agentmux/agentmux/notify"
+	"github.com/agentmux/agentmux/store"
+	"github.com/asynkron/protoactor-go/actor"
 )
 
 // service is one part of a node. A node starts the services of its table in order,
@@ -55,7 +60,7 @@ func (n *Node) services(opts Options) []service {
 			stop: func(context.Context) error { n.stopActorSystem(); return nil }},
 		// The shadow decisions still to come of ended sessions go before the asker and
 		// the audit close.
-		{name: "shadows", stop: func(context.Context) error { n.late.Close(); return nil }},
+		{name: "shadows", stop: func(context.Context) error { n.sessions.late.Close(); return nil }},
 		{name: "grants", start: func(context.Context) error { return n.openGrants() },
 			stop: func(context.Context) error { n.closeGrants(); return nil }},
 		{name: "respond", start: n.serveRespond},
@@ -76,10 +81,35 @@ func (n *Node) services(opts Options) []service {
 	}
 }
 
+// sessions is the router's service: the router, the hub of the sessions agentmux did
+// not start (nil when the node runs no [attached.X]), the daily gate that holds hosts'
+// tasks at their budget, the shadow decisions of ended sessions still to come, and
+// stopped, closed when a shutdown has ended every session.
+type sessions struct {
+	router   *actor.PID
+	attached *attach.Hub
+	daily    *store.DailyGate
+	late     *agent.Late
+	stopped  chan struct{}
+}
+
+// deciders are this node's members of its supervisors, and the notifiers that send
+// the manifest's events to their webhooks.
+type deciders struct {
+	supervisors []*actor.PID
+	notifiers   []*notify.Notifier
+}
+
+// serviceTable is the node's services, of which the first running are started.
+type serviceTable struct {
+	rows    []service
+	running int
+}
+
 // startServices starts the node's table in order; when one fails, those started stop
 // in reverse and its error is returned.
 func (n *Node) startServices(ctx context.Context) error {
-	for _, s := range n.table {
+	for _, s := range n.table.rows {
 		if s.start != nil {
 			if err := s.start(ctx); err != nil {
 				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultStopTimeout)
@@ -90,7 +120,7 @@ func (n *Node) startServices(ctx context.Context) error {
 				return err
 			}
 		}
-		n.running++
+		n.table.running++
 	}
 	return nil
 }
@@ -98,12 +128,12 @@ func (n *Node) startServices(ctx context.Context) error {
 // stopServices stops the services started, in reverse order.
 func (n *Node) stopServices(ctx context.Context) error {
 	var errs []error
-	for _, s := range slices.Backward(n.table[:n.running]) {
+	for _, s := range slices.Backward(n.table.rows[:n.table.running]) {
 		if s.stop != nil {
 			errs = append(errs, s.stop(ctx))
 		}
 	}
-	n.running = 0
+	n.table.running = 0
 	return errors.Join(errs...)
 }
 
@@ -111,19 +141,19 @@ func (n *Node) stopServices(ctx context.Context) error {
 // the node's subscriptions with it.
 func (n *Node) stopRouter(ctx context.Context) error {
 	var err error
-	if n.attached != nil {
-		n.attached.Stop()
+	if n.sessions.attached != nil {
+		n.sessions.attached.Stop()
 	}
-	n.system.Root.Send(n.router, &router.Shutdown{Reason: "node stopping"})
+	n.system.Root.Send(n.sessions.router, &router.Shutdown{Reason: "node stopping"})
 	select {
-	case <-n.stopped:
+	case <-n.sessions.stopped:
 	case <-ctx.Done():
 		err = fmt.Errorf("node: agents still running at the stop deadline: %w", ctx.Err())
 	}
 	for _, s := range n.ctlSubs {
 		_ = s.Unsubscribe() // the connection drains next anyway
 	}
-	if stopErr := n.system.Root.StopFuture(n.router).Wait(); stopErr != nil {
+	if stopErr := n.system.Root.StopFuture(n.sessions.router).Wait(); stopErr != nil {
 		n.log.Warn("router stop", "err", stopErr)
 	}
 	return err
@@ -131,7 +161,7 @@ func (n *Node) stopRouter(ctx context.Context) error {
 
 // serveControl answers the node's control subjects: the router's and the workspaces'.
 func (n *Node) serveControl() error {
-	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.router, n.Name, n.log)
+	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.sessions.router, n.Name, n.log)
 	n.ctlSubs = append(n.ctlSubs, subs...)
 	if err == nil {
 		err = n.serveWorkspaces()
@@ -145,7 +175,7 @@ func (n *Node) serveControl() error {
 // refuseReloads waits for a reload in flight and refuses those after: what a reload
 // replaces stops next.
 func (n *Node) refuseReloads() {
-	n.reloading.Lock()
-	defer n.reloading.Unlock()
-	n.closed = true
+	n.reloads.mu.Lock()
+	defer n.reloads.mu.Unlock()
+	n.reloads.closed = true
 }
