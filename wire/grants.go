@@ -81,20 +81,12 @@ type GrantsReply struct {
 // RevokeSubject is where the person name revokes grant id (an answer standing for a
 // session or a host); as on RespondSubject, only that user may publish there, so a node
 // records who revoked it from the subject.
-func RevokeSubject(name, id string) string {
-	return revokePrefix + strings.ReplaceAll(name, ".", personDot) + "." + id
-}
+func RevokeSubject(name, id string) string { return personFirst(revokePrefix, name, id) }
 
 // RevokeSubjects matches every revocation of every user.
 const RevokeSubjects = revokePrefix + "*.>"
 
 // ParseRevokeSubject splits a revocation's subject into the user and the grant id.
 func ParseRevokeSubject(subject string) (user, id string, ok bool) {
-	rest, found := strings.CutPrefix(subject, revokePrefix)
-	if !found {
-		return "", "", false
-	}
-	user, id, ok = strings.Cut(rest, ".")
-	user = strings.ReplaceAll(user, personDot, ".")
-	return user, id, ok && user != "" && id != ""
+	return parsePersonFirst(revokePrefix, subject)
 }

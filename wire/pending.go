@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/protocol"
@@ -117,22 +116,14 @@ const HumanSubjects = humanPrefix + ">"
 // RespondSubject is where the person name answers the request waiting for a person id;
 // only that user may publish there, so a node records who answered from the subject.
 // A person's dots (an email's) are written %2E, as a subject's token holds none.
-func RespondSubject(name, id string) string {
-	return respondPrefix + strings.ReplaceAll(name, ".", personDot) + "." + id
-}
+func RespondSubject(name, id string) string { return personFirst(respondPrefix, name, id) }
 
 // RespondSubjects matches every answer of every user.
 const RespondSubjects = respondPrefix + "*.>"
 
 // ParseRespondSubject splits an answer's subject into the user and the request id.
 func ParseRespondSubject(subject string) (user, id string, ok bool) {
-	rest, found := strings.CutPrefix(subject, respondPrefix)
-	if !found {
-		return "", "", false
-	}
-	user, id, ok = strings.Cut(rest, ".")
-	user = strings.ReplaceAll(user, personDot, ".")
-	return user, id, ok && user != "" && id != ""
+	return parsePersonFirst(respondPrefix, subject)
 }
 
 // PendingSubjects are the writes of the pending bucket, which tell the console what to
