@@ -37,15 +37,16 @@ func (n *Node) openGrants() error {
 	err = n.serveQueue(wire.GrantsSubject, grantsQueue, "grants request", func(*nats.Msg) any {
 		return &wire.GrantsReply{Grants: grants.Standing(time.Now())}
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		var sub *nats.Subscription
+		if sub, err = store.ServeRevoke(n.Bus.Conn, grants, n.grantRevoked, n.log); err == nil {
+			n.ctlSubs = append(n.ctlSubs, sub)
+		}
 	}
-	sub, err := store.ServeRevoke(n.Bus.Conn, grants, n.grantRevoked, n.log)
 	if err != nil {
-		return err
+		cancel() // this row does not stop: it did not start
 	}
-	n.ctlSubs = append(n.ctlSubs, sub)
-	return nil
+	return err
 }
 
 // closeGrants stops keeping the grants' index.
