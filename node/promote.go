@@ -47,14 +47,18 @@ func (n *Node) watchPromotions() error {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	n.promotions.stop = cancel
-	if err := promotions.Watch(wctx, n.promotionsChanged); err != nil {
-		return err
+	err = promotions.Watch(wctx, n.promotionsChanged)
+	if err == nil {
+		err = n.serveQueue(wire.ShadowPromoteSubjects, promoteQueue, "shadow promotion", func(m *nats.Msg) any {
+			reply := n.promote(promotions, m)
+			reply.Node = n.Name
+			return reply
+		})
 	}
-	return n.serveQueue(wire.ShadowPromoteSubjects, promoteQueue, "shadow promotion", func(m *nats.Msg) any {
-		reply := n.promote(promotions, m)
-		reply.Node = n.Name
-		return reply
-	})
+	if err != nil {
+		cancel() // this row does not stop: it did not start
+	}
+	return err
 }
 
 // closePromotions stops the promotions' watch.
