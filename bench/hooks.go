@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmux/agentmux/api"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/console"
 	"github.com/agentmux/agentmux/node"
@@ -99,7 +100,7 @@ func RunHooks(ctx context.Context, hc HooksConfig, log *slog.Logger) (*HooksRepo
 	defer stopNodes(n)
 	secret := newBusUser().Password // 128 bits and more of randomness
 	srv, err := console.New(ctx, console.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Addr: "127.0.0.1:0", Name: "loadgen",
-		Tokens: []console.Token{{Name: "loadgen", Role: "hook", Secret: secret}}, Manifest: m, Log: log})
+		Tokens: []api.Token{{Name: "loadgen", Role: "hook", Secret: secret}}, Manifest: m, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -75,9 +74,7 @@ func TestSignInCookie(t *testing.T) {
 // posting from another site (its Sec-Fetch-Site, or its Origin) is refused; the
 // console's own page, and a client that is not a browser, are not.
 func TestCrossSitePostsAreRefused(t *testing.T) {
-	s := &Server{cfg: Config{Addr: "127.0.0.1:9470", Log: slog.New(slog.DiscardHandler)}, view: newView(defaultRecent), tries: newThrottle(),
-		gate: newGate("s3cret", "", nil)}
-	s.routes()
+	s := offline(t, newGate("s3cret", "", nil))
 	cookie := s.gate.cookie(httptest.NewRequest(http.MethodGet, "/", nil), person{name: "bo", role: config.APIOperator}, time.Now().Add(time.Hour))
 	for _, c := range []struct {
 		origin, site string

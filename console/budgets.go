@@ -21,7 +21,7 @@ type budgetsView struct {
 
 // budgets lists each host's spend, budget and raises today (UTC), fleet-wide.
 func (s *Server) budgets(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), busTimeout)
 	defer cancel()
 	m := s.cfg.Manifest
 	out := &budgetsView{LimitUSD: m.Budgets.DailyUSD(), Days: []*wire.DailyBudget{}}
@@ -58,7 +58,7 @@ func (s *Server) raiseBudget(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, &wire.BudgetRaiseReply{Error: err.Error()})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), busTimeout)
 	defer cancel()
 	reply, err := store.RaiseDaily(ctx, s.cfg.Conn, host, p.name, &q)
 	if err != nil {

@@ -79,7 +79,7 @@ func (s *Server) answerOne(ctx context.Context, who, id string, value json.RawMe
 	if !wire.IsName(id) {
 		return &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such request " + id}
 	}
-	reply, err := s.give(ctx, who, id, wire.RespondRequest{Value: value, Reason: reason})
+	reply, err := s.api.Give(ctx, who, id, wire.RespondRequest{Value: value, Reason: reason})
 	if err != nil {
 		return &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()}
 	}

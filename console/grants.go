@@ -14,7 +14,7 @@ import (
 
 // grants lists the answers standing for a session or a host, as the nodes keep them.
 func (s *Server) grants(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), busTimeout)
 	defer cancel()
 	msg, err := s.cfg.Conn.RequestWithContext(ctx, wire.GrantsSubject, nil)
 	if err != nil {
@@ -47,7 +47,7 @@ func (s *Server) revokeGrant(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such grant " + id})
 		return
 	}
-	reply, err := s.revoke(r.Context(), p.name, id)
+	reply, err := s.api.Revoke(r.Context(), p.name, id)
 	if err != nil {
 		writeJSON(w, http.StatusBadGateway, &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()})
 		return

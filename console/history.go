@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/agentmux/agentmux/api"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
@@ -47,7 +48,7 @@ func (s *Server) sessionEvents(ctx context.Context, id string, out chan<- []byte
 		defer func() { _ = sub.Unsubscribe() }()
 		send := func(subject string, at time.Time, data []byte) bool {
 			_, _, typ, _ := wire.ParseEventSubject(subject)
-			line, _ := json.Marshal(map[string]any{"type": typ, "time": at.UnixMilli(), "data": rawOrString(data)})
+			line, _ := json.Marshal(map[string]any{"type": typ, "time": at.UnixMilli(), "data": api.RawOrString(data)})
 			select {
 			case out <- line:
 				return true

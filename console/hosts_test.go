@@ -9,27 +9,6 @@ import (
 	"time"
 )
 
-func TestTokenBits(t *testing.T) {
-	for token, strong := range map[string]bool{
-		"s3cret-token":                     false,
-		"x":                                false,
-		strings.Repeat("a", 200):           false, // one character, however long
-		strings.Repeat("ab", 50):           false, // two characters: a bit each
-		"9f86d081884c7d659a2feaa0c55ad015": true,  // openssl rand -hex 16
-		"0123456789abcdef0123456789abcdef": false, // a run, then the same again
-		"Password123Password123!":          false, // a word, a run, then the same again
-		"3q2+7wAbC9/xYzP1qRsT4u":           true,  // openssl rand -base64 16, 22 characters
-		"correct-horse-battery":            false,
-	} {
-		if err := checkToken(token); (err == nil) != strong {
-			t.Errorf("token %q (%.0f bits): strong %v, err %v", token, tokenBits(token), err == nil, err)
-		}
-	}
-	if err := checkToken("short"); err == nil || !strings.Contains(err.Error(), "openssl rand -hex 16") {
-		t.Fatalf("a weak token's error says what to do: %v", err)
-	}
-}
-
 // TestHostAllowed: the console answers to loopback names, its own address and the names
 // it was given, and to nothing else, whatever the Origin says.
 func TestHostAllowed(t *testing.T) {
@@ -74,8 +53,7 @@ func TestSignInThrottled(t *testing.T) {
 // TestServeHTTPRefusesOtherHosts: through the handler, a request for a name not its
 // own is refused before anything else, even with a matching Origin.
 func TestServeHTTPRefusesOtherHosts(t *testing.T) {
-	s := &Server{cfg: Config{Addr: "127.0.0.1:9470", Log: slog.New(slog.DiscardHandler)}, view: newView(defaultRecent), tries: newThrottle()}
-	s.routes()
+	s := offline(t, nil)
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		r := httptest.NewRequest(m, "http://evil.example:9470/api/stream", nil)
 		r.Header.Set("Origin", "http://evil.example:9470")

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -17,9 +16,8 @@ import (
 func TestOIDCCallbackRefusals(t *testing.T) {
 	cfg := &config.OIDC{Issuer: "http://127.0.0.1:9", ClientID: "agentmux", AllowedGroups: []string{"eng"}}
 	key := derive("client secret", "agentmux console sign-in")
-	s := &Server{cfg: Config{Addr: "127.0.0.1:9470", Log: slog.New(slog.DiscardHandler)}, view: newView(defaultRecent), tries: newThrottle(),
-		gate: newGate("", "", key), oidc: newOIDCSignIn(cfg, "client secret", slog.New(slog.DiscardHandler))}
-	s.routes()
+	s := offline(t, newGate("", "", key))
+	s.oidc = newOIDCSignIn(cfg, "client secret", s.cfg.Log)
 	soon := strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)
 	ours := s.gate.seal("st", "verifier", "nonce", soon)
 	for _, c := range []struct {

@@ -66,7 +66,7 @@ func (s *Server) fleetRules(ctx context.Context) ([]*rulesView, error) {
 
 // rules lists the rules files of the fleet's rule supervisors.
 func (s *Server) rules(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), busTimeout)
 	defer cancel()
 	files, err := s.fleetRules(ctx)
 	if err != nil {
@@ -90,7 +90,7 @@ type proposal struct {
 }
 
 func (s *Server) proposeRules(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), busTimeout)
 	defer cancel()
 	id := r.URL.Query().Get("id")
 	out := &proposal{Verdict: string(permission.Allow), Supervisors: []string{}}
@@ -183,7 +183,7 @@ func (s *Server) saveRules(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, &ruleReply{Error: problem})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), answerTimeout*3)
+	ctx, cancel := context.WithTimeout(r.Context(), busTimeout*3)
 	defer cancel()
 	c := &wire.RuleChange{ID: nuid.Next(), Verdict: q.Verdict, Rules: q.Rules, Remove: q.Remove, Note: q.Note}
 	var pending *wire.PendingRequest
@@ -220,7 +220,7 @@ func (s *Server) saveRules(w http.ResponseWriter, r *http.Request) {
 		value, did = `"no"`, "denied"
 	}
 	reason := fmt.Sprintf("%s from now on by %s in supervisor %s's rules file", did, strings.Join(q.Rules, ", "), q.Supervisor)
-	out.Answer, err = s.give(r.Context(), p.name, pending.ID, wire.RespondRequest{Value: json.RawMessage(value), Reason: reason, Scope: wire.ScopeRule})
+	out.Answer, err = s.api.Give(r.Context(), p.name, pending.ID, wire.RespondRequest{Value: json.RawMessage(value), Reason: reason, Scope: wire.ScopeRule})
 	if err != nil {
 		out.Answer = &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmux/agentmux/api"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/integrations"
@@ -31,11 +31,9 @@ var assets embed.FS
 const (
 	DefaultAddr    = config.DefaultConsoleAddr
 	defaultRecent  = 200 // ended sessions on the page
-	keepAlive      = 15 * time.Second
-	answerTimeout  = 10 * time.Second
-	auditTimeout   = 10 * time.Second
 	maxAnswerBytes = 64 << 10
-	sessionEvents  = 512 // a session page's stream buffer
+	busTimeout     = 10 * time.Second // a request to the fleet: rules, budgets, grants
+	sessionEvents  = 512              // a session page's stream buffer
 )
 
 // followed are the event types the sessions table is kept from: each session's life,
@@ -67,7 +65,7 @@ type Config struct {
 	// links and Slack apps' signing secrets. Nil: os.Getenv.
 	Getenv func(string) string
 	// Tokens are the API's bearer tokens ([[api.tokens]], their secrets read).
-	Tokens []Token
+	Tokens []api.Token
 	// Manifest is what the console serves: its hosts (tasks) and attached sources
 	// (hooks). Nil: tasks to any host, and no hooks.
 	Manifest *config.Manifest
@@ -76,17 +74,17 @@ type Config struct {
 
 // Server serves the console.
 type Server struct {
-	cfg     Config
-	waiting refusals // answers and attached requests in flight
-	view    *view
-	gate    *gate       // who signs in, and how
-	oidc    *oidcSignIn // nil: no identity provider
+	cfg  Config
+	view *view
+	// api serves /v1 beside the page, and gives the page's answers (package api).
+	api  *api.Server
+	gate *gate       // who signs in, and how
+	oidc *oidcSignIn // nil: no identity provider
 	// integrations take action links and Slack's button presses (package integrations).
 	integrations *integrations.Server
 	link         string    // the sign-in path with the token, on a console that made its own
 	tries        *throttle // sign-in tries
 	pending      *store.PendingStore
-	tokens       *tokens // the API's
 	subs         []*nats.Subscription
 	cancel       context.CancelFunc
 	mux          *http.ServeMux
@@ -100,16 +98,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := checkSignIn(&cfg); err != nil {
 		return nil, err
 	}
-	toks, err := newTokens(cfg.Tokens)
-	if err != nil {
-		return nil, err
-	}
 	pending, err := store.OpenPending(ctx, cfg.JS, cfg.Conn)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending, tokens: toks}
-	s.integrations, err = integrations.New(integrations.Config{Manifest: cfg.Manifest, Getenv: cfg.Getenv, Answer: s.give, Log: cfg.Log,
+	s := &Server{cfg: cfg, view: newView(defaultRecent), tries: newThrottle(), pending: pending}
+	s.api, err = api.New(api.Config{Conn: cfg.Conn, JS: cfg.JS, Tokens: cfg.Tokens, Manifest: cfg.Manifest, Page: page{s}, Log: cfg.Log,
+		Allow: func(remote string) (bool, time.Duration) { return s.tries.allow(remote, time.Now()) }})
+	if err != nil {
+		return nil, err
+	}
+	s.integrations, err = integrations.New(integrations.Config{Manifest: cfg.Manifest, Getenv: cfg.Getenv, Answer: s.api.Give, Log: cfg.Log,
 		Pending: func(ctx context.Context, id string) (*wire.PendingRequest, error) {
 			p, _, err := pending.Get(ctx, id)
 			return p, err
@@ -203,10 +202,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/policy/suggest", s.suggest)
 	m.HandleFunc("GET /api/budgets", s.budgets)
 	m.HandleFunc("POST /api/budgets/{host}/raise", s.raiseBudget)
-	m.HandleFunc("GET /api/audit", s.searchAudit)
-	m.HandleFunc("GET /api/sessions/{id}", s.trail)
+	m.HandleFunc("GET /api/audit", s.api.SearchAudit)
+	m.HandleFunc("GET /api/sessions/{id}", s.api.Trail)
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.sessionStream)
-	s.v1(m)
+	s.api.Routes(m)
 	s.mux = m
 }
 
@@ -220,7 +219,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if strings.HasPrefix(r.URL.Path, "/v1/") {
-		s.mux.ServeHTTP(w, r) // bearer tokens, or the page's sign-in: s.api
+		s.mux.ServeHTTP(w, r) // bearer tokens, or the page's sign-in (package api)
 		return
 	}
 	if s.gate.who(r) == nil && !open[r.URL.Path] && !strings.HasPrefix(r.URL.Path, "/act/") && !strings.HasPrefix(r.URL.Path, "/slack/") {
@@ -317,51 +316,15 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 
 // stream sends the page its view, then every change, as server-sent events.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		errorf(w, http.StatusInternalServerError, "streaming is not supported here")
-		return
-	}
 	c := s.view.subscribe()
 	defer s.view.unsubscribe(c)
-	sse(w, flusher, r.Context(), c)
-}
-
-// sse writes each message of c as an event until the page goes or c closes.
-func sse(w http.ResponseWriter, flusher http.Flusher, ctx context.Context, c <-chan []byte) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	tick := time.NewTicker(keepAlive)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			_, _ = io.WriteString(w, ": keep-alive\n\n")
-		case data, ok := <-c:
-			if !ok {
-				return // fell behind: the page reconnects for a snapshot
-			}
-			_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
-		}
-		flusher.Flush()
-	}
-}
-
-// answerRequest is what the page posts.
-type answerRequest struct {
-	ID     string          `json:"id"`
-	Value  json.RawMessage `json:"value"`
-	Reason string          `json:"reason"`
-	Scope  string          `json:"scope"` // "session": approve for the session
+	api.SendEvents(w, r, c)
 }
 
 // respond gives a person's answer: the first answer wins, a later one is refused with
 // who answered first.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
-	var a answerRequest
+	var a api.Answer
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxAnswerBytes)).Decode(&a); err != nil || a.ID == "" || len(a.Value) == 0 {
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondInvalid, Error: `post {"id", "value", "reason"}`})
 		return
@@ -372,109 +335,18 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 			Error: p.name + " may look, not answer: answering takes one of the console's operator_groups"})
 		return
 	}
-	s.answer(w, r, p.name, "", a)
-}
-
-// answer gives who's answer a to a request waiting for a person.
-// via is wire.ViaToken for an API token's answer. The status says the outcome: 200
-// taken, 404 no such request, 409 settled already (answered, cancelled, past its
-// deadline), 400 an answer that does not fit the request, 403 not allowed.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, who, via string, a answerRequest) {
-	if !wire.IsName(a.ID) {
-		writeJSON(w, http.StatusNotFound, &wire.RespondReply{Code: wire.RespondNoSuch, Error: "no such request " + a.ID})
-		return
-	}
-	reply, err := s.give(r.Context(), who, a.ID, wire.RespondRequest{Value: a.Value, Reason: a.Reason, Scope: a.Scope, Via: via})
-	if err != nil {
-		writeJSON(w, http.StatusBadGateway, &wire.RespondReply{Code: wire.RespondFailed, Error: err.Error()})
-		return
-	}
-	s.cfg.Log.Info("answered from the console", "request", a.ID, "as", who, "ok", reply.OK, "code", reply.Code)
-	writeJSON(w, answerStatus(reply), reply)
-}
-
-// answerStatus is the HTTP status of an answer's reply.
-func answerStatus(reply *wire.RespondReply) int {
-	if reply.OK {
-		return http.StatusOK
-	}
-	switch reply.Code {
-	case wire.RespondNoSuch:
-		return http.StatusNotFound
-	case wire.RespondAnswered, wire.RespondCancelled, wire.RespondPastDeadline:
-		return http.StatusConflict
-	case wire.RespondInvalid:
-		return http.StatusBadRequest
-	case wire.RespondForbidden:
-		return http.StatusForbidden
-	}
-	return http.StatusBadGateway
-}
-
-// give sends who's answer a to the request id; an error says why it did not reach
-// the fleet (the bus's refusal, when it refused it, not a time-out).
-func (s *Server) give(ctx context.Context, who, id string, a wire.RespondRequest) (*wire.RespondReply, error) {
-	return s.onBus(ctx, wire.RespondSubject(who, id), func(ctx context.Context) (*wire.RespondReply, error) {
-		return store.Answer(ctx, s.cfg.Conn, who, id, a)
-	})
-}
-
-// revoke revokes grant id as who.
-func (s *Server) revoke(ctx context.Context, who, id string) (*wire.RespondReply, error) {
-	return s.onBus(ctx, wire.RevokeSubject(who, id), func(ctx context.Context) (*wire.RespondReply, error) {
-		return store.Revoke(ctx, s.cfg.Conn, who, id)
-	})
-}
-
-// onBus does a person's act on subject within answerTimeout; a refusal of the bus
-// (Refused) ends it with the refusal.
-func (s *Server) onBus(ctx context.Context, subject string, do func(context.Context) (*wire.RespondReply, error)) (*wire.RespondReply, error) {
-	ctx, cancel := context.WithTimeout(ctx, answerTimeout)
-	defer cancel()
-	ctx, done := s.waiting.wait(ctx, subject)
-	defer done()
-	reply, err := do(ctx)
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
-			err = cause // the bus refused the answer: say so, not that it timed out
-		}
-		return nil, err
-	}
-	return reply, nil
+	s.api.Answer(w, r, p.name, "", a)
 }
 
 // Refused tells the console that the bus refused it something: an answer or attached
 // request waiting on that subject ends with the refusal (the console's user may not
 // answer as that person, or put requests to the nodes).
-func (s *Server) Refused(r *bus.PermissionError) {
-	s.waiting.refuse(r.Subject, r)
-}
-
-// trail is a session's audit records.
-func (s *Server) trail(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !wire.IsName(id) {
-		errorf(w, http.StatusBadRequest, "%q is not a session id", id)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
-	defer cancel()
-	records, err := store.ReadAudit(ctx, s.cfg.JS, id)
-	if err != nil {
-		errorf(w, http.StatusBadGateway, "%v", err)
-		return
-	}
-	if records == nil {
-		records = []*wire.AuditRecord{}
-	}
-	writeJSON(w, http.StatusOK, records)
-}
+func (s *Server) Refused(r *bus.PermissionError) { s.api.Refused(r) }
 
 // sessionStream sends a session's events: those kept, then each as it arrives.
 func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	flusher, ok := w.(http.Flusher)
-	if !wire.IsName(id) || !ok {
+	if !wire.IsName(id) {
 		errorf(w, http.StatusBadRequest, "%q is not a session id", id)
 		return
 	}
@@ -483,19 +355,33 @@ func (s *Server) sessionStream(w http.ResponseWriter, r *http.Request) {
 		errorf(w, http.StatusBadGateway, "%v", err)
 		return
 	}
-	sse(w, flusher, r.Context(), c)
-}
-
-func rawOrString(b []byte) json.RawMessage {
-	if json.Valid(b) {
-		return b
-	}
-	s, _ := json.Marshal(string(b))
-	return s
+	api.SendEvents(w, r, c)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// page is what the API shares with the console's page (api.Page).
+type page struct{ s *Server }
+
+func (p page) Person(r *http.Request) (name, role string, ok bool) {
+	if who := p.s.gate.who(r); who != nil {
+		return who.name, who.role, true
+	}
+	return "", "", false
+}
+
+func (p page) Sessions() []*wire.SessionRow {
+	p.s.view.mu.Lock()
+	defer p.s.view.mu.Unlock()
+	return p.s.view.sessionList()
+}
+
+func (p page) Pending() []*wire.PendingRequest {
+	p.s.view.mu.Lock()
+	defer p.s.view.mu.Unlock()
+	return p.s.view.pendingList()
 }

@@ -20,48 +20,24 @@ const (
 	clientBuffer = 256
 )
 
-// Session is a row of the sessions table.
-type Session struct {
-	ID       string  `json:"id"`
-	Host     string  `json:"host"`
-	Node     string  `json:"node"`
-	Attempt  int     `json:"attempt"`
-	State    string  `json:"state"` // running, ok or error
-	Started  int64   `json:"started"`
-	Ended    int64   `json:"ended,omitempty"`
-	Duration float64 `json:"duration_ms,omitempty"`
-	// Spend is what its model calls cost, once it ended (nil: its agent reported none).
-	Spend    *wire.Spend `json:"spend,omitempty"`
-	Error    string      `json:"error,omitempty"`
-	Pipeline string      `json:"pipeline,omitempty"`
-	Stage    string      `json:"stage,omitempty"`
-	// Paused, while the session is paused at its budget, is the limits it reached.
-	Paused string `json:"paused,omitempty"`
-	Last   string `json:"last"` // the type of its last event
-	LastAt int64  `json:"last_at"`
-	// Conflict says which other session touched the same files, and which files
-	// (workspace.conflict), while both ran.
-	Conflict string `json:"conflict,omitempty"`
-}
-
 // update is one message of a page's stream.
 type update struct {
 	Type     string                 `json:"type"` // snapshot, pending, session
 	Pending  []*wire.PendingRequest `json:"pending,omitempty"`
-	Sessions []*Session             `json:"sessions,omitempty"`
+	Sessions []*wire.SessionRow     `json:"sessions,omitempty"`
 }
 
 // view is what every page shows, kept current from the bus, with the pages to tell.
 type view struct {
 	mu       sync.Mutex
 	pending  map[string]*wire.PendingRequest
-	sessions map[string]*Session
+	sessions map[string]*wire.SessionRow
 	recent   int // ended sessions kept
 	clients  map[chan []byte]struct{}
 }
 
 func newView(recent int) *view {
-	return &view{pending: map[string]*wire.PendingRequest{}, sessions: map[string]*Session{}, recent: recent, clients: map[chan []byte]struct{}{}}
+	return &view{pending: map[string]*wire.PendingRequest{}, sessions: map[string]*wire.SessionRow{}, recent: recent, clients: map[chan []byte]struct{}{}}
 }
 
 // subscribe returns a channel of a page's updates, the first one a snapshot.
@@ -153,11 +129,11 @@ func (v *view) onEvent(subject string, data []byte) {
 	defer v.mu.Unlock()
 	s := v.sessions[id]
 	if s == nil {
-		s = &Session{ID: id, Host: host, State: "running", Started: now}
+		s = &wire.SessionRow{ID: id, Host: host, State: "running", Started: now}
 		v.sessions[id] = s
 	}
 	s.Last, s.LastAt = typ, now
-	var touched []*Session // the other sessions an event changes
+	var touched []*wire.SessionRow // the other sessions an event changes
 	switch typ {
 	case wire.EventWorkspaceConflict:
 		var e wire.ConflictEvent
@@ -191,12 +167,12 @@ func (v *view) onEvent(subject string, data []byte) {
 		v.pruneSessions()
 	}
 	c := *s
-	v.broadcast(&update{Type: "session", Sessions: append([]*Session{&c}, touched...)})
+	v.broadcast(&update{Type: "session", Sessions: append([]*wire.SessionRow{&c}, touched...)})
 }
 
 // pruneSessions keeps the most recent ended sessions; callers hold mu.
 func (v *view) pruneSessions() {
-	var ended []*Session
+	var ended []*wire.SessionRow
 	for _, s := range v.sessions {
 		if s.State != "running" {
 			ended = append(ended, s)
@@ -212,8 +188,8 @@ func (v *view) pruneSessions() {
 }
 
 // sessionList is running sessions, then ended ones, most recent first; callers hold mu.
-func (v *view) sessionList() []*Session {
-	out := make([]*Session, 0, len(v.sessions))
+func (v *view) sessionList() []*wire.SessionRow {
+	out := make([]*wire.SessionRow, 0, len(v.sessions))
 	for _, s := range v.sessions {
 		c := *s
 		out = append(out, &c)

@@ -105,3 +105,28 @@ type RequestAnswered struct {
 	Reason  string          `json:"reason,omitempty"`
 	Latency float64         `json:"latency_ms"`
 }
+
+// SessionRow is a session as the console shows it and GET /v1/sessions lists it,
+// kept from its events.
+type SessionRow struct {
+	ID       string  `json:"id"`
+	Host     string  `json:"host"`
+	Node     string  `json:"node"`
+	Attempt  int     `json:"attempt"`
+	State    string  `json:"state"` // running, ok or error
+	Started  int64   `json:"started"`
+	Ended    int64   `json:"ended,omitempty"`
+	Duration float64 `json:"duration_ms,omitempty"`
+	// Spend is what its model calls cost, once it ended (nil: its agent reported none).
+	Spend    *Spend `json:"spend,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Pipeline string `json:"pipeline,omitempty"`
+	Stage    string `json:"stage,omitempty"`
+	// Paused, while the session is paused at its budget, is the limits it reached.
+	Paused string `json:"paused,omitempty"`
+	Last   string `json:"last"` // the type of its last event
+	LastAt int64  `json:"last_at"`
+	// Conflict says which other session touched the same files, and which files
+	// (workspace.conflict), while both ran.
+	Conflict string `json:"conflict,omitempty"`
+}

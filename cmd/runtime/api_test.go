@@ -225,6 +225,10 @@ func TestAPITokensAndRoles(t *testing.T) {
 	if !strings.Contains(string(body), `"session":"t-api"`) {
 		t.Errorf("a search of the audit for token:ops does not find t-api: %s", body)
 	}
+	// A search the API cannot read says why, as its Error (the document checks it).
+	if status, body := a.do("GET", "/v1/audit?since=yesterday", viewerToken, nil); status != http.StatusBadRequest || !strings.Contains(string(body), `"code":"invalid"`) {
+		t.Errorf("GET /v1/audit?since=yesterday: %d %s; want 400 and code invalid", status, body)
+	}
 
 	// Tasks the API refuses, each saying why.
 	for _, c := range []struct {

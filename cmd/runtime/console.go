@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/agentmux/agentmux/api"
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/console"
@@ -47,14 +49,7 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	guard(log)
 	var running atomic.Pointer[console.Server] // for the refusal hook, once it is up
-	c, err := dialWith("console", m, func(r *bus.PermissionError) {
-		if srv := running.Load(); srv != nil {
-			srv.Refused(r)
-		}
-		log.Warn("the bus refused the console", "err", r)
-	}, nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("console disconnected from NATS; reconnecting", "err", err) }),
-		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("console reconnected", "url", nc.ConnectedUrlRedacted()) }))
+	c, err := dialConsole(m, &running, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux console:", err)
 		return exitError
@@ -74,54 +69,29 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "agentmux console:", err)
 		return exitUsage
 	}
-	cfg := console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Hosts: list(*public),
-		Name: name, Tokens: tokens, Manifest: m, Log: log}
-	if o := m.Console.OIDC; o != nil {
-		cfg.OIDC, cfg.OIDCSecret = o, os.Getenv(o.ClientSecretEnv)
-	}
-	srv, err := console.New(ctx, cfg)
+	srv, err := console.New(ctx, console.Config{Conn: c.nc, JS: c.js, Addr: *addr, Token: os.Getenv("AGENTMUX_CONSOLE_TOKEN"), Hosts: list(*public),
+		Name: name, Tokens: tokens, Manifest: m, Log: log, OIDC: m.Console.OIDC, OIDCSecret: identitySecret(m)})
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux console:", c.explain(err))
 		return exitError
 	}
 	defer srv.Close()
 	running.Store(srv)
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := listenUnsandboxed(*addr, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "agentmux console: listen on %s: %v\n", *addr, err)
+		fmt.Fprintln(stderr, "agentmux console:", err)
 		return exitError
 	}
-	// No program a node of this machine sandboxes from now on may reach the console,
-	// whatever its port; one already running is turned away at accept.
-	ln = sandbox.Guard(ln)
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-	if release, err := sandbox.Announce(port); err != nil {
-		log.Warn("the programs this machine's nodes sandbox may connect to the console", "port", port, "err", err)
-	} else {
-		defer release()
-	}
+	defer ln.release()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	if link := srv.SignInLink(); link != "" {
-		// The link signs its holder in as the person the console answers for, so it goes
-		// only where no agent reads it: to a terminal, or into the state directory, which
-		// the agents' sandbox denies, never into a log a redirection keeps.
-		url := "http://" + ln.Addr().String() + link
-		if isTerminal(stderr) {
-			log.Info("console up", "url", url, "answering_as", "human:"+name)
-		} else if path, err := writeSignInLink(ln.Addr(), url); err != nil {
-			fmt.Fprintln(stderr, "agentmux console:", err)
-			return exitError
-		} else {
-			defer os.Remove(path) // its token dies with this console
-			log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in_link_in", path, "answering_as", "human:"+name)
-		}
-	} else if o := m.Console.OIDC; o != nil {
-		log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in", o.Issuer)
-	} else {
-		log.Info("console up", "url", "http://"+ln.Addr().String(), "sign_in", "AGENTMUX_CONSOLE_TOKEN and a name")
+	forget, err := sayUp(srv, m, ln.Addr(), name, log, isTerminal(stderr))
+	if err != nil {
+		fmt.Fprintln(stderr, "agentmux console:", err)
+		return exitError
 	}
+	defer forget()
 	select {
 	case err := <-served:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -134,6 +104,77 @@ func consoleCommand(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = hs.Shutdown(sctx)
 	return exitOK
+}
+
+// dialConsole connects the console to the bus, for good: it reconnects however long
+// the bus is away. A refusal of the bus is told to the console running, once it is.
+func dialConsole(m *config.Manifest, running *atomic.Pointer[console.Server], log *slog.Logger) (*busClient, error) {
+	return dialWith("console", m, func(r *bus.PermissionError) {
+		if srv := running.Load(); srv != nil {
+			srv.Refused(r)
+		}
+		log.Warn("the bus refused the console", "err", r)
+	}, nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("console disconnected from NATS; reconnecting", "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("console reconnected", "url", nc.ConnectedUrlRedacted()) }))
+}
+
+// identitySecret is the client secret of the manifest's identity provider, or "".
+func identitySecret(m *config.Manifest) string {
+	if o := m.Console.OIDC; o != nil {
+		return os.Getenv(o.ClientSecretEnv)
+	}
+	return ""
+}
+
+// guardedListener is the console's listener, which no program a node of this machine
+// sandboxes reaches; release takes back the port the sandboxes were told of.
+type guardedListener struct {
+	net.Listener
+	release func()
+}
+
+// listenUnsandboxed listens on addr where no program a node of this machine sandboxes
+// from now on may connect, whatever its port; one already running is turned away at
+// accept.
+func listenUnsandboxed(addr string, log *slog.Logger) (*guardedListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	g := &guardedListener{Listener: sandbox.Guard(ln), release: func() {}}
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	if release, err := sandbox.Announce(port); err != nil {
+		log.Warn("the programs this machine's nodes sandbox may connect to the console", "port", port, "err", err)
+	} else {
+		g.release = release
+	}
+	return g, nil
+}
+
+// sayUp logs where the console is and how people sign in. The sign-in link of a
+// console without a token signs its holder in as the person it answers for, so it
+// goes only where no agent reads it: to a terminal, or into the state directory,
+// which the agents' sandbox denies, never into a log a redirection keeps. forget
+// removes the link's file: its token dies with the console.
+func sayUp(srv *console.Server, m *config.Manifest, addr net.Addr, name string, log *slog.Logger, terminal bool) (forget func(), err error) {
+	base := "http://" + addr.String()
+	switch link := srv.SignInLink(); {
+	case link != "" && terminal:
+		log.Info("console up", "url", base+link, "answering_as", "human:"+name)
+	case link != "":
+		path, err := writeSignInLink(addr, base+link)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("console up", "url", base, "sign_in_link_in", path, "answering_as", "human:"+name)
+		return func() { _ = os.Remove(path) }, nil
+	case m.Console.OIDC != nil:
+		log.Info("console up", "url", base, "sign_in", m.Console.OIDC.Issuer)
+	default:
+		log.Info("console up", "url", base, "sign_in", "AGENTMUX_CONSOLE_TOKEN and a name")
+	}
+	return func() {}, nil
 }
 
 // writeSignInLink keeps a console's sign-in link in the state directory, readable by
@@ -157,14 +198,14 @@ func writeSignInLink(addr net.Addr, url string) (string, error) {
 }
 
 // apiTokens reads the secrets of the manifest's [[api.tokens]] from their variables.
-func apiTokens(m *config.Manifest, getenv func(string) string) ([]console.Token, error) {
-	var out []console.Token
+func apiTokens(m *config.Manifest, getenv func(string) string) ([]api.Token, error) {
+	var out []api.Token
 	for _, t := range m.API.Tokens {
 		secret := getenv(t.TokenEnv)
 		if secret == "" {
 			return nil, fmt.Errorf("the API token %s reads its secret from %s, which is not set: set it (128 bits or more, e.g. `openssl rand -hex 16`), or remove the token from %s", t.Name, t.TokenEnv, m.Path)
 		}
-		out = append(out, console.Token{Name: t.Name, Role: t.Role, Secret: secret})
+		out = append(out, api.Token{Name: t.Name, Role: t.Role, Secret: secret})
 	}
 	return out, nil
 }

@@ -394,7 +394,7 @@ func TestConsoleSignIn(t *testing.T) {
 	}
 	weak := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))
 	weak.Env = []string{"AGENTMUX_CONSOLE_TOKEN=s3cret-token"}
-	if p := startProc(t, weak); p.wait(t, 20*time.Second) != exitError || !strings.Contains(p.stderr.String(), "bits, and a sign-in token needs 128") {
+	if p := startProc(t, weak); p.wait(t, 20*time.Second) != exitError || !strings.Contains(p.stderr.String(), "bits, and a token needs 128") {
 		t.Fatalf("a console with a weak token: exit %d\n%s", p.code, p.stderr)
 	}
 	cmd := exec.Command(os.Args[0], "console", "-c", manifest, "--addr", fmt.Sprintf("0.0.0.0:%d", port))

@@ -655,7 +655,13 @@ async function searchAudit(form) {
   const status = document.getElementById("audit-status");
   status.textContent = "searching…";
   const r = await fetch("/api/audit?" + q.toString());
-  if (!r.ok) { status.textContent = (await r.text()).trim() || r.statusText; return; }
+  if (!r.ok) {
+    const body = await r.text();
+    let why = body.trim();
+    try { why = JSON.parse(body).error || why; } catch { /* not JSON: say it as it is */ }
+    status.textContent = why || r.statusText;
+    return;
+  }
   const res = await r.json();
   const table = document.getElementById("audit-results");
   table.tBodies[0].replaceChildren(...res.records.map((rec) => {

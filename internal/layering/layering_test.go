@@ -13,7 +13,7 @@ import (
 const module = "github.com/agentmux/agentmux/"
 
 // leaves import nothing of agentmux but one another (protocol: internal/rawjson).
-var leaves = []string{"internal/actorio", "internal/codecgen", "internal/codecgen/cmd", "internal/agenttest", "internal/dispatch", "internal/due", "internal/htmlpage", "internal/nodump", "internal/pipe", "internal/procenv", "internal/proctest", "internal/queue",
+var leaves = []string{"internal/actorio", "internal/codecgen", "internal/codecgen/cmd", "internal/agenttest", "internal/dispatch", "internal/due", "internal/htmlpage", "internal/nodump", "internal/pipe", "internal/procenv", "internal/proctest", "internal/queue", "internal/strength",
 	"internal/rawjson", "internal/retry", "internal/routines", "internal/sandbox", "internal/shim", "internal/testdeps", "internal/contexts", "permission", "protocol", "sim"}
 
 // mayImport is, for each package, the packages of agentmux it may import beyond the
@@ -33,7 +33,8 @@ var mayImport = map[string][]string{
 	"hook":                {"config", "dialect", "wire"},
 	"attach":              {"config", "store", "wire"},
 	"mcptools":            {"config", "hook", "wire"},
-	"console":             {"actionlink", "bus", "config", "hook", "integrations", "mcptools", "notify", "policy", "store", "tracing", "wire"},
+	"api":                 {"bus", "config", "hook", "mcptools", "store", "tracing", "wire"},
+	"console":             {"api", "bus", "config", "integrations", "policy", "store", "wire"},
 	"integrations":        {"actionlink", "config", "notify", "wire"},
 	"decide":              {"config", "wire"},
 	"policy":              {"config", "decide", "store", "wire"},

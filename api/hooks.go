@@ -1,4 +1,4 @@
-package console
+package api
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 const (
 	// maxHookBytes bounds a hook's input: a Write's whole file may be in it.
 	maxHookBytes = 8 << 20
-	// attachMargin is how long past the source's question_timeout the console waits
+	// attachMargin is how long past the source's question_timeout the API waits
 	// for a node's answer (opening the session, the bus) before the hook's fallback.
 	attachMargin = 10 * time.Second
 	// keptField is the longest string of a tool's input sent on when the whole does not
@@ -118,7 +118,7 @@ func sourceNames(all map[string]*config.Attached) string {
 // question_timeout, and a margin.
 func (s *Server) attach(ctx context.Context, source *config.Attached, req *wire.AttachRequest) (*wire.AttachReply, error) {
 	if st := s.cfg.Conn.Status(); st != nats.CONNECTED {
-		return nil, fmt.Errorf("the console is not connected to the bus (%v)", st)
+		return nil, fmt.Errorf("the API is not connected to the bus (%v)", st)
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
@@ -133,7 +133,7 @@ func (s *Server) attach(ctx context.Context, source *config.Attached, req *wire.
 	ctx, done := s.waiting.wait(ctx, subject)
 	defer done()
 	m, err := s.cfg.Conn.RequestWithContext(ctx, subject, data)
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded) {
+	if cause := refusal(ctx); err != nil && cause != nil {
 		return nil, cause // the bus refused it: say so, not that it timed out
 	}
 	switch {

@@ -1,4 +1,4 @@
-package console
+package api
 
 import (
 	"context"
@@ -23,9 +23,9 @@ type searchResult struct {
 	More bool `json:"more"`
 }
 
-// searchAudit searches the audit across sessions as `agentmux audit` does: the query's
+// SearchAudit searches the audit across sessions as `agentmux audit` does: the query's
 // host, kind, type, decider, user, since (default 24h) and until.
-func (s *Server) searchAudit(w http.ResponseWriter, r *http.Request) {
+func (s *Server) SearchAudit(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := store.AuditQuery{Host: v.Get("host"), Kind: v.Get("kind"), Type: v.Get("type"), Decider: v.Get("decider"), User: v.Get("user")}
 	since := v.Get("since")
@@ -38,7 +38,7 @@ func (s *Server) searchAudit(w http.ResponseWriter, r *http.Request) {
 		q.Until, err = store.ParseTimeBound(v.Get("until"), now)
 	}
 	if err != nil {
-		errorf(w, http.StatusBadRequest, "since or until %v", err)
+		apiErrorf(w, http.StatusBadRequest, "invalid", "since or until %v", err)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), searchTimeout)
@@ -53,8 +53,28 @@ func (s *Server) searchAudit(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		errorf(w, http.StatusBadGateway, "%v", err)
+		apiErrorf(w, http.StatusBadGateway, "unavailable", "%v", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// Trail is a session's audit records.
+func (s *Server) Trail(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !wire.IsName(id) {
+		apiErrorf(w, http.StatusBadRequest, "invalid", "%q is not a session id", id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
+	defer cancel()
+	records, err := store.ReadAudit(ctx, s.cfg.JS, id)
+	if err != nil {
+		apiErrorf(w, http.StatusBadGateway, "unavailable", "%v", err)
+		return
+	}
+	if records == nil {
+		records = []*wire.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, records)
 }

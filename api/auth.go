@@ -1,4 +1,4 @@
-package console
+package api
 
 import (
 	"crypto/sha256"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/config"
+	"github.com/agentmux/agentmux/internal/strength"
 )
 
 // Token is one bearer token of the API under /v1: its secret, the identity its writes
@@ -40,11 +41,11 @@ func newTokens(list []Token) (*tokens, error) {
 	t := &tokens{}
 	names := map[string]bool{}
 	for _, tok := range list {
-		if err := checkToken(tok.Secret); err != nil {
-			return nil, fmt.Errorf("console: the API token %s: %w", tok.Name, err)
+		if err := strength.Check("the API token "+tok.Name, tok.Secret); err != nil {
+			return nil, fmt.Errorf("api: %w", err)
 		}
 		if names[tok.Name] {
-			return nil, fmt.Errorf("console: two API tokens are named %s; each names one identity", tok.Name)
+			return nil, fmt.Errorf("api: two API tokens are named %s; each names one identity", tok.Name)
 		}
 		names[tok.Name] = true
 		t.sums = append(t.sums, sha256.Sum256([]byte(tok.Secret)))
@@ -80,8 +81,8 @@ func apiErrorf(w http.ResponseWriter, status int, code, format string, args ...a
 func (s *Server) who(w http.ResponseWriter, r *http.Request) (*caller, bool) {
 	auth := r.Header.Get("Authorization")
 	if auth == "" {
-		if p := s.gate.who(r); p != nil {
-			return &caller{name: p.name, role: p.role, page: true}, true
+		if name, role, ok := s.cfg.Page.Person(r); ok {
+			return &caller{name: name, role: role, page: true}, true
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentmux"`)
 		apiErrorf(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>, a token of [[api.tokens]]")
@@ -97,7 +98,7 @@ func (s *Server) who(w http.ResponseWriter, r *http.Request) (*caller, bool) {
 		// an address that keeps sending them is told to slow down. A right token is
 		// never held up: on loopback every process shares one address.
 		s.cfg.Log.Warn("API request with a wrong token refused", "remote", r.RemoteAddr, "path", r.URL.Path)
-		if ok, wait := s.tries.allow(r.RemoteAddr, time.Now()); !ok {
+		if ok, wait := s.cfg.Allow(r.RemoteAddr); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 			apiErrorf(w, http.StatusTooManyRequests, "throttled", "too many wrong tokens from this address; try again in %v", wait.Round(time.Second))
 			return nil, false

@@ -1,4 +1,4 @@
-package console
+package api
 
 import (
 	"context"
@@ -20,24 +20,19 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// Bounds of the API.
-const (
-	maxTaskBytes   = 1 << 20
-	publishTimeout = 10 * time.Second
-	apiEvents      = 1024 // an event stream's buffer: a client further behind is cut off, and reconnects
-)
-
-// v1 serves the HTTP API: what the CLI does over the bus, for CI jobs, webhooks and
-// agents' hooks that have no NATS client. /v1/openapi.json describes it.
-func (s *Server) v1(m *http.ServeMux) {
-	m.HandleFunc("GET /v1/openapi.json", s.file("openapi.json", "application/json"))
-	m.HandleFunc("GET /v1/sessions", s.api(readers, s.apiSessions))
-	m.HandleFunc("GET /v1/pending", s.api(readers, s.apiPending))
-	m.HandleFunc("POST /v1/pending/{id}/answer", s.api(writers, s.apiAnswer))
-	m.HandleFunc("GET /v1/audit", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.searchAudit(w, r) }))
-	m.HandleFunc("GET /v1/sessions/{id}/audit", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.trail(w, r) }))
-	m.HandleFunc("GET /v1/events", s.api(readers, s.apiEvents))
-	m.HandleFunc("POST /v1/tasks", s.api(writers, s.apiSubmit))
+// Routes serves the API on m, under /v1.
+func (s *Server) Routes(m *http.ServeMux) {
+	m.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(openAPI)
+	})
+	m.HandleFunc("GET /v1/sessions", s.api(readers, s.listSessions))
+	m.HandleFunc("GET /v1/pending", s.api(readers, s.listPending))
+	m.HandleFunc("POST /v1/pending/{id}/answer", s.api(writers, s.answer))
+	m.HandleFunc("GET /v1/audit", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.SearchAudit(w, r) }))
+	m.HandleFunc("GET /v1/sessions/{id}/audit", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.Trail(w, r) }))
+	m.HandleFunc("GET /v1/events", s.api(readers, s.streamEvents))
+	m.HandleFunc("POST /v1/tasks", s.api(writers, s.submit))
 	m.HandleFunc("POST /v1/hooks/claude-code", s.api(hooks, s.agentHook(config.AttachedClaudeCode)))
 	m.HandleFunc("POST /v1/hooks/codex", s.api(hooks, s.agentHook(config.AttachedCodex)))
 	m.HandleFunc("/v1/mcp", s.api(hooks, s.mcp(s.mcpServers())))
@@ -46,16 +41,13 @@ func (s *Server) v1(m *http.ServeMux) {
 	})
 }
 
-func (s *Server) apiSessions(w http.ResponseWriter, _ *http.Request, _ *caller) {
-	s.view.mu.Lock()
-	list := s.view.sessionList()
-	s.view.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
+func (s *Server) listSessions(w http.ResponseWriter, _ *http.Request, _ *caller) {
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": s.cfg.Page.Sessions()})
 }
 
-// apiPending lists the requests that can still be answered, soonest deadline first;
+// listPending lists the requests that can still be answered, soonest deadline first;
 // ?state=all adds those settled in the last minutes (answered, cancelled, past due).
-func (s *Server) apiPending(w http.ResponseWriter, r *http.Request, _ *caller) {
+func (s *Server) listPending(w http.ResponseWriter, r *http.Request, _ *caller) {
 	all := false
 	switch state := r.URL.Query().Get("state"); state {
 	case "", wire.StatePending:
@@ -65,18 +57,16 @@ func (s *Server) apiPending(w http.ResponseWriter, r *http.Request, _ *caller) {
 		apiErrorf(w, http.StatusBadRequest, "invalid", "state %q: give pending (the default) or all", state)
 		return
 	}
-	s.view.mu.Lock()
-	list := s.view.pendingList()
-	s.view.mu.Unlock()
+	list := s.cfg.Page.Pending()
 	if !all {
 		list = slices.DeleteFunc(list, func(p *wire.PendingRequest) bool { return p.State != wire.StatePending })
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"pending": list})
 }
 
-// apiAnswer answers a request waiting for a person, as the caller.
-func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request, c *caller) {
-	var a answerRequest
+// answer answers a request waiting for a person, as the caller.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, c *caller) {
+	var a Answer
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxAnswerBytes)).Decode(&a); err != nil || len(a.Value) == 0 {
 		writeJSON(w, http.StatusBadRequest, &wire.RespondReply{Code: wire.RespondInvalid, Error: `post {"value", "reason", "scope"}`})
 		return
@@ -86,7 +76,7 @@ func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request, c *caller) {
 	if c.page {
 		via = ""
 	}
-	s.answer(w, r, c.name, via, a)
+	s.Answer(w, r, c.name, via, a)
 }
 
 // taskRequest is what POST /v1/tasks takes.
@@ -99,9 +89,9 @@ type taskRequest struct {
 	Meta   map[string]any `json:"meta"`
 }
 
-// apiSubmit queues a task, as `agentmux submit` does, as the caller: the audit records
+// submit queues a task, as `agentmux submit` does, as the caller: the audit records
 // who asked for its session.
-func (s *Server) apiSubmit(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, c *caller) {
 	var t taskRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxTaskBytes)).Decode(&t); err != nil {
 		apiErrorf(w, http.StatusBadRequest, "invalid", `post {"host", "prompt", "id", "ttl"}: %v`, err)
@@ -168,15 +158,10 @@ func (s *Server) taskProblem(t *taskRequest) string {
 	return ""
 }
 
-// apiEvents streams session events as server-sent events, each one JSON object with
+// streamEvents streams session events as server-sent events, each one JSON object with
 // its host, session, type and payload (data):
 // those of ?host=, ?session= and ?type= when given, else every one.
-func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, _ *caller) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		apiErrorf(w, http.StatusInternalServerError, "unsupported", "streaming is not supported here")
-		return
-	}
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, _ *caller) {
 	q := r.URL.Query()
 	host, session, typ := q.Get("host"), q.Get("session"), q.Get("type")
 	for _, v := range []string{host, session} {
@@ -193,14 +178,14 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, _ *caller) {
 	if typ == "" {
 		subject = wire.EventSubject(orAny(host), orAny(session), ">")
 	}
-	c := make(chan []byte, apiEvents)
+	c := make(chan []byte, eventsBuffer)
 	behind := false // the callbacks of one subscription run one at a time
 	sub, err := s.cfg.Conn.Subscribe(subject, func(m *nats.Msg) {
 		if behind || bus.CheckEvent(m, m.Subject) != nil {
 			return // cut off already, or not a node's
 		}
 		h, sess, t, _ := wire.ParseEventSubject(m.Subject)
-		line, _ := json.Marshal(&streamedEvent{Host: h, Session: sess, Type: t, Data: rawOrString(m.Data)})
+		line, _ := json.Marshal(&streamedEvent{Host: h, Session: sess, Type: t, Data: RawOrString(m.Data)})
 		select {
 		case c <- line:
 		default:
@@ -215,7 +200,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, _ *caller) {
 	}
 	_ = sub.SetPendingLimits(-1, 64<<20)
 	defer func() { _ = sub.Unsubscribe() }()
-	sse(w, flusher, r.Context(), c)
+	SendEvents(w, r, c)
 }
 
 // eventType is what an event's type may be: tokens of a subject, never a wildcard.

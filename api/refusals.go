@@ -1,7 +1,8 @@
-package console
+package api
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -46,4 +47,14 @@ func (f *refusals) refuse(subject string, err error) {
 	for _, refuse := range f.waiting[subject] {
 		refuse(err)
 	}
+}
+
+// refusal is the bus's refusal that ended ctx, or nil when ctx ended otherwise (or
+// not at all).
+func refusal(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
+		return nil
+	}
+	return cause
 }
