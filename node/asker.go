@@ -31,7 +31,7 @@ func (n *Node) startAsker(ctx context.Context) error {
 	}
 	n.asking.stop = func() { stop(); <-done }
 	n.asking.asker, err = ask.NewAsker(n.Bus.Conn, ask.AskerConfig{Log: n.log, Counters: n.Metrics.AskCounters(), OnWithdrawn: n.withdraw,
-		Members: n.asking.directory.Members, ClockOffset: n.clockOffset})
+		Members: n.asking.directory.Members, ClockOffset: n.conf.clockOffset})
 	if err != nil {
 		n.closeAsker()
 		return err

@@ -66,7 +66,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.Bus = b
-	if n.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, keep(m.Audit), n.log); err != nil {
+	if n.conf.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, keep(m.Audit), n.log); err != nil {
 		b.Close()
 		return err
 	}
@@ -85,7 +85,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 
 // startAsker starts the node's Asker, which asks again after a reconnect, and the
 // directory of live supervisor members its re-asks go to, watching the nodes bucket.
-func (n *Node) Replicas() int { return n.replicas }
+func (n *Node) Replicas() int { return n.conf.replicas }
 
 // storeDir is where a node's embedded server keeps its store: [nats] store_dir, else the
 // node's own folder of its state directory, so that the audit, the queued tasks and the

@@ -70,9 +70,9 @@ func (n *Node) raiseBudget(spend *store.SpendStore, m *nats.Msg) *wire.BudgetRai
 	if err := r.Check(); err != nil {
 		return &wire.BudgetRaiseReply{Error: err.Error()}
 	}
-	n.reloads.mu.Lock()
-	manifest := n.opts.Manifest
-	n.reloads.mu.Unlock()
+	n.conf.reloads.mu.Lock()
+	manifest := n.conf.opts.Manifest
+	n.conf.reloads.mu.Unlock()
 	if manifest.Hosts[host] == nil {
 		return &wire.BudgetRaiseReply{Error: fmt.Sprintf("host %s is not in the manifest of node %s", host, n.Name)}
 	}

@@ -40,7 +40,7 @@ func (n *Node) openGrants() error {
 	if err == nil {
 		var sub *nats.Subscription
 		if sub, err = store.ServeRevoke(n.Bus.Conn, grants, n.grantRevoked, n.log); err == nil {
-			n.ctlSubs = append(n.ctlSubs, sub)
+			n.control.subs = append(n.control.subs, sub)
 		}
 	}
 	if err != nil {

@@ -18,8 +18,10 @@ const (
 	nameClaimWait = 2*wire.HeartbeatInterval + time.Second
 )
 
-// pulse is the node's heartbeat loop, and what its last beat saw.
+// pulse is how a node is seen alive: its heartbeat loop, with what its last beat saw,
+// and its metrics server.
 type pulse struct {
+	metrics  *metrics.Server    // /metrics and the health checks; nil when disabled
 	stop     context.CancelFunc // stops the loop
 	done     chan struct{}      // closed when the loop has ended
 	draining atomic.Bool        // as of the last heartbeat: /readyz says so
@@ -36,7 +38,7 @@ func (n *Node) startHeartbeat(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.pulse.stop, n.pulse.done = cancel, make(chan struct{})
-	beating := n.routines.Go(func(context.Context) {
+	beating := n.engine.routines.Go(func(context.Context) {
 		defer close(n.pulse.done)
 		t := time.NewTicker(wire.HeartbeatInterval)
 		defer t.Stop()
@@ -117,7 +119,7 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 	info := n.Info()
 	info.Stopped = stopped
 	if !stopped {
-		res, err := n.system.Root.RequestFuture(n.sessions.router, &router.StatsRequest{}, heartbeatTimeout).Result()
+		res, err := n.engine.system.Root.RequestFuture(n.sessions.router, &router.StatsRequest{}, heartbeatTimeout).Result()
 		if st, ok := res.(*router.Stats); err == nil && ok {
 			info.Hosts, info.Draining = st.Hosts, st.Draining
 			n.pulse.draining.Store(st.Draining)
@@ -137,7 +139,7 @@ func (n *Node) beat(ctx context.Context, stopped bool) error {
 
 // Info is this node's NodeInfo, without the live figures of its hosts.
 func (n *Node) Info() *wire.NodeInfo {
-	info := &wire.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.started.Add(n.clockOffset), Heartbeat: time.Now().Add(n.clockOffset), Hosts: []wire.HostInfo{}, Supervisors: []string{}}
+	info := &wire.NodeInfo{Name: n.Name, Version: metrics.Version(), Started: n.conf.started.Add(n.conf.clockOffset), Heartbeat: time.Now().Add(n.conf.clockOffset), Hosts: []wire.HostInfo{}, Supervisors: []string{}}
 	if n.sessions.daily != nil {
 		info.DailyUSD = n.sessions.daily.Limit()
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/agentmux/agentmux/decide"
 	"github.com/agentmux/agentmux/internal/dispatch"
 	"github.com/agentmux/agentmux/internal/routines"
-	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/notify"
 	"github.com/agentmux/agentmux/protocol"
@@ -103,40 +102,55 @@ type Node struct {
 	Bus     *bus.Bus
 	Metrics *metrics.Set
 
-	log        *slog.Logger
-	system     *actor.ActorSystem
-	sessions   sessions // the router and what runs sessions with it
-	deciders   deciders // this node's members of supervisors, and its notifiers
+	log    *slog.Logger
+	conf   conf         // what the node runs by, replaced by a reload
+	engine engine       // the actor system, the workers of its mailboxes, the goroutines owned
+	table  serviceTable // the node's services (services.go), started in order
+
+	// The services' own state, each in the file of its service.
 	audit      *auditor
-	msrv       *metrics.Server
-	ctlSubs    []*nats.Subscription
-	pending    atomic.Pointer[store.PendingStore] // people's requests, once open
-	standing   standing                           // people's answers for a session or a host (grants.go)
-	promotions promotions                         // the shadows promoted fleet-wide (promote.go)
-	procs      *shim.Registry                     // the process groups started, in the store
-	sandboxes  confinement                        // of the programs the node starts (sandbox.go)
-	events     *eventstream.Subscription
-	// routines owns the goroutines the actors start off themselves (decisions,
-	// keep-alives, task acks, pullers, store I/O) and the node's own; stop stops it
-	// once the actors have stopped.
-	routines *routines.Group
-	// workers run the agents' mailboxes; stopped after the actor system.
-	workers     *dispatch.Pool
-	roles       roles
-	started     time.Time
-	asking      asking        // the node's asks to supervisors (asker.go)
-	replicas    int           // of each stream and bucket
-	clockOffset time.Duration // Options.ClockOffset
-	pulse       pulse         // the heartbeat (heartbeat.go)
-	stopping    stopping      // Stop's one run, and what it returned
-	table       serviceTable  // the node's services (services.go)
-	// opts are the options the node runs by, with the manifest of its last reload.
-	opts    Options
-	reloads reloads // (reload.go)
+	asking     asking      // the node's asks to supervisors (asker.go)
+	control    control     // the control subjects served, and people's requests
+	sandboxes  confinement // the programs the node starts: sandboxes, process groups (sandbox.go)
+	workspaces workspaces  // the hosts' workspaces and the conflict radar (workspaces.go)
+	standing   standing    // people's answers for a session or a host (grants.go)
+	promotions promotions  // the shadows promoted fleet-wide (promote.go)
+	deciders   deciders    // this node's members of supervisors, and its notifiers
+	sessions   sessions    // the router and what runs sessions with it
+	pulse      pulse       // the heartbeat and the metrics server (heartbeat.go)
+}
+
+// conf is what a node runs by: its options, with the manifest of its last reload,
+// and its share of that manifest (roles), which a reload replaces; and what was fixed
+// when it started.
+type conf struct {
+	opts Options
 	// rolesMu guards roles against the goroutines that read them (heartbeat, sweeps)
 	// while a reload replaces them.
-	rolesMu    sync.RWMutex
-	workspaces workspaces // the hosts' workspaces and the conflict radar (workspaces.go)
+	rolesMu     sync.RWMutex
+	roles       roles
+	reloads     reloads // one at a time (reload.go)
+	started     time.Time
+	clockOffset time.Duration // Options.ClockOffset
+	replicas    int           // of each stream and bucket
+}
+
+// engine runs the node's actors: the actor system, the workers that run their
+// mailboxes (stopped after the system), and the goroutines the actors start off
+// themselves (decisions, keep-alives, task acks, pullers, store I/O) and the node's
+// own, stopped once the actors have.
+type engine struct {
+	system   *actor.ActorSystem
+	workers  *dispatch.Pool
+	routines *routines.Group
+	events   *eventstream.Subscription
+}
+
+// control is what the control subjects need: their subscriptions, and the store of
+// people's requests that `agentmux respond` answers through, once open.
+type control struct {
+	subs    []*nats.Subscription
+	pending atomic.Pointer[store.PendingStore]
 }
 
 // Start builds and starts a node: its services (services.go) in their table's order,
@@ -161,8 +175,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.Tracing.On() {
 		opts.Log = slog.New(tracing.LogHandler(opts.Log.Handler())) // lines about a session or request join its trace
 	}
-	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log, roles: roles, started: time.Now(),
-		routines: routines.New(), clockOffset: opts.ClockOffset, opts: opts,
+	n := &Node{Name: opts.Name, Metrics: metrics.New(), log: opts.Log,
+		conf:     conf{opts: opts, roles: roles, started: time.Now(), clockOffset: opts.ClockOffset},
+		engine:   engine{routines: routines.New()},
 		sessions: sessions{stopped: make(chan struct{}), late: agent.NewLate()}}
 	n.table.rows = n.services(opts)
 	if err := n.startServices(ctx); err != nil {
@@ -187,16 +202,16 @@ func (n *Node) startMetrics(opts Options) error {
 	if err != nil {
 		return err
 	}
-	n.msrv = srv
+	n.pulse.metrics = srv
 	return nil
 }
 
 func (n *Node) startActorSystem() {
-	n.workers = dispatch.New(mailboxWorkers*runtime.GOMAXPROCS(0), mailboxThroughput)
-	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+	n.engine.workers = dispatch.New(mailboxWorkers*runtime.GOMAXPROCS(0), mailboxThroughput)
+	n.engine.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(levelHandler{min: slog.LevelError, Handler: n.log.Handler()}).With("lib", "protoactor")
 	}))
-	n.events = n.system.EventStream.Subscribe(func(evt any) {
+	n.engine.events = n.engine.system.EventStream.Subscribe(func(evt any) {
 		switch e := evt.(type) {
 		case *actor.DeadLetterEvent:
 			n.Metrics.DeadLetters.Inc()
@@ -208,14 +223,14 @@ func (n *Node) startActorSystem() {
 
 // stopActorSystem stops the actors left and the workers that ran their mailboxes.
 func (n *Node) stopActorSystem() {
-	n.system.EventStream.Unsubscribe(n.events)
-	n.system.Shutdown()
-	n.workers.Stop()
+	n.engine.system.EventStream.Unsubscribe(n.engine.events)
+	n.engine.system.Shutdown()
+	n.engine.workers.Stop()
 }
 
 // startSupervisors spawns a member of each supervisor this node serves.
 func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
-	if len(n.roles.supervisors) == 0 {
+	if len(n.conf.roles.supervisors) == 0 {
 		return nil
 	}
 	b := n.Bus
@@ -229,14 +244,14 @@ func (n *Node) startSupervisors(ctx context.Context, m *config.Manifest) error {
 		return err
 	}
 	deps := decide.Deps{Manifest: m, Pending: pending, Memory: memory, ServedTool: servedTool(b.Conn), Observe: observeLLM(n.Metrics, m.Pricing), Log: n.log,
-		Procs: n.procs, Sandboxes: n.sandboxes.set, Tracer: n.tracer()}
-	for _, s := range n.roles.supervisors {
+		Procs: n.sandboxes.procs, Sandboxes: n.sandboxes.set, Tracer: n.tracer()}
+	for _, s := range n.conf.roles.supervisors {
 		d, err := decide.New(s, deps)
 		if err != nil {
 			return err
 		}
-		pid := n.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
-			Pending: pending, Routines: n.routines, Metrics: n.Metrics, Log: n.log, Tracer: n.tracer()}))
+		pid := n.engine.system.Root.Spawn(supervisor.Props(supervisor.Config{Supervisor: s, Decider: d, Conn: b.Conn, Member: n.Name,
+			Pending: pending, Routines: n.engine.routines, Metrics: n.Metrics, Log: n.log, Tracer: n.tracer()}))
 		n.deciders.supervisors = append(n.deciders.supervisors, pid)
 	}
 	// The queue subscriptions must reach the server before any agent asks.
@@ -287,15 +302,15 @@ func (n *Node) serveRespond(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.pending.Store(pending)
-	n.ctlSubs = append(n.ctlSubs, sub)
+	n.control.pending.Store(pending)
+	n.control.subs = append(n.control.subs, sub)
 	return nil
 }
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	env := agent.NewEnv(agent.Env{Node: n.Name, Conn: n.Bus.Conn, Asker: n.asking.asker, Metrics: n.Metrics, Log: n.log, Audit: n.audit.record,
-		Late: n.sessions.late, Grants: n.standing.grants, Procs: n.procs, Tracer: n.tracer(), Dispatcher: n.workers, Routines: n.routines, WriteTimeout: opts.WriteTimeout})
-	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.roles.hosts, Stopped: n.sessions.stopped,
+		Late: n.sessions.late, Grants: n.standing.grants, Procs: n.sandboxes.procs, Tracer: n.tracer(), Dispatcher: n.engine.workers, Routines: n.engine.routines, WriteTimeout: opts.WriteTimeout})
+	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.conf.roles.hosts, Stopped: n.sessions.stopped,
 		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {
 		if n.standing.grants == nil {
@@ -339,7 +354,7 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	// The router starts with the promotions standing; each later one reaches it.
 	n.promotions.mu.Lock()
 	rcfg.Promoted = n.promotions.standing
-	n.sessions.router = n.system.Root.Spawn(router.Props(rcfg))
+	n.sessions.router = n.engine.system.Root.Spawn(router.Props(rcfg))
 	n.promotions.mu.Unlock()
 	if n.sessions.attached != nil {
 		if err := n.sessions.attached.Start(); err != nil {
@@ -353,7 +368,7 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 // in-process agents beside opts' own; nil without any.
 func (n *Node) attachSources(opts Options) map[string]agent.InProc {
 	sources := map[string]*config.Host{}
-	for name, h := range n.roles.hosts {
+	for name, h := range n.conf.roles.hosts {
 		if h.Attached != nil {
 			sources[name] = h
 		}
@@ -366,9 +381,9 @@ func (n *Node) attachSources(opts Options) map[string]agent.InProc {
 		n.log.Warn("attached sessions are not recorded by node: with several nodes running a source, a session's requests may open it on each", "err", err)
 		holders = nil
 	}
-	n.sessions.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Holders: holders, Node: n.Name, Sources: sources, Log: n.log, Routines: n.routines,
+	n.sessions.attached = attach.New(attach.Config{Conn: n.Bus.Conn, JS: n.Bus.JS, Holders: holders, Node: n.Name, Sources: sources, Log: n.log, Routines: n.engine.routines,
 		Submit: func(host, session, prompt, by string, attempt int) {
-			n.system.Root.Send(n.sessions.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
+			n.engine.system.Root.Send(n.sessions.router, &router.Submit{Host: host, Start: &agent.StartSession{Session: session, Prompt: prompt,
 				By: by, Attempt: attempt, Started: time.Now()}})
 		}})
 	inproc := maps.Clone(opts.InProc)
@@ -388,7 +403,7 @@ func (n *Node) RunPipeline(name, id string, params map[string]string) (string, <
 		id = "p-" + nuid.Next()
 	}
 	reply := make(chan *wire.PipelineRun, 1)
-	n.system.Root.Send(n.sessions.router, &router.RunPipeline{Pipeline: name, ID: id, Params: params, Reply: reply})
+	n.engine.system.Root.Send(n.sessions.router, &router.RunPipeline{Pipeline: name, ID: id, Params: params, Reply: reply})
 	return id, reply
 }
 
@@ -413,10 +428,10 @@ func (n *Node) Ready() error {
 
 // MetricsAddr is where the metrics server listens, or "" without one.
 func (n *Node) MetricsAddr() string {
-	if n.msrv == nil {
+	if n.pulse.metrics == nil {
 		return ""
 	}
-	return n.msrv.Addr()
+	return n.pulse.metrics.Addr()
 }
 
 // Result is what a session came to, as its agent reports it.
@@ -451,7 +466,7 @@ func (n *Node) SubmitSession(host string, s Session, reply chan<- *Result) strin
 		s.ID = wire.NewSessionID()
 	}
 	start := &agent.StartSession{Session: s.ID, Prompt: s.Prompt, Resume: s.Resume, Reply: reply, Started: time.Now()}
-	n.system.Root.Send(n.sessions.router, &router.Submit{Host: host, Start: start})
+	n.engine.system.Root.Send(n.sessions.router, &router.Submit{Host: host, Start: start})
 	return s.ID
 }
 
@@ -472,7 +487,7 @@ func (n *Node) Run(ctx context.Context, host, session, prompt string) (*Result, 
 // session is left here, or ctx ends. Stop the node afterwards.
 func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
 	n.pulse.draining.Store(true)
-	res, err := n.system.Root.RequestFuture(n.sessions.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
+	res, err := n.engine.system.Root.RequestFuture(n.sessions.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
 	if err != nil {
 		return fmt.Errorf("node: drain: the router did not answer: %w", err)
 	}
@@ -487,17 +502,11 @@ func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
 	}
 }
 
-// stopping is Stop's one run, and what it returned.
-type stopping struct {
-	once sync.Once
-	err  error
-}
-
 // Stop shuts the node down in order; it waits for processes up to ctx's deadline (or
 // 30 s). It is idempotent.
 func (n *Node) Stop(ctx context.Context) error {
-	n.stopping.once.Do(func() { n.stopping.err = n.stop(ctx) })
-	return n.stopping.err
+	n.table.stopping.once.Do(func() { n.table.stopping.err = n.stop(ctx) })
+	return n.table.stopping.err
 }
 
 func (n *Node) stop(ctx context.Context) error {
@@ -512,17 +521,17 @@ func (n *Node) stop(ctx context.Context) error {
 // tracer makes the node's spans; nil when it traces nothing, so that nothing is spent
 // on spans that go nowhere.
 func (n *Node) tracer() trace.Tracer {
-	if !n.opts.Tracing.On() {
+	if !n.conf.opts.Tracing.On() {
 		return nil
 	}
-	return n.opts.Tracing.Tracer()
+	return n.conf.opts.Tracing.Tracer()
 }
 
 // stopRoutines stops the actors' goroutines, which end once their contexts are
 // cancelled (a command supervisor's process group is killed then), and refuses new
 // ones.
 func (n *Node) stopRoutines(ctx context.Context) {
-	if err := n.routines.Stop(ctx); err != nil {
+	if err := n.engine.routines.Stop(ctx); err != nil {
 		n.log.Warn("goroutines still running at the stop deadline", "err", err)
 	}
 }

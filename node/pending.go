@@ -22,11 +22,11 @@ const sweepEvery = 5
 // leaves `agentmux pending`, and `agentmux respond` refuses it saying why. It is the
 // Asker's OnWithdrawn and runs on an agent's goroutine, so it only starts the work.
 func (n *Node) withdraw(key, why string) {
-	pending := n.pending.Load()
+	pending := n.control.pending.Load()
 	if pending == nil {
 		return
 	}
-	n.routines.Go(func(context.Context) {
+	n.engine.routines.Go(func(context.Context) {
 		ctx, cancel := context.WithTimeout(context.Background(), pendingTimeout)
 		defer cancel()
 		if _, err := pending.Cancel(ctx, "h-"+key, why); err != nil {
@@ -39,7 +39,7 @@ func (n *Node) withdraw(key, why string) {
 // asking node is gone (no heartbeat for wire.NodeDeadAfter) or is this node before it
 // restarted: their sessions are over, so no answer could reach them.
 func (n *Node) sweepOrphans(ctx context.Context) {
-	pending := n.pending.Load()
+	pending := n.control.pending.Load()
 	if pending == nil || len(n.served().supervisors) == 0 {
 		return
 	}
@@ -55,7 +55,7 @@ func (n *Node) sweepOrphans(ctx context.Context) {
 		var why string
 		switch {
 		case p.Node == "":
-		case p.Node == n.Name && p.Created.Before(n.started):
+		case p.Node == n.Name && p.Created.Before(n.conf.started):
 			why = fmt.Sprintf("orphaned: node %s restarted, and its session with it", p.Node)
 		case p.Node != n.Name && n.asking.directory.Gone(p.Node):
 			why = fmt.Sprintf("orphaned: node %s is gone (no heartbeat for %v), and its session with it", p.Node, wire.NodeDeadAfter)
@@ -99,6 +99,6 @@ func (n *Node) sweepLeftovers(opts Options) error {
 	if err := procs.UseCgroups(); err != nil && len(n.programs(opts)) > 0 {
 		n.log.Warn("no cgroup per program: a process an agent detaches (setsid) can outlive this node if it is killed with SIGKILL", "err", err)
 	}
-	n.procs = procs
+	n.sandboxes.procs = procs
 	return nil
 }

@@ -79,12 +79,12 @@ func (n *Node) promotionsChanged(standing map[string]*wire.Promotion) {
 	was := n.promotions.standing
 	n.promotions.standing = promoted
 	if n.sessions.router != nil {
-		n.system.Root.Send(n.sessions.router, &router.Promotions{Promoted: promoted})
+		n.engine.system.Root.Send(n.sessions.router, &router.Promotions{Promoted: promoted})
 	}
 	n.promotions.mu.Unlock()
-	n.reloads.mu.Lock()
-	m := n.opts.Manifest
-	n.reloads.mu.Unlock()
+	n.conf.reloads.mu.Lock()
+	m := n.conf.opts.Manifest
+	n.conf.reloads.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(standing)) {
 		if was[name] {
 			continue
@@ -127,9 +127,9 @@ func (n *Node) promote(promotions *store.Promotions, m *nats.Msg) *wire.ShadowPr
 	if err := req.Check(); err != nil {
 		return &wire.ShadowPromoteReply{Error: err.Error()}
 	}
-	n.reloads.mu.Lock()
-	manifest := n.opts.Manifest
-	n.reloads.mu.Unlock()
+	n.conf.reloads.mu.Lock()
+	manifest := n.conf.opts.Manifest
+	n.conf.reloads.mu.Unlock()
 	routes := manifest.Shadowing(shadow)
 	ctx, cancel := context.WithTimeout(context.Background(), promoteTimeout)
 	defer cancel()

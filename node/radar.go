@@ -18,7 +18,7 @@ import (
 // finds, the node whose session touched the files last publishes the workspace.conflict
 // event and counts it: every node's radar finds it, one node tells of it.
 func (n *Node) watchConflicts() error {
-	if !slices.ContainsFunc(slices.Collect(maps.Values(n.roles.hosts)), func(h *config.Host) bool { return h.Workspace.Isolated() }) {
+	if !slices.ContainsFunc(slices.Collect(maps.Values(n.conf.roles.hosts)), func(h *config.Host) bool { return h.Workspace.Isolated() }) {
 		return nil
 	}
 	radar := workspace.NewRadar()
@@ -39,7 +39,7 @@ func (n *Node) watchConflicts() error {
 	if err != nil {
 		return err
 	}
-	n.ctlSubs = append(n.ctlSubs, sub)
+	n.control.subs = append(n.control.subs, sub)
 	ended := wire.EventSubject("*", "*", wire.EventSessionEnded)
 	sub, err = n.Bus.Conn.Subscribe(ended, func(m *nats.Msg) {
 		if _, session, _, ok := wire.ParseEventSubject(m.Subject); ok && bus.CheckEvent(m, ended) == nil {
@@ -49,7 +49,7 @@ func (n *Node) watchConflicts() error {
 	if err != nil {
 		return err
 	}
-	n.ctlSubs = append(n.ctlSubs, sub)
+	n.control.subs = append(n.control.subs, sub)
 	n.workspaces.radar = radar
 	return nil
 }

@@ -32,8 +32,8 @@ import (
 // a host's pool, pipelines — is refused, and so is a manifest whose sandboxes or
 // supervisors cannot start: the error says what, and the manifest before runs on.
 func (n *Node) Reload(ctx context.Context, m *config.Manifest) error {
-	n.reloads.mu.Lock()
-	defer n.reloads.mu.Unlock()
+	n.conf.reloads.mu.Lock()
+	defer n.conf.reloads.mu.Unlock()
 	return n.counted(n.reload(ctx, m))
 }
 
@@ -50,14 +50,14 @@ var errStopping = errors.New("node: stopping: the manifest is not reloaded")
 // ReloadManifest reads the node's manifest file again and reloads it (Reload); a
 // manifest that does not load is refused with its errors, and the one before runs on.
 func (n *Node) ReloadManifest(ctx context.Context) error {
-	n.reloads.mu.Lock()
-	defer n.reloads.mu.Unlock()
+	n.conf.reloads.mu.Lock()
+	defer n.conf.reloads.mu.Unlock()
 	return n.reloadManifest(ctx)
 }
 
 // reloadManifest is ReloadManifest under the reload's lock.
 func (n *Node) reloadManifest(ctx context.Context) error {
-	m, err := config.Load(n.opts.Manifest.Path)
+	m, err := config.Load(n.conf.opts.Manifest.Path)
 	if err != nil {
 		return n.counted(fmt.Errorf("node: manifest not reloaded, the one before runs on: %w", err))
 	}
@@ -79,19 +79,19 @@ func (n *Node) counted(err error) error {
 }
 
 func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
-	if n.reloads.closed {
+	if n.conf.reloads.closed {
 		return errStopping
 	}
-	if restart := needsRestart(n.opts.Manifest, m); len(restart) > 0 {
+	if restart := needsRestart(n.conf.opts.Manifest, m); len(restart) > 0 {
 		return fmt.Errorf("node: manifest not reloaded, the one before runs on: these changes need a restart: %s", strings.Join(restart, "; "))
 	}
-	opts := n.opts
+	opts := n.conf.opts
 	opts.Manifest = m
 	roles, err := chooseRoles(opts)
 	if err != nil {
 		return fmt.Errorf("node: manifest not reloaded: %w", err)
 	}
-	oldRoles, oldSandboxes, oldSups, oldNotifiers := n.roles, n.sandboxes.set, n.deciders.supervisors, n.deciders.notifiers
+	oldRoles, oldSandboxes, oldSups, oldNotifiers := n.conf.roles, n.sandboxes.set, n.deciders.supervisors, n.deciders.notifiers
 	undo := func() {
 		for _, pid := range n.deciders.supervisors {
 			n.stopSupervisor(pid)
@@ -125,7 +125,7 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 		}
 	}
 	// The new members are subscribed: the old ones may let go.
-	n.system.Root.Send(n.sessions.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar})
+	n.engine.system.Root.Send(n.sessions.router, &router.Reload{Manifest: m, Hosts: roles.hosts, Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar})
 	for _, pid := range oldSups {
 		n.stopSupervisor(pid)
 	}
@@ -133,7 +133,7 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 	// Agents started before the reload keep their sandboxes until they exit; the sets
 	// are closed when the node stops.
 	n.sandboxes.retired = append(n.sandboxes.retired, oldSandboxes)
-	n.opts = opts
+	n.conf.opts = opts
 	if n.sessions.daily != nil {
 		n.sessions.daily.SetLimit(dailyUSD(m))
 	}
@@ -147,7 +147,7 @@ func (n *Node) reload(ctx context.Context, m *config.Manifest) error {
 }
 
 func (n *Node) stopSupervisor(pid *actor.PID) {
-	if err := n.system.Root.StopFuture(pid).Wait(); err != nil {
+	if err := n.engine.system.Root.StopFuture(pid).Wait(); err != nil {
 		n.log.Warn("supervisor stop", "err", err)
 	}
 }

@@ -97,16 +97,16 @@ func keys[T any](m map[string]T) string {
 
 // served are the node's roles now, for goroutines other than the one that reloads.
 func (n *Node) served() roles {
-	n.rolesMu.RLock()
-	defer n.rolesMu.RUnlock()
-	return n.roles
+	n.conf.rolesMu.RLock()
+	defer n.conf.rolesMu.RUnlock()
+	return n.conf.roles
 }
 
 // setRoles replaces the node's roles (a reload).
 func (n *Node) setRoles(r roles) {
-	n.rolesMu.Lock()
-	defer n.rolesMu.Unlock()
-	n.roles = r
+	n.conf.rolesMu.Lock()
+	defer n.conf.rolesMu.Unlock()
+	n.conf.roles = r
 }
 
 // Hosts are the hosts this node runs, sorted.

@@ -34,12 +34,12 @@ func (n *Node) serveRules() error {
 	if err != nil {
 		return fmt.Errorf("node: serve %s: %w", wire.RulesSubject, err)
 	}
-	n.ctlSubs = append(n.ctlSubs, list)
+	n.control.subs = append(n.control.subs, list)
 	change, err := n.Bus.Conn.Subscribe(wire.RulesChangeSubjects, n.changeRules)
 	if err != nil {
 		return fmt.Errorf("node: serve %s: %w", wire.RulesChangeSubjects, err)
 	}
-	n.ctlSubs = append(n.ctlSubs, change)
+	n.control.subs = append(n.control.subs, change)
 	return nil
 }
 
@@ -118,9 +118,9 @@ func (n *Node) applyRules(sup, person string, c *wire.RuleChange) (bool, error) 
 	if len(c.Rules) == 0 || !wire.IsName(c.ID) {
 		return false, fmt.Errorf("a change needs an id and at least one rule")
 	}
-	n.reloads.mu.Lock()
-	defer n.reloads.mu.Unlock()
-	s := n.opts.Manifest.Supervisors[sup]
+	n.conf.reloads.mu.Lock()
+	defer n.conf.reloads.mu.Unlock()
+	s := n.conf.opts.Manifest.Supervisors[sup]
 	if s == nil || s.Strategy != config.StrategyRule || s.RulesPath == "" {
 		return false, fmt.Errorf("supervisor %s has no rules file on node %s: give it rules_file in the manifest", sup, n.Name)
 	}

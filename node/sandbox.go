@@ -13,6 +13,7 @@ import (
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/internal/sandbox"
+	"github.com/agentmux/agentmux/internal/shim"
 )
 
 // program is one program this node may start, with its host's dialect ("" for
@@ -30,18 +31,18 @@ type program struct {
 func (n *Node) programs(opts Options) map[string]program {
 	m := opts.Manifest
 	out := map[string]program{}
-	for name, h := range n.roles.hosts {
+	for name, h := range n.conf.roles.hosts {
 		if h.Attached != nil || opts.InProc[name] != nil {
 			continue // runs in the node
 		}
 		out["hosts."+name] = program{Process: &h.Process, dialect: h.Dialect, workIn: n.workspaceWrite(h)}
 	}
-	for _, s := range n.roles.supervisors {
+	for _, s := range n.conf.roles.supervisors {
 		if s.Strategy == config.StrategyCommand {
 			out["supervisors."+s.Name] = program{Process: &s.Process}
 		}
 	}
-	if len(n.roles.supervisors) > 0 {
+	if len(n.conf.roles.supervisors) > 0 {
 		for name, t := range m.Tools {
 			if t.Command != "" {
 				out["tools."+name] = program{Process: &t.Process}
@@ -51,10 +52,12 @@ func (n *Node) programs(opts Options) map[string]program {
 	return out
 }
 
-// confinement is the sandboxes of the programs the node starts, by manifest table;
+// confinement is what holds the programs the node starts: the registry of their
+// process groups, their sandboxes by manifest table;
 // those reloads replaced, which agents started before may still use, closed when the
 // node stops; and what takes back the ports this node told the machine's sandboxes of.
 type confinement struct {
+	procs      *shim.Registry // the process groups started, in the store
 	set        sandbox.Set
 	retired    []sandbox.Set
 	unannounce []func()
@@ -208,8 +211,8 @@ func (n *Node) listening() []string {
 			addrs = append(addrs, a.String())
 		}
 	}
-	if n.msrv != nil {
-		addrs = append(addrs, n.msrv.Addr())
+	if n.pulse.metrics != nil {
+		addrs = append(addrs, n.pulse.metrics.Addr())
 	}
 	return addrs
 }
@@ -243,7 +246,7 @@ func (n *Node) unannouncePorts() {
 // repository itself when it is bare; "" otherwise (a URL: the network's to guard).
 func (n *Node) pushGitDir(key string) string {
 	name, ok := strings.CutPrefix(key, "hosts.")
-	h := n.roles.hosts[name]
+	h := n.conf.roles.hosts[name]
 	if !ok || h == nil || !h.Workspace.Isolated() || h.Workspace.Push != "origin" || config.IsURL(h.Workspace.Repo) {
 		return ""
 	}

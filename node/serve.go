@@ -25,6 +25,6 @@ func (n *Node) serveQueue(subjects, queue, what string, handle func(*nats.Msg) a
 	if err != nil {
 		return fmt.Errorf("node: serve %s: %w", subjects, err)
 	}
-	n.ctlSubs = append(n.ctlSubs, sub)
+	n.control.subs = append(n.control.subs, sub)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/router"
@@ -17,7 +18,7 @@ import (
 // service is one part of a node. A node starts the services of its table in order,
 // and stops those it started in reverse: when it stops, or when a later one fails to
 // start. A service keeps what it starts (goroutines through the node's routines,
-// subscriptions in ctlSubs) and its stop ends it.
+// subscriptions in control.subs) and its stop ends it.
 type service struct {
 	name  string
 	start func(ctx context.Context) error // nil: nothing to start
@@ -29,13 +30,13 @@ type service struct {
 func (n *Node) services(opts Options) []service {
 	return []service{
 		{name: "processes", start: func(context.Context) error { return n.sweepLeftovers(opts) },
-			stop: func(context.Context) error { n.procs.Close(); return nil }},
+			stop: func(context.Context) error { n.sandboxes.procs.Close(); return nil }},
 		{name: "metrics", start: func(context.Context) error { return n.startMetrics(opts) },
-			stop: func(context.Context) error { n.msrv.Close(); return nil }},
+			stop: func(context.Context) error { n.pulse.metrics.Close(); return nil }},
 		{name: "bus", start: func(ctx context.Context) error { return n.openBus(ctx, opts) },
 			stop: func(context.Context) error { n.Bus.Close(); return nil }},
 		{name: "tracing", stop: func(ctx context.Context) error {
-			if err := n.opts.Tracing.Shutdown(ctx); err != nil {
+			if err := n.conf.opts.Tracing.Shutdown(ctx); err != nil {
 				n.log.Warn("the last spans were not exported", "err", err)
 			}
 			return nil
@@ -46,7 +47,7 @@ func (n *Node) services(opts Options) []service {
 		{name: "ports", start: func(context.Context) error { n.announcePorts(); return nil },
 			stop: func(context.Context) error { n.unannouncePorts(); return nil }},
 		{name: "name", start: n.claimName},
-		{name: "workspaces", start: func(context.Context) error { return n.openWorkspaces(n.roles.hosts) }},
+		{name: "workspaces", start: func(context.Context) error { return n.openWorkspaces(n.conf.roles.hosts) }},
 		{name: "sandboxes", start: func(context.Context) error { return n.startSandboxes(opts) },
 			stop: func(context.Context) error { n.closeSandboxes(); return nil }},
 		{name: "reclaim", start: n.reclaimWorkspaces},
@@ -100,10 +101,15 @@ type deciders struct {
 	notifiers   []*notify.Notifier
 }
 
-// serviceTable is the node's services, of which the first running are started.
+// serviceTable is the node's services, of which the first running are started, and
+// Stop's one run, with what it returned.
 type serviceTable struct {
-	rows    []service
-	running int
+	rows     []service
+	running  int
+	stopping struct {
+		once sync.Once
+		err  error
+	}
 }
 
 // startServices starts the node's table in order; when one fails, those started stop
@@ -144,16 +150,16 @@ func (n *Node) stopRouter(ctx context.Context) error {
 	if n.sessions.attached != nil {
 		n.sessions.attached.Stop()
 	}
-	n.system.Root.Send(n.sessions.router, &router.Shutdown{Reason: "node stopping"})
+	n.engine.system.Root.Send(n.sessions.router, &router.Shutdown{Reason: "node stopping"})
 	select {
 	case <-n.sessions.stopped:
 	case <-ctx.Done():
 		err = fmt.Errorf("node: agents still running at the stop deadline: %w", ctx.Err())
 	}
-	for _, s := range n.ctlSubs {
+	for _, s := range n.control.subs {
 		_ = s.Unsubscribe() // the connection drains next anyway
 	}
-	if stopErr := n.system.Root.StopFuture(n.sessions.router).Wait(); stopErr != nil {
+	if stopErr := n.engine.system.Root.StopFuture(n.sessions.router).Wait(); stopErr != nil {
 		n.log.Warn("router stop", "err", stopErr)
 	}
 	return err
@@ -161,8 +167,8 @@ func (n *Node) stopRouter(ctx context.Context) error {
 
 // serveControl answers the node's control subjects: the router's and the workspaces'.
 func (n *Node) serveControl() error {
-	subs, err := router.ServeControl(n.Bus.Conn, n.system, n.sessions.router, n.Name, n.log)
-	n.ctlSubs = append(n.ctlSubs, subs...)
+	subs, err := router.ServeControl(n.Bus.Conn, n.engine.system, n.sessions.router, n.Name, n.log)
+	n.control.subs = append(n.control.subs, subs...)
 	if err == nil {
 		err = n.serveWorkspaces()
 	}
@@ -175,7 +181,7 @@ func (n *Node) serveControl() error {
 // refuseReloads waits for a reload in flight and refuses those after: what a reload
 // replaces stops next.
 func (n *Node) refuseReloads() {
-	n.reloads.mu.Lock()
-	defer n.reloads.mu.Unlock()
-	n.reloads.closed = true
+	n.conf.reloads.mu.Lock()
+	defer n.conf.reloads.mu.Unlock()
+	n.conf.reloads.closed = true
 }

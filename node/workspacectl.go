@@ -29,7 +29,7 @@ func (n *Node) serveWorkspaces() error {
 				n.log.Warn("control request refused", "err", err)
 				return
 			}
-			n.routines.Go(func(ctx context.Context) {
+			n.engine.routines.Go(func(ctx context.Context) {
 				ctx, cancel := context.WithTimeout(ctx, workspaceCtlTimeout)
 				defer cancel()
 				data, _ := json.Marshal(fn(ctx, m.Data))
@@ -37,7 +37,7 @@ func (n *Node) serveWorkspaces() error {
 			})
 		})
 		if err == nil {
-			n.ctlSubs = append(n.ctlSubs, sub)
+			n.control.subs = append(n.control.subs, sub)
 		}
 		return err
 	}

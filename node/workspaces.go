@@ -22,7 +22,7 @@ const reclaimTimeout = 2 * time.Minute
 func (n *Node) workspaceDir(h *config.Host) (string, error) {
 	dir := h.Workspace.Dir
 	if dir == "" {
-		getenv := getenv(n.opts)
+		getenv := getenv(n.conf.opts)
 		data := getenv("XDG_DATA_HOME")
 		if data == "" {
 			home := getenv("HOME")
@@ -99,7 +99,7 @@ func (n *Node) workspaceWrite(h *config.Host) []string {
 func (n *Node) workspaceProviders() map[string]*workspace.Provider {
 	out := map[string]*workspace.Provider{}
 	defer n.workspaces.providers.Store(&out)
-	for name, h := range n.roles.hosts {
+	for name, h := range n.conf.roles.hosts {
 		dir, err := n.workspaceDir(h)
 		root := n.workspaces.roots[dir]
 		if !h.Workspace.Isolated() || err != nil || root == nil {
