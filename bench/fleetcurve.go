@@ -114,46 +114,16 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	dir, err := os.MkdirTemp("", "agentmux-loadgen-curve-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	u := newBusUser()
-	b, err := bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "store"), Name: "loadgen-fleet", Users: []bus.User{u.User}}, log)
-	if err != nil {
-		return nil, err
-	}
-	defer b.Close()
-	if _, err := store.Declare(ctx, b.JS, 0, store.Keep{}, log); err != nil {
-		return nil, err
-	}
-	manifest := filepath.Join(dir, "agentmux.toml")
-	pool := (c.Sessions+sh.Agents-1)/sh.Agents + 8
-	if err := os.WriteFile(manifest, []byte(c.fleetManifest(b.ClientURL(), pool)), 0o600); err != nil {
-		return nil, err
-	}
 	name := fmt.Sprintf("fleet-%s", sh)
-	var nodes []*fleetNode
-	defer func() { stopFleetNodes(nodes) }()
-	for i := range sh.Agents + sh.Supervisors {
-		role := RoleAgents
-		if i >= sh.Agents {
-			role = RoleSupervisors
-		}
-		n, err := startFleetNode(c, manifest, fmt.Sprintf("%s-%s-%d", name, role, i), role, u)
-		if err != nil {
-			return nil, err
-		}
-		nodes = append(nodes, n)
+	f, err := startShape(ctx, c, sh, name, log)
+	if f != nil {
+		defer f.close()
 	}
-	for _, n := range nodes {
-		if err := n.waitReady(ctx); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	ended := make(chan *wire.SessionEnded, c.Sessions)
-	sub, err := b.Conn.Subscribe(wire.EventSubject(loadHost, "*", "session.ended"), func(m *nats.Msg) {
+	sub, err := f.bus.Conn.Subscribe(wire.EventSubject(loadHost, "*", "session.ended"), func(m *nats.Msg) {
 		var e wire.SessionEnded
 		if json.Unmarshal(m.Data, &e) == nil {
 			ended <- &e
@@ -166,26 +136,108 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		return nil, err
 	}
-	if err := b.Conn.Flush(); err != nil {
+	if err := f.bus.Conn.Flush(); err != nil {
 		return nil, err
 	}
-
-	col := newCollector(name)
-	prompt := c.plan().Prompt()
-	cpuBefore := nodeCPU(nodes)
+	cpuBefore := nodeCPU(f.nodes)
 	before := readUsage()
 	t0 := time.Now()
+	col := newCollector(name)
+	reports, byNode, err := f.drive(ctx, c, name, col, ended, progress)
+	if err != nil {
+		return nil, err
+	}
+	wall := time.Since(t0)
+	cpuAfter := nodeCPU(f.nodes)
+	sys := col.system(wall, readUsage().since(before))
+	sys.PeakConcurrent = peakConcurrent(reports)
+	p := &FleetPoint{Shape: sh, System: sys, ServerCPU: sys.CPU, Sessions: byNode}
+	for i, n := range f.nodes {
+		if n.role == RoleAgents {
+			p.AgentCPU += cpuAfter[i] - cpuBefore[i]
+		} else {
+			p.SupervisorCPU += cpuAfter[i] - cpuBefore[i]
+		}
+	}
+	sys.CPU = p.AgentCPU + p.SupervisorCPU + p.ServerCPU
+	if sys.CPU > 0 {
+		sys.QPSPerCore = float64(sys.Requests) / sys.CPU
+	}
+	sys.HarnessCPU, sys.QPSPerHarness = 0, 0
+	return p, nil
+}
+
+// shapeFleet is one shape's fleet: a bus of its own, and its nodes.
+type shapeFleet struct {
+	dir   string
+	bus   *bus.Bus
+	nodes []*fleetNode
+}
+
+// startShape starts sh's fleet and waits for each node to be ready; on an error, the
+// fleet returned holds what started, for close.
+func startShape(ctx context.Context, c *Config, sh Shape, name string, log *slog.Logger) (*shapeFleet, error) {
+	dir, err := os.MkdirTemp("", "agentmux-loadgen-curve-")
+	if err != nil {
+		return nil, err
+	}
+	f := &shapeFleet{dir: dir}
+	u := newBusUser()
+	if f.bus, err = bus.Open(bus.Config{Listen: "127.0.0.1:0", StoreDir: filepath.Join(dir, "store"), Name: "loadgen-fleet", Users: []bus.User{u.User}}, log); err != nil {
+		return f, err
+	}
+	if _, err := store.Declare(ctx, f.bus.JS, 0, store.Keep{}, log); err != nil {
+		return f, err
+	}
+	manifest := filepath.Join(dir, "agentmux.toml")
+	pool := (c.Sessions+sh.Agents-1)/sh.Agents + 8
+	if err := os.WriteFile(manifest, []byte(c.fleetManifest(f.bus.ClientURL(), pool)), 0o600); err != nil {
+		return f, err
+	}
+	for i := range sh.Agents + sh.Supervisors {
+		role := RoleAgents
+		if i >= sh.Agents {
+			role = RoleSupervisors
+		}
+		n, err := startFleetNode(c, manifest, fmt.Sprintf("%s-%s-%d", name, role, i), role, u)
+		if err != nil {
+			return f, err
+		}
+		f.nodes = append(f.nodes, n)
+	}
+	for _, n := range f.nodes {
+		if err := n.waitReady(ctx); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// close stops the fleet's nodes, then its bus, and removes its directory.
+func (f *shapeFleet) close() {
+	stopFleetNodes(f.nodes)
+	if f.bus != nil {
+		f.bus.Close()
+	}
+	_ = os.RemoveAll(f.dir)
+}
+
+// drive submits c's sessions at their arrival times and collects each as it ends: the
+// load reports, and how many sessions each node ran.
+func (f *shapeFleet) drive(ctx context.Context, c *Config, name string, col *collector, ended <-chan *wire.SessionEnded, progress Progress) ([]*sim.LoadReport, map[string]int, error) {
+	prompt := c.plan().Prompt()
 	var reports []*sim.LoadReport
 	byNode := map[string]int{}
 	submitted, timer := 0, time.NewTimer(0)
 	defer timer.Stop()
+	t0 := time.Now()
 	for col.sessions < c.Sessions {
 		due, now := c.nextArrival(t0, submitted, timer)
 		if now {
 			id := fmt.Sprintf("%s-%d", name, submitted)
 			data, _ := json.Marshal(&wire.Task{ID: id, Host: loadHost, Prompt: prompt})
-			if _, err := b.JS.PublishAsync(wire.TaskSubject(loadHost), data, jetstream.WithMsgID(id)); err != nil {
-				return nil, fmt.Errorf("submit: %w", err)
+			if _, err := f.bus.JS.PublishAsync(wire.TaskSubject(loadHost), data, jetstream.WithMsgID(id)); err != nil {
+				return nil, nil, fmt.Errorf("submit: %w", err)
 			}
 			submitted++
 			continue
@@ -199,27 +251,10 @@ func runShape(ctx context.Context, c *Config, sh Shape, log *slog.Logger, progre
 			}
 			progress(name, col.sessions, c.Sessions)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%d of %d sessions ended before the timeout: %w", col.sessions, c.Sessions, ctx.Err())
+			return nil, nil, fmt.Errorf("%d of %d sessions ended before the timeout: %w", col.sessions, c.Sessions, ctx.Err())
 		}
 	}
-	wall := time.Since(t0)
-	cpuAfter := nodeCPU(nodes)
-	sys := col.system(wall, readUsage().since(before))
-	sys.PeakConcurrent = peakConcurrent(reports)
-	p := &FleetPoint{Shape: sh, System: sys, ServerCPU: sys.CPU, Sessions: byNode}
-	for i, n := range nodes {
-		if n.role == RoleAgents {
-			p.AgentCPU += cpuAfter[i] - cpuBefore[i]
-		} else {
-			p.SupervisorCPU += cpuAfter[i] - cpuBefore[i]
-		}
-	}
-	sys.CPU = p.AgentCPU + p.SupervisorCPU + p.ServerCPU
-	if sys.CPU > 0 {
-		sys.QPSPerCore = float64(sys.Requests) / sys.CPU
-	}
-	sys.HarnessCPU, sys.QPSPerHarness = 0, 0
-	return p, nil
+	return reports, byNode, nil
 }
 
 // loadReport adds a session.ended event's result to col, and returns its load report.

@@ -15,78 +15,93 @@ import (
 // lacks), which the full decoder then judges; the two agree on every line it accepts
 // (FuzzDecodeFast checks).
 func decodeRequestFast(obj []byte) (*Message, bool) {
-	var m Message
-	var typ, id, options []byte
-	var timeout *float64
-	c := rawjson.NewCopy(obj) // the strings and raw values kept: parts of one copy
-	str := c.String
-	walked := rawjson.Fields(obj, func(key, value []byte) bool {
-		switch string(key) {
-		case "type":
-			if typ != nil {
-				return false // a duplicate: the full decoder reports it
-			}
-			typ = value
-		case "id":
-			if id != nil {
-				return false
-			}
-			id = value
-		case "text":
-			return string(value) != "null" && str(value, &m.Text)
-		case "question":
-			return str(value, &m.Question)
-		case "description":
-			return str(value, &m.Description)
-		case "risk_level":
-			return str(value, &m.RiskLevel)
-		case "tool":
-			return str(value, &m.Tool)
-		case "kind":
-			return str(value, &m.Kind)
-		case "message":
-			m.Message = textOf(value)
-		case "context":
-			m.Context = textOf(value)
-		case "args":
-			m.Args = value
-		case "default":
-			m.Default = value
-		case "schema":
-			m.Schema = value
-		case "multi":
-			switch string(value) {
-			case "true":
-				m.Multi = true
-			case "false":
-				m.Multi = false
-			case "null": // leaves it as it is, as encoding/json does
-			default:
-				return false
-			}
-		case "options":
-			options = value
-		case "timeout_ms":
-			if string(value) == "null" {
-				timeout = nil
-				return true
-			}
-			v, err := strconv.ParseFloat(string(value), 64)
-			if err != nil || v < 0 {
-				return false
-			}
-			timeout = &v
-		case "chunk", "capabilities":
-			return false // not a request's: the full decoder reads them
-		default:
-			return !foldsToKnown(key)
-		}
-		return true
-	})
-	if !walked {
+	r := fastRequest{m: &Message{}, c: rawjson.NewCopy(obj)}
+	if !rawjson.Fields(obj, r.field) {
 		return nil, false
 	}
-	name, _, ok := rawjson.PlainString(typ, 0)
+	return r.message(obj)
+}
+
+// fastRequest is a request read by the fast path: its message, filled field by field
+// from parts of one copy of the line, and the fields kept to be read last.
+type fastRequest struct {
+	m                *Message
+	c                rawjson.Copy
+	typ, id, options []byte
+	timeout          *float64
+}
+
+// field reads one field of the request; false hands the line to the full decoder.
+func (r *fastRequest) field(key, value []byte) bool {
+	m, str := r.m, r.c.String
+	switch string(key) {
+	case "type":
+		if r.typ != nil {
+			return false // a duplicate: the full decoder reports it
+		}
+		r.typ = value
+	case "id":
+		if r.id != nil {
+			return false
+		}
+		r.id = value
+	case "text":
+		return string(value) != "null" && str(value, &m.Text)
+	case "question":
+		return str(value, &m.Question)
+	case "description":
+		return str(value, &m.Description)
+	case "risk_level":
+		return str(value, &m.RiskLevel)
+	case "tool":
+		return str(value, &m.Tool)
+	case "kind":
+		return str(value, &m.Kind)
+	case "message":
+		m.Message = textOf(value)
+	case "context":
+		m.Context = textOf(value)
+	case "args":
+		m.Args = value
+	case "default":
+		m.Default = value
+	case "schema":
+		m.Schema = value
+	case "multi":
+		switch string(value) {
+		case "true":
+			m.Multi = true
+		case "false":
+			m.Multi = false
+		case "null": // leaves it as it is, as encoding/json does
+		default:
+			return false
+		}
+	case "options":
+		r.options = value
+	case "timeout_ms":
+		if string(value) == "null" {
+			r.timeout = nil
+			return true
+		}
+		v, err := strconv.ParseFloat(string(value), 64)
+		if err != nil || v < 0 {
+			return false
+		}
+		r.timeout = &v
+	case "chunk", "capabilities":
+		return false // not a request's: the full decoder reads them
+	default:
+		return !foldsToKnown(key)
+	}
+	return true
+}
+
+// message makes the message of the fields read: its type, id, options and timeout,
+// and its raw values as parts of the copy.
+func (r *fastRequest) message(obj []byte) (*Message, bool) {
+	m, c := r.m, &r.c
+	name, _, ok := rawjson.PlainString(r.typ, 0)
 	if !ok {
 		return nil, false
 	}
@@ -102,17 +117,17 @@ func decodeRequestFast(obj []byte) (*Message, bool) {
 	}
 	m.Name = string(m.Type)
 	var err error
-	if len(id) > 0 && id[0] == '"' {
-		if m.ID, ok = c.Unquote(id); !ok {
+	if len(r.id) > 0 && r.id[0] == '"' {
+		if m.ID, ok = c.Unquote(r.id); !ok {
 			return nil, false
 		}
-	} else if m.ID, err = idString(id); err != nil {
+	} else if m.ID, err = idString(r.id); err != nil {
 		return nil, false
 	}
-	if timeout != nil {
-		m.Timeout = int64(*timeout)
+	if r.timeout != nil {
+		m.Timeout = int64(*r.timeout)
 	}
-	if options != nil && string(options) != "null" && !rawjson.Elements(options, func(raw []byte) bool {
+	if r.options != nil && string(r.options) != "null" && !rawjson.Elements(r.options, func(raw []byte) bool {
 		o := Option{}
 		if s, ok := c.Unquote(raw); ok {
 			o.Value = s
@@ -134,5 +149,5 @@ func decodeRequestFast(obj []byte) (*Message, bool) {
 			*f = c.Raw(*f)
 		}
 	}
-	return &m, true
+	return m, true
 }

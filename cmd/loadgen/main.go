@@ -45,7 +45,64 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return one(args[1:], os.Stdin, stdout, stderr) // a side of `loadgen side-by-side`
 		}
 	}
-	c := bench.Defaults()
+	return scenario(args, stdout, stderr)
+}
+
+// outputs are where a scenario's run goes, and how it runs, beside the scenario itself.
+type outputs struct {
+	peers      peerFlags
+	runs       int
+	json, png  string
+	logLevel   string
+	cpuProfile string
+}
+
+// scenario runs the scenario its flags describe (its runs), and reports it: a table
+// and the medians on stderr, the JSON report, the latency plot.
+func scenario(args []string, stdout, stderr io.Writer) int {
+	c, o, code := parseScenario(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(o.logLevel)))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if len(c.Peers) > 0 {
+		var err error
+		if c.PeerCommand, err = o.peers.peerCommand(ctx, c.NodeBinary); err != nil {
+			fmt.Fprintln(stderr, "loadgen:", err)
+			return 1
+		}
+	}
+	bar := newBar(stderr)
+	all, err := bench.RunN(ctx, c, o.runs, log, bar.update)
+	bar.done()
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
+	return report(all, o, stdout, stderr)
+}
+
+// parseScenario reads a scenario's flags; code is the exit code when it ends there
+// (help, a bad flag), else -1.
+func parseScenario(args []string, stderr io.Writer) (c bench.Config, o outputs, code int) {
+	c = bench.Defaults()
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scenarioFlags(fs, &c)
@@ -59,84 +116,57 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.NodeModules, "node-modules", c.NodeModules, "the Node.js harness's node_modules `dir` (npm ci --prefix bench/nodeharness)")
 	fs.BoolVar(&c.Probes, "probes", false, "also measure memory and goroutines per idle session, idle CPU and start rate")
 	fs.IntVar(&c.ProbeSessions, "probe-sessions", c.ProbeSessions, "idle sessions of the probes")
-	var pf peerFlags
-	fs.StringVar(&pf.names, "peers", "", "also run on these systems users would pick instead: "+bench.PeerTemporal+","+bench.PeerRestate+" (each found, or built once into --peers-cache)")
-	fs.StringVar(&pf.dir, "peers-dir", filepath.Join("bench", "peers"), "the bench/peers module `dir`, whose cmd/peerload runs a peer")
-	fs.StringVar(&pf.cache, "peers-cache", "", "where the peers' programs are built (default: the user's cache directory's agentmux/peers)")
-	runs := fs.Int("runs", 1, "run the scenario this many times and report the median of each ratio")
-	jsonOut := fs.String("json", "-", "write the JSON report to this `file` (- for stdout)")
-	pngOut := fs.String("png", filepath.Join(os.TempDir(), "agentmux-loadgen.png"), "write the latency percentile plot to this `file` (empty: none)")
-	logLevel := fs.String("log", "error", "log `level` of the node")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this `file`")
+	fs.StringVar(&o.peers.names, "peers", "", "also run on these systems users would pick instead: "+bench.PeerTemporal+","+bench.PeerRestate+" (each found, or built once into --peers-cache)")
+	fs.StringVar(&o.peers.dir, "peers-dir", filepath.Join("bench", "peers"), "the bench/peers module `dir`, whose cmd/peerload runs a peer")
+	fs.StringVar(&o.peers.cache, "peers-cache", "", "where the peers' programs are built (default: the user's cache directory's agentmux/peers)")
+	fs.IntVar(&o.runs, "runs", 1, "run the scenario this many times and report the median of each ratio")
+	fs.StringVar(&o.json, "json", "-", "write the JSON report to this `file` (- for stdout)")
+	fs.StringVar(&o.png, "png", filepath.Join(os.TempDir(), "agentmux-loadgen.png"), "write the latency percentile plot to this `file` (empty: none)")
+	fs.StringVar(&o.logLevel, "log", "error", "log `level` of the node")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this `file`")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return c, o, 0
 		}
-		return 2
+		return c, o, 2
 	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(stderr, "loadgen: cannot find my own binary to run agents:", err)
-		return 1
+		return c, o, 1
 	}
 	c.AgentCommand = []string{self, "agent"}
-	c.Peers = pf.list()
+	c.Peers = o.peers.list()
 	if len(c.Peers) > 0 {
-		c.PeerCommand = []string{"peerload"} // for Validate; built below
+		c.PeerCommand = []string{"peerload"} // for Validate; built once the run starts
 	}
 	if err := c.Validate(); err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
-		return 2
+		return c, o, 2
 	}
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(strings.ToUpper(*logLevel)))
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return c, o, -1
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			fmt.Fprintln(stderr, "loadgen:", err)
-			return 1
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "loadgen:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if len(c.Peers) > 0 {
-		if c.PeerCommand, err = pf.peerCommand(ctx, c.NodeBinary); err != nil {
-			fmt.Fprintln(stderr, "loadgen:", err)
-			return 1
-		}
-	}
-	bar := newBar(stderr)
-	all, err := bench.RunN(ctx, c, *runs, log, bar.update)
-	bar.done()
-	if err != nil {
-		fmt.Fprintln(stderr, "loadgen:", err)
-		return 1
-	}
+// report writes the runs' table and medians, the JSON report and the plot; its exit
+// code says whether any run failed its targets.
+func report(all *bench.Runs, o outputs, stdout, stderr io.Writer) int {
 	rep := all.Runs[len(all.Runs)-1]
 	bench.WriteTable(stderr, rep)
 	bench.WriteMedians(stderr, all)
 	var out any = rep
-	if *runs > 1 {
+	if o.runs > 1 {
 		out = all
 	}
-	if err := writeJSON(*jsonOut, stdout, out); err != nil {
+	if err := writeJSON(o.json, stdout, out); err != nil {
 		fmt.Fprintln(stderr, "loadgen:", err)
 		return 1
 	}
-	if *pngOut != "" && rep.HasLatencies() {
-		if err := writePNG(*pngOut, rep); err != nil {
+	if o.png != "" && rep.HasLatencies() {
+		if err := writePNG(o.png, rep); err != nil {
 			fmt.Fprintln(stderr, "loadgen:", err)
 			return 1
 		}
-		fmt.Fprintln(stderr, "plot:", *pngOut)
+		fmt.Fprintln(stderr, "plot:", o.png)
 	}
 	for _, r := range all.Runs {
 		if err := r.Err(); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -45,31 +46,10 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	// Which hosts are at their daily budget: their waiting tasks are held.
-	held := map[string]bool{}
-	fb, err := c.fleetBudget(ctx)
+	held, err := heldHosts(ctx, c)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux tasks:", c.explain(err))
 		return exitError
-	}
-	if fb.usd > 0 {
-		days, err := store.ReadSpend(ctx, c.nc, time.Now())
-		if err != nil {
-			fmt.Fprintln(stderr, "agentmux tasks:", c.explain(err))
-			return exitError
-		}
-		for _, d := range fb.today(days, time.Now()) {
-			held[d.Host] = d.State == wire.DailyHeld
-		}
-		var pipelines map[string]*config.Pipeline
-		if c.fleet.m != nil {
-			pipelines = c.fleet.m.Pipelines
-		}
-		for name, p := range pipelines { // a pipeline's runs wait while any host of its stages is held
-			for _, st := range p.Stages {
-				held[name] = held[name] || held[st.Host]
-			}
-		}
 	}
 	type row struct {
 		store.QueuedTask
@@ -108,4 +88,31 @@ func tasks(args []string, stdout, stderr io.Writer) int {
 		rows = append(rows, []string{dash(t.ID), t.Queue, t.State, dash(t.Node), now.Sub(t.Stored).Round(time.Second).String() + " ago", dash(prompt)})
 	}
 	return table(stdout, header, rows)
+}
+
+// heldHosts are the hosts at their daily budget, whose waiting tasks are held, and the
+// pipelines with such a host among their stages' (their runs wait too).
+func heldHosts(ctx context.Context, c *busClient) (map[string]bool, error) {
+	held := map[string]bool{}
+	fb, err := c.fleetBudget(ctx)
+	if err != nil || fb.usd == 0 {
+		return held, err
+	}
+	days, err := store.ReadSpend(ctx, c.nc, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range fb.today(days, time.Now()) {
+		held[d.Host] = d.State == wire.DailyHeld
+	}
+	var pipelines map[string]*config.Pipeline
+	if c.fleet.m != nil {
+		pipelines = c.fleet.m.Pipelines
+	}
+	for name, p := range pipelines {
+		for _, st := range p.Stages {
+			held[name] = held[name] || held[st.Host]
+		}
+	}
+	return held, nil
 }
