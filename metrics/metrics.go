@@ -27,6 +27,7 @@ type Set struct {
 	ActorMetrics
 	ManifestMetrics
 	WorkspaceMetrics
+	GatewayMetrics
 }
 
 // Family is one metric family a node exports: what dashboards, alerts and
@@ -58,6 +59,7 @@ func New() *Set {
 		ActorMetrics:      newActorMetrics(f),
 		ManifestMetrics:   newManifestMetrics(f),
 		WorkspaceMetrics:  newWorkspaceMetrics(f),
+		GatewayMetrics:    newGatewayMetrics(f),
 	}
 	s.ManifestReloadedOK.Set(1)
 	f.note("build_info", "gauge", "Build information; always 1.", []string{"version", "revision", "goversion"})
