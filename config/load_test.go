@@ -425,3 +425,36 @@ func warnings(m *Manifest, part string) []string {
 	}
 	return out
 }
+
+// TestHostModel: a host's model names a connection the gateway speaks; a host that
+// passes a provider's key to its agents while connections exist is warned of.
+func TestHostModel(t *testing.T) {
+	const conns = "[connections.claude]\nprovider = \"anthropic\"\napi_key_env = \"NODE_ANTHROPIC_KEY\"\n"
+	m, err := Parse("agentmux.toml", []byte(conns+`[hosts.a]
+command = "claude"
+dialect = "claude-code"
+model = { connection = "claude" }
+[hosts.b]
+command = "claude"
+dialect = "claude-code"
+inherit_env = ["NODE_ANTHROPIC_KEY"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Hosts["a"].Model == nil || m.Hosts["a"].Model.Connection != "claude" {
+		t.Fatalf("hosts.a.model = %+v", m.Hosts["a"].Model)
+	}
+	if got := strings.Join(warnings(m, ""), "\n"); !strings.Contains(got, "hosts.b") || !strings.Contains(got, "passes NODE_ANTHROPIC_KEY to its agents") || strings.Contains(got, "hosts.a ") {
+		t.Errorf("warnings:\n%s\nwant one, of hosts.b passing the key", got)
+	}
+	for src, want := range map[string]string{
+		"[hosts.x]\ncommand = \"c\"\nmodel = { connection = \"nope\" }\n":  `hosts.x.model.connection (agentmux.toml:6:11): no connection "nope"`,
+		"[hosts.x]\ncommand = \"c\"\nmodel = {}\n":                         "model needs a connection",
+		"[hosts.x]\ncommand = \"c\"\nmodel = { conection = \"claude\" }\n": `unknown key "conection"`,
+	} {
+		if _, err := Parse("agentmux.toml", []byte(conns+src)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", src, err, want)
+		}
+	}
+}

@@ -232,7 +232,17 @@ type Host struct {
 	Timing
 	Defaults
 	Sessions
+	// Model is how the host's agents reach their model: through the node's gateway, to
+	// one of the manifest's connections, whose key they never hold (nil: on their own).
+	Model       *HostModel `toml:"model"`
 	HostDerived `toml:"-"`
+}
+
+// HostModel is a host's model = { connection = "anthropic" }: its agents' model calls
+// go through the node's gateway to that connection, and what the provider counted is
+// what their sessions spent.
+type HostModel struct {
+	Connection string `toml:"connection"`
 }
 
 // Framing is how the host's agent speaks: its dialect and how its lines are read.

@@ -149,6 +149,7 @@ func (m *Manifest) secretEnvs() []string {
 func (v *validator) noChildSecrets(m *Manifest) {
 	for name, h := range m.Hosts {
 		v.noSecrets([]string{"hosts", name}, h.InheritEnv, h.Env, m)
+		v.hostModel(name, h, m)
 	}
 	for name, s := range m.Supervisors {
 		v.noSecrets([]string{"supervisors", name}, s.InheritEnv, s.Env, m)
@@ -201,4 +202,44 @@ func BeyondLoopback(listen string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err != nil || !ip.IsLoopback()
+}
+
+// providerKeys are the variables agents read their provider's key from.
+var providerKeys = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "CODEX_API_KEY"}
+
+// hostModel checks a host's model: a connection of the manifest the gateway speaks.
+// A host that still passes a provider's key to its agents (by env or inherit_env)
+// while a connection could keep it in the node is warned of.
+func (v *validator) hostModel(name string, h *Host, m *Manifest) {
+	at := []string{"hosts", name, "model"}
+	if h.Model != nil {
+		c := m.Connections[h.Model.Connection]
+		switch {
+		case h.Model.Connection == "":
+			v.add(at, `model needs a connection, e.g. model = { connection = "anthropic" } with a [connections.anthropic] table`)
+		case c == nil:
+			v.add(append(at, "connection"), "no connection %q; define [connections.%s] or name one of %s", h.Model.Connection, h.Model.Connection, names(m.Connections))
+		case c.Provider != ProviderAnthropic && !OpenAICompatible(c.Provider):
+			v.add(append(at, "connection"), "connection %q speaks %q, which the gateway does not: give it provider = \"anthropic\" or an OpenAI-compatible one", c.Name, c.Provider)
+		}
+	}
+	if len(m.Connections) == 0 {
+		return
+	}
+	keys := slices.Clone(providerKeys)
+	for _, c := range m.Connections {
+		if c.APIKeyEnv != "" {
+			keys = append(keys, c.APIKeyEnv)
+		}
+	}
+	passed := func(key string) bool {
+		_, inEnv := h.Env[key]
+		return inEnv || slices.Contains(h.InheritEnv, key)
+	}
+	for _, key := range keys {
+		if passed(key) {
+			v.warn([]string{"hosts", name}, "passes %s to its agents, who could send the key anywhere: set model = { connection = \"…\" } to keep it in the node's gateway, and leave it out", key)
+			return
+		}
+	}
 }
