@@ -89,7 +89,8 @@ type Options struct {
 	// AGENTMUX_TEST_CLOCK_OFFSET) to show that nodes whose clocks disagree still work
 	// together; nothing compares one node's clock with another's.
 	ClockOffset time.Duration
-	// Getenv reads the passwords the manifest names (default os.Getenv).
+	// Getenv reads the passwords and keys the manifest names: its notifiers' secrets, its
+	// connections' keys for the model gateway (default os.Getenv).
 	Getenv func(string) string
 	// Tracing makes the node's spans; nil: as the OTEL_EXPORTER_OTLP_* variables say
 	// (tracing.FromEnv), off when they name no collector.
@@ -309,7 +310,8 @@ func (n *Node) serveRespond(ctx context.Context) error {
 
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	env := agent.NewEnv(agent.Env{Node: n.Name, Conn: n.Bus.Conn, Asker: n.asking.asker, Metrics: n.Metrics, Log: n.log, Audit: n.audit.record,
-		Late: n.sessions.late, Grants: n.standing.grants, Procs: n.sandboxes.procs, Tracer: n.tracer(), Dispatcher: n.engine.workers, Routines: n.engine.routines, WriteTimeout: opts.WriteTimeout})
+		Late: n.sessions.late, Grants: n.standing.grants, Procs: n.sandboxes.procs, Tracer: n.tracer(), Dispatcher: n.engine.workers, Routines: n.engine.routines, WriteTimeout: opts.WriteTimeout,
+		Gateway: n.sessions.models})
 	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.conf.roles.hosts, Stopped: n.sessions.stopped,
 		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {

@@ -186,6 +186,9 @@ func needsRestart(old, m *config.Manifest) []string {
 	if !reflect.DeepEqual(old.Pipelines, m.Pipelines) {
 		out = append(out, "[pipelines] changed (their run queues are joined at start)")
 	}
+	if gatewayChanged(old, m) {
+		out = append(out, "a host's model, or a connection one names, changed (the model gateway reads them, and their keys, at start)")
+	}
 	return out
 }
 

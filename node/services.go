@@ -10,6 +10,7 @@ import (
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/actors/router"
 	"github.com/agentmux/agentmux/attach"
+	"github.com/agentmux/agentmux/gateway"
 	"github.com/agentmux/agentmux/notify"
 	"github.com/agentmux/agentmux/store"
 	"github.com/asynkron/protoactor-go/actor"
@@ -51,6 +52,7 @@ func (n *Node) services(opts Options) []service {
 		{name: "sandboxes", start: func(context.Context) error { return n.startSandboxes(opts) },
 			stop: func(context.Context) error { n.closeSandboxes(); return nil }},
 		{name: "reclaim", start: n.reclaimWorkspaces},
+		{name: "gateway", start: func(context.Context) error { return n.startGateway(opts) }, stop: n.stopGateway},
 		{name: "radar", start: func(context.Context) error {
 			if err := n.watchConflicts(); err != nil {
 				return fmt.Errorf("node: the conflict radar: %w", err)
@@ -83,12 +85,14 @@ func (n *Node) services(opts Options) []service {
 }
 
 // sessions is the router's service: the router, the hub of the sessions agentmux did
-// not start (nil when the node runs no [attached.X]), the daily gate that holds hosts'
-// tasks at their budget, the shadow decisions of ended sessions still to come, and
-// stopped, closed when a shutdown has ended every session.
+// not start (nil when the node runs no [attached.X]), the model gateway its agents
+// reach their models through (nil when no host does; gateway.go), the daily gate that
+// holds hosts' tasks at their budget, the shadow decisions of ended sessions still to
+// come, and stopped, closed when a shutdown has ended every session.
 type sessions struct {
 	router   *actor.PID
 	attached *attach.Hub
+	models   *gateway.Gateway
 	daily    *store.DailyGate
 	late     *agent.Late
 	stopped  chan struct{}

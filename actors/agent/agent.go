@@ -20,6 +20,7 @@ import (
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
+	"github.com/agentmux/agentmux/gateway"
 	"github.com/agentmux/agentmux/internal/sandbox"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
@@ -141,6 +142,7 @@ type Agent struct {
 	wsBytes   int64           // its size as last measured
 	wsTouched map[string]bool // the touches published, by kind and path
 	stream    *stream         // the stdout reader's short way for a session's stream lines
+	pass      *gateway.Pass   // the process's to the node's model gateway (models.go); nil: none
 }
 
 func (a *Agent) send(msg any) { a.system.Root.Send(a.self, msg) }
@@ -188,6 +190,12 @@ func (a *Agent) spawn(extra []string) {
 	if a.wsSandbox != nil {
 		sb = a.wsSandbox
 	}
+	models, err := a.issuePass()
+	if err != nil {
+		a.send(&processStarted{err: err})
+		return
+	}
+	env = append(env, models...)
 	a.off(func(context.Context) {
 		var p *process
 		var err error
@@ -247,6 +255,8 @@ func (a *Agent) Receive(c actor.Context) {
 	case *processExited:
 		a.onExited(m)
 		a.maybeGone()
+	case *modelCalled:
+		a.onModelCalled(m)
 	case *writeFailed:
 		a.onWriteFailed(m)
 	case *answerArrived:
@@ -329,6 +339,7 @@ func (a *Agent) pid() int {
 
 func (a *Agent) onStarted(m *processStarted) {
 	if m.err != nil {
+		a.revokePass()
 		a.shared.exit("start_failed").Inc()
 		a.log.Error("agent did not start", "err", m.err)
 		a.exitErr = m.err
@@ -410,6 +421,7 @@ func (a *Agent) onExited(m *processExited) {
 		reason = "exit_error"
 	}
 	a.shared.exit(reason).Inc()
+	a.revokePass() // its token dies with it
 	a.log.Debug("agent exited", "pid", a.pid(), "reason", reason, "err", m.err)
 	if a.proc != nil {
 		a.proc.stdin.close()

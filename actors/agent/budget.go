@@ -156,6 +156,7 @@ func (a *Agent) pause(s *session, kind pauseKind, why, text string, sp *wire.Spe
 		a.proc.stdin.write(a.interruptLine("budget reached: " + why))
 		b.interrupted = true
 	}
+	a.pass.Hold(fmt.Sprintf("session %s reached its budget (%s); its supervisors are asked whether it goes on, and its model calls wait", s.id, why))
 	ev := &wire.SessionPaused{Reason: why, Request: id, Spend: sp, Budget: limits(b.limit)}
 	a.publishOn(s, wire.EventSessionPaused, a.encode(ev))
 	rec := a.record(s, wire.EventSessionPaused)
@@ -208,6 +209,7 @@ func (a *Agent) resume(s *session, decider string) {
 		reason = "ceiling raised to $" + wire.Dollars(b.ceiling)
 	}
 	b.paused, b.raisedBy = "", decider
+	a.pass.Hold("") // its model calls go on
 	a.cfg.Metrics.BudgetPauses.WithLabelValues(a.host.Name, "raised").Inc()
 	ev := &wire.SessionPaused{Reason: "budget raised by " + decider, Decider: decider, Budget: limits(b.limit)}
 	a.publishOn(s, wire.EventSessionResumed, a.encode(ev))

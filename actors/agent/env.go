@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/ask"
+	"github.com/agentmux/agentmux/gateway"
 	"github.com/agentmux/agentmux/internal/routines"
 	"github.com/agentmux/agentmux/internal/shim"
 	"github.com/agentmux/agentmux/metrics"
@@ -46,6 +47,9 @@ type Env struct {
 	// start, a workspace's opening and closing, store I/O, pullers); the node stops it
 	// once its actors have stopped, and waits for them.
 	Routines *routines.Group
+	// Gateway is the node's model gateway, which hosts with a model reach their
+	// connection through (nil: the node runs none).
+	Gateway *gateway.Gateway
 	// WriteTimeout bounds each write to an agent's stdin.
 	WriteTimeout time.Duration
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild

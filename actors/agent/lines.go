@@ -46,6 +46,10 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		a.onRequest(s, msg)
 	case protocol.TypeUsage:
 		a.publishOn(s, string(msg.Type), msg.Raw)
+		if a.behindGateway() {
+			a.onClaim(s, msg.Usage)
+			return
+		}
 		if why := msg.Usage.Runaway(); why != "" {
 			a.runaway(s, why)
 			return

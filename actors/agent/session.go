@@ -37,7 +37,8 @@ type session struct {
 	standing map[string]standing
 	subjects map[string]string // event subjects, by type (a message's or an event's)
 	sink     *streamSink       // where the stdout reader publishes stream lines itself
-	usage    wire.Tally        // what its model calls cost, as the agent reported it
+	usage    wire.Tally        // what its model calls cost: as the gateway measured it, or the agent reported it
+	claimed  wire.Tally        // what the agent reported, behind the gateway: a claim beside the measured
 	budget   *budget           // nil: no budget
 	trace    context.Context   // its span's, when traced (Config.Tracer)
 	span     trace.Span        // nil when not traced
@@ -119,6 +120,7 @@ func (a *Agent) startSession(m *StartSession) {
 		s.trace, s.span = a.sessionSpan(m)
 	}
 	a.sess = s
+	a.pass.Bind(s.id)
 	a.to(phaseBusy)
 	a.openStream(s)
 	a.proc.stdin.write(a.dialect.Prompt(tracedPrompt(s, protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous})))
@@ -154,6 +156,8 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 		t.Stop()
 	}
 	a.sess = nil
+	a.pass.Bind("") // its token is refused until the next session
+	a.countClaims(s)
 	a.closeStream()
 	a.gen++ // retires this session's timers
 	r.Session, r.Host, r.Task, r.Attempt = s.id, a.host.Name, s.start.Task, s.start.Attempt

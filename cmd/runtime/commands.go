@@ -48,7 +48,7 @@ func commands() []command {
 			[]string{"agentmux respond -c agentmux.toml h-7Yq yes", `agentmux respond -c agentmux.toml h-7Yq no --reason "prod freeze"`, `agentmux respond -c agentmux.toml h-7Yq "yes for session"`}, respond},
 		{"grants", "list the answers standing for a session or a host, or revoke one", "[list] [fleet] [-o text|wide|json] | revoke [fleet] <id> [--as name]",
 			[]string{"agentmux grants -c agentmux.toml", "agentmux grants revoke -c agentmux.toml g-h-7Yq   # its requests are asked again"}, grantsCommand},
-		{"spend", "list what each host's sessions cost each day, fleet-wide, as their agents reported it", "[fleet] [--days n] [--host h] [-o text|wide|json]",
+		{"spend", "list what each host's sessions cost each day, fleet-wide, as the gateway measured it or their agents reported it", "[fleet] [--days n] [--host h] [-o text|wide|json]",
 			[]string{"agentmux spend -c agentmux.toml", "agentmux spend -c agentmux.toml --days 30 --host coder -o wide"}, spend},
 		{"budget", "list each host's daily budget today, fleet-wide, or raise or reset one", "[list] [fleet] [-o text|wide|json] | raise [fleet] --host h --usd n [--note why] [--as name] | reset [fleet] --host h [--note why] [--as name]",
 			[]string{"agentmux budget -c agentmux.toml", `agentmux budget raise -c agentmux.toml --host coder --usd 50 --note "release day"   # its waiting tasks run`,

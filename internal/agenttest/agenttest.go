@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,7 @@ type Anthropic struct {
 	gates    map[int]string   // turn → a text the conversation must hold before it plays
 	requests []map[string]any // the main conversation's requests
 	served   int              // responses so far: each message and tool call has an id of its own
+	keys     []string         // the credential of each message call: its x-api-key, or its bearer token
 }
 
 // NewAnthropic serves script until the test ends.
@@ -108,6 +110,13 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
+	key := r.Header.Get("X-Api-Key")
+	if key == "" {
+		key = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	}
+	f.mu.Lock()
+	f.keys = append(f.keys, key)
+	f.mu.Unlock()
 	var req map[string]any
 	if err := json.Unmarshal(body, &req); err != nil {
 		f.t.Errorf("fake Anthropic API: %v", err)
@@ -219,6 +228,14 @@ func (f *Anthropic) ToolResult(n int) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Keys are the credentials the message calls came with, in order: each one's
+// x-api-key, or its bearer token. Each call is answered with 100 tokens in and 20 out.
+func (f *Anthropic) Keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys)
 }
 
 // URL is where the API is served: ANTHROPIC_BASE_URL.

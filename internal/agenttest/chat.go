@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ type ChatCompletions struct {
 	script []Call
 	last   []map[string]any // the latest main request's messages
 	served int
+	keys   []string // the bearer token of each completion call
 }
 
 // NewChatCompletions serves script until the test ends.
@@ -32,6 +34,14 @@ func NewChatCompletions(t testing.TB, script ...Call) *ChatCompletions {
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// Keys are the bearer tokens the completion calls came with, in order. Each call is
+// answered with 100 tokens in and 20 out.
+func (f *ChatCompletions) Keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys)
 }
 
 // URL is the API's base URL, with /v1.
@@ -54,6 +64,9 @@ func (f *ChatCompletions) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.keys = append(f.keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	f.mu.Unlock()
 	var req struct {
 		Messages []map[string]any `json:"messages"`
 		Tools    []any            `json:"tools"`

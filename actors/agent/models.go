@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/agentmux/agentmux/gateway"
+	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// modelCalled is a model call of the process through the node's gateway, as its
+// provider answered it.
+type modelCalled struct{ call gateway.Call }
+
+// behindGateway reports whether the host's sessions spend what the gateway measured: its
+// agents reach their model through it. Their own usage lines are then claims.
+func (a *Agent) behindGateway() bool { return a.host.Model != nil && a.cfg.InProc == nil }
+
+// issuePass gives the process about to start its pass to the node's gateway, and
+// returns what its environment holds for it: the gateway's address and the pass's
+// token, in place of a key. A host that reaches no model through the gateway gets none.
+func (a *Agent) issuePass() ([]string, error) {
+	if !a.behindGateway() {
+		return nil, nil
+	}
+	if a.cfg.Gateway == nil {
+		return nil, fmt.Errorf("agent: host %s reaches its model through the node's gateway (model.connection = %q), and this node runs none", a.host.Name, a.host.Model.Connection)
+	}
+	p, err := a.cfg.Gateway.Issue(a.host.Model.Connection, func(c gateway.Call) { a.send(&modelCalled{call: c}) })
+	if err != nil {
+		return nil, err
+	}
+	a.pass = p
+	return p.Env(), nil
+}
+
+// revokePass ends the pass of a process that is gone.
+func (a *Agent) revokePass() {
+	a.pass.Revoke()
+	a.pass = nil
+}
+
+// onModelCalled counts what the provider counted as the session's spend, publishes
+// the call (model.call) and checks the session's budget.
+func (a *Agent) onModelCalled(m *modelCalled) {
+	c := m.call
+	s := a.sess
+	if s == nil || s.id != c.Session {
+		if c.Measured {
+			a.log.Warn("a model call ended after its session: its tokens are counted by the gateway's metrics, not the session", "session", c.Session, "model", c.Model, "tokens", c.Usage.Tokens())
+		}
+		return
+	}
+	ev := &wire.ModelCall{Connection: c.Connection, Model: c.Model, Status: c.Status, TookMs: c.Took.Milliseconds(),
+		RetryAfterMs: c.RetryAfter.Milliseconds(), Lost: c.Lost}
+	if c.Measured {
+		u := c.Usage
+		ev.Usage = &u
+		s.usage.Add(&u)
+	}
+	a.publishOn(s, wire.EventModelCall, a.encode(ev))
+	if c.Measured {
+		a.checkBudget(s)
+	}
+}
+
+// onClaim keeps an agent's usage line, for a host behind the gateway, as a claim: the
+// measured spend counts, and whether the two agreed is counted as the session ends.
+func (a *Agent) onClaim(s *session, u *protocol.Usage) {
+	if u.Runaway() != "" {
+		a.log.Warn("an agent behind the gateway claimed an impossible usage; its measured spend counts", "session", s.id, "claim", u.Runaway())
+	}
+	s.claimed.Add(u)
+}
+
+// countClaims says, as session s ends, whether its agent's claims agreed with what the
+// gateway measured (the tokens, all models together).
+func (a *Agent) countClaims(s *session) {
+	if s.claimed.Empty() {
+		return
+	}
+	none := func(string, *protocol.Usage) (float64, bool) { return 0, false }
+	claimed, measured := s.claimed.Spend(none).Tokens(), s.usage.Spend(none).Tokens()
+	agreed := claimed == measured
+	a.cfg.Metrics.UsageClaims.WithLabelValues(a.host.Name, fmt.Sprint(agreed)).Inc()
+	if !agreed {
+		a.log.Info("the agent's usage claims disagree with what the gateway measured; the measured spend counts", "session", s.id, "claimed_tokens", claimed, "measured_tokens", measured)
+	}
+}

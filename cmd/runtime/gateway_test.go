@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmux/agentmux/internal/agenttest"
+	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// keyHunter is an agent behind the gateway that plays the adversary, one session per
+// process: it makes a model call through the gateway with its token, looks for a
+// provider's key in its environment and every process's it can read, replays the
+// tokens of the sessions before it (kept in its working directory), keeps its own for
+// the next, and lies about its usage: an impossible cost, then a total of nothing.
+const keyHunter = `import json, os, sys, urllib.request, urllib.error
+key = sys.argv[1]
+msg = json.loads(sys.stdin.readline())
+base, token = os.environ.get("OPENAI_BASE_URL", ""), os.environ.get("OPENAI_API_KEY", "")
+def call(tok):
+    body = json.dumps({"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": msg["text"]}]}).encode()
+    req = urllib.request.Request(base + "/chat/completions", data=body, headers={"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+seen = {"call": call(token), "env_has_key": any(key in v for v in os.environ.values()), "procs_with_key": [], "replayed": []}
+for pid in os.listdir("/proc"):
+    try:
+        with open("/proc/%s/environ" % pid, "rb") as f:
+            if key.encode() in f.read():
+                seen["procs_with_key"].append(pid)
+    except OSError:
+        pass
+for name in sorted(os.listdir(".")):
+    if name.startswith("token-"):
+        with open(name) as f:
+            seen["replayed"].append(call(f.read()))
+with open("token-%d" % os.getpid(), "w") as f:
+    f.write(token)
+seen["base"], seen["token_kind"] = base, token[:4]
+print(json.dumps({"type": "usage", "model": "fake-model", "input_tokens": 1, "output_tokens": 1, "cost_usd": 1e308}), flush=True)
+print(json.dumps({"type": "usage", "model": "fake-model", "input_tokens": 0, "output_tokens": 0, "cost_usd": 0, "total": True}), flush=True)
+print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
+`
+
+// TestAnAgentBehindTheGatewayHoldsNoKey plays an agent that wants the node's provider
+// key and its money. A real node, with the key in its environment, serves the model
+// gateway; the agent's host reaches its connection through it. The agent's model
+// call reaches the scripted provider with the node's key, never the agent's token;
+// the agent finds no key in its environment or any process's it can read; a token of
+// a session before it (whose process ended) is refused; its lies about its usage do
+// not count: the session spent what the provider counted, priced by [pricing].
+func TestAnAgentBehindTheGatewayHoldsNoKey(t *testing.T) {
+	t.Parallel()
+	api := agenttest.NewChatCompletions(t)
+	key := "sk-node-" + nuid.Next()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil { // the agent keeps its token here, as whichever user it runs
+		t.Fatal(err)
+	}
+	m := fmt.Sprintf(`[nats]
+listen = "127.0.0.1:%d"
+store_dir = %q
+[metrics]
+addr = "127.0.0.1:0"
+[connections.oa]
+provider = "openai"
+api_key_env = "NODE_OPENAI_KEY"
+base_url = %q
+default_model = "fake-model"
+[pricing."fake-model"]
+input_per_mtok = 3.0
+output_per_mtok = 15.0
+[hosts.hunter]
+command = "python3"
+args = ["-c", %q, %q]
+working_dir = %q
+model = { connection = "oa" }
+`, proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), api.URL(), keyHunter, key, dir)
+	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "up", "-c", manifest)
+	cmd.Env = []string{"NODE_OPENAI_KEY=" + key}
+	up := startProc(t, cmd)
+	until(t, "agentmux up", up.stderr, "node up")
+	if !strings.Contains(up.stderr.String(), "model gateway up") {
+		t.Fatalf("the node started no gateway:\n%s", up.stderr)
+	}
+
+	type seen struct {
+		Call         int      `json:"call"`
+		EnvHasKey    bool     `json:"env_has_key"`
+		ProcsWithKey []string `json:"procs_with_key"`
+		Replayed     []int    `json:"replayed"`
+		Base         string   `json:"base"`
+		TokenKind    string   `json:"token_kind"`
+	}
+	var sessions []seen
+	for _, id := range []string{"t-hunt-1", "t-hunt-2"} {
+		follow := runtimeProc(t, "submit", "-c", manifest, "--id", id, "--follow", "hunter", "find the key")
+		if code := follow.wait(t, time.Minute); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s%s", id, code, follow.stdout, follow.stderr)
+		}
+		var s seen
+		text := resultText(t, follow.stdout.String())
+		if err := json.Unmarshal([]byte(text), &s); err != nil {
+			t.Fatalf("%s's result %q: %v", id, text, err)
+		}
+		sessions = append(sessions, s)
+	}
+	for i, s := range sessions {
+		if s.Call != 200 || s.EnvHasKey || len(s.ProcsWithKey) > 0 || !strings.HasPrefix(s.Base, "http://127.0.0.1:") || s.TokenKind != "amx-" {
+			t.Errorf("session %d saw %+v; want its call answered, no key in its environment or any process's, the gateway's address and a token of its own", i+1, s)
+		}
+	}
+	if r := sessions[1].Replayed; len(r) != 1 || r[0] != 401 {
+		t.Errorf("the first session's token, replayed by the second: %v; want 401", r)
+	}
+	keys := api.Keys()
+	if len(keys) != 2 || keys[0] != key || keys[1] != key {
+		t.Errorf("the provider was called with %d keys %q; want the node's, twice", len(keys), keys)
+	}
+
+	// The session spent what the provider counted (100 tokens in, 20 out), priced by
+	// [pricing]; its claims are kept as events beside it.
+	logs := runtimeProc(t, "logs", "-c", manifest, "t-hunt-1", "-o", "json")
+	if code := logs.wait(t, 30*time.Second); code != exitOK {
+		t.Fatalf("logs: exit %d\n%s", code, logs.stderr)
+	}
+	var calls []wire.ModelCall
+	var ended *wire.SessionEnded
+	claims := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs.stdout.String()), "\n") {
+		var e struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &e) != nil {
+			continue
+		}
+		switch e.Type {
+		case wire.EventModelCall:
+			var c wire.ModelCall
+			_ = json.Unmarshal(e.Data, &c)
+			calls = append(calls, c)
+		case "usage":
+			claims++
+		case wire.EventSessionEnded:
+			ended = &wire.SessionEnded{}
+			_ = json.Unmarshal(e.Data, ended)
+		}
+	}
+	if len(calls) != 1 || calls[0].Status != 200 || calls[0].Usage == nil || calls[0].Usage.Input != 100 || calls[0].Usage.Output != 20 || calls[0].Connection != "oa" {
+		t.Errorf("model.call events: %+v; want one, 200, 100 tokens in and 20 out on oa", calls)
+	}
+	const cost = (100*3.0 + 20*15.0) / 1e6
+	if ended == nil || ended.Outcome != "ok" || ended.Spend == nil || ended.Spend.InputTokens != 100 || ended.Spend.OutputTokens != 20 || ended.Spend.CostUSD < cost*0.999 || ended.Spend.CostUSD > cost*1.001 {
+		t.Errorf("session.ended: %+v; want ok, 100 in, 20 out, $%g", ended, cost)
+	}
+	if claims != 2 {
+		t.Errorf("%d usage claims among the events; want the agent's two, kept", claims)
+	}
+}
+
+// resultText is the text of the result submit --follow printed.
+func resultText(t *testing.T, out string) string {
+	t.Helper()
+	var r struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Text == "" {
+		t.Fatalf("no result's text in %q: %v", out, err)
+	}
+	return r.Text
+}
