@@ -13,6 +13,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/metrics"
 	"github.com/agentmux/agentmux/protocol"
@@ -46,8 +48,11 @@ type Config struct {
 	MaxBody int64 // 0: DefaultMaxBody
 	// Transport reaches the providers. Nil: http.DefaultTransport's settings.
 	Transport http.RoundTripper
-	Metrics   *metrics.Set
-	Log       *slog.Logger
+	// Tracer makes a span of each call, in its session's trace, as OpenTelemetry's
+	// GenAI conventions name it (nil: none).
+	Tracer  trace.Tracer
+	Metrics *metrics.Set
+	Log     *slog.Logger
 }
 
 // Call is one model call an agent made through the gateway, as its provider answered.
@@ -64,6 +69,8 @@ type Call struct {
 	Measured bool
 	// Lost: part of the answer was too large to read for its usage.
 	Lost bool
+	// Finish is why the answer ended, as the provider said (end_turn, tool_use, stop…).
+	Finish []string
 	// RetryAfter is the provider's retry-after of a 429, 503 or 529 (0: none given).
 	RetryAfter time.Duration
 	Took       time.Duration

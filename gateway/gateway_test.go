@@ -20,6 +20,9 @@ import (
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/proctest"
@@ -173,7 +176,7 @@ func (f *fixture) pass(t *testing.T, connection, session string) *Pass {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Bind(session)
+	p.Bind(session, nil)
 	return p
 }
 
@@ -316,7 +319,7 @@ func TestTheGatewayRefuses(t *testing.T) {
 	revoked := f.pass(t, "claude", "s-old")
 	revoked.Revoke()
 	between := f.pass(t, "claude", "s-done")
-	between.Bind("")
+	between.Bind("", nil)
 	held := f.pass(t, "claude", "s-held")
 	held.Hold("the session reached its budget")
 	oa := f.pass(t, "oa", "s-oa")
@@ -420,3 +423,49 @@ func TestAGatewayListensOnLoopbackOnly(t *testing.T) {
 }
 
 func asError[T error](err error, target *T) bool { return errors.As(err, target) }
+
+// TestACallIsASpanOfItsSession: with a tracer, each call is a client span "chat
+// <model>" in the trace its pass was bound with, carrying what the provider counted
+// and why the answer ended, as OpenTelemetry's GenAI conventions name them.
+func TestACallIsASpanOfItsSession(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	f := newFixture(t)
+	f.g.cfg.Tracer = tp.Tracer("test")
+	session, span := tp.Tracer("test").Start(context.Background(), "session s-traced")
+	p := f.pass(t, "claude", "s-traced")
+	p.Bind("s-traced", session)
+	client := f.anthropic(p)
+	stream := client.Messages.NewStreaming(context.Background(), hello)
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	f.call(t, 1)
+	span.End()
+	var chat sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == "chat claude-sonnet-4-5" {
+			chat = s
+		}
+	}
+	if chat == nil {
+		t.Fatalf("no span chat claude-sonnet-4-5 among %d", len(rec.Ended()))
+	}
+	if chat.Parent().SpanID() != span.SpanContext().SpanID() || chat.SpanKind() != trace.SpanKindClient {
+		t.Errorf("the call's span is not a client span of its session's")
+	}
+	attrs := map[string]string{}
+	for _, kv := range chat.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	for k, want := range map[string]string{"gen_ai.provider.name": "anthropic", "gen_ai.response.model": "claude-sonnet-4-5",
+		"gen_ai.usage.input_tokens": "160", "gen_ai.usage.output_tokens": "20", "gen_ai.usage.cache_read.input_tokens": "50",
+		"gen_ai.response.finish_reasons": `["end_turn"]`, "agentmux.session": "s-traced", "http.response.status_code": "200"} {
+		if attrs[k] != want {
+			t.Errorf("%s = %q; want %q", k, attrs[k], want)
+		}
+	}
+}

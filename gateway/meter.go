@@ -24,6 +24,7 @@ type meter struct {
 	over      bool   // buf outgrew maxMetered: what it held is lost
 	model     string
 	counts    counts
+	finish    []string // why the answer ended (stop_reason, finish_reason, a response's status)
 }
 
 // counts are the figures of usage an answer gave, by the names the providers give
@@ -51,11 +52,21 @@ type usageDoc struct {
 	Usage    *counts `json:"usage"`
 	Message  *inner  `json:"message"`
 	Response *inner  `json:"response"`
+	// Why it ended: Anthropic's stop_reason (of a whole answer, or of message_delta's
+	// delta), OpenAI's finish_reason of each choice, a response's status.
+	StopReason string `json:"stop_reason"`
+	Delta      *struct {
+		StopReason string `json:"stop_reason"`
+	} `json:"delta"`
+	Choices []struct {
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
 }
 
 type inner struct {
-	Model string  `json:"model"`
-	Usage *counts `json:"usage"`
+	Model  string  `json:"model"`
+	Usage  *counts `json:"usage"`
+	Status string  `json:"status"`
 }
 
 // Write takes the next bytes of the answer.
@@ -93,10 +104,21 @@ func (m *meter) keep(p []byte) {
 // line reads one line of a stream: a data line that may carry usage.
 func (m *meter) line(l []byte) {
 	data, ok := bytes.CutPrefix(bytes.TrimRight(l, "\r"), []byte("data:"))
-	if !ok || !bytes.Contains(data, []byte(`"usage"`)) && !bytes.Contains(data, []byte(`"model"`)) {
-		return
+	if ok && worthReading(data, m.model == "") {
+		m.doc(bytes.TrimSpace(data))
 	}
-	m.doc(bytes.TrimSpace(data))
+}
+
+// worthReading reports whether an event may say what the meter keeps: usage, why the
+// answer ended, or its model when that is not known yet. Most of a stream's events are
+// its text, and are not decoded.
+func worthReading(data []byte, needModel bool) bool {
+	for _, key := range [][]byte{[]byte(`"usage"`), []byte(`"stop_reason":"`), []byte(`"finish_reason":"`), []byte(`"finish_reason": "`)} {
+		if bytes.Contains(data, key) {
+			return true
+		}
+	}
+	return needModel && bytes.Contains(data, []byte(`"model"`))
 }
 
 // End reads what is left: the whole answer, or a last line without its newline.
@@ -119,7 +141,7 @@ func (m *meter) doc(data []byte) {
 	if json.Unmarshal(data, &d) != nil {
 		return
 	}
-	for _, x := range []*inner{{d.Model, d.Usage}, d.Message, d.Response} {
+	for _, x := range []*inner{{Model: d.Model, Usage: d.Usage}, d.Message, d.Response} {
 		if x == nil {
 			continue
 		}
@@ -130,7 +152,29 @@ func (m *meter) doc(data []byte) {
 			m.counts.merge(x.Usage)
 		}
 	}
+	if d.Delta != nil && d.Delta.StopReason != "" {
+		d.StopReason = d.Delta.StopReason
+	}
+	var why []string
+	switch {
+	case d.StopReason != "":
+		why = []string{d.StopReason}
+	case d.Response != nil && d.Response.Status != "" && d.Response.Status != "in_progress":
+		why = []string{d.Response.Status}
+	default:
+		for _, c := range d.Choices {
+			if c.FinishReason != "" {
+				why = append(why, c.FinishReason)
+			}
+		}
+	}
+	if len(why) > 0 {
+		m.finish = why
+	}
 }
+
+// Finish is why the answer ended, as its provider said (nil: it did not say).
+func (m *meter) Finish() []string { return m.finish }
 
 // merge takes the figures c gives in place of those before.
 func (c *counts) merge(o *counts) {

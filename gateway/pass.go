@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,12 +18,14 @@ type Pass struct {
 	token string
 	sum   [sha256.Size]byte
 	conn  *config.Connection
-	// report is told of each call, whichever session made it.
+	// report is told of each call, whichever session made it, before the end of its
+	// answer reaches the agent: it may wait (briefly) for the session to take it in.
 	report func(Call)
 
-	mu      sync.Mutex // guards session and held
-	session string     // "": none runs, and calls are refused
-	held    string     // why calls are held (the session's budget), or ""
+	mu      sync.Mutex      // guards session, trace and held
+	session string          // "": none runs, and calls are refused
+	trace   context.Context // the session's span's, which its calls' spans join
+	held    string          // why calls are held (the session's budget), or ""
 }
 
 // passes are the passes issued and not revoked, by the digest of their token.
@@ -32,7 +35,9 @@ type passes struct {
 }
 
 // Issue makes a pass to connection for an agent process; report is told of each call
-// it makes, as the provider answered it. Revoke it when the process ends.
+// it makes, as the provider answered it, before the answer's end reaches the agent (a
+// report that waits until its session took the call in lets a budget act before the
+// next call). Revoke it when the process ends.
 func (g *Gateway) Issue(connection string, report func(Call)) (*Pass, error) {
 	c := g.cfg.Connections[connection]
 	if c == nil {
@@ -55,20 +60,24 @@ func (p *Pass) Revoke() {
 	if p == nil {
 		return
 	}
-	p.Bind("")
+	p.Bind("", nil)
 	p.g.passes.mu.Lock()
 	delete(p.g.passes.by, p.sum)
 	p.g.passes.mu.Unlock()
 }
 
-// Bind says which session the process runs now: its calls are that session's. ""
-// says none does, and its calls are refused until the next.
-func (p *Pass) Bind(session string) {
+// Bind says which session the process runs now: its calls are that session's, and
+// their spans join trace's (nil: the session is not traced). "" says none runs, and
+// its calls are refused until the next.
+func (p *Pass) Bind(session string, trace context.Context) {
 	if p == nil {
 		return
 	}
+	if trace == nil {
+		trace = context.Background()
+	}
 	p.mu.Lock()
-	p.session, p.held = session, ""
+	p.session, p.trace, p.held = session, trace, ""
 	p.mu.Unlock()
 }
 
@@ -83,11 +92,12 @@ func (p *Pass) Hold(why string) {
 	p.mu.Unlock()
 }
 
-// state is the session the process runs now ("": none), and why its calls are held.
-func (p *Pass) state() (session, held string) {
+// state is the session the process runs now ("": none), its trace, and why its calls
+// are held.
+func (p *Pass) state() (session string, trace context.Context, held string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.session, p.held
+	return p.session, p.trace, p.held
 }
 
 // Env is what the process's environment holds to reach its connection through the

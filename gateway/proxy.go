@@ -12,7 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/rawjson"
@@ -35,6 +38,8 @@ type call struct {
 	status     int
 	retryAfter time.Duration
 	meter      *meter
+	span       trace.Span // a no-op one without a tracer
+	finished   sync.Once
 }
 
 type callKey struct{}
@@ -57,7 +62,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, anthropic, http.StatusNotFound, "endpoint", "the gateway passes on the model API only: "+strings.Join(endpoints[anthropic], ", "))
 		return
 	}
-	session, held := p.state()
+	session, trace, held := p.state()
 	switch {
 	case session == "":
 		g.refuse(w, r, anthropic, http.StatusForbidden, "session", "no session runs on this agent now: its token is good only while one does")
@@ -72,6 +77,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &call{pass: p, session: session, conn: conn, model: model, start: time.Now()}
+	c.span = g.startSpan(trace, c, anthropic)
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	r.URL.Path, r.URL.RawPath = "/"+rest, ""
@@ -194,7 +200,7 @@ func (g *Gateway) proxy(c *config.Connection, upstream *url.URL) *httputil.Rever
 			cl.status = resp.StatusCode
 			cl.retryAfter = retryAfter(resp)
 			cl.meter = &meter{stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), anthropic: anthropic}
-			resp.Body = &meteredBody{ReadCloser: resp.Body, m: cl.meter}
+			resp.Body = &meteredBody{ReadCloser: resp.Body, m: cl.meter, end: func() { g.finish(cl) }}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -225,14 +231,20 @@ func retryAfter(resp *http.Response) time.Duration {
 	return 0
 }
 
-// meteredBody passes the provider's answer on, and shows each byte to the meter.
+// meteredBody passes the provider's answer on, and shows each byte to the meter. At
+// its end, before its last bytes go to the agent, the call is finished: its session
+// knows what it spent before the agent can make its next call.
 type meteredBody struct {
 	io.ReadCloser
-	m *meter
+	m   *meter
+	end func()
 }
 
 func (b *meteredBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.m.Write(p[:n])
+	if err != nil {
+		b.end()
+	}
 	return n, err
 }

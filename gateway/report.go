@@ -8,12 +8,16 @@ import (
 )
 
 // finish counts a call that ended (or never reached its provider), and tells its
-// pass's report.
+// pass's report, once.
 func (g *Gateway) finish(c *call) {
+	c.finished.Do(func() { g.settle(c) })
+}
+
+func (g *Gateway) settle(c *call) {
 	out := Call{Session: c.session, Connection: c.conn.Name, Model: c.model, Status: c.status, RetryAfter: c.retryAfter, Took: time.Since(c.start)}
 	if m := c.meter; m != nil {
 		m.End()
-		out.Usage, out.Measured, out.Lost = m.Usage(), m.counts != (counts{}), m.Lost()
+		out.Usage, out.Measured, out.Lost, out.Finish = m.Usage(), m.counts != (counts{}), m.Lost(), m.Finish()
 		if out.Usage.Model != "" {
 			out.Model = out.Usage.Model
 		}
@@ -40,6 +44,7 @@ func (g *Gateway) finish(c *call) {
 	if out.Lost {
 		g.cfg.Log.Warn("a model call's answer was too large to read for its usage: its tokens are not counted", "connection", c.conn.Name, "session", c.session)
 	}
+	endSpan(c.span, out)
 	if c.pass.report != nil {
 		c.pass.report(out)
 	}

@@ -16,7 +16,7 @@ func (n *Node) startGateway(opts Options) error {
 		return nil
 	}
 	g, err := gateway.New(gateway.Config{Connections: opts.Manifest.Connections, Pricing: opts.Manifest.Pricing,
-		Getenv: opts.Getenv, Metrics: n.Metrics, Log: n.log.With("component", "gateway")})
+		Getenv: opts.Getenv, Tracer: n.tracer(), Metrics: n.Metrics, Log: n.log.With("component", "gateway")})
 	if err != nil {
 		return err
 	}

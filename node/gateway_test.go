@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/protocol"
 )
 
@@ -67,4 +70,84 @@ supervisor = "ops"
 	if agreed := testutil.ToFloat64(n.n.Metrics.UsageClaims.WithLabelValues("claude", "true")); agreed != 1 {
 		t.Errorf("usage_claims_total{agreed=true} = %v; want Claude Code's claim to agree with the measure", agreed)
 	}
+}
+
+// spender is an agent behind the gateway that calls its model until it is refused,
+// then says what it was told: the calls' statuses and the refusal.
+const spender = `import json, os, sys, time, urllib.request, urllib.error
+msg = json.loads(sys.stdin.readline())
+base, token = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+statuses, refusal = [], ""
+deadline = time.time() + 30
+while time.time() < deadline:
+    body = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "more"}]}).encode()
+    req = urllib.request.Request(base + "/chat/completions", data=body, headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            r.read()
+            statuses.append(r.status)
+    except urllib.error.HTTPError as e:
+        statuses.append(e.code)
+        refusal = e.read().decode()
+        break
+    time.sleep(0.05)
+print(json.dumps({"type": "result", "text": json.dumps({"statuses": statuses, "refusal": refusal})}), flush=True)
+`
+
+// TestABudgetActsBeforeTheMoneyIsSpent: a session behind the gateway that reaches its
+// token budget (the scripted API counts 120 tokens a call) is paused, and its next
+// call is answered by the gateway, in the provider's error format, saying why: it
+// never reaches the provider.
+func TestABudgetActsBeforeTheMoneyIsSpent(t *testing.T) {
+	api := agenttest.NewChatCompletions(t)
+	n := start(t, fmt.Sprintf(`[connections.oa]
+provider = "openai"
+base_url = %q
+[hosts.spender]
+command = "python3"
+args = ["-c", %q]
+budget = { tokens = 200 }
+model = { connection = "oa" }
+env = { AGENTMUX_TEST_MARK = "@MARK@" }
+[supervisors.treasurer]
+strategy = "human"
+[[routes]]
+type = "budget"
+supervisor = "treasurer"
+`, api.URL(), spender))
+	res := n.run("spender", "spend")
+	var told struct {
+		Statuses []int  `json:"statuses"`
+		Refusal  string `json:"refusal"`
+	}
+	if err := json.Unmarshal([]byte(resultText(t, res)), &told); err != nil {
+		t.Fatalf("result %+v %s: %v", res, res.Payload, err)
+	}
+	if len(told.Statuses) != 3 || told.Statuses[0] != 200 || told.Statuses[1] != 200 || told.Statuses[2] != 403 {
+		t.Errorf("the calls were answered %v; want two, then a refusal", told.Statuses)
+	}
+	var refusal struct {
+		Error struct {
+			Message, Type string
+			Code          any
+		}
+	}
+	if json.Unmarshal([]byte(told.Refusal), &refusal) != nil || !strings.Contains(refusal.Error.Message, "reached its budget") || refusal.Error.Type != "invalid_request_error" {
+		t.Errorf("the refusal %q; want OpenAI's error format, saying the budget was reached", told.Refusal)
+	}
+	if calls := len(api.Keys()); calls != 2 {
+		t.Errorf("%d calls reached the provider; want 2: the third was refused in the node", calls)
+	}
+}
+
+// resultText is the text of a session's result.
+func resultText(t *testing.T, res *agent.Result) string {
+	t.Helper()
+	var r struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(res.Payload, &r); err != nil || r.Text == "" {
+		t.Fatalf("no result's text in %+v %s: %v", res, res.Payload, err)
+	}
+	return r.Text
 }

@@ -15,6 +15,8 @@ type ModelCall struct {
 	// Usage is what the provider counted (nil: its answer gave none, as an error's).
 	Usage  *protocol.Usage `json:"usage,omitempty"`
 	TookMs int64           `json:"took_ms"`
+	// Finish is why the answer ended, as the provider said (end_turn, tool_use, stop…).
+	Finish []string `json:"finish,omitempty"`
 	// RetryAfterMs is the wait a provider asked for with a 429, 503 or 529.
 	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 	// Lost: part of the answer was too large to read for its usage, which is then less

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentmux/agentmux/gateway"
 	"github.com/agentmux/agentmux/protocol"
@@ -9,8 +10,16 @@ import (
 )
 
 // modelCalled is a model call of the process through the node's gateway, as its
-// provider answered it.
-type modelCalled struct{ call gateway.Call }
+// provider answered it; taken is closed once the agent took it in.
+type modelCalled struct {
+	call  gateway.Call
+	taken chan struct{}
+}
+
+// takeWait bounds how long the end of a model call's answer waits for the agent to
+// take the call in (its budget checked); past it, the answer goes on and the call is
+// counted when it is taken.
+const takeWait = time.Second
 
 // behindGateway reports whether the host's sessions spend what the gateway measured: its
 // agents reach their model through it. Their own usage lines are then claims.
@@ -26,7 +35,18 @@ func (a *Agent) issuePass() ([]string, error) {
 	if a.cfg.Gateway == nil {
 		return nil, fmt.Errorf("agent: host %s reaches its model through the node's gateway (model.connection = %q), and this node runs none", a.host.Name, a.host.Model.Connection)
 	}
-	p, err := a.cfg.Gateway.Issue(a.host.Model.Connection, func(c gateway.Call) { a.send(&modelCalled{call: c}) })
+	p, err := a.cfg.Gateway.Issue(a.host.Model.Connection, func(c gateway.Call) {
+		// On the gateway's goroutine: the answer's end waits until the session counted
+		// what it spent, so that a budget it reached refuses the next call.
+		m := &modelCalled{call: c, taken: make(chan struct{})}
+		a.send(m)
+		t := time.NewTimer(takeWait)
+		defer t.Stop()
+		select {
+		case <-m.taken:
+		case <-t.C:
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +63,7 @@ func (a *Agent) revokePass() {
 // onModelCalled counts what the provider counted as the session's spend, publishes
 // the call (model.call) and checks the session's budget.
 func (a *Agent) onModelCalled(m *modelCalled) {
+	defer close(m.taken)
 	c := m.call
 	s := a.sess
 	if s == nil || s.id != c.Session {
@@ -52,7 +73,7 @@ func (a *Agent) onModelCalled(m *modelCalled) {
 		return
 	}
 	ev := &wire.ModelCall{Connection: c.Connection, Model: c.Model, Status: c.Status, TookMs: c.Took.Milliseconds(),
-		RetryAfterMs: c.RetryAfter.Milliseconds(), Lost: c.Lost}
+		RetryAfterMs: c.RetryAfter.Milliseconds(), Lost: c.Lost, Finish: c.Finish}
 	if c.Measured {
 		u := c.Usage
 		ev.Usage = &u

@@ -120,7 +120,7 @@ func (a *Agent) startSession(m *StartSession) {
 		s.trace, s.span = a.sessionSpan(m)
 	}
 	a.sess = s
-	a.pass.Bind(s.id)
+	a.pass.Bind(s.id, s.trace)
 	a.to(phaseBusy)
 	a.openStream(s)
 	a.proc.stdin.write(a.dialect.Prompt(tracedPrompt(s, protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous})))
@@ -156,7 +156,7 @@ func (a *Agent) endSession(r *Result, reusable bool) {
 		t.Stop()
 	}
 	a.sess = nil
-	a.pass.Bind("") // its token is refused until the next session
+	a.pass.Bind("", nil) // its token is refused until the next session
 	a.countClaims(s)
 	a.closeStream()
 	a.gen++ // retires this session's timers
