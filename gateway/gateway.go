@@ -85,6 +85,7 @@ type Gateway struct {
 	keys    map[string]string // by connection
 	proxies map[string]*httputil.ReverseProxy
 	passes  passes
+	buffers buffers
 	ln      net.Listener
 	srv     *http.Server
 	served  chan struct{} // closed when Serve returned

@@ -194,6 +194,7 @@ func (g *Gateway) proxy(c *config.Connection, upstream *url.URL) *httputil.Rever
 			}
 		},
 		Transport:     g.cfg.Transport,
+		BufferPool:    &g.buffers,
 		FlushInterval: -1, // each event as it comes
 		ModifyResponse: func(resp *http.Response) error {
 			cl := resp.Request.Context().Value(callKey{}).(*call)
@@ -247,4 +248,24 @@ func (b *meteredBody) Read(p []byte) (int, error) {
 		b.end()
 	}
 	return n, err
+}
+
+// buffers lend the proxies their copy buffers, one a call under way, instead of a new
+// 32 KB each.
+type buffers struct{ p sync.Pool }
+
+const copyBuffer = 32 << 10
+
+func (b *buffers) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, copyBuffer)
+}
+
+func (b *buffers) Put(buf []byte) {
+	if cap(buf) == copyBuffer {
+		buf = buf[:copyBuffer]
+		b.p.Put(&buf)
+	}
 }
