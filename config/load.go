@@ -104,7 +104,7 @@ func knownKeys(section string) ([]string, bool) {
 		"supervisors": reflect.TypeFor[Supervisor](), "routes": reflect.TypeFor[Route](), "tools": reflect.TypeFor[Tool](),
 		"pipelines": reflect.TypeFor[Pipeline](), "notify": reflect.TypeFor[Notify](), "stages": reflect.TypeFor[Stage](),
 		"connections": reflect.TypeFor[Connection](), "attached": reflect.TypeFor[Attached](), "api": reflect.TypeFor[API](),
-		"api.tokens": reflect.TypeFor[APIToken](),
+		"api.tokens": reflect.TypeFor[APIToken](), "connections.rate_limit": reflect.TypeFor[RateLimit](),
 	}
 	t, ok := types[section]
 	if !ok {
@@ -137,7 +137,7 @@ var freeFormKeys = [][]string{
 	{"hosts", "*", "question_default"}, {"agents", "*", "question_default"},
 	{"supervisors", "*", "answers"}, {"supervisors", "*", "rules", "answer"}, // keys of an array of tables carry no index
 	{"hosts", "*", "result_schema"}, {"agents", "*", "result_schema"}, {"pipelines", "*", "stages", "result_schema"},
-	{"connections", "*", "retry"}, {"connections", "*", "rate_limit"}, {"connections", "*", "models"},
+	{"connections", "*", "retry"}, {"connections", "*", "models"},
 }
 
 func freeForm(key toml.Key) bool {

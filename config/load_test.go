@@ -360,14 +360,14 @@ func TestAuditRetentionKeys(t *testing.T) {
 	}
 }
 
-// TestConcertoKeysNotActedOnAreSaid: a connection's retry and rate_limit, which Concerto
-// has and agentmux does not act on, are accepted with a warning each.
+// TestConcertoKeysNotActedOnAreSaid: a connection's retry, which Concerto has and
+// agentmux does not act on, is accepted with a warning; its rate_limit is read.
 func TestConcertoKeysNotActedOnAreSaid(t *testing.T) {
 	m, err := Parse(filepath.Join(t.TempDir(), "m.toml"), []byte(`[connections.openai]
 provider = "openai"
 organization = "org-1"
 retry = { max_attempts = 3 }
-rate_limit = { requests_per_minute = 60 }
+rate_limit = { requests_per_minute = 60, concurrency = 4 }
 [supervisors.s]
 strategy = "static"
 answers = { question = "yes" }
@@ -377,12 +377,20 @@ answers = { question = "yes" }
 	}
 	got := warnings(m, "")
 	all := strings.Join(got, "\n")
-	if len(got) != 2 || !strings.Contains(all, "connections.openai.retry (m.toml:4:1): accepted as Concerto has it, and not used") ||
-		!strings.Contains(all, "connections.openai.rate_limit (m.toml:5:1): accepted as Concerto has it, and not enforced") {
-		t.Errorf("warnings:\n%s\nwant one for retry and one for rate_limit", all)
+	if len(got) != 1 || !strings.Contains(all, "connections.openai.retry (m.toml:4:1): accepted as Concerto has it, and not used") {
+		t.Errorf("warnings:\n%s\nwant one, for retry", all)
 	}
-	if m.Connections["openai"].Organization != "org-1" {
-		t.Errorf("organization = %q", m.Connections["openai"].Organization)
+	c := m.Connections["openai"]
+	if c.Organization != "org-1" || c.RateLimit == nil || *c.RateLimit != (RateLimit{RequestsPerMinute: 60, Burst: 6, Concurrency: 4}) {
+		t.Errorf("connection %+v, rate_limit %+v", c, c.RateLimit)
+	}
+	for src, want := range map[string]string{
+		"rate_limit = { concurrency = -1 }":         "connections.x.rate_limit.concurrency (agentmux.toml:3:16): -1 is negative",
+		"rate_limit = { requests_per_second = 10 }": `unknown key "requests_per_second"`,
+	} {
+		if _, err := Parse("agentmux.toml", []byte("[connections.x]\nprovider = \"openai\"\n"+src+"\n[supervisors.s]\nstrategy = \"static\"\n")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", src, err, want)
+		}
 	}
 }
 

@@ -437,7 +437,21 @@ type Connection struct {
 	Project      string            `toml:"project"`
 	Models       map[string]string `toml:"models"`
 	Retry        map[string]any    `toml:"retry"`
-	RateLimit    map[string]any    `toml:"rate_limit"`
+	// RateLimit bounds the calls the node's agents make to this connection through its
+	// gateway (nil: none). The llm supervisors' own calls are bounded by their
+	// concurrency.
+	RateLimit *RateLimit `toml:"rate_limit"`
+}
+
+// RateLimit is a connection's rate_limit: what one node's agents may ask of it
+// together. A call past a limit waits for its turn; the agent sees only the wait.
+type RateLimit struct {
+	// RequestsPerMinute is how many calls may start in a minute (0: any), in an even
+	// flow with bursts up to Burst (default a tenth of a minute's, at least 1).
+	RequestsPerMinute int `toml:"requests_per_minute"`
+	Burst             int `toml:"burst"`
+	// Concurrency is how many calls may be under way at once (0: any).
+	Concurrency int `toml:"concurrency"`
 }
 
 // HostNames are m's hosts, sorted.

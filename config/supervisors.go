@@ -277,8 +277,18 @@ func (v *validator) connection(c *Connection) {
 	if c.Retry != nil {
 		v.warn(at("retry"), "accepted as Concerto has it, and not used: a model's call is retried by its SDK (twice), and its supervisor falls back within the request's deadline")
 	}
-	if c.RateLimit != nil {
-		v.warn(at("rate_limit"), "accepted as Concerto has it, and not enforced: bound a model supervisor's calls with [supervisors.X] concurrency and the route's deadline")
+	if r := c.RateLimit; r != nil {
+		for _, f := range []struct {
+			key string
+			n   int
+		}{{"requests_per_minute", r.RequestsPerMinute}, {"burst", r.Burst}, {"concurrency", r.Concurrency}} {
+			if f.n < 0 {
+				v.add(at("rate_limit", f.key), "%d is negative: give 0 (no limit) or more", f.n)
+			}
+		}
+		if r.Burst == 0 && r.RequestsPerMinute > 0 {
+			r.Burst = max(r.RequestsPerMinute/10, 1)
+		}
 	}
 }
 

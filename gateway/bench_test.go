@@ -138,12 +138,14 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 	directFirst, direct, directCPU := run(func(int) string { return provider.URL + "/v1/messages" }, func(int) string { return "sk-direct" })
 	throughFirst, through, throughCPU := run(func(int) string { return g.URL() + "/c/v1/messages" }, func(i int) string { return passes[i].Token() })
 	b.StopTimer()
-	added := func(a, d *hdrhistogram.Histogram, q float64) float64 { return float64(a.ValueAtQuantile(q) - d.ValueAtQuantile(q)) }
+	added := func(a, d *hdrhistogram.Histogram, q float64) float64 {
+		return float64(a.ValueAtQuantile(q) - d.ValueAtQuantile(q))
+	}
 	b.ReportMetric(added(throughFirst, directFirst, 50), "first-p50-added-µs")
 	b.ReportMetric(added(throughFirst, directFirst, 99), "first-p99-added-µs")
 	b.ReportMetric(added(through, direct, 50), "whole-p50-added-µs")
 	b.ReportMetric(added(through, direct, 99), "whole-p99-added-µs")
-	b.ReportMetric(float64((throughCPU-directCPU).Microseconds()), "cpu-added-µs/call")
+	b.ReportMetric(float64((throughCPU - directCPU).Microseconds()), "cpu-added-µs/call")
 	b.ReportMetric(float64(directCPU.Microseconds()), "cpu-direct-µs/call")
 
 	// Streams held open through the gateway: the provider holds each after its first
@@ -197,4 +199,3 @@ func heapAndGoroutines() footprint {
 	runtime.ReadMemStats(&m)
 	return footprint{heap: int64(m.HeapInuse), goroutines: int64(runtime.NumGoroutine())}
 }
-

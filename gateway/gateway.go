@@ -84,6 +84,7 @@ type Gateway struct {
 	cfg     Config
 	keys    map[string]string // by connection
 	proxies map[string]*httputil.ReverseProxy
+	limits  map[string]*limits
 	passes  passes
 	buffers buffers
 	ln      net.Listener
@@ -110,7 +111,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
-	g := &Gateway{cfg: cfg, keys: map[string]string{}, proxies: map[string]*httputil.ReverseProxy{},
+	g := &Gateway{cfg: cfg, keys: map[string]string{}, proxies: map[string]*httputil.ReverseProxy{}, limits: map[string]*limits{},
 		passes: passes{by: map[[sha256.Size]byte]*Pass{}}, served: make(chan struct{})}
 	for name, c := range cfg.Connections {
 		if c.Provider != config.ProviderAnthropic && !config.OpenAICompatible(c.Provider) {
@@ -133,7 +134,7 @@ func New(cfg Config) (*Gateway, error) {
 				cfg.Log.Warn("the gateway's connection has no key: its variable is empty in the node's environment", "connection", name, "api_key_env", c.APIKeyEnv)
 			}
 		}
-		g.proxies[name] = g.proxy(c, upstream)
+		g.proxies[name], g.limits[name] = g.proxy(c, upstream), newLimits(c.RateLimit)
 	}
 	return g, nil
 }

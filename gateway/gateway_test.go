@@ -19,7 +19,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	ooption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -467,5 +469,91 @@ func TestACallIsASpanOfItsSession(t *testing.T) {
 		if attrs[k] != want {
 			t.Errorf("%s = %q; want %q", k, attrs[k], want)
 		}
+	}
+}
+
+// TestConnectionLimitsApplyToTheWholeNode: with concurrency = 1, a second agent's call
+// waits until the first one's answer ends, and never reaches the provider beside it;
+// with requests_per_minute = 60 and a burst of 1, the next call waits its second.
+func TestConnectionLimitsApplyToTheWholeNode(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	inFlight, most, calls := 0, 0, 0
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		calls++
+		most = max(most, inFlight)
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			<-release // the first answer is held until the second call waits
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"model":"m","usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	t.Cleanup(provider.Close)
+	set := metrics.New()
+	g, err := New(Config{Connections: map[string]*config.Connection{
+		"one":  {Name: "one", Provider: "openai", BaseURL: provider.URL, RateLimit: &config.RateLimit{Concurrency: 1}},
+		"slow": {Name: "slow", Provider: "openai", BaseURL: provider.URL, RateLimit: &config.RateLimit{RequestsPerMinute: 60, Burst: 1}},
+	}, Metrics: set, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close(context.Background()) })
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	call := func(connection string, p *Pass) int {
+		req, _ := http.NewRequest("POST", g.URL()+"/"+connection+"/chat/completions", strings.NewReader(`{"model":"m","messages":[]}`))
+		req.Header.Set("Authorization", "Bearer "+p.Token())
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	pass := func(connection, session string) *Pass {
+		p, err := g.Issue(connection, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Bind(session, nil)
+		return p
+	}
+	a, b := pass("one", "s-a"), pass("one", "s-b")
+	done := make(chan int, 2)
+	go func() { done <- call("one", a) }()
+	proctest.Eventually(t, "the first call at the provider", func() bool { mu.Lock(); defer mu.Unlock(); return calls == 1 })
+	go func() { done <- call("one", b) }()
+	proctest.Eventually(t, "the second call waiting its turn", func() bool {
+		return g.limits["one"].waiting.Load() == 1
+	})
+	close(release)
+	if s1, s2 := <-done, <-done; s1 != 200 || s2 != 200 {
+		t.Fatalf("statuses %d, %d", s1, s2)
+	}
+	if most != 1 {
+		t.Errorf("%d calls were at the provider at once; want 1", most)
+	}
+
+	slow := pass("slow", "s-slow")
+	if call("slow", slow) != 200 || call("slow", slow) != 200 {
+		t.Fatal("the slow connection's calls failed")
+	}
+	var m dto.Metric
+	if err := set.ModelLimitWait.WithLabelValues("slow").(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if h := m.GetHistogram(); h.GetSampleCount() != 2 || h.GetSampleSum() < 0.5 {
+		t.Errorf("the slow connection's waits: %d calls, %.3f s in all; want the second to wait about a second", h.GetSampleCount(), h.GetSampleSum())
 	}
 }

@@ -76,6 +76,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, anthropic, http.StatusBadRequest, "body", err.Error())
 		return
 	}
+	release, waited, err := g.limits[name].wait(r.Context())
+	g.cfg.Metrics.ModelLimitWait.WithLabelValues(name).Observe(waited.Seconds())
+	if err != nil {
+		return // the agent went while its call waited its turn
+	}
+	defer release()
 	c := &call{pass: p, session: session, conn: conn, model: model, start: time.Now()}
 	c.span = g.startSpan(trace, c, anthropic)
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
