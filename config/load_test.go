@@ -457,9 +457,11 @@ inherit_env = ["NODE_ANTHROPIC_KEY"]
 		t.Errorf("warnings:\n%s\nwant one, of hosts.b passing the key", got)
 	}
 	for src, want := range map[string]string{
-		"[hosts.x]\ncommand = \"c\"\nmodel = { connection = \"nope\" }\n":  `hosts.x.model.connection (agentmux.toml:6:11): no connection "nope"`,
-		"[hosts.x]\ncommand = \"c\"\nmodel = {}\n":                         "model needs a connection",
-		"[hosts.x]\ncommand = \"c\"\nmodel = { conection = \"claude\" }\n": `unknown key "conection"`,
+		"[hosts.x]\ncommand = \"c\"\nmodel = { connection = \"nope\" }\n":                                                                          `hosts.x.model.connection (agentmux.toml:6:11): no connection "nope"`,
+		"[hosts.x]\ncommand = \"c\"\nmodel = {}\n":                                                                                                 "model needs a connection",
+		"[hosts.x]\ncommand = \"c\"\nmodel = { conection = \"claude\" }\n":                                                                         `unknown key "conection"`,
+		"[hosts.x]\ncommand = \"codex\"\ndialect = \"codex\"\nmodel = { connection = \"claude\" }\n":                                               "Codex speaks OpenAI's Responses API",
+		"[connections.oai]\nprovider = \"openai\"\n[hosts.x]\ncommand = \"claude\"\ndialect = \"claude-code\"\nmodel = { connection = \"oai\" }\n": `Claude Code speaks Anthropic's Messages API, and connection "oai" is "openai"`,
 	} {
 		if _, err := Parse("agentmux.toml", []byte(conns+src)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want %q", src, err, want)

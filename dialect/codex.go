@@ -51,6 +51,14 @@ func newCodex(dir string) *codex {
 func (c *codex) Args() []string {
 	return []string{"app-server", "-c", `sandbox_mode="workspace-write"`}
 }
+// ModelArgs make Codex's model provider the node's gateway, an OpenAI Responses API,
+// with the session's token in OPENAI_API_KEY. (Codex's built-in provider would first try
+// a WebSocket the gateway does not serve.)
+func (c *codex) ModelArgs(base string) []string {
+	return []string{"-c", `model_provider="agentmux"`, "-c",
+		fmt.Sprintf(`model_providers.agentmux={ name = "agentmux", base_url = %q, env_key = "OPENAI_API_KEY", wire_api = "responses" }`, base)}
+}
+
 func (c *codex) Capabilities() []string      { return []string{"interrupt", "message"} }
 func (c *codex) Reusable() bool              { return true }
 func (c *codex) SessionArgs(string) []string { return nil }

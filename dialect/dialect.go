@@ -50,6 +50,14 @@ type Dialect interface {
 	Message(text string) []byte
 }
 
+// ModelFlags is a dialect whose agent is pointed at its model by flags, not by its
+// provider's environment variables alone (Codex reads OPENAI_BASE_URL for nothing).
+type ModelFlags interface {
+	// ModelArgs point the agent at base, an OpenAI-compatible API (the node's gateway),
+	// with the key in OPENAI_API_KEY. They come after the host's args, and win.
+	ModelArgs(base string) []string
+}
+
 // Options are what a dialect takes from its host.
 type Options struct {
 	Dir string // where the process works (absolute)

@@ -105,12 +105,15 @@ func (p *Pass) state() (session string, trace context.Context, held string) {
 // (ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN, or OPENAI_BASE_URL and OPENAI_API_KEY).
 // They come after the host's own, and take their place.
 func (p *Pass) Env() []string {
-	base := p.g.URL() + "/" + p.conn.Name
+	base := p.BaseURL()
 	if p.conn.Provider == config.ProviderAnthropic {
 		return []string{"ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_AUTH_TOKEN=" + p.token, "ANTHROPIC_API_KEY=" + p.token}
 	}
 	return []string{"OPENAI_BASE_URL=" + base, "OPENAI_API_KEY=" + p.token}
 }
+
+// BaseURL is the connection's base URL at the gateway: its provider's paths follow.
+func (p *Pass) BaseURL() string { return p.g.URL() + "/" + p.conn.Name }
 
 // Token is the pass's token: what the agent sends in place of a key.
 func (p *Pass) Token() string { return p.token }

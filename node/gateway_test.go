@@ -3,6 +3,8 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -150,4 +153,116 @@ func resultText(t *testing.T, res *agent.Result) string {
 		t.Fatalf("no result's text in %+v %s: %v", res, res.Payload, err)
 	}
 	return r.Text
+}
+
+// TestCodexThroughTheGateway: the real Codex, on a host whose model is reached through
+// the node's gateway, is pointed at it by its dialect (Codex reads no OPENAI_BASE_URL):
+// the scripted Responses API sees the node's key on every call, and the session spent
+// what the API counted, priced from the manifest.
+func TestCodexThroughTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "hello.txt")
+	f := newFakeResponses(t, agenttest.Exec("echo hi > "+target), call{Text: "Written."})
+	const key = "sk-node-openai-secret"
+	n := start(t, fmt.Sprintf(`[connections.oai]
+provider = "openai"
+api_key_env = "NODE_OPENAI_KEY"
+base_url = "%s/v1"
+models = ["gpt-fake"]
+[pricing.gpt-fake]
+input_per_mtok = 1
+output_per_mtok = 5
+[hosts.codex]
+command = %q
+args = ["-c", 'model="gpt-fake"']
+dialect = "codex"
+working_dir = %q
+stop_grace = "2s"
+model = { connection = "oai" }
+env = { HOME = %q, CODEX_HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
+`, f.URL(), agenttest.Codex(t), dir, t.TempDir(), t.TempDir())+agentSupervisors, func(o *Options) {
+		o.Getenv = func(k string) string {
+			if k == "NODE_OPENAI_KEY" {
+				return key
+			}
+			return ""
+		}
+	})
+	res := n.run("codex", "write hi")
+	if !res.OK || !strings.Contains(string(res.Payload), "Written.") {
+		t.Fatalf("result %+v %s", res, res.Payload)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hi\n" {
+		t.Fatalf("the approved command did not run: %q %v", b, err)
+	}
+	keys := f.Keys()
+	if len(keys) < 2 {
+		t.Fatalf("%d calls reached the scripted API; want the script's 2", len(keys))
+	}
+	for i, k := range keys {
+		if k != key {
+			t.Errorf("call %d reached the API with %q; want the node's key", i, k)
+		}
+	}
+	calls := int64(len(keys))
+	priced := config.Pricing{"gpt-fake": {InputPerMTok: 1, OutputPerMTok: 5}}
+	spend := res.Usage.Spend(priced.Cost)
+	if spend == nil || spend.InputTokens != 100*calls || spend.OutputTokens != 20*calls || math.Abs(spend.CostUSD-float64(calls)*200e-6) > 1e-12 {
+		t.Errorf("the session's spend: %+v; want what the API counted for its %d calls: %d in, %d out, $%g", spend, calls, 100*calls, 20*calls, float64(calls)*200e-6)
+	}
+	if agreed := testutil.ToFloat64(n.n.Metrics.UsageClaims.WithLabelValues("codex", "true")); agreed != 1 {
+		t.Errorf("usage_claims_total{agreed=true} = %v; want Codex's claim to agree with the measure", agreed)
+	}
+}
+
+// TestQwenCodeThroughTheGateway: the real Qwen Code, an ACP agent of an
+// OpenAI-compatible provider, reads the gateway's OPENAI_BASE_URL and OPENAI_API_KEY
+// from its environment: every call it makes, its own checks of who speaks next among
+// them, reaches the scripted API with the node's key, and is the session's spend.
+func TestQwenCodeThroughTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "hello.txt")
+	f := agenttest.NewChatCompletions(t, shell("run_shell_command", "echo hi > "+target, "greet"), agenttest.Call{Text: "Written."})
+	const key = "sk-node-openai-secret"
+	n := start(t, fmt.Sprintf(`[connections.oai]
+provider = "openai"
+api_key_env = "NODE_OPENAI_KEY"
+base_url = %q
+[hosts.qwen]
+command = %q
+args = ["--acp", "--auth-type", "openai", "-m", "fake-model"]
+dialect = "acp"
+working_dir = %q
+stop_grace = "2s"
+model = { connection = "oai" }
+env = { HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
+`, f.URL(), agenttest.NPMAgent(t, "@qwen-code/qwen-code", agenttest.QwenVersion, "qwen"), dir, t.TempDir())+agentSupervisors, func(o *Options) {
+		o.Getenv = func(k string) string {
+			if k == "NODE_OPENAI_KEY" {
+				return key
+			}
+			return ""
+		}
+	})
+	res := n.run("qwen", "write hi")
+	if !res.OK {
+		t.Fatalf("result %+v %s", res, res.Payload)
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "hi\n" {
+		t.Fatalf("the approved command did not run: %q %v", b, err)
+	}
+	keys := f.Keys()
+	if len(keys) < 2 {
+		t.Fatalf("%d calls reached the scripted API; want the script's 2 at least", len(keys))
+	}
+	for i, k := range keys {
+		if k != key {
+			t.Errorf("call %d reached the API with %q; want the node's key", i, k)
+		}
+	}
+	calls := int64(len(keys))
+	spend := res.Usage.Spend(func(string, *protocol.Usage) (float64, bool) { return 0, false })
+	if spend == nil || spend.InputTokens != 100*calls || spend.OutputTokens != 20*calls {
+		t.Errorf("the session's spend: %+v; want what the API counted for its %d calls: %d in, %d out", spend, calls, 100*calls, 20*calls)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -190,12 +191,13 @@ func (a *Agent) spawn(extra []string) {
 	if a.wsSandbox != nil {
 		sb = a.wsSandbox
 	}
-	models, err := a.issuePass()
+	models, modelArgs, err := a.issuePass()
 	if err != nil {
 		a.send(&processStarted{err: err})
 		return
 	}
 	env = append(env, models...)
+	extra = append(slices.Clip(extra), modelArgs...)
 	a.off(func(context.Context) {
 		var p *process
 		var err error

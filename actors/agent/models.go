@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/gateway"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
@@ -27,13 +28,15 @@ func (a *Agent) behindGateway() bool { return a.host.Model != nil && a.cfg.InPro
 
 // issuePass gives the process about to start its pass to the node's gateway, and
 // returns what its environment holds for it: the gateway's address and the pass's
-// token, in place of a key. A host that reaches no model through the gateway gets none.
-func (a *Agent) issuePass() ([]string, error) {
+// token, in place of a key; and the args that point it there, for a dialect that
+// needs them (dialect.ModelFlags). A host that reaches no model through the gateway
+// gets none.
+func (a *Agent) issuePass() (env, args []string, err error) {
 	if !a.behindGateway() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if a.cfg.Gateway == nil {
-		return nil, fmt.Errorf("agent: host %s reaches its model through the node's gateway (model.connection = %q), and this node runs none", a.host.Name, a.host.Model.Connection)
+		return nil, nil, fmt.Errorf("agent: host %s reaches its model through the node's gateway (model.connection = %q), and this node runs none", a.host.Name, a.host.Model.Connection)
 	}
 	p, err := a.cfg.Gateway.Issue(a.host.Model.Connection, func(c gateway.Call) {
 		// On the gateway's goroutine: the answer's end waits until the session counted
@@ -48,10 +51,13 @@ func (a *Agent) issuePass() ([]string, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a.pass = p
-	return p.Env(), nil
+	if f, ok := a.dialect.(dialect.ModelFlags); ok {
+		args = f.ModelArgs(p.BaseURL())
+	}
+	return p.Env(), args, nil
 }
 
 // revokePass ends the pass of a process that is gone.

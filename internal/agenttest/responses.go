@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -32,7 +34,8 @@ type Responses struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	script []Call
-	inputs [][]any // every request's input items
+	inputs [][]any  // every request's input items
+	keys   []string // the bearer token of each request
 }
 
 // NewResponses serves script until the test ends.
@@ -64,6 +67,7 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.inputs = append(f.inputs, req.Input)
+	f.keys = append(f.keys, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
 	c := Call{Text: "(the script has no more turns)"}
 	if turn < len(f.script) {
 		c = f.script[turn]
@@ -90,6 +94,14 @@ func (f *Responses) serve(w http.ResponseWriter, r *http.Request) {
 	resp["usage"] = map[string]any{"input_tokens": 100, "output_tokens": 20, "total_tokens": 120,
 		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	event(map[string]any{"type": "response.completed", "response": resp})
+}
+
+// Keys are the bearer tokens the requests came with, in order. Each request is
+// answered with 100 tokens in and 20 out.
+func (f *Responses) Keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys)
 }
 
 // Replay starts a new script for the next conversation.
