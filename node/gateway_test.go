@@ -217,18 +217,10 @@ env = { HOME = %q, CODEX_HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
 
 // TestQwenCodeThroughTheGateway: the real Qwen Code, an ACP agent of an
 // OpenAI-compatible provider, reads the gateway's OPENAI_BASE_URL and OPENAI_API_KEY
-// from its environment: every call it makes, its own checks of who speaks next among
-// them, reaches the scripted API with the node's key, and is the session's spend.
+// from its environment.
 func TestQwenCodeThroughTheGateway(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "hello.txt")
-	f := agenttest.NewChatCompletions(t, shell("run_shell_command", "echo hi > "+target, "greet"), agenttest.Call{Text: "Written."})
-	const key = "sk-node-openai-secret"
-	n := start(t, fmt.Sprintf(`[connections.oai]
-provider = "openai"
-api_key_env = "NODE_OPENAI_KEY"
-base_url = %q
-[hosts.qwen]
+	chatThroughTheGateway(t, "run_shell_command", func(dir string) string {
+		return fmt.Sprintf(`[hosts.agent]
 command = %q
 args = ["--acp", "--auth-type", "openai", "-m", "fake-model"]
 dialect = "acp"
@@ -236,7 +228,46 @@ working_dir = %q
 stop_grace = "2s"
 model = { connection = "oai" }
 env = { HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
-`, f.URL(), agenttest.NPMAgent(t, "@qwen-code/qwen-code", agenttest.QwenVersion, "qwen"), dir, t.TempDir())+agentSupervisors, func(o *Options) {
+`, agenttest.NPMAgent(t, "@qwen-code/qwen-code", agenttest.QwenVersion, "qwen"), dir, t.TempDir())
+	})
+}
+
+// TestOpenCodeThroughTheGateway: the real OpenCode names the gateway's variables in its
+// config ({env:OPENAI_BASE_URL}).
+func TestOpenCodeThroughTheGateway(t *testing.T) {
+	config, _ := json.Marshal(map[string]any{
+		"provider": map[string]any{"gw": map[string]any{"npm": "@ai-sdk/openai-compatible", "name": "Gateway",
+			"options": map[string]any{"baseURL": "{env:OPENAI_BASE_URL}", "apiKey": "{env:OPENAI_API_KEY}"}, "models": map[string]any{"fake-model": map[string]any{"name": "Fake"}}}},
+		"model": "gw/fake-model", "small_model": "gw/fake-model",
+		"permission": map[string]any{"bash": "ask", "edit": "ask"}, "autoupdate": false, "share": "disabled",
+	})
+	chatThroughTheGateway(t, "bash", func(dir string) string {
+		return fmt.Sprintf(`[hosts.agent]
+command = %q
+args = ["acp"]
+dialect = "acp"
+working_dir = %q
+stop_grace = "2s"
+model = { connection = "oai" }
+env = { HOME = %q, OPENCODE_CONFIG_CONTENT = %q, OPENCODE_DISABLE_MODELS_FETCH = "1", OPENCODE_DISABLE_AUTOUPDATE = "1", OPENCODE_DISABLE_LSP_DOWNLOAD = "1", OPENCODE_DISABLE_DEFAULT_PLUGINS = "1", AGENTMUX_TEST_MARK = "@MARK@" }
+`, agenttest.NPMAgent(t, "opencode-ai", agenttest.OpenCodeVersion, "opencode"), dir, t.TempDir(), string(config))
+	})
+}
+
+// chatThroughTheGateway runs one session of an ACP agent of an OpenAI-compatible
+// provider, the host "agent" of hostBlock(dir), whose shell tool writes a file: every
+// call it makes (its own side calls among them) reaches the scripted API with the
+// node's key, and is the session's spend.
+func chatThroughTheGateway(t *testing.T, tool string, hostBlock func(dir string) string) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "hello.txt")
+	f := agenttest.NewChatCompletions(t, shell(tool, "echo hi > "+target, "greet"), agenttest.Call{Text: "Written."})
+	const key = "sk-node-openai-secret"
+	n := start(t, fmt.Sprintf(`[connections.oai]
+provider = "openai"
+api_key_env = "NODE_OPENAI_KEY"
+base_url = %q
+`, f.URL())+hostBlock(dir)+agentSupervisors, func(o *Options) {
 		o.Getenv = func(k string) string {
 			if k == "NODE_OPENAI_KEY" {
 				return key
@@ -244,7 +275,7 @@ env = { HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
 			return ""
 		}
 	})
-	res := n.run("qwen", "write hi")
+	res := n.run("agent", "write hi")
 	if !res.OK {
 		t.Fatalf("result %+v %s", res, res.Payload)
 	}
