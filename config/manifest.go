@@ -46,11 +46,13 @@ const (
 	DefaultToolTimeout = 30 * time.Second
 )
 
-// Providers of [connections.X]: "anthropic" speaks the Messages API; every other one
-// speaks OpenAI's Chat Completions (OpenAI itself, vLLM, Ollama, gateways).
+// Providers of [connections.X]: "anthropic" speaks the Messages API, "gemini" Gemini's
+// generateContent (for agents through the gateway only); every other one speaks
+// OpenAI's Chat Completions (OpenAI itself, vLLM, Ollama, gateways).
 const (
 	ProviderOpenAI    = "openai"
 	ProviderAnthropic = "anthropic"
+	ProviderGemini    = "gemini"
 )
 
 // OpenAICompatible reports whether provider is served by the Chat Completions client.

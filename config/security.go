@@ -219,12 +219,12 @@ func (v *validator) hostModel(name string, h *Host, m *Manifest) {
 			v.add(at, `model needs a connection, e.g. model = { connection = "anthropic" } with a [connections.anthropic] table`)
 		case c == nil:
 			v.add(append(at, "connection"), "no connection %q; define [connections.%s] or name one of %s", h.Model.Connection, h.Model.Connection, names(m.Connections))
-		case c.Provider != ProviderAnthropic && !OpenAICompatible(c.Provider):
-			v.add(append(at, "connection"), "connection %q speaks %q, which the gateway does not: give it provider = \"anthropic\" or an OpenAI-compatible one", c.Name, c.Provider)
+		case c.Provider != ProviderAnthropic && c.Provider != ProviderGemini && !OpenAICompatible(c.Provider):
+			v.add(append(at, "connection"), "connection %q speaks %q, which the gateway does not: give it provider = \"anthropic\", \"gemini\" or an OpenAI-compatible one", c.Name, c.Provider)
 		case h.Dialect == "claude-code" && c.Provider != ProviderAnthropic:
 			v.add(append(at, "connection"), "Claude Code speaks Anthropic's Messages API, and connection %q is %q: give this host an anthropic connection", c.Name, c.Provider)
-		case h.Dialect == "codex" && c.Provider == ProviderAnthropic:
-			v.add(append(at, "connection"), "Codex speaks OpenAI's Responses API, and connection %q is anthropic: give this host an OpenAI-compatible connection", c.Name)
+		case h.Dialect == "codex" && !OpenAICompatible(c.Provider):
+			v.add(append(at, "connection"), "Codex speaks OpenAI's Responses API, and connection %q is %q: give this host an OpenAI-compatible connection", c.Name, c.Provider)
 		}
 	}
 	if len(m.Connections) == 0 {

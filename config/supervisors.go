@@ -120,6 +120,8 @@ func (v *validator) llm(s *Supervisor, m *Manifest, at func(...string) []string)
 		v.add(at(), `an llm supervisor needs a connection, e.g. connection = "openai" with a [connections.openai] table`)
 	case !ok:
 		v.add(at("connection"), "no connection %q; define [connections.%s] or name one of %s", s.Connection, s.Connection, names(m.Connections))
+	case c.Provider == ProviderGemini:
+		v.add(at("connection"), `connection %q is gemini, which only agents reach (through the gateway): an llm supervisor speaks Chat Completions or Messages; reach Gemini by its OpenAI-compatible API, provider = "openai-compatible", base_url = "https://generativelanguage.googleapis.com/v1beta/openai"`, c.Name)
 	default:
 		s.Conn = c
 		s.ModelID = s.Model
@@ -264,8 +266,8 @@ func (v *validator) connection(c *Connection) {
 	switch {
 	case c.Provider == "":
 		v.add(at(), `a connection needs a provider, e.g. provider = "openai" or "anthropic"`)
-	case c.Provider != ProviderAnthropic && !OpenAICompatible(c.Provider):
-		v.add(at("provider"), `unknown provider %q; use "anthropic", or "openai" (also for any Chat Completions server: vllm, ollama, a gateway with base_url)`, c.Provider)
+	case c.Provider != ProviderAnthropic && c.Provider != ProviderGemini && !OpenAICompatible(c.Provider):
+		v.add(at("provider"), `unknown provider %q; use "anthropic", "gemini", or "openai" (also for any Chat Completions server: vllm, ollama, a gateway with base_url)`, c.Provider)
 	}
 	if c.Timeout < 0 {
 		v.add(at("timeout"), "a negative timeout")

@@ -51,6 +51,7 @@ func newCodex(dir string) *codex {
 func (c *codex) Args() []string {
 	return []string{"app-server", "-c", `sandbox_mode="workspace-write"`}
 }
+
 // ModelArgs make Codex's model provider the node's gateway, an OpenAI Responses API,
 // with the session's token in OPENAI_API_KEY. (Codex's built-in provider would first try
 // a WebSocket the gateway does not serve.)

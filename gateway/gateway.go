@@ -29,12 +29,6 @@ const (
 	upstreamTimeout = 10 * time.Minute
 )
 
-// The providers' own addresses, for a connection that names no base_url.
-const (
-	anthropicURL = "https://api.anthropic.com"
-	openAIURL    = "https://api.openai.com/v1"
-)
-
 // Config is what a Gateway needs.
 type Config struct {
 	// Connections are the manifest's [connections.X]: the upstreams, each with the
@@ -114,15 +108,13 @@ func New(cfg Config) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, keys: map[string]string{}, proxies: map[string]*httputil.ReverseProxy{}, limits: map[string]*limits{},
 		passes: passes{by: map[[sha256.Size]byte]*Pass{}}, served: make(chan struct{})}
 	for name, c := range cfg.Connections {
-		if c.Provider != config.ProviderAnthropic && !config.OpenAICompatible(c.Provider) {
-			return nil, fmt.Errorf("gateway: connections.%s: provider %q is not one the gateway speaks (anthropic, or an OpenAI-compatible one)", name, c.Provider)
+		a, ok := apiOf(c.Provider)
+		if !ok {
+			return nil, fmt.Errorf("gateway: connections.%s: provider %q is not one the gateway speaks (anthropic, gemini, or an OpenAI-compatible one)", name, c.Provider)
 		}
 		base := c.BaseURL
 		if base == "" {
-			base = openAIURL
-			if c.Provider == config.ProviderAnthropic {
-				base = anthropicURL
-			}
+			base = a.home()
 		}
 		upstream, err := url.Parse(base)
 		if err != nil || upstream.Host == "" || (upstream.Scheme != "http" && upstream.Scheme != "https") {
@@ -134,7 +126,7 @@ func New(cfg Config) (*Gateway, error) {
 				cfg.Log.Warn("the gateway's connection has no key: its variable is empty in the node's environment", "connection", name, "api_key_env", c.APIKeyEnv)
 			}
 		}
-		g.proxies[name], g.limits[name] = g.proxy(c, upstream), newLimits(c.RateLimit)
+		g.proxies[name], g.limits[name] = g.proxy(c, a, upstream), newLimits(c.RateLimit)
 	}
 	return g, nil
 }

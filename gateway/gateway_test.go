@@ -35,6 +35,7 @@ import (
 const (
 	anthropicKey = "sk-ant-node-key"
 	openAIKey    = "sk-openai-node-key"
+	geminiKey    = "AIza-node-key"
 )
 
 // provider is a scripted model API that records what reached it: what the gateway
@@ -127,6 +128,22 @@ func newProvider(t *testing.T) *provider {
 			event("response.created", `{"type":"response.created","sequence_number":0,"response":`+resp("in_progress", "null")+`}`)
 			event("response.output_text.delta", `{"type":"response.output_text.delta","sequence_number":1,"item_id":"m1","output_index":0,"content_index":0,"delta":"ok"}`)
 			event("response.completed", `{"type":"response.completed","sequence_number":2,"response":`+resp("completed", `{"input_tokens":1000,"input_tokens_details":{"cached_tokens":600},"output_tokens":90,"output_tokens_details":{"reasoning_tokens":40},"total_tokens":1090}`)+`}`)
+		case "/v1beta/models/gemini-2.5-pro:generateContent":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":50,"candidatesTokenCount":5,"totalTokenCount":55},"modelVersion":"gemini-2.5-pro"}`)
+		case "/v1beta/models/gemini-2.5-pro:streamGenerateContent":
+			chunk := func(finish, usage string) string {
+				return `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]}` + finish + `,"index":0}],"usageMetadata":` + usage + `,"modelVersion":"gemini-2.5-pro-001"}`
+			}
+			first, last := chunk("", `{"promptTokenCount":500,"totalTokenCount":500}`), chunk(`,"finishReason":"STOP"`, `{"promptTokenCount":500,"candidatesTokenCount":30,"thoughtsTokenCount":12,"cachedContentTokenCount":200,"totalTokenCount":542}`)
+			if r.URL.Query().Get("alt") != "sse" { // one JSON array, streamed
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, "["+first+",\r\n"+last+"]")
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			event("", first)
+			event("", last)
 		default:
 			http.NotFound(w, r)
 		}
@@ -149,12 +166,13 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	f := &fixture{p: newProvider(t), metrics: metrics.New(), http: &http.Client{Transport: &http.Transport{}}}
 	t.Cleanup(f.http.CloseIdleConnections)
-	env := map[string]string{"ANTHROPIC_KEY": anthropicKey, "OPENAI_KEY": openAIKey}
+	env := map[string]string{"ANTHROPIC_KEY": anthropicKey, "OPENAI_KEY": openAIKey, "GEMINI_KEY": geminiKey}
 	var err error
 	f.g, err = New(Config{
 		Connections: map[string]*config.Connection{
 			"claude": {Name: "claude", Provider: config.ProviderAnthropic, APIKeyEnv: "ANTHROPIC_KEY", BaseURL: f.p.srv.URL, DefaultModel: "claude-sonnet-4-5"},
 			"oa":     {Name: "oa", Provider: config.ProviderOpenAI, APIKeyEnv: "OPENAI_KEY", BaseURL: f.p.srv.URL + "/v1", DefaultModel: "gpt-5"},
+			"gem":    {Name: "gem", Provider: config.ProviderGemini, APIKeyEnv: "GEMINI_KEY", BaseURL: f.p.srv.URL, DefaultModel: "gemini-2.5-pro"},
 		},
 		Getenv: func(k string) string { return env[k] }, MaxBody: 1 << 20, Metrics: f.metrics, Log: slog.New(slog.DiscardHandler),
 	})
@@ -308,6 +326,63 @@ func TestOpenAIThroughTheGateway(t *testing.T) {
 	// gpt-5-codex is named by neither the connection nor [pricing]: its label is other.
 	if n := testutil.ToFloat64(f.metrics.ModelRequests.WithLabelValues("oa", "other", "200")); n != 1 {
 		t.Errorf("agentmux_model_requests_total{model=other} = %v; want 1", n)
+	}
+}
+
+// TestGeminiThroughTheGateway: Gemini's generateContent, streamed as server-sent events
+// (alt=sse, as the Gemini CLI asks), as one JSON array, and not streamed: the provider
+// sees the node's key in x-goog-api-key and never the token (in the header or the URL);
+// the model is the one the path names, then the one that answered; thinking is output,
+// the cached content apart from the input.
+func TestGeminiThroughTheGateway(t *testing.T) {
+	f := newFixture(t)
+	p := f.pass(t, "gem", "s-g")
+	post := func(path string) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", f.g.URL()+"/gem/v1beta/models/gemini-2.5-pro:"+path, strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`))
+		req.Header.Set("X-Goog-Api-Key", p.Token())
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := f.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	if got := post("streamGenerateContent?alt=sse&key=" + p.Token()); !strings.Contains(got, "data: ") {
+		t.Fatalf("the stream: %q", got)
+	}
+	r, _ := f.p.last(t)
+	if r.Header.Get("X-Goog-Api-Key") != geminiKey || r.URL.Query().Has("key") || r.URL.Query().Get("alt") != "sse" {
+		t.Errorf("the provider got x-goog-api-key %q and query %q; want the node's key, alt=sse and no key in the URL", r.Header.Get("X-Goog-Api-Key"), r.URL.RawQuery)
+	}
+	want := func(n int, c Call, model string, in, cached, out int64) {
+		t.Helper()
+		if c.Session != "s-g" || c.Model != model || !c.Measured || c.Usage.Input != in || c.Usage.CacheRead != cached || c.Usage.Output != out || len(c.Finish) != 1 || c.Finish[0] != "STOP" {
+			t.Errorf("call %d: %+v; want %s, %d in, %d from the cache, %d out, finished STOP", n, c, model, in, cached, out)
+		}
+	}
+	want(1, f.call(t, 1), "gemini-2.5-pro-001", 300, 200, 42)
+	post("streamGenerateContent")
+	want(2, f.call(t, 2), "gemini-2.5-pro-001", 300, 200, 42)
+	post("generateContent")
+	want(3, f.call(t, 3), "gemini-2.5-pro", 50, 0, 5)
+
+	// Gemini's other calls are not passed on, and an error is Gemini's.
+	req, _ := http.NewRequest("POST", f.g.URL()+"/gem/v1beta/cachedContents", strings.NewReader("{}"))
+	req.Header.Set("X-Goog-Api-Key", p.Token())
+	resp, err := f.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(b), `"status":"NOT_FOUND"`) {
+		t.Errorf("POST /v1beta/cachedContents: %d %s; want 404 in Gemini's error format", resp.StatusCode, b)
 	}
 }
 

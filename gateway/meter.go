@@ -15,16 +15,17 @@ const maxMetered = 32 << 20
 // meter reads the provider's answer as it passes to the agent, for the usage the
 // provider counted: the events of a stream (server-sent events) one line at a time,
 // else the whole answer once it ended. Each figure of usage is the last the answer
-// gave: Anthropic's message_delta carries the counts so far.
+// gave: Anthropic's message_delta and each of Gemini's chunks carry the counts so far.
 type meter struct {
 	stream bool
-	// anthropic: input_tokens excludes the cache's; OpenAI's counts the cached in.
-	anthropic bool
-	buf       []byte // the line so far, or the answer so far
-	over      bool   // buf outgrew maxMetered: what it held is lost
-	model     string
-	counts    counts
-	finish    []string // why the answer ended (stop_reason, finish_reason, a response's status)
+	// Anthropic's input_tokens excludes the cache's; OpenAI's and Gemini's count the
+	// cached in.
+	api    api
+	buf    []byte // the line so far, or the answer so far
+	over   bool   // buf outgrew maxMetered: what it held is lost
+	model  string
+	counts counts
+	finish []string // why the answer ended (stop_reason, finish_reason, a response's status)
 }
 
 // counts are the figures of usage an answer gave, by the names the providers give
@@ -38,6 +39,11 @@ type counts struct {
 	Completion   *int64         `json:"completion_tokens"`
 	PromptCache  *cachedDetails `json:"prompt_tokens_details"`
 	InputDetails *cachedDetails `json:"input_tokens_details"`
+	// Gemini's usageMetadata: its thinking is billed as output.
+	PromptCount *int64 `json:"promptTokenCount"`
+	Candidates  *int64 `json:"candidatesTokenCount"`
+	Thoughts    *int64 `json:"thoughtsTokenCount"`
+	CachedCount *int64 `json:"cachedContentTokenCount"`
 }
 
 type cachedDetails struct {
@@ -45,13 +51,16 @@ type cachedDetails struct {
 }
 
 // usageDoc is where an answer, or an event of a stream, keeps its model and usage:
-// at its top (a whole answer, OpenAI's chunks), in its message (Anthropic's
-// message_start) or in its response (OpenAI's response.completed).
+// at its top (a whole answer, OpenAI's chunks, Gemini's usageMetadata and
+// modelVersion), in its message (Anthropic's message_start) or in its response
+// (OpenAI's response.completed).
 type usageDoc struct {
-	Model    string  `json:"model"`
-	Usage    *counts `json:"usage"`
-	Message  *inner  `json:"message"`
-	Response *inner  `json:"response"`
+	Model         string  `json:"model"`
+	Usage         *counts `json:"usage"`
+	ModelVersion  string  `json:"modelVersion"`
+	UsageMetadata *counts `json:"usageMetadata"`
+	Message       *inner  `json:"message"`
+	Response      *inner  `json:"response"`
 	// Why it ended: Anthropic's stop_reason (of a whole answer, or of message_delta's
 	// delta), OpenAI's finish_reason of each choice, a response's status.
 	StopReason string `json:"stop_reason"`
@@ -61,6 +70,9 @@ type usageDoc struct {
 	Choices []struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
+	Candidates []struct {
+		FinishReason string `json:"finishReason"`
+	} `json:"candidates"`
 }
 
 type inner struct {
@@ -113,20 +125,29 @@ func (m *meter) line(l []byte) {
 // answer ended, or its model when that is not known yet. Most of a stream's events are
 // its text, and are not decoded.
 func worthReading(data []byte, needModel bool) bool {
-	for _, key := range [][]byte{[]byte(`"usage"`), []byte(`"stop_reason":"`), []byte(`"finish_reason":"`), []byte(`"finish_reason": "`)} {
+	for _, key := range [][]byte{[]byte(`"usage"`), []byte(`"usageMetadata"`), []byte(`"stop_reason":"`), []byte(`"finish_reason":"`),
+		[]byte(`"finish_reason": "`), []byte(`"finishReason"`)} {
 		if bytes.Contains(data, key) {
 			return true
 		}
 	}
-	return needModel && bytes.Contains(data, []byte(`"model"`))
+	return needModel && (bytes.Contains(data, []byte(`"model"`)) || bytes.Contains(data, []byte(`"modelVersion"`)))
 }
 
 // End reads what is left: the whole answer, or a last line without its newline.
 func (m *meter) End() {
 	if !m.over && len(m.buf) > 0 {
-		if m.stream {
+		switch {
+		case m.stream:
 			m.line(m.buf)
-		} else {
+		case bytes.HasPrefix(bytes.TrimSpace(m.buf), []byte("[")): // Gemini's stream without alt=sse: one array
+			var docs []json.RawMessage
+			if json.Unmarshal(m.buf, &docs) == nil {
+				for _, d := range docs {
+					m.doc(d)
+				}
+			}
+		default:
 			m.doc(m.buf)
 		}
 	}
@@ -141,7 +162,7 @@ func (m *meter) doc(data []byte) {
 	if json.Unmarshal(data, &d) != nil {
 		return
 	}
-	for _, x := range []*inner{{Model: d.Model, Usage: d.Usage}, d.Message, d.Response} {
+	for _, x := range []*inner{{Model: d.Model, Usage: d.Usage}, {Model: d.ModelVersion, Usage: d.UsageMetadata}, d.Message, d.Response} {
 		if x == nil {
 			continue
 		}
@@ -167,6 +188,11 @@ func (m *meter) doc(data []byte) {
 				why = append(why, c.FinishReason)
 			}
 		}
+		for _, c := range d.Candidates {
+			if c.FinishReason != "" {
+				why = append(why, c.FinishReason)
+			}
+		}
 	}
 	if len(why) > 0 {
 		m.finish = why
@@ -179,7 +205,8 @@ func (m *meter) Finish() []string { return m.finish }
 // merge takes the figures c gives in place of those before.
 func (c *counts) merge(o *counts) {
 	for _, f := range []struct{ to, from **int64 }{{&c.Input, &o.Input}, {&c.Output, &o.Output}, {&c.CacheWrite, &o.CacheWrite},
-		{&c.CacheRead, &o.CacheRead}, {&c.Prompt, &o.Prompt}, {&c.Completion, &o.Completion}} {
+		{&c.CacheRead, &o.CacheRead}, {&c.Prompt, &o.Prompt}, {&c.Completion, &o.Completion},
+		{&c.PromptCount, &o.PromptCount}, {&c.Candidates, &o.Candidates}, {&c.Thoughts, &o.Thoughts}, {&c.CachedCount, &o.CachedCount}} {
 		if *f.from != nil {
 			*f.to = *f.from
 		}
@@ -198,12 +225,15 @@ func (m *meter) Usage() protocol.Usage {
 	c := m.counts
 	u := protocol.Usage{Model: m.model, HasTokens: true}
 	u.Input, u.Output = value(c.Input), value(c.Output)
-	if c.Prompt != nil || c.Completion != nil { // Chat Completions
-		u.Input, u.Output = value(c.Prompt), value(c.Completion)
-	}
-	if m.anthropic {
+	switch {
+	case m.api == apiAnthropic:
 		u.CacheRead, u.CacheWrite = value(c.CacheRead), value(c.CacheWrite)
 		return u
+	case m.api == apiGemini:
+		u.Input, u.Output = value(c.PromptCount), value(c.Candidates)+value(c.Thoughts)
+		u.CacheRead = min(value(c.CachedCount), u.Input)
+	case c.Prompt != nil || c.Completion != nil: // Chat Completions
+		u.Input, u.Output = value(c.Prompt), value(c.Completion)
 	}
 	for _, d := range []*cachedDetails{c.PromptCache, c.InputDetails} {
 		if d != nil && d.Cached != nil {

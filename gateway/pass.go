@@ -102,12 +102,16 @@ func (p *Pass) state() (session string, trace context.Context, held string) {
 
 // Env is what the process's environment holds to reach its connection through the
 // gateway: the provider's variables for its base URL and its key, both the gateway's
-// (ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN, or OPENAI_BASE_URL and OPENAI_API_KEY).
-// They come after the host's own, and take their place.
+// (ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN, GOOGLE_GEMINI_BASE_URL and
+// GEMINI_API_KEY, or OPENAI_BASE_URL and OPENAI_API_KEY). They come after the host's
+// own, and take their place.
 func (p *Pass) Env() []string {
 	base := p.BaseURL()
-	if p.conn.Provider == config.ProviderAnthropic {
+	switch a, _ := apiOf(p.conn.Provider); a {
+	case apiAnthropic:
 		return []string{"ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_AUTH_TOKEN=" + p.token, "ANTHROPIC_API_KEY=" + p.token}
+	case apiGemini:
+		return []string{"GOOGLE_GEMINI_BASE_URL=" + base, "GEMINI_API_KEY=" + p.token}
 	}
 	return []string{"OPENAI_BASE_URL=" + base, "OPENAI_API_KEY=" + p.token}
 }

@@ -21,13 +21,6 @@ import (
 	"github.com/agentmux/agentmux/internal/rawjson"
 )
 
-// endpoints are the calls the gateway passes on, by provider: the model APIs, not the
-// rest of what a key may do (files, batches, fine-tuning, administration).
-var endpoints = map[bool][]string{
-	true:  {"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models"},         // Anthropic
-	false: {"POST /chat/completions", "POST /responses", "GET /models", "POST /completions"}, // OpenAI-compatible
-}
-
 // call is one call under way.
 type call struct {
 	pass       *Pass
@@ -49,31 +42,35 @@ type callKey struct{}
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	conn := g.cfg.Connections[name]
-	anthropic := conn != nil && conn.Provider == config.ProviderAnthropic
+	var a api
+	if conn != nil {
+		a, _ = apiOf(conn.Provider)
+	}
+	point, pathModel := endpoint(r.Method, rest)
 	p := g.find(tokenOf(r))
 	switch {
 	case p == nil:
-		g.refuse(w, r, anthropic, http.StatusUnauthorized, "token", "not a token this node's gateway issued, or one revoked with its process: an agent's token is in its environment")
+		g.refuse(w, r, a, http.StatusUnauthorized, "token", "not a token this node's gateway issued, or one revoked with its process: an agent's token is in its environment")
 		return
 	case conn == nil || p.conn != conn:
-		g.refuse(w, r, anthropic, http.StatusForbidden, "connection", "this token is for connection "+p.conn.Name+", not "+strconv.Quote(name))
+		g.refuse(w, r, a, http.StatusForbidden, "connection", "this token is for connection "+p.conn.Name+", not "+strconv.Quote(name))
 		return
-	case !slices.Contains(endpoints[anthropic], r.Method+" "+endpointOf(rest)):
-		g.refuse(w, r, anthropic, http.StatusNotFound, "endpoint", "the gateway passes on the model API only: "+strings.Join(endpoints[anthropic], ", "))
+	case !slices.Contains(a.endpoints(), point):
+		g.refuse(w, r, a, http.StatusNotFound, "endpoint", "the gateway passes on the model API only: "+strings.Join(a.endpoints(), ", "))
 		return
 	}
 	session, trace, held := p.state()
 	switch {
 	case session == "":
-		g.refuse(w, r, anthropic, http.StatusForbidden, "session", "no session runs on this agent now: its token is good only while one does")
+		g.refuse(w, r, a, http.StatusForbidden, "session", "no session runs on this agent now: its token is good only while one does")
 		return
 	case held != "":
-		g.refuse(w, r, anthropic, http.StatusForbidden, "held", held)
+		g.refuse(w, r, a, http.StatusForbidden, "held", held)
 		return
 	}
-	body, model, err := g.readBody(r, anthropic, rest)
+	body, model, err := g.readBody(r, a, rest)
 	if err != nil {
-		g.refuse(w, r, anthropic, http.StatusBadRequest, "body", err.Error())
+		g.refuse(w, r, a, http.StatusBadRequest, "body", err.Error())
 		return
 	}
 	release, waited, err := g.limits[name].wait(r.Context())
@@ -82,8 +79,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the agent went while its call waited its turn
 	}
 	defer release()
+	if pathModel != "" {
+		model = pathModel
+	}
 	c := &call{pass: p, session: session, conn: conn, model: model, start: time.Now()}
-	c.span = g.startSpan(trace, c, anthropic)
+	c.span = g.startSpan(trace, c, a)
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	r.URL.Path, r.URL.RawPath = "/"+rest, ""
@@ -91,32 +91,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.finish(c)
 }
 
-// endpointOf is a path without what identifies one item ("v1/models/x" is v1/models).
-func endpointOf(rest string) string {
-	if m, ok := strings.CutPrefix(rest, "v1/models/"); ok && m != "" && !strings.Contains(m, "/") {
-		return "/v1/models"
-	}
-	if m, ok := strings.CutPrefix(rest, "models/"); ok && m != "" && !strings.Contains(m, "/") {
-		return "/models"
-	}
-	return "/" + rest
-}
-
-// tokenOf is the token a call carries: Anthropic's x-api-key, or a bearer token.
-func tokenOf(r *http.Request) string {
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return k
-	}
-	if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return strings.TrimSpace(t)
-	}
-	return ""
-}
-
 // readBody reads a call's request, and the model it asks for. A streamed Chat
 // Completions call is asked to end with its usage (stream_options.include_usage), which
 // the provider otherwise leaves out of a stream.
-func (g *Gateway) readBody(r *http.Request, anthropic bool, rest string) ([]byte, string, error) {
+func (g *Gateway) readBody(r *http.Request, a api, rest string) ([]byte, string, error) {
 	if r.Method == http.MethodGet {
 		return nil, "", nil
 	}
@@ -146,7 +124,7 @@ func (g *Gateway) readBody(r *http.Request, anthropic bool, rest string) ([]byte
 	}) && json.Unmarshal(body, &q) != nil {
 		return nil, "", errors.New("the request is not a JSON object of the model API")
 	}
-	if !anthropic && q.Stream && rest == "chat/completions" {
+	if a == apiOpenAI && q.Stream && rest == "chat/completions" {
 		body = withUsage(body, q.StreamOptions)
 	}
 	return body, q.Model, nil
@@ -176,21 +154,21 @@ func withUsage(body, options []byte) []byte {
 
 // proxy passes calls to connection c on to upstream, with c's key in place of the
 // agent's token, and meters the answers.
-func (g *Gateway) proxy(c *config.Connection, upstream *url.URL) *httputil.ReverseProxy {
-	key, anthropic := g.keys[c.Name], c.Provider == config.ProviderAnthropic
+func (g *Gateway) proxy(c *config.Connection, a api, upstream *url.URL) *httputil.ReverseProxy {
+	key := g.keys[c.Name]
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			if q := pr.Out.URL.Query(); q.Has("key") { // Gemini's key in the URL: the agent's token, too
+				q.Del("key")
+				pr.Out.URL.RawQuery = q.Encode()
+			}
 			pr.SetURL(upstream)
 			h := pr.Out.Header
 			for _, k := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Cookie", "Proxy-Authorization", "Accept-Encoding"} {
 				h.Del(k) // the agent's token stays here; the transport asks for (and undoes) compression itself, so the meter reads text
 			}
-			switch {
-			case key == "":
-			case anthropic:
-				h.Set("X-Api-Key", key)
-			default:
-				h.Set("Authorization", "Bearer "+key)
+			if key != "" {
+				a.setKey(h, key)
 			}
 			if c.Organization != "" {
 				h.Set("OpenAI-Organization", c.Organization)
@@ -206,7 +184,7 @@ func (g *Gateway) proxy(c *config.Connection, upstream *url.URL) *httputil.Rever
 			cl := resp.Request.Context().Value(callKey{}).(*call)
 			cl.status = resp.StatusCode
 			cl.retryAfter = retryAfter(resp)
-			cl.meter = &meter{stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), anthropic: anthropic}
+			cl.meter = &meter{stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), api: a}
 			resp.Body = &meteredBody{ReadCloser: resp.Body, m: cl.meter, end: func() { g.finish(cl) }}
 			return nil
 		},
@@ -215,7 +193,7 @@ func (g *Gateway) proxy(c *config.Connection, upstream *url.URL) *httputil.Rever
 			if r.Context().Err() != nil {
 				return // the agent went
 			}
-			writeError(w, anthropic, http.StatusBadGateway, "the gateway did not reach connection "+c.Name+": "+err.Error())
+			writeError(w, a, http.StatusBadGateway, "the gateway did not reach connection "+c.Name+": "+err.Error())
 		},
 	}
 }

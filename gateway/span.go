@@ -14,16 +14,12 @@ import (
 // startSpan starts the span of call c in its session's trace, as OpenTelemetry's GenAI
 // conventions name a model call: "chat <model>", a client span; a no-op span without a
 // tracer.
-func (g *Gateway) startSpan(parent context.Context, c *call, anthropic bool) trace.Span {
+func (g *Gateway) startSpan(parent context.Context, c *call, a api) trace.Span {
 	if g.cfg.Tracer == nil {
 		return noop.Span{}
 	}
-	provider := "openai"
-	if anthropic {
-		provider = "anthropic"
-	}
 	_, span := g.cfg.Tracer.Start(parent, "chat "+c.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", provider),
+		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", a.String()),
 		attribute.String("gen_ai.request.model", c.model), attribute.String("agentmux.connection", c.conn.Name),
 		attribute.String("agentmux.session", c.session)))
 	return span

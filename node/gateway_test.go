@@ -219,14 +219,15 @@ env = { HOME = %q, CODEX_HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
 // OpenAI-compatible provider, reads the gateway's OPENAI_BASE_URL and OPENAI_API_KEY
 // from its environment.
 func TestQwenCodeThroughTheGateway(t *testing.T) {
-	chatThroughTheGateway(t, "run_shell_command", func(dir string) string {
+	f := agenttest.NewChatCompletions(t)
+	throughTheGateway(t, f, fmt.Sprintf("provider = \"openai\"\nbase_url = %q\n", f.URL()), "run_shell_command", func(dir string) string {
 		return fmt.Sprintf(`[hosts.agent]
 command = %q
 args = ["--acp", "--auth-type", "openai", "-m", "fake-model"]
 dialect = "acp"
 working_dir = %q
 stop_grace = "2s"
-model = { connection = "oai" }
+model = { connection = "m" }
 env = { HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
 `, agenttest.NPMAgent(t, "@qwen-code/qwen-code", agenttest.QwenVersion, "qwen"), dir, t.TempDir())
 	})
@@ -241,35 +242,52 @@ func TestOpenCodeThroughTheGateway(t *testing.T) {
 		"model": "gw/fake-model", "small_model": "gw/fake-model",
 		"permission": map[string]any{"bash": "ask", "edit": "ask"}, "autoupdate": false, "share": "disabled",
 	})
-	chatThroughTheGateway(t, "bash", func(dir string) string {
+	f := agenttest.NewChatCompletions(t)
+	throughTheGateway(t, f, fmt.Sprintf("provider = \"openai\"\nbase_url = %q\n", f.URL()), "bash", func(dir string) string {
 		return fmt.Sprintf(`[hosts.agent]
 command = %q
 args = ["acp"]
 dialect = "acp"
 working_dir = %q
 stop_grace = "2s"
-model = { connection = "oai" }
+model = { connection = "m" }
 env = { HOME = %q, OPENCODE_CONFIG_CONTENT = %q, OPENCODE_DISABLE_MODELS_FETCH = "1", OPENCODE_DISABLE_AUTOUPDATE = "1", OPENCODE_DISABLE_LSP_DOWNLOAD = "1", OPENCODE_DISABLE_DEFAULT_PLUGINS = "1", AGENTMUX_TEST_MARK = "@MARK@" }
 `, agenttest.NPMAgent(t, "opencode-ai", agenttest.OpenCodeVersion, "opencode"), dir, t.TempDir(), string(config))
 	})
 }
 
-// chatThroughTheGateway runs one session of an ACP agent of an OpenAI-compatible
-// provider, the host "agent" of hostBlock(dir), whose shell tool writes a file: every
-// call it makes (its own side calls among them) reaches the scripted API with the
-// node's key, and is the session's spend.
-func chatThroughTheGateway(t *testing.T, tool string, hostBlock func(dir string) string) {
+// TestGeminiCLIThroughTheGateway: the real Gemini CLI reads the gateway's
+// GOOGLE_GEMINI_BASE_URL and GEMINI_API_KEY from its environment.
+func TestGeminiCLIThroughTheGateway(t *testing.T) {
+	f := agenttest.NewGeminiAPI(t)
+	throughTheGateway(t, f, fmt.Sprintf("provider = \"gemini\"\nbase_url = %q\n", f.URL()), "run_shell_command", func(dir string) string {
+		return fmt.Sprintf(`[hosts.agent]
+command = %q
+args = ["--acp"]
+dialect = "acp"
+working_dir = %q
+stop_grace = "2s"
+model = { connection = "m" }
+env = { HOME = %q, GEMINI_CLI_NO_RELAUNCH = "true", AGENTMUX_TEST_MARK = "@MARK@" }
+`, agenttest.Gemini(t), dir, t.TempDir())
+	})
+}
+
+// throughTheGateway runs one session of an agent, the host "agent" of hostBlock(dir),
+// on connection "m" (its provider and base_url in connection), whose shell tool writes
+// a file: every call it makes (its own side calls among them) reaches the scripted API
+// f with the node's key, and is the session's spend.
+func throughTheGateway(t *testing.T, f interface {
+	Replay(...agenttest.Call)
+	Keys() []string
+}, connection, tool string, hostBlock func(dir string) string) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "hello.txt")
-	f := agenttest.NewChatCompletions(t, shell(tool, "echo hi > "+target, "greet"), agenttest.Call{Text: "Written."})
-	const key = "sk-node-openai-secret"
-	n := start(t, fmt.Sprintf(`[connections.oai]
-provider = "openai"
-api_key_env = "NODE_OPENAI_KEY"
-base_url = %q
-`, f.URL())+hostBlock(dir)+agentSupervisors, func(o *Options) {
+	f.Replay(shell(tool, "echo hi > "+target, "greet"), agenttest.Call{Text: "Written."})
+	const key = "sk-node-secret"
+	n := start(t, "[connections.m]\napi_key_env = \"NODE_MODEL_KEY\"\n"+connection+hostBlock(dir)+agentSupervisors, func(o *Options) {
 		o.Getenv = func(k string) string {
-			if k == "NODE_OPENAI_KEY" {
+			if k == "NODE_MODEL_KEY" {
 				return key
 			}
 			return ""

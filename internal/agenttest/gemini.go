@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -29,7 +30,8 @@ type GeminiAPI struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	script []Call
-	last   []any // the latest main request's contents
+	last   []any    // the latest main request's contents
+	keys   []string // the x-goog-api-key of each generateContent call
 }
 
 // NewGeminiAPI serves script until the test ends.
@@ -42,6 +44,14 @@ func NewGeminiAPI(t testing.TB, script ...Call) *GeminiAPI {
 
 // URL is the API's base URL (GOOGLE_GEMINI_BASE_URL).
 func (f *GeminiAPI) URL() string { return f.srv.URL }
+
+// Keys are the API keys the generateContent calls came with, in order. Each call is
+// answered with 100 tokens in and 20 out.
+func (f *GeminiAPI) Keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys)
+}
 
 // Replay starts a new script for the next conversation.
 func (f *GeminiAPI) Replay(script ...Call) {
@@ -67,6 +77,9 @@ func (f *GeminiAPI) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	f.mu.Lock()
+	f.keys = append(f.keys, r.Header.Get("X-Goog-Api-Key"))
+	f.mu.Unlock()
 	var parts []any
 	if len(req.Tools) == 0 {
 		parts = []any{map[string]any{"text": `{"next_speaker":"user","reasoning":"the script decides","model_choice":"flash","complexity_reasoning":"scripted","complexity_score":1}`}}
