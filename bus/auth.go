@@ -90,6 +90,9 @@ func PermissionsFor(u User) Permissions {
 			g.Publish = append(g.Publish, wire.RespondSubjects, wire.RevokeSubjects, wire.RulesChangeSubjects, wire.AttachSubjects, wire.BudgetRaiseSubjects, wire.ShadowPromoteSubjects)
 		}
 		if u.Role == RoleOperator || u.Role == RoleLocal {
+			// The model calls' requests and answers ([gateway] record = "full"): what
+			// agents sent their models, prompts, files and transcripts, for operators.
+			g.Publish = append(g.Publish, readStream(wire.ExchangeStream)...)
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).
 			// An operator queues as itself only; the local operator for the person at
 			// the machine, as the console does for its people.

@@ -23,6 +23,7 @@ type file struct {
 	NATS        NATS                   `toml:"nats"`
 	Metrics     Metrics                `toml:"metrics"`
 	Audit       Audit                  `toml:"audit"`
+	Gateway     Gateway                `toml:"gateway"`
 	Hosts       map[string]*Host       `toml:"hosts"`
 	Agents      map[string]*Host       `toml:"agents"`
 	Supervisors map[string]*Supervisor `toml:"supervisors"`
@@ -100,7 +101,7 @@ func decodeProblem(file string, err error) *Problem {
 func knownKeys(section string) ([]string, bool) {
 	types := map[string]reflect.Type{
 		"nats": reflect.TypeFor[NATS](), "nats.users": reflect.TypeFor[User](), "nats.cluster": reflect.TypeFor[Cluster](),
-		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "audit": reflect.TypeFor[Audit](), "hosts": reflect.TypeFor[Host](),
+		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "audit": reflect.TypeFor[Audit](), "gateway": reflect.TypeFor[Gateway](), "hosts": reflect.TypeFor[Host](),
 		"supervisors": reflect.TypeFor[Supervisor](), "routes": reflect.TypeFor[Route](), "tools": reflect.TypeFor[Tool](),
 		"pipelines": reflect.TypeFor[Pipeline](), "notify": reflect.TypeFor[Notify](), "stages": reflect.TypeFor[Stage](),
 		"connections": reflect.TypeFor[Connection](), "attached": reflect.TypeFor[Attached](), "api": reflect.TypeFor[API](),
@@ -177,7 +178,7 @@ func suggestion(key toml.Key) string {
 	}
 	keys, ok := knownKeys(section)
 	if !ok {
-		return "the sections are nats, metrics, audit, hosts (or agents), attached, supervisors, routes, tools, connections, pipelines, notify, api, project"
+		return "the sections are nats, metrics, audit, gateway, hosts (or agents), attached, supervisors, routes, tools, connections, pipelines, notify, api, console, pricing, budgets, project"
 	}
 	return "known keys here: " + strings.Join(keys, ", ")
 }
@@ -204,6 +205,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		NATS:        f.NATS,
 		Metrics:     f.Metrics,
 		Audit:       f.Audit,
+		Gateway:     f.Gateway,
 		Hosts:       map[string]*Host{},
 		Supervisors: map[string]*Supervisor{},
 		Tools:       map[string]*Tool{},
@@ -222,6 +224,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		m.Metrics.Addr = DefaultMetricsAddr
 	}
 	v.audit(&m.Audit)
+	v.gateway(&m.Gateway)
 	v.hosts(path, f, m)
 	v.api(&m.API)
 	v.console(&m.Console)
@@ -479,6 +482,17 @@ func (v *validator) audit(a *Audit) {
 		if n < 0 {
 			v.add([]string{"audit", key}, "%d is negative; use a number of bytes, or 0 for no limit of size", n)
 		}
+	}
+}
+
+// gateway gives [gateway] its default and checks what it records.
+func (v *validator) gateway(g *Gateway) {
+	switch g.Record {
+	case "":
+		g.Record = RecordNone
+	case RecordNone, RecordMetadata, RecordFull:
+	default:
+		v.add([]string{"gateway", "record"}, `unknown %q; use "none", "metadata" (an audit record of each model call) or "full" (and its bodies, for operators)`, g.Record)
 	}
 }
 

@@ -468,3 +468,18 @@ inherit_env = ["NODE_ANTHROPIC_KEY"]
 		}
 	}
 }
+
+// TestGatewayRecord: [gateway] record is none unless written, and one of three.
+func TestGatewayRecord(t *testing.T) {
+	const host = "[hosts.x]\ncommand = \"c\"\n"
+	m, err := Parse("agentmux.toml", []byte(host))
+	if err != nil || m.Gateway.Record != RecordNone {
+		t.Fatalf("default: %+v %v; want none", m.Gateway, err)
+	}
+	if m, err := Parse("agentmux.toml", []byte("[gateway]\nrecord = \"full\"\n"+host)); err != nil || m.Gateway.Record != RecordFull {
+		t.Fatalf("full: %+v %v", m, err)
+	}
+	if _, err := Parse("agentmux.toml", []byte("[gateway]\nrecord = \"bodies\"\n"+host)); err == nil || !strings.Contains(err.Error(), `gateway.record (agentmux.toml:2:1): unknown "bodies"; use "none", "metadata"`) {
+		t.Errorf("a record of bodies: %v", err)
+	}
+}

@@ -73,6 +73,7 @@ type Manifest struct {
 	NATS        NATS
 	Metrics     Metrics
 	Audit       Audit
+	Gateway     Gateway
 	Hosts       map[string]*Host
 	Supervisors map[string]*Supervisor
 	Routes      Routes
@@ -192,6 +193,20 @@ type Audit struct {
 	EventsMaxAge   Duration `toml:"events_max_age"`   // default DefaultEventsMaxAge
 	EventsMaxBytes int64    `toml:"events_max_bytes"` // default 0: no limit of size
 }
+
+// Gateway is [gateway]: what the audit keeps of the model calls the agents make
+// through their nodes' gateways.
+type Gateway struct {
+	// Record is RecordNone (the default), RecordMetadata or RecordFull.
+	Record string `toml:"record"`
+}
+
+// What [gateway] record keeps of each model call.
+const (
+	RecordNone     = "none"
+	RecordMetadata = "metadata" // an audit record: connection, model, status, tokens, time
+	RecordFull     = "full"     // and its request and answer, which operators alone may read
+)
 
 // Metrics says where /metrics, /healthz and /readyz are served.
 type Metrics struct {

@@ -44,9 +44,13 @@ type Config struct {
 	Transport http.RoundTripper
 	// Tracer makes a span of each call, in its session's trace, as OpenTelemetry's
 	// GenAI conventions name it (nil: none).
-	Tracer  trace.Tracer
-	Metrics *metrics.Set
-	Log     *slog.Logger
+	Tracer trace.Tracer
+	// KeepBodies, when above 0, keeps up to this many bytes of each call's request and
+	// of its answer in the Call, for the audit ([gateway] record = "full"), the keys and
+	// the agent's token cut out. 0: none kept.
+	KeepBodies int
+	Metrics    *metrics.Set
+	Log        *slog.Logger
 }
 
 // Call is one model call an agent made through the gateway, as its provider answered.
@@ -68,6 +72,21 @@ type Call struct {
 	// RetryAfter is the provider's retry-after of a 429, 503 or 529 (0: none given).
 	RetryAfter time.Duration
 	Took       time.Duration
+	// Bodies are the call's request and answer, with Config.KeepBodies (nil: none kept).
+	Bodies *Bodies
+}
+
+// Bodies are a call's request and its provider's answer as they passed through the
+// gateway (a stream's events as they came), each up to Config.KeepBodies bytes, with
+// the connection's key and the agent's token replaced by "[redacted]".
+type Bodies struct {
+	Method, Path string // the provider's path
+	Request      []byte
+	Response     []byte
+	// RequestBytes and ResponseBytes are their whole lengths; RequestCut and ResponseCut
+	// say they were longer than kept.
+	RequestBytes, ResponseBytes int64
+	RequestCut, ResponseCut     bool
 }
 
 // Gateway serves the model APIs of the node's connections to its agents on loopback.

@@ -632,3 +632,40 @@ func TestConnectionLimitsApplyToTheWholeNode(t *testing.T) {
 		t.Errorf("the slow connection's waits: %d calls, %.3f s in all; want the second to wait about a second", h.GetSampleCount(), h.GetSampleSum())
 	}
 }
+
+// TestACallsBodiesAreKeptForTheAudit: with KeepBodies, a call carries its request as
+// sent on and its answer as streamed, without the agent's token (which an agent may
+// put in its own request); cut to what is kept, with their whole lengths.
+func TestACallsBodiesAreKeptForTheAudit(t *testing.T) {
+	f := newFixture(t)
+	f.g.cfg.KeepBodies = 1 << 20
+	p := f.pass(t, "claude", "s-kept")
+	leak := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 64,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("my token is " + p.Token()))}}
+	client := f.anthropic(p)
+	stream := client.Messages.NewStreaming(context.Background(), leak)
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := f.call(t, 1)
+	b := c.Bodies
+	if b == nil {
+		t.Fatal("no bodies kept")
+	}
+	if b.Method != "POST" || b.Path != "/v1/messages" || !strings.Contains(string(b.Request), `my token is [redacted]`) || strings.Contains(string(b.Request), p.Token()) {
+		t.Errorf("the request kept: %s %s %s; want it with the token cut out", b.Method, b.Path, b.Request)
+	}
+	if !strings.Contains(string(b.Response), "event: message_delta") || int64(len(b.Response)) != b.ResponseBytes || b.RequestCut || b.ResponseCut {
+		t.Errorf("the answer kept: %d of %d bytes: %s", len(b.Response), b.ResponseBytes, b.Response)
+	}
+
+	f.g.cfg.KeepBodies = 100
+	if _, err := client.Messages.New(context.Background(), leak); err != nil {
+		t.Fatal(err)
+	}
+	if b := f.call(t, 2).Bodies; len(b.Request) != 100 || b.RequestBytes <= 100 || len(b.Response) != 100 || b.ResponseBytes <= 100 || !b.RequestCut || !b.ResponseCut {
+		t.Errorf("bodies cut to 100 bytes: request %d of %d, answer %d of %d", len(b.Request), b.RequestBytes, len(b.Response), b.ResponseBytes)
+	}
+}

@@ -31,6 +31,7 @@ type call struct {
 	status     int
 	retryAfter time.Duration
 	meter      *meter
+	bodies     *Bodies    // nil: not kept
 	span       trace.Span // a no-op one without a tracer
 	finished   sync.Once
 }
@@ -83,6 +84,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		model = pathModel
 	}
 	c := &call{pass: p, session: session, conn: conn, model: model, start: time.Now()}
+	if g.cfg.KeepBodies > 0 {
+		c.bodies = &Bodies{Method: r.Method, Path: "/" + rest, Request: body, RequestBytes: int64(len(body))}
+	}
 	c.span = g.startSpan(trace, c, a)
 	r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
@@ -185,7 +189,7 @@ func (g *Gateway) proxy(c *config.Connection, a api, upstream *url.URL) *httputi
 			cl.status = resp.StatusCode
 			cl.retryAfter = retryAfter(resp)
 			cl.meter = &meter{stream: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"), api: a}
-			resp.Body = &meteredBody{ReadCloser: resp.Body, m: cl.meter, end: func() { g.finish(cl) }}
+			resp.Body = &meteredBody{ReadCloser: resp.Body, m: cl.meter, bodies: cl.bodies, keep: g.cfg.KeepBodies, end: func() { g.finish(cl) }}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -221,13 +225,20 @@ func retryAfter(resp *http.Response) time.Duration {
 // knows what it spent before the agent can make its next call.
 type meteredBody struct {
 	io.ReadCloser
-	m   *meter
-	end func()
+	m      *meter
+	bodies *Bodies // nil: the answer is not kept
+	keep   int
+	end    func()
 }
 
 func (b *meteredBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.m.Write(p[:n])
+	if b.bodies != nil {
+		b.bodies.ResponseBytes += int64(n)
+		// Past what is kept, a secret's length more: one cut in two is still redacted.
+		b.bodies.Response = append(b.bodies.Response, p[:max(min(n, b.keep+redactMargin-len(b.bodies.Response)), 0)]...)
+	}
 	if err != nil {
 		b.end()
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"strconv"
 	"time"
 
@@ -23,6 +24,11 @@ func (g *Gateway) settle(c *call) {
 		}
 	}
 	out.Usage.Model = out.Model
+	if b := c.bodies; b != nil {
+		out.Bodies = &Bodies{Method: b.Method, Path: b.Path, RequestBytes: b.RequestBytes, ResponseBytes: b.ResponseBytes}
+		out.Bodies.Request, out.Bodies.RequestCut = g.redact(b.Request, c)
+		out.Bodies.Response, out.Bodies.ResponseCut = g.redact(b.Response, c)
+	}
 	code := "error"
 	if c.status != 0 {
 		code = strconv.Itoa(c.status)
@@ -48,6 +54,25 @@ func (g *Gateway) settle(c *call) {
 	if c.pass.report != nil {
 		c.pass.report(out)
 	}
+}
+
+// redactMargin is how far past what it keeps a body is read before its secrets are
+// cut out: a key's length, at least.
+const redactMargin = 512
+
+// redact is a body kept for the audit, up to KeepBodies bytes, without the secrets the
+// gateway knows of: the connection's key (an agent never had it, but a provider may
+// echo what it was sent) and the pass's token; and whether it was cut. A copy: the
+// request's bytes are the ones sent on.
+func (g *Gateway) redact(body []byte, c *call) ([]byte, bool) {
+	out := bytes.Clone(body[:min(len(body), g.cfg.KeepBodies+redactMargin)])
+	for _, secret := range []string{g.keys[c.conn.Name], c.pass.token} {
+		if len(secret) >= 8 {
+			out = bytes.ReplaceAll(out, []byte(secret), []byte("[redacted]"))
+		}
+	}
+	cut := len(body) > g.cfg.KeepBodies+redactMargin || len(out) > g.cfg.KeepBodies
+	return out[:min(len(out), g.cfg.KeepBodies)], cut
 }
 
 // label is model as a metric's label: a model the connection or [pricing] names, or

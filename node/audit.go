@@ -62,10 +62,11 @@ type auditor struct {
 // auditItem is a record to publish, one to publish again (msg set), or a tick (neither):
 // time to publish the requests held longest.
 type auditItem struct {
-	id  string
-	rec *wire.AuditRecord
-	msg *nats.Msg
-	at  time.Time // when a request's record was queued
+	id       string
+	rec      *wire.AuditRecord
+	msg      *nats.Msg
+	exchange *wire.ModelExchange
+	at       time.Time // when a request's record was queued
 }
 
 type heldRequest struct {
@@ -114,6 +115,12 @@ func (a *auditor) record(id string, rec *wire.AuditRecord) {
 	}
 }
 
+// exchange records a model call's request and answer ([gateway] record = "full") to
+// the exchanges' stream, as it does audit records. It never blocks.
+func (a *auditor) exchange(x *wire.ModelExchange) {
+	a.q.Push(auditItem{id: x.ID, exchange: x})
+}
+
 // failed publishes a record again after a pause; it runs on a NATS goroutine.
 func (a *auditor) failed(msg *nats.Msg, err error) {
 	id := msg.Header.Get(jetstream.MsgIDHeader)
@@ -147,6 +154,8 @@ func (a *auditor) run() {
 			switch {
 			case it.msg != nil:
 				a.publish(it.id, it.msg)
+			case it.exchange != nil:
+				a.publishExchange(it.exchange)
 			case it.rec == nil:
 				a.armed = false
 			case a.holds(it.rec):
@@ -214,6 +223,13 @@ func (a *auditor) publishRecord(id string, rec *wire.AuditRecord) {
 	if a.publish(id, msg) {
 		a.metrics.AuditPublishes.Inc()
 	}
+}
+
+func (a *auditor) publishExchange(x *wire.ModelExchange) {
+	id := x.ID + ".bodies" // apart from its audit record's, in the auditor's tries
+	msg := &nats.Msg{Subject: wire.ExchangeSubject(x.Host, x.Session), Data: x.AppendJSON(nil, bus.BodyLimit(a.nc)),
+		Header: nats.Header{jetstream.MsgIDHeader: []string{id}}}
+	a.publish(id, msg)
 }
 
 func (a *auditor) publish(id string, msg *nats.Msg) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 
+	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/gateway"
 )
@@ -15,8 +16,14 @@ func (n *Node) startGateway(opts Options) error {
 	if !gatewayNeeded(n.conf.roles.hosts) {
 		return nil
 	}
-	g, err := gateway.New(gateway.Config{Connections: opts.Manifest.Connections, Pricing: opts.Manifest.Pricing,
-		Getenv: opts.Getenv, Tracer: n.tracer(), Metrics: n.Metrics, Log: n.log.With("component", "gateway")})
+	cfg := gateway.Config{Connections: opts.Manifest.Connections, Pricing: opts.Manifest.Pricing,
+		Getenv: opts.Getenv, Tracer: n.tracer(), Metrics: n.Metrics, Log: n.log.With("component", "gateway")}
+	if opts.Manifest.Gateway.Record == config.RecordFull {
+		// Both bodies of a call fit one message of the server's (the exchange's JSON cuts
+		// what its escapes add).
+		cfg.KeepBodies = bus.BodyLimit(n.Bus.Conn) / 2
+	}
+	g, err := gateway.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -46,10 +53,11 @@ func gatewayNeeded(hosts map[string]*config.Host) bool {
 }
 
 // gatewayChanged reports whether m changes what the gateway serves: a host's model,
-// or a connection a host's model names. The gateway reads them, and the keys, at start.
+// a connection a host's model names, or what it records. The gateway reads them, and
+// the keys, at start.
 func gatewayChanged(old, m *config.Manifest) bool {
 	view := func(m *config.Manifest) map[string]any {
-		out := map[string]any{}
+		out := map[string]any{"record": m.Gateway.Record}
 		for name, h := range m.Hosts {
 			if h.Model != nil {
 				out["hosts."+name] = *h.Model

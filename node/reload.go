@@ -187,7 +187,7 @@ func needsRestart(old, m *config.Manifest) []string {
 		out = append(out, "[pipelines] changed (their run queues are joined at start)")
 	}
 	if gatewayChanged(old, m) {
-		out = append(out, "a host's model, or a connection one names, changed (the model gateway reads them, and their keys, at start)")
+		out = append(out, "a host's model, a connection one names, or [gateway] record changed (the model gateway reads them, and their keys, at start)")
 	}
 	return out
 }

@@ -135,3 +135,30 @@ func SearchAudit(ctx context.Context, nc *nats.Conn, q AuditQuery, each func(*wi
 
 // ErrEnough, from SearchAudit's each, ends the search without an error.
 var ErrEnough = errors.New("enough records")
+
+// ReadExchanges reads the model calls' requests and answers of one session ([gateway]
+// record = "full"), in the order they were stored: what operators alone may read.
+func ReadExchanges(ctx context.Context, js jetstream.JetStream, session string) ([]*wire.ModelExchange, error) {
+	var out []*wire.ModelExchange
+	err := scan(ctx, js.Conn(), wire.ExchangeStream, wire.ExchangeSubject("*", session), func(m *storedMsg) error {
+		var x wire.ModelExchange
+		if err := json.Unmarshal(m.msg.Data, &x); err != nil {
+			return fmt.Errorf("model exchange %s is not JSON: %w", m.msg.Subject, err)
+		}
+		out = append(out, &x)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the model exchanges: %w", err)
+	}
+	return out, nil
+}
+
+// ExchangeSessions lists the sessions the exchanges' stream holds whose ids start with
+// prefix, sorted.
+func ExchangeSessions(ctx context.Context, js jetstream.JetStream, prefix string) ([]string, error) {
+	return streamSessions(ctx, js, wire.ExchangeStream, wire.ExchangeSubject("*", "*"), prefix, func(subject string) (string, bool) {
+		_, session, ok := wire.ParseExchangeSubject(subject)
+		return session, ok
+	})
+}

@@ -146,6 +146,15 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Duplicates:  duplicatesWithin(d.audit.MaxAge),
 		MaxAge:      d.audit.MaxAge,
 		MaxBytes:    d.audit.MaxBytes,
+	}, {
+		Name:        wire.ExchangeStream,
+		Description: "agentmux model calls' requests and answers ([gateway] record = \"full\"), kept as the audit is; operators alone read it",
+		Subjects:    []string{wire.ExchangeSubjects},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Duplicates:  duplicatesWithin(d.audit.MaxAge),
+		MaxAge:      d.audit.MaxAge,
+		MaxBytes:    d.audit.MaxBytes,
 	}} {
 		cfg.Replicas = replicas
 		if err := d.stream(ctx, cfg); err != nil {

@@ -50,6 +50,13 @@ type Env struct {
 	// Gateway is the node's model gateway, which hosts with a model reach their
 	// connection through (nil: the node runs none).
 	Gateway *gateway.Gateway
+	// Record is what the audit keeps of each model call through the gateway
+	// ([gateway] record): "" or config.RecordNone nothing, config.RecordMetadata a
+	// model.call record, config.RecordFull its bodies too, which go to Exchange.
+	Record string
+	// Exchange records a model call's request and answer; like Audit, it must not
+	// block. Nil: they are not kept.
+	Exchange func(x *wire.ModelExchange)
 	// WriteTimeout bounds each write to an agent's stdin.
 	WriteTimeout time.Duration
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/gateway"
 	"github.com/agentmux/agentmux/protocol"
@@ -85,9 +87,31 @@ func (a *Agent) onModelCalled(m *modelCalled) {
 		ev.Usage = &u
 		s.usage.Add(&u)
 	}
-	a.publishOn(s, wire.EventModelCall, a.encode(ev))
+	data := a.encode(ev)
+	a.publishOn(s, wire.EventModelCall, data)
+	a.recordCall(s, c, ev, data)
 	if c.Measured {
 		a.checkBudget(s)
+	}
+}
+
+// recordCall keeps a model call in the audit, as [gateway] record asks: a model.call
+// record (its event), and with "full" its request and answer apart, in the stream
+// operators alone read, under the same id.
+func (a *Agent) recordCall(s *session, c gateway.Call, ev *wire.ModelCall, data []byte) {
+	if a.cfg.Record != config.RecordMetadata && a.cfg.Record != config.RecordFull {
+		return
+	}
+	s.calls++
+	rec := a.record(s, wire.EventModelCall)
+	rec.Text = fmt.Sprintf("%s %s: %d", c.Connection, c.Model, c.Status)
+	rec.Value = data
+	id := wire.AuditID(s.id, s.start.Attempt, "model."+strconv.Itoa(s.calls))
+	a.cfg.Audit(id, rec)
+	if b := c.Bodies; b != nil && a.cfg.Exchange != nil {
+		a.cfg.Exchange(&wire.ModelExchange{ID: id, Time: rec.Time, Node: rec.Node, Host: rec.Host, Session: s.id, Attempt: rec.Attempt, Call: *ev,
+			Method: b.Method, Path: b.Path, Request: string(b.Request), Response: string(b.Response), RequestBytes: b.RequestBytes, ResponseBytes: b.ResponseBytes,
+			RequestCut: b.RequestCut, ResponseCut: b.ResponseCut})
 	}
 }
 

@@ -39,6 +39,7 @@ type session struct {
 	sink     *streamSink       // where the stdout reader publishes stream lines itself
 	usage    wire.Tally        // what its model calls cost: as the gateway measured it, or the agent reported it
 	claimed  wire.Tally        // what the agent reported, behind the gateway: a claim beside the measured
+	calls    int               // its model calls through the gateway so far
 	budget   *budget           // nil: no budget
 	trace    context.Context   // its span's, when traced (Config.Tracer)
 	span     trace.Span        // nil when not traced

@@ -27,7 +27,7 @@ key = sys.argv[1]
 msg = json.loads(sys.stdin.readline())
 base, token = os.environ.get("OPENAI_BASE_URL", ""), os.environ.get("OPENAI_API_KEY", "")
 def call(tok):
-    body = json.dumps({"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": msg["text"]}]}).encode()
+    body = json.dumps({"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": msg["text"] + " with " + tok}]}).encode()
     req = urllib.request.Request(base + "/chat/completions", data=body, headers={"Authorization": "Bearer " + tok, "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(req, timeout=20) as r:
@@ -61,7 +61,9 @@ print(json.dumps({"type": "result", "text": json.dumps(seen)}), flush=True)
 // call reaches the scripted provider with the node's key, never the agent's token;
 // the agent finds no key in its environment or any process's it can read; a token of
 // a session before it (whose process ended) is refused; its lies about its usage do
-// not count: the session spent what the provider counted, priced by [pricing].
+// not count: the session spent what the provider counted, priced by [pricing]. The
+// audit keeps each call ([gateway] record = "full"), its bodies without the token the
+// agent put in its own request.
 func TestAnAgentBehindTheGatewayHoldsNoKey(t *testing.T) {
 	t.Parallel()
 	api := agenttest.NewChatCompletions(t)
@@ -75,6 +77,8 @@ listen = "127.0.0.1:%d"
 store_dir = %q
 [metrics]
 addr = "127.0.0.1:0"
+[gateway]
+record = "full"
 [connections.oa]
 provider = "openai"
 api_key_env = "NODE_OPENAI_KEY"
@@ -173,6 +177,20 @@ model = { connection = "oa" }
 	}
 	if claims != 2 {
 		t.Errorf("%d usage claims among the events; want the agent's two, kept", claims)
+	}
+
+	audit := runtimeProc(t, "audit", "-c", manifest, "t-hunt-1", "--kind", wire.EventModelCall, "-o", "json")
+	if code := audit.wait(t, 30*time.Second); code != exitOK || strings.Count(audit.stdout.String(), `"kind":"model.call"`) != 1 {
+		t.Errorf("audit of the model calls: exit %d, %s%s; want one model.call record", code, audit.stdout, audit.stderr)
+	}
+	bodies := runtimeProc(t, "calls", "-c", manifest, "t-hunt-1", "--bodies")
+	code := bodies.wait(t, 30*time.Second)
+	out := bodies.stdout.String()
+	if code != exitOK || !strings.Contains(out, "oa/fake-model") || !strings.Contains(out, "find the key with [redacted]") || !strings.Contains(out, "chat.completion.chunk") {
+		t.Errorf("calls --bodies: exit %d\n%s%s\nwant the call, its request with the token cut out and its answer", code, out, bodies.stderr)
+	}
+	if strings.Contains(out, "amx-") || strings.Contains(out, key) {
+		t.Errorf("calls --bodies shows a token or the key:\n%s", out)
 	}
 }
 

@@ -274,6 +274,12 @@ func TestSecureRoles(t *testing.T) {
 			_, err := store.ReadAudit(ctx, js, "t-none")
 			return err
 		}},
+		{"read the model calls' requests and answers", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// What agents sent their models (prompts, files, transcripts): for operators,
+			// never a viewer, a supervisor or the console.
+			_, err := store.ReadExchanges(ctx, js, "t-none")
+			return err
+		}},
 		{"read pending requests", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			pending, err := store.OpenPending(ctx, js, nc)
 			if err != nil {
