@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -8,13 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/config"
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
 )
 
 // TestClaudeCodeThroughTheGateway: the real Claude Code, on a host whose model is
@@ -313,5 +317,83 @@ func throughTheGateway(t *testing.T, f interface {
 	spend := res.Usage.Spend(func(string, *protocol.Usage) (float64, bool) { return 0, false })
 	if spend == nil || spend.InputTokens != 100*calls || spend.OutputTokens != 20*calls {
 		t.Errorf("the session's spend: %+v; want what the API counted for its %d calls: %d in, %d out", spend, calls, 100*calls, 20*calls)
+	}
+}
+
+// TestClaudeCodeStopsAtItsBudgetBehindTheGateway: the real Claude Code, behind the
+// gateway with a budget of 100 tokens, spends 120 on its first call (the scripted API's
+// count, counted before the answer reached Claude Code): the session pauses and asks,
+// Claude Code is interrupted and its calls held, so no call past the budget reaches the
+// provider. Refused the raise, the session ends at its budget.
+func TestClaudeCodeStopsAtItsBudgetBehindTheGateway(t *testing.T) {
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("ship on friday\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeAnthropic(t, []block{{Tool: "Read", Input: map[string]any{"file_path": notes}}}, []block{{Text: "never"}})
+	n := start(t, fmt.Sprintf("[connections.claude]\nprovider = \"anthropic\"\nbase_url = %q\n", f.URL())+
+		claudeHost(t, "claude", f, dir, "budget = { tokens = 100 }\nmodel = { connection = \"claude\" }\nquestion_timeout = \"1m\"")+budgetRoutes+agentSupervisors)
+	results := make(chan *agent.Result, 1)
+	session := n.n.Submit("claude", "", "read the notes", results)
+	pending := pendingStore(t, n)
+	p := waitPending(t, pending, session)
+	if p.Request != "budget-1" || !strings.HasSuffix(p.Text, "spent 120 tokens of 100; go on with +100 tokens?") {
+		t.Fatalf("%s waits (%q); want the budget's request, at the 120 tokens the provider counted", p.Request, p.Text)
+	}
+	if _, err := pending.Respond(context.Background(), p.ID, "alice", wire.RespondRequest{Value: json.RawMessage(`"no"`)}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-results
+	if res.OK || !res.BudgetExceeded {
+		t.Fatalf("result %+v; want budget_exceeded", res)
+	}
+	if calls := len(f.Keys()); calls != 1 {
+		t.Errorf("%d calls reached the provider; want 1: none past the budget", calls)
+	}
+}
+
+// TestARateLimitIsRecordedForTheSession: the provider answers Claude Code's first call
+// 429 with retry-after 1; the session's events and the connection's metrics record it,
+// and Claude Code, retrying after it, ends its session ok.
+func TestARateLimitIsRecordedForTheSession(t *testing.T) {
+	dir := t.TempDir()
+	f := newFakeAnthropic(t, []block{{Text: "Done."}})
+	f.Limit(1, "1")
+	n := start(t, fmt.Sprintf("[connections.claude]\nprovider = \"anthropic\"\nbase_url = %q\n", f.URL())+
+		claudeHost(t, "claude", f, dir, "model = { connection = \"claude\" }")+agentSupervisors)
+	events := make(chan *nats.Msg, 16)
+	sub, err := n.n.Bus.Conn.ChanSubscribe(wire.EventSubject("claude", "*", wire.EventModelCall), events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if res := n.run("claude", "say done"); !res.OK {
+		t.Fatalf("result %+v %s", res, res.Payload)
+	}
+	var limited *wire.ModelCall
+	for limited == nil {
+		select {
+		case m := <-events:
+			var c wire.ModelCall
+			if err := json.Unmarshal(m.Data, &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Status == 429 {
+				limited = &c
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no model.call event of a 429")
+		}
+	}
+	if limited.RetryAfterMs != 1000 || limited.Connection != "claude" || limited.Usage != nil {
+		t.Errorf("the 429's model.call: %+v; want retry_after_ms 1000 on claude, no usage", limited)
+	}
+	var got float64
+	for _, m := range []string{"other", "none"} {
+		got += testutil.ToFloat64(n.n.Metrics.ModelRequests.WithLabelValues("claude", m, "429"))
+	}
+	if got != 1 {
+		t.Errorf("agentmux_model_requests_total{code=429} = %v; want 1", got)
 	}
 }

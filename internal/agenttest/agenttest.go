@@ -94,6 +94,8 @@ type Anthropic struct {
 	requests []map[string]any // the main conversation's requests
 	served   int              // responses so far: each message and tool call has an id of its own
 	keys     []string         // the credential of each message call: its x-api-key, or its bearer token
+	limited  int              // message calls still to be answered 429
+	wait     string           // their retry-after
 }
 
 // NewAnthropic serves script until the test ends.
@@ -116,7 +118,18 @@ func (f *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.keys = append(f.keys, key)
+	limited := f.limited > 0
+	if limited {
+		f.limited--
+	}
 	f.mu.Unlock()
+	if limited {
+		w.Header().Set("Retry-After", f.wait)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`)
+		return
+	}
 	var req map[string]any
 	if err := json.Unmarshal(body, &req); err != nil {
 		f.t.Errorf("fake Anthropic API: %v", err)
@@ -194,6 +207,14 @@ func (f *Anthropic) Gate(n int, text string) {
 		f.gates = map[int]string{}
 	}
 	f.gates[n] = text
+}
+
+// Limit answers the next n message calls as a provider at its rate limit does: 429,
+// rate_limit_error, with retry-after (seconds).
+func (f *Anthropic) Limit(n int, retryAfter string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limited, f.wait = n, retryAfter
 }
 
 // Replay starts a new script for the next conversation.
