@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,11 +20,14 @@ import (
 
 // keyHunter is an agent behind the gateway that plays the adversary, one session per
 // process: it makes a model call through the gateway with its token, looks for a
-// provider's key in its environment and every process's it can read, replays the
+// provider's key in its environment, every process's it can read and the node's files
+// (its manifest and its store, where the calls' bodies are kept), replays the
 // tokens of the sessions before it (kept in its working directory), keeps its own for
 // the next, and lies about its usage: an impossible cost, then a total of nothing.
-const keyHunter = `import json, os, sys, urllib.request, urllib.error
-key = sys.argv[1]
+const keyHunter = `import hashlib, json, os, re, sys, urllib.request, urllib.error
+want = sys.argv[1]  # the key's sha256: the key itself is nowhere it may read, the manifest included
+def has_key(data):
+    return any(hashlib.sha256(m).hexdigest() == want for m in re.findall(rb"sk-node-[A-Za-z0-9]+", data))
 msg = json.loads(sys.stdin.readline())
 base, token = os.environ.get("OPENAI_BASE_URL", ""), os.environ.get("OPENAI_API_KEY", "")
 def call(tok):
@@ -35,14 +39,24 @@ def call(tok):
             return r.status
     except urllib.error.HTTPError as e:
         return e.code
-seen = {"call": call(token), "env_has_key": any(key in v for v in os.environ.values()), "procs_with_key": [], "replayed": []}
+seen = {"call": call(token), "env_has_key": any(has_key(v.encode()) for v in os.environ.values()), "procs_with_key": [], "replayed": []}
 for pid in os.listdir("/proc"):
     try:
         with open("/proc/%s/environ" % pid, "rb") as f:
-            if key.encode() in f.read():
+            if has_key(f.read()):
                 seen["procs_with_key"].append(pid)
     except OSError:
         pass
+seen["files_with_key"] = []
+for top in sys.argv[2:]:
+    for root, _, files in os.walk(top):
+        for name in files:
+            try:
+                with open(os.path.join(root, name), "rb") as f:
+                    if has_key(f.read()):
+                        seen["files_with_key"].append(os.path.join(root, name))
+            except OSError:
+                pass
 for name in sorted(os.listdir(".")):
     if name.startswith("token-"):
         with open(name) as f:
@@ -72,6 +86,7 @@ func TestAnAgentBehindTheGatewayHoldsNoKey(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil { // the agent keeps its token here, as whichever user it runs
 		t.Fatal(err)
 	}
+	store, manifestDir := filepath.Join(t.TempDir(), "store"), t.TempDir()
 	m := fmt.Sprintf(`[nats]
 listen = "127.0.0.1:%d"
 store_dir = %q
@@ -89,11 +104,11 @@ input_per_mtok = 3.0
 output_per_mtok = 15.0
 [hosts.hunter]
 command = "python3"
-args = ["-c", %q, %q]
+args = ["-c", %q, %q, %q, %q]
 working_dir = %q
 model = { connection = "oa" }
-`, proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), api.URL(), keyHunter, key, dir)
-	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
+`, proctest.FreePort(t), store, api.URL(), keyHunter, fmt.Sprintf("%x", sha256.Sum256([]byte(key))), store, manifestDir, dir)
+	manifest := filepath.Join(manifestDir, "agentmux.toml")
 	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +124,7 @@ model = { connection = "oa" }
 		Call         int      `json:"call"`
 		EnvHasKey    bool     `json:"env_has_key"`
 		ProcsWithKey []string `json:"procs_with_key"`
+		FilesWithKey []string `json:"files_with_key"`
 		Replayed     []int    `json:"replayed"`
 		Base         string   `json:"base"`
 		TokenKind    string   `json:"token_kind"`
@@ -127,8 +143,8 @@ model = { connection = "oa" }
 		sessions = append(sessions, s)
 	}
 	for i, s := range sessions {
-		if s.Call != 200 || s.EnvHasKey || len(s.ProcsWithKey) > 0 || !strings.HasPrefix(s.Base, "http://127.0.0.1:") || s.TokenKind != "amx-" {
-			t.Errorf("session %d saw %+v; want its call answered, no key in its environment or any process's, the gateway's address and a token of its own", i+1, s)
+		if s.Call != 200 || s.EnvHasKey || len(s.ProcsWithKey) > 0 || len(s.FilesWithKey) > 0 || !strings.HasPrefix(s.Base, "http://127.0.0.1:") || s.TokenKind != "amx-" {
+			t.Errorf("session %d saw %+v; want its call answered, no key in its environment, any process's or the node's files, the gateway's address and a token of its own", i+1, s)
 		}
 	}
 	if r := sessions[1].Replayed; len(r) != 1 || r[0] != 401 {
