@@ -53,7 +53,7 @@ const responseTTL = 24 * time.Hour
 
 // readable are the streams and buckets operators and viewers may read.
 var readable = []string{wire.AuditStream, wire.TaskStream, wire.EventStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket, "KV_" + wire.PipelineBucket,
-	"KV_" + wire.SpendBucket, "KV_" + wire.PromotionsBucket}
+	"KV_" + wire.SpendBucket, "KV_" + wire.PromotionsBucket, "KV_" + wire.CheckpointIndexBucket}
 
 // readStream is what reading a stream takes: its info, message gets (scan) and direct
 // gets (a bucket's key). No consumer: its creator would choose where it delivers, and
@@ -92,7 +92,10 @@ func PermissionsFor(u User) Permissions {
 		if u.Role == RoleOperator || u.Role == RoleLocal {
 			// The model calls' requests and answers ([gateway] record = "full"): what
 			// agents sent their models, prompts, files and transcripts, for operators.
+			// The same of checkpoints, which hold what an agent knows: exported through
+			// a node.
 			g.Publish = append(g.Publish, readStream(wire.ExchangeStream)...)
+			g.Publish = append(g.Publish, wire.CheckpointExportSubject)
 			// Queue tasks, and take one out of the queue before a node starts it (cancel).
 			// An operator queues as itself only; the local operator for the person at
 			// the machine, as the console does for its people.

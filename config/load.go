@@ -24,6 +24,7 @@ type file struct {
 	Metrics     Metrics                `toml:"metrics"`
 	Audit       Audit                  `toml:"audit"`
 	Gateway     Gateway                `toml:"gateway"`
+	Checkpoints Checkpoints            `toml:"checkpoints"`
 	Hosts       map[string]*Host       `toml:"hosts"`
 	Agents      map[string]*Host       `toml:"agents"`
 	Supervisors map[string]*Supervisor `toml:"supervisors"`
@@ -101,7 +102,7 @@ func decodeProblem(file string, err error) *Problem {
 func knownKeys(section string) ([]string, bool) {
 	types := map[string]reflect.Type{
 		"nats": reflect.TypeFor[NATS](), "nats.users": reflect.TypeFor[User](), "nats.cluster": reflect.TypeFor[Cluster](),
-		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "audit": reflect.TypeFor[Audit](), "gateway": reflect.TypeFor[Gateway](), "hosts": reflect.TypeFor[Host](),
+		"nats.tls": reflect.TypeFor[TLS](), "metrics": reflect.TypeFor[Metrics](), "audit": reflect.TypeFor[Audit](), "gateway": reflect.TypeFor[Gateway](), "checkpoints": reflect.TypeFor[Checkpoints](), "hosts": reflect.TypeFor[Host](),
 		"supervisors": reflect.TypeFor[Supervisor](), "routes": reflect.TypeFor[Route](), "tools": reflect.TypeFor[Tool](),
 		"pipelines": reflect.TypeFor[Pipeline](), "notify": reflect.TypeFor[Notify](), "stages": reflect.TypeFor[Stage](),
 		"connections": reflect.TypeFor[Connection](), "attached": reflect.TypeFor[Attached](), "api": reflect.TypeFor[API](),
@@ -178,7 +179,7 @@ func suggestion(key toml.Key) string {
 	}
 	keys, ok := knownKeys(section)
 	if !ok {
-		return "the sections are nats, metrics, audit, gateway, hosts (or agents), attached, supervisors, routes, tools, connections, pipelines, notify, api, console, pricing, budgets, project"
+		return "the sections are nats, metrics, audit, gateway, checkpoints, hosts (or agents), attached, supervisors, routes, tools, connections, pipelines, notify, api, console, pricing, budgets, project"
 	}
 	return "known keys here: " + strings.Join(keys, ", ")
 }
@@ -206,6 +207,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 		Metrics:     f.Metrics,
 		Audit:       f.Audit,
 		Gateway:     f.Gateway,
+		Checkpoints: f.Checkpoints,
 		Hosts:       map[string]*Host{},
 		Supervisors: map[string]*Supervisor{},
 		Tools:       map[string]*Tool{},
@@ -225,6 +227,7 @@ func (v *validator) manifest(path string, f *file) *Manifest {
 	}
 	v.audit(&m.Audit)
 	v.gateway(&m.Gateway)
+	v.checkpoints(&m.Checkpoints)
 	v.hosts(path, f, m)
 	v.api(&m.API)
 	v.console(&m.Console)
@@ -323,6 +326,9 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	v.enum(at("plain_text"), &h.PlainText, "result", "a plain_text mode", "result", "log")
 	v.enum(at("approval_default"), &h.ApprovalDefault, "no", "an approval answer", "yes", "no")
 	h.ApprovalDefaultJSON, _ = json.Marshal(h.ApprovalDefault)
+	if !v.written(section, h.Name, "checkpoint") {
+		h.Checkpoint = true
+	}
 	if h.QuestionDefault == nil {
 		h.QuestionDefault = ""
 	}
@@ -482,6 +488,27 @@ func (v *validator) audit(a *Audit) {
 		if n < 0 {
 			v.add([]string{"audit", key}, "%d is negative; use a number of bytes, or 0 for no limit of size", n)
 		}
+	}
+}
+
+// checkpoints gives [checkpoints] its defaults and checks its sizes.
+func (v *validator) checkpoints(c *Checkpoints) {
+	if !v.written("checkpoints", "max_age") {
+		c.MaxAge = Duration(DefaultCheckpointMaxAge)
+	}
+	if c.MaxCheckpointBytes == 0 {
+		c.MaxCheckpointBytes = DefaultMaxCheckpointBytes
+	}
+	if c.Keep == 0 {
+		c.Keep = DefaultCheckpointsKept
+	}
+	for key, n := range map[string]int64{"max_bytes": c.MaxBytes, "max_checkpoint_bytes": c.MaxCheckpointBytes, "keep": int64(c.Keep)} {
+		if n < 0 {
+			v.add([]string{"checkpoints", key}, "%d is negative", n)
+		}
+	}
+	if c.MaxBytes > 0 && c.MaxCheckpointBytes > c.MaxBytes {
+		v.add([]string{"checkpoints", "max_checkpoint_bytes"}, "%d is more than max_bytes (%d), which holds them all", c.MaxCheckpointBytes, c.MaxBytes)
 	}
 }
 

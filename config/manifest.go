@@ -74,6 +74,7 @@ type Manifest struct {
 	Metrics     Metrics
 	Audit       Audit
 	Gateway     Gateway
+	Checkpoints Checkpoints
 	Hosts       map[string]*Host
 	Supervisors map[string]*Supervisor
 	Routes      Routes
@@ -194,6 +195,23 @@ type Audit struct {
 	EventsMaxBytes int64    `toml:"events_max_bytes"` // default 0: no limit of size
 }
 
+// What the fleet keeps of its sessions' checkpoints unless [checkpoints] says.
+const (
+	DefaultCheckpointMaxAge   = 7 * 24 * time.Hour
+	DefaultMaxCheckpointBytes = 16 << 20
+	DefaultCheckpointsKept    = 3
+)
+
+// Checkpoints is [checkpoints]: what the fleet keeps of its sessions' checkpoints, what
+// brings a session back on another node.
+type Checkpoints struct {
+	MaxAge   Duration `toml:"max_age"`   // default DefaultCheckpointMaxAge
+	MaxBytes int64    `toml:"max_bytes"` // of them all; default 0: no limit of size
+	// MaxCheckpointBytes bounds one checkpoint (default DefaultMaxCheckpointBytes).
+	MaxCheckpointBytes int64 `toml:"max_checkpoint_bytes"`
+	Keep               int   `toml:"keep"` // the latest of each session kept; default 3
+}
+
 // Gateway is [gateway]: what the audit keeps of the model calls the agents make
 // through their nodes' gateways.
 type Gateway struct {
@@ -306,6 +324,9 @@ type Sessions struct {
 	// Budget pauses a session that spent this much and asks its supervisors whether it
 	// goes on (nil: no budget).
 	Budget *Budget `toml:"budget"`
+	// Checkpoint keeps the session's checkpoints (default true): false, for a host whose
+	// agents' state must not leave their node.
+	Checkpoint bool `toml:"checkpoint"`
 }
 
 // HostDerived is what Load makes of a host's table.

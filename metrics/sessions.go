@@ -15,6 +15,7 @@ type SessionMetrics struct {
 	PipelineStages  *prometheus.CounterVec // pipeline, stage, outcome (ok, error, resumed)
 	SessionTokens   *prometheus.CounterVec // host, model, kind (input, output, cache_read, cache_write), outcome
 	SessionCost     *prometheus.CounterVec // host, model, outcome
+	Checkpoints     *prometheus.CounterVec // host, outcome (saved, failed)
 }
 
 func newSessionMetrics(f *families) SessionMetrics {
@@ -29,6 +30,7 @@ func newSessionMetrics(f *families) SessionMetrics {
 		Pipelines:       f.counter("pipelines_total", "Pipeline runs ended, by outcome (ok, error).", "pipeline", "outcome"),
 		SessionTokens:   f.counter("tokens_total", "Tokens the agents' model calls used, as the agents reported them, counted as each session ends: by host, model, kind (input, output, cache_read, cache_write) and the session's outcome.", "host", "model", "kind", "outcome"),
 		SessionCost:     f.counter("cost_usd_total", "What the agents' model calls cost in US dollars, as the agents reported it or [pricing] priced it, counted as each session ends: by host, model and the session's outcome.", "host", "model", "outcome"),
+		Checkpoints:     f.counter("checkpoints_total", "Sessions' checkpoints, by outcome: saved, or failed (not kept: the one before stands).", "host", "outcome"),
 		PipelineStages:  f.counter("pipeline_stages_total", "Pipeline stages ended, by outcome (ok, error; resumed: taken up again after the node running it was gone).", "pipeline", "stage", "outcome"),
 	}
 }

@@ -66,7 +66,7 @@ func (n *Node) openBus(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.Bus = b
-	if n.conf.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, keep(m.Audit), n.log); err != nil {
+	if n.conf.replicas, err = store.Declare(ctx, b.JS, nc.Replicas, keep(m.Audit, m.Checkpoints), n.log); err != nil {
 		b.Close()
 		return err
 	}
@@ -119,9 +119,10 @@ func storeFolder(opts Options, name string) string {
 	return ""
 }
 
-// keep is the history [audit] asks the fleet to keep.
-func keep(a config.Audit) store.Keep {
-	k := store.Keep{Audit: store.Retention{MaxAge: a.MaxAge.D(), MaxBytes: a.MaxBytes}}
+// keep is the history [audit] and [checkpoints] ask the fleet to keep.
+func keep(a config.Audit, c config.Checkpoints) store.Keep {
+	k := store.Keep{Audit: store.Retention{MaxAge: a.MaxAge.D(), MaxBytes: a.MaxBytes},
+		Checkpoints: store.Retention{MaxAge: c.MaxAge.D(), MaxBytes: c.MaxBytes}}
 	if a.KeepEvents {
 		k.Events = &store.Retention{MaxAge: a.EventsMaxAge.D(), MaxBytes: a.EventsMaxBytes}
 	}

@@ -311,7 +311,8 @@ func (n *Node) serveRespond(ctx context.Context) error {
 func (n *Node) startRouter(ctx context.Context, opts Options) error {
 	env := agent.NewEnv(agent.Env{Node: n.Name, Conn: n.Bus.Conn, Asker: n.asking.asker, Metrics: n.Metrics, Log: n.log, Audit: n.audit.record,
 		Late: n.sessions.late, Grants: n.standing.grants, Procs: n.sandboxes.procs, Tracer: n.tracer(), Dispatcher: n.engine.workers, Routines: n.engine.routines, WriteTimeout: opts.WriteTimeout,
-		Gateway: n.sessions.models, Record: opts.Manifest.Gateway.Record, Exchange: n.audit.exchange})
+		Gateway: n.sessions.models, Record: opts.Manifest.Gateway.Record, Exchange: n.audit.exchange,
+		Checkpoints: n.sessions.checkpoints, MaxCheckpointBytes: opts.Manifest.Checkpoints.MaxCheckpointBytes})
 	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.conf.roles.hosts, Stopped: n.sessions.stopped,
 		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {

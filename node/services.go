@@ -53,6 +53,7 @@ func (n *Node) services(opts Options) []service {
 			stop: func(context.Context) error { n.closeSandboxes(); return nil }},
 		{name: "reclaim", start: n.reclaimWorkspaces},
 		{name: "gateway", start: func(context.Context) error { return n.startGateway(opts) }, stop: n.stopGateway},
+		{name: "checkpoints", start: func(context.Context) error { return n.openCheckpoints() }},
 		{name: "radar", start: func(context.Context) error {
 			if err := n.watchConflicts(); err != nil {
 				return fmt.Errorf("node: the conflict radar: %w", err)
@@ -86,16 +87,18 @@ func (n *Node) services(opts Options) []service {
 
 // sessions is the router's service: the router, the hub of the sessions agentmux did
 // not start (nil when the node runs no [attached.X]), the model gateway its agents
-// reach their models through (nil when no host does; gateway.go), the daily gate that
+// reach their models through (nil when no host does; gateway.go), the sessions'
+// checkpoints (checkpoints.go), the daily gate that
 // holds hosts' tasks at their budget, the shadow decisions of ended sessions still to
 // come, and stopped, closed when a shutdown has ended every session.
 type sessions struct {
-	router   *actor.PID
-	attached *attach.Hub
-	models   *gateway.Gateway
-	daily    *store.DailyGate
-	late     *agent.Late
-	stopped  chan struct{}
+	router      *actor.PID
+	attached    *attach.Hub
+	models      *gateway.Gateway
+	checkpoints *store.Checkpoints
+	daily       *store.DailyGate
+	late        *agent.Late
+	stopped     chan struct{}
 }
 
 // deciders are this node's members of its supervisors, and the notifiers that send

@@ -108,7 +108,8 @@ type Message struct {
 	Schema       json.RawMessage
 	Timeout      int64 // timeout_ms, 0 when absent
 	Capabilities []string
-	Usage        *Usage // a usage line's
+	Usage        *Usage          // a usage line's
+	State        json.RawMessage // a checkpoint's
 }
 
 // EffectiveKind is the kind the answer is validated against.
@@ -200,7 +201,7 @@ func Decode(line []byte, plain PlainText) (*Message, error) {
 func canonical(name string) Type {
 	switch t := Type(name); t {
 	case TypeProgress, TypeLog, TypePartial, TypeHeartbeat, TypeQuestion, TypeApproval,
-		TypeToolCall, TypeResult, TypeError, TypeInitAck, TypeUsage:
+		TypeToolCall, TypeResult, TypeError, TypeInitAck, TypeUsage, TypeCheckpoint:
 		return t
 	}
 	return TypeUnhandled
@@ -255,6 +256,13 @@ func (m *Message) fill(w *wire) error {
 			return err
 		}
 		m.Usage = u
+	}
+	if m.Type == TypeCheckpoint {
+		state, err := checkpointState(m.Raw)
+		if err != nil {
+			return err
+		}
+		m.State = state
 	}
 	return nil
 }

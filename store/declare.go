@@ -55,6 +55,8 @@ type Keep struct {
 	// Events bounds the events' history; nil keeps none (and removes a history kept
 	// before).
 	Events *Retention
+	// Checkpoints bounds the sessions' checkpoints ([checkpoints] max_age, max_bytes).
+	Checkpoints Retention
 }
 
 // Declare creates or updates every stream and bucket agentmux uses, with replicas
@@ -62,7 +64,7 @@ type Keep struct {
 // cluster is still forming, and returns how many copies each has. A node declares them
 // as it starts; every other user of the bus only opens them.
 func Declare(ctx context.Context, js jetstream.JetStream, replicas int, keep Keep, log *slog.Logger) (int, error) {
-	d := declarer{js: js, log: log, audit: keep.Audit, events: keep.Events}
+	d := declarer{js: js, log: log, audit: keep.Audit, events: keep.Events, checkpoints: keep.Checkpoints}
 	ctx, cancel := context.WithTimeout(ctx, declareTimeout)
 	defer cancel()
 	auto := replicas == 0
@@ -113,10 +115,11 @@ func Declare(ctx context.Context, js jetstream.JetStream, replicas int, keep Kee
 
 // declarer declares streams and buckets on js.
 type declarer struct {
-	js     jetstream.JetStream
-	log    *slog.Logger
-	audit  Retention
-	events *Retention
+	js          jetstream.JetStream
+	log         *slog.Logger
+	audit       Retention
+	events      *Retention
+	checkpoints Retention
 }
 
 // duplicatesWithin is a stream's duplicate window: DuplicateWindow, or its max_age when
@@ -203,6 +206,11 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Description: "agentmux shadow supervisors promoted fleet-wide to decide their routes (agentmux policy promote)",
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      wire.CheckpointIndexBucket,
+		Description: "agentmux checkpoints: each session's, listed (agentmux checkpoints); their parts are in the object store " + wire.CheckpointBucket,
+		TTL:         d.checkpoints.MaxAge,
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      wire.NodesBucket,
 		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (agentmux nodes)",
 		TTL:         nodesTTL,
@@ -212,6 +220,29 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		if err := d.bucket(ctx, cfg); err != nil {
 			return err
 		}
+	}
+	return d.objects(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      wire.CheckpointBucket,
+		Description: "agentmux checkpoints' parts: what brings a session back on another node; nodes alone read them",
+		TTL:         d.checkpoints.MaxAge,
+		MaxBytes:    d.checkpoints.MaxBytes,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+	})
+}
+
+// objects creates the object store, or updates it when it differs from cfg.
+func (d declarer) objects(ctx context.Context, cfg jetstream.ObjectStoreConfig) error {
+	if obs, err := d.js.ObjectStore(ctx, cfg.Bucket); err == nil {
+		if st, err := obs.Status(ctx); err == nil {
+			have := st.(*jetstream.ObjectBucketStatus).StreamInfo().Config
+			if have.Description == cfg.Description && have.MaxAge == cfg.TTL && have.Replicas == cfg.Replicas && byteLimit(have.MaxBytes) == byteLimit(cfg.MaxBytes) {
+				return nil
+			}
+		}
+	}
+	if _, err := d.js.CreateOrUpdateObjectStore(ctx, cfg); err != nil {
+		return fmt.Errorf("store: declare object store %s with %d replicas: %w", cfg.Bucket, cfg.Replicas, err)
 	}
 	return nil
 }

@@ -76,8 +76,13 @@ func getJSON(ctx context.Context, kv jetstream.KeyValue, key, what string, v any
 // it, with message gets (scan): what a reader of the bus may do. Deleted and purged keys
 // are left out.
 func scanBucket(ctx context.Context, nc *nats.Conn, bucket string, each func(key string, value []byte, stored time.Time) error) error {
+	return scanKeys(ctx, nc, bucket, ">", each)
+}
+
+// scanKeys is scanBucket of the keys keys matches (a subject's wildcards: "s-1.*").
+func scanKeys(ctx context.Context, nc *nats.Conn, bucket, keys string, each func(key string, value []byte, stored time.Time) error) error {
 	prefix := "$KV." + bucket + "."
-	return scan(ctx, nc, "KV_"+bucket, prefix+">", func(sm *storedMsg) error {
+	return scan(ctx, nc, "KV_"+bucket, prefix+keys, func(sm *storedMsg) error {
 		m := sm.msg
 		if op := m.Header.Get("KV-Operation"); op != "" {
 			return nil // DEL or PURGE

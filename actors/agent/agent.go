@@ -259,6 +259,8 @@ func (a *Agent) Receive(c actor.Context) {
 		a.maybeGone()
 	case *modelCalled:
 		a.onModelCalled(m)
+	case *checkpointDone:
+		a.onCheckpointDone(m)
 	case *writeFailed:
 		a.onWriteFailed(m)
 	case *answerArrived:

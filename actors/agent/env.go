@@ -57,6 +57,10 @@ type Env struct {
 	// Exchange records a model call's request and answer; like Audit, it must not
 	// block. Nil: they are not kept.
 	Exchange func(x *wire.ModelExchange)
+	// Checkpoints keeps the sessions' checkpoints (nil: the node keeps none), each up to
+	// MaxCheckpointBytes.
+	Checkpoints        Checkpointer
+	MaxCheckpointBytes int64
 	// WriteTimeout bounds each write to an agent's stdin.
 	WriteTimeout time.Duration
 	// DrainDelay is how long stdout may stay open after the process exited (a grandchild

@@ -56,6 +56,8 @@ func (a *Agent) onLine(msg *protocol.Message) {
 		}
 		s.usage.Add(msg.Usage)
 		a.checkBudget(s)
+	case protocol.TypeCheckpoint:
+		a.onCheckpoint(s, msg)
 	case protocol.TypePartial:
 		s.partial.WriteString(msg.Text)
 		a.publishOn(s, string(msg.Type), msg.Raw)

@@ -40,9 +40,11 @@ type session struct {
 	usage    wire.Tally        // what its model calls cost: as the gateway measured it, or the agent reported it
 	claimed  wire.Tally        // what the agent reported, behind the gateway: a claim beside the measured
 	calls    int               // its model calls through the gateway so far
-	budget   *budget           // nil: no budget
-	trace    context.Context   // its span's, when traced (Config.Tracer)
-	span     trace.Span        // nil when not traced
+	// checkpoints is how many it took: the seq of its latest.
+	checkpoints int
+	budget      *budget         // nil: no budget
+	trace       context.Context // its span's, when traced (Config.Tracer)
+	span        trace.Span      // nil when not traced
 }
 
 // standing is an answer that stands for the same request later in its session.

@@ -67,6 +67,8 @@ func commands() []command {
 		{"audit", "print a session's trail, or search the audit across sessions", "[fleet] [<session>] [--host h] [--kind k] [--type t] [--decider d] [--by person] [--since 24h] [--until t] [-o text|wide|json|csv]",
 			[]string{"agentmux audit -c agentmux.toml s-4Xk", "agentmux audit -c agentmux.toml s-4Xk -o json | jq 'select(.kind==\"answer\")'",
 				"agentmux audit -c agentmux.toml --decider human --type approval --since 168h -o csv > approvals.csv   # who approved what, last week"}, audit},
+		{"checkpoints", "list a session's checkpoints, or export a part of one (operators)", "[list] [fleet] <session> [-o text|wide|json] | export [fleet] <session> [--seq n] [--part state|place]",
+			[]string{"agentmux checkpoints -c agentmux.toml s-4Xk", "agentmux checkpoints export -c agentmux.toml s-4Xk > state.json   # the agent's state at its latest checkpoint"}, checkpointsCommand},
 		{"calls", "print the model calls of a session the gateway kept ([gateway] record = \"full\"), for operators", "[fleet] <session> [--bodies] [-o text|wide|json]",
 			[]string{"agentmux calls -c agentmux.toml s-4Xk", "agentmux calls -c agentmux.toml s-4Xk --bodies   # what the agent sent its model, and what it answered"}, calls},
 		{"console", "serve the web console people answer from", "-c <manifest> [--addr 127.0.0.1:9470]",

@@ -72,8 +72,8 @@ func TestEveryCommandHelps(t *testing.T) {
 			listings++
 		}
 	}
-	if listings != 13 { // nodes, sessions, tasks, pending, grants, rules, spend, budget, policy, audit, calls, logs, workspace
-		t.Errorf("%d commands take -o; want every listing: nodes, sessions, tasks, pending, grants, rules, spend, budget, policy, audit, calls, logs and workspace", listings)
+	if listings != 14 { // nodes, sessions, tasks, pending, grants, rules, spend, budget, policy, audit, calls, checkpoints, logs, workspace
+		t.Errorf("%d commands take -o; want every listing: nodes, sessions, tasks, pending, grants, rules, spend, budget, policy, audit, calls, checkpoints, logs and workspace", listings)
 	}
 	var stdout, stderr strings.Builder
 	if code := dispatch([]string{"--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "respond ") || stderr.Len() != 0 {

@@ -280,6 +280,19 @@ func TestSecureRoles(t *testing.T) {
 			_, err := store.ReadExchanges(ctx, js, "t-none")
 			return err
 		}},
+		{"list a session's checkpoints", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := store.ListCheckpoints(ctx, nc, "t-none")
+			return err
+		}},
+		{"export a checkpoint", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// An agent's state, later its transcript: for operators alone.
+			return publishRequest(nc, wire.CheckpointExportSubject, `{"session":"t-none","part":"state"}`)
+		}},
+		{"read a checkpoint's parts", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// Not even operators: they export through a node, never from the store.
+			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.OBJ_"+wire.CheckpointBucket, []byte(`{"last_by_subj":"$O.agentmux_checkpoints.M.none"}`))
+			return err
+		}},
 		{"read pending requests", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			pending, err := store.OpenPending(ctx, js, nc)
 			if err != nil {

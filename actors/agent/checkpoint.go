@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/protocol"
+	"github.com/agentmux/agentmux/wire"
+)
+
+// Checkpointer keeps sessions' checkpoints: the node's store.Checkpoints.
+type Checkpointer interface {
+	Put(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error
+}
+
+// checkpointWrite bounds a checkpoint's write to the store.
+const checkpointWrite = 30 * time.Second
+
+// checkpointDone is a checkpoint written, or not.
+type checkpointDone struct {
+	c   *wire.Checkpoint
+	err error
+}
+
+// onCheckpoint keeps a native agent's checkpoint of session s: its state and the
+// session's place, written to the node's store off the actor. A checkpoint that is not
+// kept (the host keeps none, the node has no store, the state is too large) says why
+// in a checkpoint.failed event; the one before it stands.
+func (a *Agent) onCheckpoint(s *session, msg *protocol.Message) {
+	c := &wire.Checkpoint{Session: s.id, Host: a.host.Name, Node: a.cfg.Node, Attempt: s.start.Attempt,
+		Time: time.Now().UnixMilli(), Why: "agent", Bytes: int64(len(msg.State))}
+	var why string
+	switch {
+	case !a.host.Checkpoint:
+		why = fmt.Sprintf("host %s keeps no checkpoints (checkpoint = false)", a.host.Name)
+	case a.cfg.Checkpoints == nil:
+		why = "this node keeps no checkpoints"
+	case c.Bytes > a.cfg.MaxCheckpointBytes:
+		why = fmt.Sprintf("its state is %d bytes, more than [checkpoints] max_checkpoint_bytes (%d)", c.Bytes, a.cfg.MaxCheckpointBytes)
+	}
+	if why != "" { // seq 0: none taken
+		a.onCheckpointDone(&checkpointDone{c: c, err: fmt.Errorf("checkpoint not kept: %s; the one before it stands", why)})
+		return
+	}
+	s.checkpoints++
+	c.Seq = s.checkpoints
+	parts := map[string][]byte{"state": msg.State, "place": a.place(s)}
+	store := a.cfg.Checkpoints
+	a.off(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, checkpointWrite)
+		defer cancel()
+		err := store.Put(ctx, c, parts)
+		if err != nil {
+			err = fmt.Errorf("checkpoint not written: %w; the one before it stands", err)
+		}
+		a.send(&checkpointDone{c: c, err: err})
+	}, func() { a.send(&checkpointDone{c: c, err: errNodeStopping}) })
+}
+
+// place is where session s is, as its checkpoint's place part.
+func (a *Agent) place(s *session) []byte {
+	st := s.start
+	p := wire.SessionPlace{Task: st.Task, Prompt: st.Prompt, By: st.By, Attempt: st.Attempt, Pipeline: st.Pipeline, Stage: st.Stage}
+	if st.Previous != nil {
+		p.Answers = append(p.Answers, st.Previous.Requests...)
+	}
+	for _, r := range s.records {
+		if r.Outcome == protocol.OutcomeAnswered {
+			p.Answers = append(p.Answers, protocol.PriorAnswer{Attempt: st.Attempt, Type: string(r.Type), Text: r.Text, Value: r.Value, Decider: r.Decider})
+		}
+	}
+	p.Spend = s.usage.Spend(a.cfg.Pricing.Cost)
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// onCheckpointDone says whether a checkpoint was kept: an event of its session (which
+// may have ended meanwhile), a count, and a warning when it was not.
+func (a *Agent) onCheckpointDone(m *checkpointDone) {
+	c, typ, outcome := m.c, wire.EventCheckpointSaved, "saved"
+	ev := &wire.CheckpointSaved{Seq: c.Seq, Why: c.Why, Bytes: c.Bytes}
+	if m.err != nil {
+		typ, outcome, ev.Error = wire.EventCheckpointFailed, "failed", m.err.Error()
+		a.log.Warn("a session's checkpoint was not kept", "session", c.Session, "err", m.err)
+	}
+	a.cfg.Metrics.Checkpoints.WithLabelValues(a.host.Name, outcome).Inc()
+	if err := bus.PublishEventOn(a.cfg.Conn, wire.EventSubject(a.host.Name, c.Session, typ), a.encode(ev)); err != nil {
+		a.shared.events.Inc()
+	}
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmux/agentmux/wire"
+)
+
+// Checkpoints keeps sessions' checkpoints: their parts as objects of the checkpoint
+// bucket, each listed in the index. Nodes alone write and read them: a part may hold
+// what an agent knows (its state, later its transcript), secrets included.
+type Checkpoints struct {
+	nc   *nats.Conn
+	obj  jetstream.ObjectStore
+	idx  jetstream.KeyValue
+	keep int // the latest of each session kept
+}
+
+// ErrNoCheckpoint is a session, or a seq of one, with no checkpoint.
+var ErrNoCheckpoint = errors.New("store: no such checkpoint")
+
+// OpenCheckpoints opens the declared checkpoint bucket and index, keeping the latest
+// keep checkpoints of each session.
+func OpenCheckpoints(ctx context.Context, js jetstream.JetStream, keep int) (*Checkpoints, error) {
+	obj, err := js.ObjectStore(ctx, wire.CheckpointBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: open the checkpoints: %w", err)
+	}
+	idx, err := js.KeyValue(ctx, wire.CheckpointIndexBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: open the checkpoints' index: %w", err)
+	}
+	return &Checkpoints{nc: js.Conn(), obj: obj, idx: idx, keep: max(keep, 1)}, nil
+}
+
+// Put records checkpoint c of its session with its parts (by name), then lists it, and
+// removes the session's checkpoints older than the latest keep. c's Parts and Bytes are
+// filled from parts.
+func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error {
+	c.Parts, c.Bytes = nil, 0
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
+		data := parts[name]
+		sum := sha256.Sum256(data)
+		if _, err := s.obj.PutBytes(ctx, wire.CheckpointObject(c.Session, c.Seq, name), data); err != nil {
+			return fmt.Errorf("store: write part %s of checkpoint %d of session %s: %w", name, c.Seq, c.Session, err)
+		}
+		c.Parts = append(c.Parts, wire.CheckpointPart{Name: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+		c.Bytes += int64(len(data))
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if _, err := s.idx.Put(ctx, wire.CheckpointKey(c.Session, c.Seq), data); err != nil {
+		return fmt.Errorf("store: list checkpoint %d of session %s: %w", c.Seq, c.Session, err)
+	}
+	return s.prune(ctx, c.Session, c.Seq)
+}
+
+// prune removes the checkpoints of session before the latest keep, latest being seq.
+func (s *Checkpoints) prune(ctx context.Context, session string, latest int) error {
+	old, err := s.list(ctx, session)
+	if err != nil {
+		return err
+	}
+	for _, c := range old {
+		if c.Seq > latest-s.keep {
+			continue
+		}
+		for _, p := range c.Parts {
+			if err := s.obj.Delete(ctx, wire.CheckpointObject(session, c.Seq, p.Name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+				return fmt.Errorf("store: remove an old checkpoint of session %s: %w", session, err)
+			}
+		}
+		if err := s.idx.Purge(ctx, wire.CheckpointKey(session, c.Seq)); err != nil {
+			return fmt.Errorf("store: unlist an old checkpoint of session %s: %w", session, err)
+		}
+	}
+	return nil
+}
+
+// list is the session's checkpoints, oldest first.
+func (s *Checkpoints) list(ctx context.Context, session string) ([]*wire.Checkpoint, error) {
+	return ListCheckpoints(ctx, s.nc, session)
+}
+
+// Find is the session's checkpoint seq, or its latest with seq 0; ErrNoCheckpoint when
+// there is none.
+func (s *Checkpoints) Find(ctx context.Context, session string, seq int) (*wire.Checkpoint, error) {
+	all, err := s.list(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if seq == 0 || all[i].Seq == seq {
+			return all[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: session %s, seq %d (0: its latest)", ErrNoCheckpoint, session, seq)
+}
+
+// Part reads part name of checkpoint c, checked against the SHA-256 it was listed with.
+func (s *Checkpoints) Part(ctx context.Context, c *wire.Checkpoint, name string) ([]byte, error) {
+	i := slices.IndexFunc(c.Parts, func(p wire.CheckpointPart) bool { return p.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("%w: checkpoint %d of session %s has no part %q", ErrNoCheckpoint, c.Seq, c.Session, name)
+	}
+	data, err := s.obj.GetBytes(ctx, wire.CheckpointObject(c.Session, c.Seq, name))
+	if err != nil {
+		return nil, fmt.Errorf("store: read part %s of checkpoint %d of session %s: %w", name, c.Seq, c.Session, err)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != c.Parts[i].SHA256 {
+		return nil, fmt.Errorf("store: part %s of checkpoint %d of session %s is not what was written (its SHA-256 differs)", name, c.Seq, c.Session)
+	}
+	return data, nil
+}
+
+// ListCheckpoints lists a session's checkpoints, oldest first, from the index, with
+// message gets: what a reader of the bus may do.
+func ListCheckpoints(ctx context.Context, nc *nats.Conn, session string) ([]*wire.Checkpoint, error) {
+	var out []*wire.Checkpoint
+	err := scanKeys(ctx, nc, wire.CheckpointIndexBucket, session+".*", func(key string, value []byte, _ time.Time) error {
+		var c wire.Checkpoint
+		if err := json.Unmarshal(value, &c); err != nil {
+			return fmt.Errorf("store: checkpoint %s is corrupt: %w", key, err)
+		}
+		out = append(out, &c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list the checkpoints of session %s: %w", session, err)
+	}
+	slices.SortFunc(out, func(a, b *wire.Checkpoint) int { return a.Seq - b.Seq })
+	return out, nil
+}

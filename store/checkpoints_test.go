@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentmux/agentmux/wire"
+)
+
+// TestCheckpointsKeepTheLatest: a session's checkpoints are listed in the order they
+// were taken, a reader's listing says their parts' sizes and digests, the latest N are
+// kept with their parts and the older ones go; another session's are its own.
+func TestCheckpointsKeepTheLatest(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	st, err := OpenCheckpoints(ctx, b.JS, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := 1; seq <= 3; seq++ {
+		c := &wire.Checkpoint{Session: "s-1", Seq: seq, Host: "w", Node: "n", Why: "agent"}
+		if err := st.Put(ctx, c, map[string][]byte{"state": fmt.Appendf(nil, `{"step":%d}`, seq)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Put(ctx, &wire.Checkpoint{Session: "s-10", Seq: 1}, map[string][]byte{"state": []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := ListCheckpoints(ctx, b.Conn, "s-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 2 || listed[0].Seq != 2 || listed[1].Seq != 3 || listed[1].Bytes != 10 || len(listed[1].Parts) != 1 ||
+		listed[1].Parts[0].Name != "state" || len(listed[1].Parts[0].SHA256) != 64 {
+		t.Fatalf("listed %+v; want seqs 2 and 3, with their part", listed)
+	}
+	latest, err := st.Find(ctx, "s-1", 0)
+	if err != nil || latest.Seq != 3 {
+		t.Fatalf("latest %+v %v", latest, err)
+	}
+	if data, err := st.Part(ctx, latest, "state"); err != nil || string(data) != `{"step":3}` {
+		t.Errorf("the latest state: %s %v", data, err)
+	}
+	if _, err := st.Find(ctx, "s-1", 1); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("the first checkpoint, past the latest 2: %v; want it gone", err)
+	}
+	if _, err := st.Part(ctx, &wire.Checkpoint{Session: "s-1", Seq: 1, Parts: []wire.CheckpointPart{{Name: "state"}}}, "state"); err == nil || !strings.Contains(err.Error(), "read part state") {
+		t.Errorf("the first checkpoint's part: %v; want it removed", err)
+	}
+	other, err := ListCheckpoints(ctx, b.Conn, "s-10")
+	if err != nil || len(other) != 1 {
+		t.Errorf("s-10's checkpoints: %+v %v", other, err)
+	}
+}

@@ -1,0 +1,111 @@
+package wire
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/agentmux/agentmux/protocol"
+)
+
+// The checkpoints of sessions: what a node records at a session's safe points to bring
+// it back on another node. The parts (an agent's state, later its transcript and its
+// workspace) are objects of CheckpointBucket, which nodes write and only nodes read
+// (they may hold secrets: operators export them through a node, on
+// CheckpointExportSubject); CheckpointIndexBucket lists them, for readers too.
+const (
+	CheckpointBucket      = "agentmux_checkpoints"
+	CheckpointIndexBucket = "agentmux_checkpoint_index"
+	// CheckpointExportSubject is where a node (queue group agentmux-checkpoints) sends an
+	// operator a checkpoint's part: CheckpointExport, answered by CheckpointChunk
+	// messages on the reply subject, the last one empty with its digest.
+	CheckpointExportSubject = "agentmux.checkpoint.export"
+)
+
+// Checkpoint is one checkpoint of a session, as the index lists it under
+// CheckpointKey(session, seq).
+type Checkpoint struct {
+	Session string `json:"session"`
+	Seq     int    `json:"seq"` // its session's first is 1
+	Host    string `json:"host"`
+	Node    string `json:"node"`
+	Attempt int    `json:"attempt"`
+	Time    int64  `json:"time"` // unix milliseconds
+	// Why it was taken: "agent" (a native agent's checkpoint line).
+	Why   string           `json:"why"`
+	Parts []CheckpointPart `json:"parts"`
+	Bytes int64            `json:"bytes"` // its parts together
+}
+
+// CheckpointPart is one object of a checkpoint: its name ("state"), size and SHA-256.
+type CheckpointPart struct {
+	Name   string `json:"name"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// CheckpointKey is a checkpoint's key in the index: <session>.<seq>, its seq padded so
+// that the keys of a session sort as they were taken.
+func CheckpointKey(session string, seq int) string {
+	return session + "." + padSeq(seq)
+}
+
+func padSeq(seq int) string {
+	s := strconv.Itoa(seq)
+	return strings.Repeat("0", max(6-len(s), 0)) + s
+}
+
+// CheckpointObject is the name of a part of a checkpoint in CheckpointBucket.
+func CheckpointObject(session string, seq int, part string) string {
+	return session + "/" + padSeq(seq) + "/" + part
+}
+
+// CheckpointExport asks a node for one part of a session's checkpoint: seq 0 is its
+// latest.
+type CheckpointExport struct {
+	Session string `json:"session"`
+	Seq     int    `json:"seq,omitempty"`
+	Part    string `json:"part"`
+}
+
+// CheckpointChunk is one message of an export: the next bytes of the part, in order
+// (N from 0); the last has none, Done, the part's SHA-256 and the checkpoint it is of,
+// or Error.
+type CheckpointChunk struct {
+	N          int         `json:"n"`
+	Data       []byte      `json:"data,omitempty"`
+	Done       bool        `json:"done,omitempty"`
+	SHA256     string      `json:"sha256,omitempty"`
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	Error      string      `json:"error,omitempty"`
+}
+
+// The events of a session's checkpoints.
+const (
+	EventCheckpointSaved  = "checkpoint.saved"  // CheckpointSaved
+	EventCheckpointFailed = "checkpoint.failed" // CheckpointSaved, with Error
+)
+
+// CheckpointSaved is the payload of checkpoint.saved and checkpoint.failed: which
+// checkpoint, how large, or why it was not kept (the one before stands). It holds none
+// of the checkpoint's parts: readers of the events may not read them.
+type CheckpointSaved struct {
+	Seq   int    `json:"seq"`
+	Why   string `json:"why"`
+	Bytes int64  `json:"bytes"`
+	Error string `json:"error,omitempty"`
+}
+
+// SessionPlace is a checkpoint's "place" part: where the session was, for its node to
+// start it again there.
+type SessionPlace struct {
+	Task     string `json:"task,omitempty"`
+	Prompt   string `json:"prompt"`
+	By       string `json:"by,omitempty"`
+	Attempt  int    `json:"attempt"`
+	Pipeline string `json:"pipeline,omitempty"`
+	Stage    string `json:"stage,omitempty"`
+	// Answers are the requests its attempts answered so far, to be given again.
+	Answers []protocol.PriorAnswer `json:"answers,omitempty"`
+	// Spend is what it spent so far.
+	Spend *Spend `json:"spend,omitempty"`
+}
