@@ -23,9 +23,9 @@ func (n *native) Prompt(p protocol.Prompt) []byte {
 	switch {
 	case n.o.TextInput:
 		return protocol.AppendPromptText(nil, promptText(p))
-	case p.PreviousAttempt != nil || p.Traceparent != "":
+	case p.PreviousAttempt != nil || p.Resume != nil || p.Traceparent != "":
 		return protocol.AppendPromptWith(nil, protocol.Prompt{Text: p.Text, Session: p.Session, PreviousAttempt: p.PreviousAttempt,
-			Traceparent: p.Traceparent, Tracestate: p.Tracestate})
+			Resume: p.Resume, Traceparent: p.Traceparent, Tracestate: p.Tracestate})
 	}
 	return protocol.AppendPrompt(nil, p.Text, p.Session)
 }

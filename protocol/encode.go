@@ -75,8 +75,21 @@ type Prompt struct {
 	Schema          json.RawMessage  `json:"schema,omitempty"`
 	SchemaError     string           `json:"schema_error,omitempty"`
 	PreviousAttempt *PreviousAttempt `json:"previous_attempt,omitempty"`
-	Traceparent     string           `json:"traceparent,omitempty"`
-	Tracestate      string           `json:"tracestate,omitempty"`
+	// Resume is the session's latest checkpoint, when it was brought back from one.
+	Resume      *Resume `json:"resume,omitempty"`
+	Traceparent string  `json:"traceparent,omitempty"`
+	Tracestate  string  `json:"tracestate,omitempty"`
+}
+
+// Resume is what a prompt carries for a session brought back on another node from
+// its latest checkpoint: the state the agent kept there, which checkpoint, where and
+// in which attempt it was taken, and a word for the agent.
+type Resume struct {
+	Checkpoint int             `json:"checkpoint"`
+	Node       string          `json:"node"`
+	Attempt    int             `json:"attempt"`
+	State      json.RawMessage `json:"state"`
+	Note       string          `json:"note"`
 }
 
 // PreviousAttempt is what the attempts of a session before this one did: how the last

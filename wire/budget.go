@@ -13,6 +13,9 @@ type SessionPaused struct {
 	Decider string `json:"decider,omitempty"` // resumed: who answered "yes"
 	Spend   *Spend `json:"spend,omitempty"`
 	Budget  Limits `json:"budget"`
+	// Checkpoint, resumed: the checkpoint a session brought back on another node goes
+	// on from (its Reason says where it was taken).
+	Checkpoint int `json:"checkpoint,omitempty"`
 }
 
 // Limits is a session's budget as events and the audit give it; a zero field is no

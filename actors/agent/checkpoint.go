@@ -14,6 +14,11 @@ import (
 // Checkpointer keeps sessions' checkpoints: the node's store.Checkpoints.
 type Checkpointer interface {
 	Put(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error
+	// Find is a session's checkpoint seq, its latest with 0 (an error wrapping
+	// store.ErrNoCheckpoint: none).
+	Find(ctx context.Context, session string, seq int) (*wire.Checkpoint, error)
+	// Part reads a part of a checkpoint.
+	Part(ctx context.Context, c *wire.Checkpoint, name string) ([]byte, error)
 }
 
 // checkpointWrite bounds a checkpoint's write to the store.
@@ -90,4 +95,21 @@ func (a *Agent) onCheckpointDone(m *checkpointDone) {
 	if err := bus.PublishEventOn(a.cfg.Conn, wire.EventSubject(a.host.Name, c.Session, typ), a.encode(ev)); err != nil {
 		a.shared.events.Inc()
 	}
+}
+
+// restore makes session s go on from checkpoint r of an earlier attempt: its
+// checkpoints go on counting from r's, its events and audit say where it came from,
+// and its agent's prompt carries r's state.
+func (a *Agent) restore(s *session, r *Restored) *protocol.Resume {
+	c := r.Checkpoint
+	s.checkpoints = c.Seq
+	why := fmt.Sprintf("brought back from checkpoint %d, taken on %s in attempt %d", c.Seq, c.Node, c.Attempt)
+	a.publishOn(s, wire.EventSessionResumed, a.encode(&wire.SessionPaused{Reason: why, Checkpoint: c.Seq}))
+	rec := a.record(s, wire.EventSessionResumed)
+	rec.Reason = why
+	a.cfg.Audit(wire.AuditID(s.id, s.start.Attempt, "resumed"), rec)
+	a.cfg.Metrics.Resumed.WithLabelValues(a.host.Name, "redelivered").Inc()
+	a.log.Info("session brought back from its checkpoint", "session", s.id, "checkpoint", c.Seq, "from", c.Node)
+	return &protocol.Resume{Checkpoint: c.Seq, Node: c.Node, Attempt: c.Attempt, State: r.State,
+		Note: fmt.Sprintf("This session was moved to another node and goes on from your checkpoint %d: what you did after it may not have finished.", c.Seq)}
 }

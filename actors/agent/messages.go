@@ -40,6 +40,9 @@ type StartSession struct {
 	// Previous is what the attempts before this one did: sent with the prompt, and its
 	// answers given again to the same requests.
 	Previous *protocol.PreviousAttempt
+	// Restored is the latest checkpoint of an earlier attempt, which this one goes on
+	// from (nil: none, or it starts afresh).
+	Restored *Restored
 	// From is where the session's workspace starts, when not from the host's base on a
 	// branch of its own: a pipeline's stages share the run's branch, each starting
 	// where the one before ended.
@@ -145,6 +148,13 @@ type RequestRecord struct {
 	Outcome protocol.Outcome
 	Decider string
 	Latency time.Duration
+}
+
+// Restored is a session's checkpoint it is brought back from, and the state its agent
+// kept there.
+type Restored struct {
+	Checkpoint *wire.Checkpoint
+	State      json.RawMessage
 }
 
 // Internal messages: events from the agent's goroutines and timers.

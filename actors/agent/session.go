@@ -126,7 +126,11 @@ func (a *Agent) startSession(m *StartSession) {
 	a.pass.Bind(s.id, s.trace)
 	a.to(phaseBusy)
 	a.openStream(s)
-	a.proc.stdin.write(a.dialect.Prompt(tracedPrompt(s, protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous})))
+	prompt := protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous}
+	if m.Restored != nil && a.dialect.Canonical() {
+		prompt.Resume = a.restore(s, m.Restored)
+	}
+	a.proc.stdin.write(a.dialect.Prompt(tracedPrompt(s, prompt)))
 	a.startBudget(s)
 }
 

@@ -102,9 +102,10 @@ type (
 		msg  jetstream.Msg
 	}
 	taskResumed struct {
-		s       *session
-		records []*wire.AuditRecord
-		err     error
+		s        *session
+		records  []*wire.AuditRecord
+		err      error
+		restored *agent.Restored // nil: no checkpoint to go on from
 	}
 	progressTick struct{}
 )
@@ -402,11 +403,13 @@ func (r *Router) onTask(m *taskArrived) {
 		return
 	}
 	// Delivered again: its node died or handed it back. Its earlier attempts' answers,
-	// from the audit, go with it, so nobody is asked the same thing twice.
+	// from the audit, go with it, so nobody is asked the same thing twice, and it goes on
+	// from its latest checkpoint, if it has one.
 	p.hold(id)
+	host := p.host
 	actorio.Do(r.cfg.Routines, actorio.Self(r.c), auditReadTimeout, func(ctx context.Context) any {
 		records, err := r.readAudit(ctx, id)
-		return &taskResumed{s: s, records: records, err: err}
+		return &taskResumed{s: s, records: records, err: err, restored: r.restorable(ctx, host, id)}
 	})
 }
 
@@ -429,7 +432,30 @@ func (r *Router) onTaskResumed(m *taskResumed) {
 		return
 	}
 	m.s.start.Previous = wire.PreviousFromAudit(m.records, m.s.start.Attempt)
+	m.s.start.Restored = m.restored
 	r.enqueue(p, m.s)
+}
+
+// restorable is the latest checkpoint of session id of host h, with its agent's state,
+// or nil: the host keeps none, the session took none, or it could not be read (said,
+// and the session starts afresh, with its earlier attempts' answers).
+func (r *Router) restorable(ctx context.Context, h *config.Host, id string) *agent.Restored {
+	if r.cfg.Checkpoints == nil || !h.Checkpoint || h.Dialect != "ndjson" { // only native agents checkpoint, so far
+		return nil
+	}
+	c, err := r.cfg.Checkpoints.Find(ctx, id, 0)
+	var state []byte
+	if err == nil {
+		state, err = r.cfg.Checkpoints.Part(ctx, c, "state")
+	}
+	switch {
+	case errors.Is(err, store.ErrNoCheckpoint):
+		return nil
+	case err != nil:
+		r.cfg.Log.Warn("a session delivered again has a checkpoint that could not be read; it starts afresh, with its earlier attempts' answers", "session", id, "err", err)
+		return nil
+	}
+	return &agent.Restored{Checkpoint: c, State: state}
 }
 
 // alreadyEnded acknowledges a delivery of a task that has already ended ok (where
