@@ -55,3 +55,28 @@ func TestCheckpointsKeepTheLatest(t *testing.T) {
 		t.Errorf("s-10's checkpoints: %+v %v", other, err)
 	}
 }
+
+// BenchmarkCheckpointPut is what keeping a checkpoint costs on an embedded server with
+// file storage: a state of 16 KiB or 1 MiB with its place, listed, and the session's
+// checkpoints past the latest 3 removed.
+func BenchmarkCheckpointPut(b *testing.B) {
+	for _, size := range []int{16 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("state=%dKiB", size>>10), func(b *testing.B) {
+			bus := open(b)
+			ctx := context.Background()
+			st, err := OpenCheckpoints(ctx, bus.JS, 3)
+			if err != nil {
+				b.Fatal(err)
+			}
+			state := []byte(`{"notes":"` + strings.Repeat("the spec says so; ", size/18) + `"}`)
+			place := []byte(`{"prompt":"take three steps","attempt":0}`)
+			b.SetBytes(int64(len(state)))
+			b.ResetTimer()
+			for i := range b.N {
+				if err := st.Put(ctx, &wire.Checkpoint{Session: "s-bench", Seq: i + 1}, map[string][]byte{"state": state, "place": place}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
