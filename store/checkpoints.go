@@ -24,7 +24,8 @@ type Checkpoints struct {
 	nc   *nats.Conn
 	obj  jetstream.ObjectStore
 	idx  jetstream.KeyValue
-	keep int // the latest of each session kept
+	raw  jetstream.Stream // the index's stream: an old entry is purged from it, leaving no marker to read past
+	keep int              // the latest of each session kept
 }
 
 // ErrNoCheckpoint is a session, or a seq of one, with no checkpoint.
@@ -41,7 +42,11 @@ func OpenCheckpoints(ctx context.Context, js jetstream.JetStream, keep int) (*Ch
 	if err != nil {
 		return nil, fmt.Errorf("store: open the checkpoints' index: %w", err)
 	}
-	return &Checkpoints{nc: js.Conn(), obj: obj, idx: idx, keep: max(keep, 1)}, nil
+	raw, err := js.Stream(ctx, "KV_"+wire.CheckpointIndexBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: open the checkpoints' index: %w", err)
+	}
+	return &Checkpoints{nc: js.Conn(), obj: obj, idx: idx, raw: raw, keep: max(keep, 1)}, nil
 }
 
 // Put records checkpoint c of its session with its parts (by name), then lists it, and
@@ -83,7 +88,9 @@ func (s *Checkpoints) prune(ctx context.Context, session string, latest int) err
 				return fmt.Errorf("store: remove an old checkpoint of session %s: %w", session, err)
 			}
 		}
-		if err := s.idx.Purge(ctx, wire.CheckpointKey(session, c.Seq)); err != nil {
+		// Not the bucket's purge, whose marker every later listing would read past: a
+		// session checkpointing for hours would list slower and slower.
+		if err := s.raw.Purge(ctx, jetstream.WithPurgeSubject("$KV."+wire.CheckpointIndexBucket+"."+wire.CheckpointKey(session, c.Seq))); err != nil {
 			return fmt.Errorf("store: unlist an old checkpoint of session %s: %w", session, err)
 		}
 	}
