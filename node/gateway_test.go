@@ -49,14 +49,7 @@ strategy = "rule"
 rules = [{ type = "approval", match = "^Bash: echo ", answer = "yes" }]
 [[routes]]
 supervisor = "ops"
-`, f.URL(), claudeBinary(t), dir, home, filepath.Join(home, ".claude")), func(o *Options) {
-		o.Getenv = func(k string) string {
-			if k == "NODE_ANTHROPIC_KEY" {
-				return key
-			}
-			return ""
-		}
-	})
+`, f.URL(), claudeBinary(t), dir, home, filepath.Join(home, ".claude")), nodeKey("NODE_ANTHROPIC_KEY", key))
 	res := n.run("claude", "look around")
 	if !res.OK || !strings.Contains(string(res.Payload), "Done.") {
 		t.Fatalf("result %+v %s", res, res.Payload)
@@ -65,11 +58,7 @@ supervisor = "ops"
 	if len(keys) == 0 {
 		t.Fatal("no call reached the scripted API")
 	}
-	for i, k := range keys {
-		if k != key {
-			t.Errorf("call %d reached the API with %q; want the node's key", i, k)
-		}
-	}
+	onlyNodeKey(t, keys, key)
 	spend := res.Usage.Spend(func(string, *protocol.Usage) (float64, bool) { return 0, false })
 	if want := int64(len(keys)); spend == nil || spend.InputTokens != 100*want || spend.OutputTokens != 20*want {
 		t.Errorf("the session's spend: %+v; want what the API counted for its %d calls: %d in, %d out", spend, want, 100*want, 20*want)
@@ -184,14 +173,7 @@ working_dir = %q
 stop_grace = "2s"
 model = { connection = "oai" }
 env = { HOME = %q, CODEX_HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
-`, f.URL(), agenttest.Codex(t), dir, t.TempDir(), t.TempDir())+agentSupervisors, func(o *Options) {
-		o.Getenv = func(k string) string {
-			if k == "NODE_OPENAI_KEY" {
-				return key
-			}
-			return ""
-		}
-	})
+`, f.URL(), agenttest.Codex(t), dir, t.TempDir(), t.TempDir())+agentSupervisors, nodeKey("NODE_OPENAI_KEY", key))
 	res := n.run("codex", "write hi")
 	if !res.OK || !strings.Contains(string(res.Payload), "Written.") {
 		t.Fatalf("result %+v %s", res, res.Payload)
@@ -203,11 +185,7 @@ env = { HOME = %q, CODEX_HOME = %q, AGENTMUX_TEST_MARK = "@MARK@" }
 	if len(keys) < 2 {
 		t.Fatalf("%d calls reached the scripted API; want the script's 2", len(keys))
 	}
-	for i, k := range keys {
-		if k != key {
-			t.Errorf("call %d reached the API with %q; want the node's key", i, k)
-		}
-	}
+	onlyNodeKey(t, keys, key)
 	calls := int64(len(keys))
 	priced := config.Pricing{"gpt-fake": {InputPerMTok: 1, OutputPerMTok: 5}}
 	spend := res.Usage.Spend(priced.Cost)
@@ -289,14 +267,7 @@ func throughTheGateway(t *testing.T, f interface {
 	target := filepath.Join(dir, "hello.txt")
 	f.Replay(shell(tool, "echo hi > "+target, "greet"), agenttest.Call{Text: "Written."})
 	const key = "sk-node-secret"
-	n := start(t, "[connections.m]\napi_key_env = \"NODE_MODEL_KEY\"\n"+connection+hostBlock(dir)+agentSupervisors, func(o *Options) {
-		o.Getenv = func(k string) string {
-			if k == "NODE_MODEL_KEY" {
-				return key
-			}
-			return ""
-		}
-	})
+	n := start(t, "[connections.m]\napi_key_env = \"NODE_MODEL_KEY\"\n"+connection+hostBlock(dir)+agentSupervisors, nodeKey("NODE_MODEL_KEY", key))
 	res := n.run("agent", "write hi")
 	if !res.OK {
 		t.Fatalf("result %+v %s", res, res.Payload)
@@ -308,11 +279,7 @@ func throughTheGateway(t *testing.T, f interface {
 	if len(keys) < 2 {
 		t.Fatalf("%d calls reached the scripted API; want the script's 2 at least", len(keys))
 	}
-	for i, k := range keys {
-		if k != key {
-			t.Errorf("call %d reached the API with %q; want the node's key", i, k)
-		}
-	}
+	onlyNodeKey(t, keys, key)
 	calls := int64(len(keys))
 	spend := res.Usage.Spend(func(string, *protocol.Usage) (float64, bool) { return 0, false })
 	if spend == nil || spend.InputTokens != 100*calls || spend.OutputTokens != 20*calls {
@@ -395,5 +362,28 @@ func TestARateLimitIsRecordedForTheSession(t *testing.T) {
 	}
 	if got != 1 {
 		t.Errorf("agentmux_model_requests_total{code=429} = %v; want 1", got)
+	}
+}
+
+// nodeKey gives the node the provider's key in its environment, as variable name: the
+// only place it is.
+func nodeKey(name, key string) func(*Options) {
+	return func(o *Options) {
+		o.Getenv = func(k string) string {
+			if k == name {
+				return key
+			}
+			return ""
+		}
+	}
+}
+
+// onlyNodeKey checks that every call reached the scripted API with the node's key.
+func onlyNodeKey(t *testing.T, keys []string, key string) {
+	t.Helper()
+	for i, k := range keys {
+		if k != key {
+			t.Errorf("call %d reached the API with %q; want the node's key", i, k)
+		}
 	}
 }
