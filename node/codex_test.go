@@ -10,6 +10,10 @@ import (
 	"github.com/agentmux/agentmux/protocol"
 )
 
+// Codex runs its commands outside its own sandbox here, as in
+// TestCodexBudgetRaisedThenRefused: under load its bubblewrap now and then fails the
+// first command ("bwrap: setting up uid map: Permission denied"). What is tested is the
+// approvals, not Codex's sandbox.
 func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
 	dir := t.TempDir()
 	target, victim := filepath.Join(dir, "hello.txt"), filepath.Join(dir, "keep.txt")
@@ -21,7 +25,7 @@ func TestCodexApprovedAndDeclinedCommands(t *testing.T) {
 		agenttest.Exec("rm "+victim),
 		call{Text: "One written, one refused."},
 	)
-	n := start(t, codexHost(t, f, dir, ""))
+	n := start(t, codexHost(t, f, dir, "", "-c", `sandbox_mode="danger-full-access"`))
 	res := n.run("codex", "write hi, then clean up")
 	if !res.OK || !strings.Contains(string(res.Payload), `"text":"One written, one refused."`) {
 		t.Fatalf("result %+v %s", res, res.Payload)

@@ -167,7 +167,7 @@ input_per_mtok = 1
 output_per_mtok = 5
 [hosts.codex]
 command = %q
-args = ["-c", 'model="gpt-fake"']
+args = ["-c", 'model="gpt-fake"', "-c", 'sandbox_mode="danger-full-access"']  # Codex's bubblewrap fails now and then under load (TestCodexApprovedAndDeclinedCommands)
 dialect = "codex"
 working_dir = %q
 stop_grace = "2s"
