@@ -343,6 +343,9 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	if !v.written(at("stop_grace")...) {
 		h.StopGrace = Duration(DefaultStopGrace) // 0 written: SIGKILL right after SIGTERM
 	}
+	if !v.written(at("checkpoint_interval")...) {
+		h.CheckpointInterval = Duration(DefaultCheckpointInterval) // 0 written: at safe points only
+	}
 	switch {
 	case h.MaxLineBytes == 0:
 		h.MaxLineBytes = DefaultMaxLineBytes

@@ -15,10 +15,12 @@ const (
 	DefaultInitTimeout     = 10 * time.Second
 	DefaultQuestionTimeout = 60 * time.Second
 	DefaultStopGrace       = 5 * time.Second
-	DefaultMaxLineBytes    = 1 << 20
-	DefaultConcurrency     = 64
-	DefaultNATSListen      = "127.0.0.1:4222"
-	DefaultMetricsAddr     = "127.0.0.1:9464"
+	// DefaultCheckpointInterval is a host's checkpoint_interval.
+	DefaultCheckpointInterval = time.Minute
+	DefaultMaxLineBytes       = 1 << 20
+	DefaultConcurrency        = 64
+	DefaultNATSListen         = "127.0.0.1:4222"
+	DefaultMetricsAddr        = "127.0.0.1:9464"
 	// DefaultConsoleAddr is where `agentmux console` listens unless told otherwise; a
 	// node's programs may not connect to its port (their sandbox).
 	DefaultConsoleAddr = "127.0.0.1:9470"
@@ -327,6 +329,10 @@ type Sessions struct {
 	// Checkpoint keeps the session's checkpoints (default true): false, for a host whose
 	// agents' state must not leave their node.
 	Checkpoint bool `toml:"checkpoint"`
+	// CheckpointInterval is how often a running session of an agent that keeps its
+	// conversation in a file (Claude Code) is checkpointed, besides its safe points;
+	// 0: at its safe points only.
+	CheckpointInterval Duration `toml:"checkpoint_interval"`
 }
 
 // HostDerived is what Load makes of a host's table.

@@ -29,6 +29,8 @@ type claude struct {
 	// counted is the usage already reported of each model message, by its id: Claude
 	// Code writes a message's usage again with each of its content blocks.
 	counted map[string]claudeMessageUsage
+	// conversation is the CLI's session id, from its system/init line.
+	conversation string
 }
 
 // claudeMessageUsage is a model message's usage as the API reported it.
@@ -164,6 +166,7 @@ func (c *claude) decode(raw []byte) ([]*protocol.Message, error) {
 	switch l.Type {
 	case "system":
 		if l.Subtype == "init" {
+			c.conversation = l.SessionID
 			return one(map[string]any{"type": "progress", "message": fmt.Sprintf("claude-code %s started session %s with %s", l.Version, l.SessionID, l.Model), "session_id": l.SessionID})
 		}
 		return one(map[string]any{"type": "log", "message": "claude-code system " + l.Subtype})
@@ -305,6 +308,13 @@ func (c *claude) toolResults(l *claudeLine, raw []byte) ([]*protocol.Message, er
 			msg = "tool failed"
 		}
 		m, err := canonical(map[string]any{"type": "progress", "message": msg, "is_error": b.IsError}, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if len(out) > 0 && c.conversation != "" { // a safe point: what the tools did is in
+		m, err := canonical(map[string]any{"type": "checkpoint", "state": map[string]string{"conversation": c.conversation}}, nil)
 		if err != nil {
 			return nil, err
 		}

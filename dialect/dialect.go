@@ -58,6 +58,19 @@ type ModelFlags interface {
 	ModelArgs(base string) []string
 }
 
+// Transcripts is a dialect whose agent keeps its conversation in a file of its own and
+// resumes it by its id (SessionArgs): a node carries the file to bring a session back
+// on another node. Its Decode marks the agent's safe points (a tool's result in) with
+// a canonical checkpoint message, whose state is the conversation's id.
+type Transcripts interface {
+	// Conversation is the id of the agent's conversation, "" until the agent said it.
+	Conversation() string
+	// Transcript is the file holding conversation id of an agent working in dir (its
+	// real path) with environment env (as exec.Cmd's, the last of a name winning):
+	// where the agent keeps it, and looks for it when resumed.
+	Transcript(env []string, dir, id string) string
+}
+
 // Options are what a dialect takes from its host.
 type Options struct {
 	Dir string // where the process works (absolute)
@@ -103,6 +116,9 @@ func line(v any) []byte {
 // promptText is the text a vendor's agent is prompted with: the prompt, and what the
 // session's earlier attempts did, in words.
 func promptText(p protocol.Prompt) string {
+	if p.Resume != nil { // the conversation it goes on holds the prompt
+		return p.Resume.Note
+	}
 	prev := p.PreviousAttempt
 	if prev == nil {
 		return p.Text

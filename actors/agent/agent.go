@@ -134,6 +134,9 @@ type Agent struct {
 	waiting   *StartSession   // arrived before the process was ready
 	waitTrace context.Context // the waiting session's span, begun before its process
 	waitSpan  trace.Span
+	// resuming is the conversation the waiting session's process starts resumed in,
+	// from its checkpoint's transcript (sessionArgs); "" when it starts afresh.
+	resuming  string
 	sess      *session
 	ws        *workspace.Workspace // the session's workspace (Config.Workspace); workspace.go
 	wsSandbox *sandbox.Sandbox     // the session's own sandbox, walled from the host's other sessions
@@ -198,9 +201,14 @@ func (a *Agent) spawn(extra []string) {
 	}
 	env = append(env, models...)
 	extra = append(slices.Clip(extra), modelArgs...)
+	put := a.transcriptToPut(dir)
 	a.off(func(context.Context) {
 		var p *process
 		var err error
+		if err = put(); err != nil {
+			a.send(&processStarted{err: err})
+			return
+		}
 		if a.cfg.InProc != nil {
 			p, err = startInProc(a.host, a.cfg.InProc, a.stream, a.cfg.WriteTimeout, a.shared.writes, a.send)
 		} else {
@@ -553,6 +561,11 @@ func (a *Agent) onTimer(c actor.Context, m *timerFired) {
 		}
 	case timerSession, timerIdle, timerInterrupt, timerBudget:
 		a.onSessionTimer(m)
+	case timerCheckpoint:
+		if s := a.sess; s != nil && s.gen == m.gen {
+			a.checkpointTranscript(s, "interval")
+			a.everyInterval(s)
+		}
 	case timerDrain:
 		if a.phase == phaseExited && a.reading > 0 {
 			a.log.Warn("agent exited but its output stays open (a child holds it); closing", "pid", a.proc.pid)

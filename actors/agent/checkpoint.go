@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -28,6 +29,12 @@ const checkpointWrite = 30 * time.Second
 type checkpointDone struct {
 	c   *wire.Checkpoint
 	err error
+	// A transcript's (checkpointTranscript): of the session of generation gen, the
+	// transcript as it was kept, or unchanged since the last and not kept again.
+	transcript bool
+	gen        uint64
+	stamp      fileStamp
+	unchanged  bool
 }
 
 // onCheckpoint keeps a native agent's checkpoint of session s: its state and the
@@ -35,6 +42,10 @@ type checkpointDone struct {
 // kept (the host keeps none, the node has no store, the state is too large) says why
 // in a checkpoint.failed event; the one before it stands.
 func (a *Agent) onCheckpoint(s *session, msg *protocol.Message) {
+	if !a.dialect.Canonical() { // a vendor dialect's mark of its agent's safe point
+		a.checkpointTranscript(s, "agent")
+		return
+	}
 	c := &wire.Checkpoint{Session: s.id, Host: a.host.Name, Node: a.cfg.Node, Attempt: s.start.Attempt,
 		Time: time.Now().UnixMilli(), Why: "agent", Bytes: int64(len(msg.State))}
 	var why string
@@ -85,6 +96,9 @@ func (a *Agent) place(s *session) []byte {
 // onCheckpointDone says whether a checkpoint was kept: an event of its session (which
 // may have ended meanwhile), a count, and a warning when it was not.
 func (a *Agent) onCheckpointDone(m *checkpointDone) {
+	if m.transcript && !a.onTranscriptDone(m) {
+		return
+	}
 	c, typ, outcome := m.c, wire.EventCheckpointSaved, "saved"
 	ev := &wire.CheckpointSaved{Seq: c.Seq, Why: c.Why, Bytes: c.Bytes}
 	if m.err != nil {
@@ -99,9 +113,18 @@ func (a *Agent) onCheckpointDone(m *checkpointDone) {
 
 // restore makes session s go on from checkpoint r of an earlier attempt: its
 // checkpoints go on counting from r's, its events and audit say where it came from,
-// and its agent's prompt carries r's state.
+// and its agent's prompt carries r's state (a native agent's), or its conversation
+// goes on (an agent resumed from its transcript). An agent that can do neither starts
+// afresh, with its earlier attempts' answers (nil), and the session's events say so.
 func (a *Agent) restore(s *session, r *Restored) *protocol.Resume {
 	c := r.Checkpoint
+	resumed := a.resuming != "" && a.resuming == resumable(a.dialect, r) // its process started resumed
+	a.resuming = ""
+	if !a.dialect.Canonical() && !resumed {
+		a.onCheckpointDone(&checkpointDone{c: &wire.Checkpoint{Session: s.id, Seq: c.Seq, Why: "resume"},
+			err: fmt.Errorf("checkpoint %d not used: host %s's agent cannot resume from it; the session starts afresh, with its earlier attempts' answers", c.Seq, a.host.Name)})
+		return nil
+	}
 	s.checkpoints = c.Seq
 	why := fmt.Sprintf("brought back from checkpoint %d, taken on %s in attempt %d", c.Seq, c.Node, c.Attempt)
 	a.publishOn(s, wire.EventSessionResumed, a.encode(&wire.SessionPaused{Reason: why, Checkpoint: c.Seq}))
@@ -110,6 +133,33 @@ func (a *Agent) restore(s *session, r *Restored) *protocol.Resume {
 	a.cfg.Audit(wire.AuditID(s.id, s.start.Attempt, "resumed"), rec)
 	a.cfg.Metrics.Resumed.WithLabelValues(a.host.Name, "redelivered").Inc()
 	a.log.Info("session brought back from its checkpoint", "session", s.id, "checkpoint", c.Seq, "from", c.Node)
-	return &protocol.Resume{Checkpoint: c.Seq, Node: c.Node, Attempt: c.Attempt, State: r.State,
-		Note: fmt.Sprintf("This session was moved to another node and goes on from your checkpoint %d: what you did after it may not have finished.", c.Seq)}
+	note := fmt.Sprintf("This session was moved to another node and goes on from your checkpoint %d: what you did after it may not have finished.", c.Seq)
+	if !a.dialect.Canonical() {
+		note = "This session was moved to another node and goes on from where your conversation was saved: your last tool call may not have finished, and files you changed after it may not be there. Check, then continue the task."
+	}
+	return &protocol.Resume{Checkpoint: c.Seq, Node: c.Node, Attempt: c.Attempt, State: r.State, Note: note}
+}
+
+// resumable is the conversation a session's agent of dialect d resumes from checkpoint
+// r: its id, when d's agent keeps its conversation in a file and r holds that file; ""
+// otherwise.
+func resumable(d dialect.Dialect, r *Restored) string {
+	if _, ok := d.(dialect.Transcripts); !ok || r == nil || r.Transcript == nil {
+		return ""
+	}
+	var st conversationState
+	if json.Unmarshal(r.State, &st) != nil {
+		return ""
+	}
+	return st.Conversation
+}
+
+// sessionArgs are the args of session m's own process: resuming its agent's
+// conversation, from m's checkpoint or as m asks.
+func (a *Agent) sessionArgs(m *StartSession) []string {
+	a.resuming = resumable(a.dialect, m.Restored)
+	if a.resuming != "" {
+		return a.dialect.SessionArgs(a.resuming)
+	}
+	return a.dialect.SessionArgs(m.Resume)
 }

@@ -150,11 +150,12 @@ type RequestRecord struct {
 	Latency time.Duration
 }
 
-// Restored is a session's checkpoint it is brought back from, and the state its agent
-// kept there.
+// Restored is a session's checkpoint it is brought back from: the state its agent kept
+// there, and its transcript (nil: none).
 type Restored struct {
 	Checkpoint *wire.Checkpoint
 	State      json.RawMessage
+	Transcript []byte
 }
 
 // Internal messages: events from the agent's goroutines and timers.

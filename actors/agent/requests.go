@@ -64,6 +64,7 @@ func (a *Agent) requestRecord(s *session, p *request) *wire.AuditRecord {
 // until one answers it or asks for its answer.
 func (a *Agent) onRequest(s *session, msg *protocol.Message) {
 	a.pokeMeasure()
+	a.checkpointTranscript(s, "request") // the agent waits: a safe point
 	p := a.newRequest(s, msg)
 	a.startRequestSpan(s, p)
 	for _, st := range requestStages() {
@@ -215,6 +216,9 @@ func (a *Agent) respond(s *session, p *request, value json.RawMessage, outcome p
 		resp := protocol.Response{InReplyTo: p.msg.Type, ID: p.id, Value: value, Outcome: outcome, Reason: reason}
 		if reply := a.dialect.Answer(p.msg, resp, reason); reply != nil {
 			a.proc.stdin.write(reply)
+		}
+		if outcome != protocol.OutcomeCancelled {
+			a.checkpointTranscript(s, "answer")
 		}
 	}
 	endRequestSpan(p, outcome, decider)

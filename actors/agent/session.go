@@ -40,8 +40,15 @@ type session struct {
 	usage    wire.Tally        // what its model calls cost: as the gateway measured it, or the agent reported it
 	claimed  wire.Tally        // what the agent reported, behind the gateway: a claim beside the measured
 	calls    int               // its model calls through the gateway so far
-	// checkpoints is how many it took: the seq of its latest.
+	// checkpoints is how many it took: the seq of its latest. An agent's transcript
+	// (checkpointTranscript) is being kept while saving, with the safe point met
+	// meanwhile in again; saved is the transcript last kept, and missingSaid whether
+	// its absence was said.
 	checkpoints int
+	saving      bool
+	again       string
+	saved       fileStamp
+	missingSaid bool
 	budget      *budget         // nil: no budget
 	trace       context.Context // its span's, when traced (Config.Tracer)
 	span        trace.Span      // nil when not traced
@@ -93,7 +100,7 @@ func (a *Agent) startSession(m *StartSession) {
 		case a.cfg.Workspace != nil:
 			a.openWorkspace(m) // the process starts in it
 		default:
-			a.spawn(a.dialect.SessionArgs(m.Resume))
+			a.spawn(a.sessionArgs(m))
 		}
 		return
 	default:
@@ -116,6 +123,7 @@ func (a *Agent) startSession(m *StartSession) {
 	if t := a.host.IdleTimeout.D(); t > 0 {
 		s.timers = append(s.timers, a.after(t, timerIdle, s.gen))
 	}
+	a.everyInterval(s)
 	if a.waitSpan != nil { // begun before its process started
 		s.trace, s.span = a.waitTrace, a.waitSpan
 		a.waitTrace, a.waitSpan = nil, nil
@@ -127,7 +135,7 @@ func (a *Agent) startSession(m *StartSession) {
 	a.to(phaseBusy)
 	a.openStream(s)
 	prompt := protocol.Prompt{Text: m.Prompt, Session: m.Session, PreviousAttempt: m.Previous}
-	if m.Restored != nil && a.dialect.Canonical() {
+	if m.Restored != nil {
 		prompt.Resume = a.restore(s, m.Restored)
 	}
 	a.proc.stdin.write(a.dialect.Prompt(tracedPrompt(s, prompt)))

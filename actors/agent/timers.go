@@ -19,6 +19,7 @@ const (
 	timerDrain                      // stdout must close after the process exited
 	timerTerm                       // stop ladder: SIGTERM to the group
 	timerKill                       // stop ladder: SIGKILL to the group
+	timerCheckpoint                 // the host's checkpoint_interval
 )
 
 // after sends a timerFired to the actor after d. Timers are never reset in place: each

@@ -182,7 +182,7 @@ func (a *Agent) onWorkspaceOpened(m *workspaceOpened) {
 		return
 	}
 	a.startMeasuring(a.cfg.Workspace, a.ws)
-	a.spawn(a.dialect.SessionArgs(a.waiting.Resume))
+	a.spawn(a.sessionArgs(a.waiting))
 }
 
 // closeWorkspace closes the workspace off the actor, now that the process is gone: the

@@ -35,6 +35,7 @@ type fleet struct {
 	configs  []string // server manifests, in order
 	urls     []string // client URLs, in order
 	manifest string   // the fleet's manifest: url names the three servers
+	header   string   // its [nats] and [metrics], before the body
 }
 
 // startFleet starts the three servers and writes the fleet manifest with body (hosts,
@@ -91,7 +92,8 @@ command = "true"
 			t.Fatalf("%s declared its streams without 3 replicas:\n%s", f.names[i], s.stderr)
 		}
 	}
-	f.manifest = f.write(t, "fleet.toml", fmt.Sprintf("[nats]\nurl = %q\nuser = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\n[metrics]\naddr = \"127.0.0.1:0\"\n", strings.Join(f.urls, ","))+body)
+	f.header = fmt.Sprintf("[nats]\nurl = %q\nuser = \"fleet\"\npassword_env = \"AGENTMUX_TEST_FLEET_PASSWORD\"\n[metrics]\naddr = \"127.0.0.1:0\"\n", strings.Join(f.urls, ","))
+	f.manifest = f.write(t, "fleet.toml", f.header+body)
 	return f
 }
 
@@ -112,7 +114,19 @@ func (f *fleet) write(t *testing.T, name, text string) string {
 // node starts `agentmux up` on the fleet's manifest with role flags.
 func (f *fleet) node(t *testing.T, name string, flags ...string) *proc {
 	t.Helper()
-	p := runtimeProc(t, append([]string{"up", "-c", f.manifest, "--name", name, "--log", "info"}, flags...)...)
+	return f.nodeOn(t, f.manifest, name, flags...)
+}
+
+// nodeWith starts `agentmux up` on a manifest of its own: the fleet's connection, then
+// body.
+func (f *fleet) nodeWith(t *testing.T, name, body string) *proc {
+	t.Helper()
+	return f.nodeOn(t, f.write(t, name+".toml", f.header+body), name)
+}
+
+func (f *fleet) nodeOn(t *testing.T, manifest, name string, flags ...string) *proc {
+	t.Helper()
+	p := runtimeProc(t, append([]string{"up", "-c", manifest, "--name", name, "--log", "info"}, flags...)...)
 	// Within the time a node gives the cluster itself: on 2 loaded cores, with the rest
 	// of the suite beside it, a node on a cluster has taken more than 20 s to come up.
 	untilWithin(t, name+" up", p.stderr, "node up", time.Minute)
