@@ -30,10 +30,23 @@ type Checkpoint struct {
 	Node    string `json:"node"`
 	Attempt int    `json:"attempt"`
 	Time    int64  `json:"time"` // unix milliseconds
-	// Why it was taken: "agent" (a native agent's checkpoint line).
+	// Why it was taken: "agent" (the agent's own safe point: a native agent's checkpoint
+	// line, a tool's result in), "request" (it asked), "answer" (it was answered) or
+	// "interval" (checkpoint_interval).
 	Why   string           `json:"why"`
 	Parts []CheckpointPart `json:"parts"`
 	Bytes int64            `json:"bytes"` // its parts together
+	// Workspace is what its workspace part (a git bundle) holds, on a host with
+	// workspaces.
+	Workspace *CheckpointWorkspace `json:"workspace,omitempty"`
+}
+
+// CheckpointWorkspace is a checkpoint's workspace: the checkpoint commit (the checkout
+// as it was, on top of Head, the session's own commits) and the base it needs.
+type CheckpointWorkspace struct {
+	Base   string `json:"base"`
+	Head   string `json:"head"`
+	Commit string `json:"commit"`
 }
 
 // CheckpointPart is one object of a checkpoint: its name ("state"), size and SHA-256.

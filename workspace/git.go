@@ -33,11 +33,16 @@ type git struct {
 // run runs git with args in dir (or the process's own directory when empty), within
 // timeout, and returns its standard output. Its error quotes git's standard error.
 func (g git) run(ctx context.Context, timeout time.Duration, dir string, args ...string) (string, error) {
+	return g.runWith(ctx, timeout, dir, nil, args...)
+}
+
+// runWith is run with env's variables added to the host's.
+func (g git) runWith(ctx context.Context, timeout time.Duration, dir string, env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command("git", append(append([]string(nil), hardening...), args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), g.env...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	cmd.Env = append(append(append([]string(nil), g.env...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C"), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // an ssh it starts goes with it

@@ -48,6 +48,9 @@ type From struct {
 	// another host of this machine. Commit is fetched from it when this host's mirror
 	// lacks it.
 	Mirror string
+	// Snapshot is the checkpoint of an earlier attempt the session goes on from: the
+	// workspace starts as it was then (nil: from base).
+	Snapshot *Snapshot
 }
 
 // Open makes attempt's workspace of session: it fetches the repository into the mirror,
@@ -106,6 +109,23 @@ func (p *Provider) checkout(ctx context.Context, ws *Workspace, from From) error
 		return err
 	}
 	ws.Base = base
+	if s := from.Snapshot; s != nil { // at its HEAD then, with its files put back after
+		if err := p.unbundle(ctx, ws, s); err != nil {
+			return err
+		}
+		ws.Base, base = s.Base, s.Head
+	}
+	if err := p.checkoutAt(ctx, ws, base); err != nil {
+		return err
+	}
+	if from.Snapshot != nil {
+		return p.putBack(ctx, ws, from.Snapshot)
+	}
+	return nil
+}
+
+// checkoutAt checks ws out at commit, on its branch in a clone, detached in a worktree.
+func (p *Provider) checkoutAt(ctx context.Context, ws *Workspace, base string) error {
 	mirror := "--git-dir=" + p.root.mirror()
 	if err := os.RemoveAll(ws.Path); err != nil { // an attempt's number is used once, but a crash may have left it
 		return fmt.Errorf("workspace: clear %s: %w", ws.Path, err)

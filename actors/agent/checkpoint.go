@@ -10,6 +10,7 @@ import (
 	"github.com/agentmux/agentmux/dialect"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
+	"github.com/agentmux/agentmux/workspace"
 )
 
 // Checkpointer keeps sessions' checkpoints: the node's store.Checkpoints.
@@ -64,16 +65,54 @@ func (a *Agent) onCheckpoint(s *session, msg *protocol.Message) {
 	s.checkpoints++
 	c.Seq = s.checkpoints
 	parts := map[string][]byte{"state": msg.State, "place": a.place(s)}
-	store := a.cfg.Checkpoints
+	w := a.checkpointWriter()
 	a.off(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, checkpointWrite)
-		defer cancel()
-		err := store.Put(ctx, c, parts)
-		if err != nil {
-			err = fmt.Errorf("checkpoint not written: %w; the one before it stands", err)
-		}
-		a.send(&checkpointDone{c: c, err: err})
+		a.send(&checkpointDone{c: c, err: w.write(ctx, c, parts)})
 	}, func() { a.send(&checkpointDone{c: c, err: errNodeStopping}) })
+}
+
+// checkpointWriter writes the checkpoints of the running session: its parts, and its
+// workspace as it is when written.
+type checkpointWriter struct {
+	store Checkpointer
+	most  int64
+	wp    *workspace.Provider // nil: the session has no workspace
+	ws    *workspace.Workspace
+}
+
+func (a *Agent) checkpointWriter() checkpointWriter {
+	w := checkpointWriter{store: a.cfg.Checkpoints, most: a.cfg.MaxCheckpointBytes}
+	if a.ws != nil && a.wsState == wsOpen {
+		w.wp, w.ws = a.cfg.Workspace, a.ws
+	}
+	return w
+}
+
+// write writes checkpoint c of parts, off the actor, and the workspace's snapshot with
+// them; the error says why it was not kept.
+func (w checkpointWriter) write(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error {
+	ctx, cancel := context.WithTimeout(ctx, checkpointWrite)
+	defer cancel()
+	if w.ws != nil {
+		snap, err := w.wp.Snapshot(ctx, w.ws)
+		if err != nil {
+			return fmt.Errorf("checkpoint not taken: %w; the one before it stands", err)
+		}
+		parts["workspace"] = snap.Bundle
+		c.Workspace = &wire.CheckpointWorkspace{Base: snap.Base, Head: snap.Head, Commit: snap.Commit}
+	}
+	var size int64
+	for _, p := range parts {
+		size += int64(len(p))
+	}
+	if size > w.most {
+		c.Bytes = size
+		return fmt.Errorf("checkpoint not kept: it is %d bytes, more than [checkpoints] max_checkpoint_bytes (%d); the one before it stands", size, w.most)
+	}
+	if err := w.store.Put(ctx, c, parts); err != nil {
+		return fmt.Errorf("checkpoint not written: %w; the one before it stands", err)
+	}
+	return nil
 }
 
 // place is where session s is, as its checkpoint's place part.

@@ -151,11 +151,12 @@ type RequestRecord struct {
 }
 
 // Restored is a session's checkpoint it is brought back from: the state its agent kept
-// there, and its transcript (nil: none).
+// there, its transcript and its workspace's bundle (nil: none).
 type Restored struct {
 	Checkpoint *wire.Checkpoint
 	State      json.RawMessage
 	Transcript []byte
+	Workspace  []byte
 }
 
 // Internal messages: events from the agent's goroutines and timers.

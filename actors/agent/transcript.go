@@ -49,14 +49,14 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 	c := &wire.Checkpoint{Session: s.id, Seq: s.checkpoints + 1, Host: a.host.Name, Node: a.cfg.Node, Attempt: s.start.Attempt,
 		Time: time.Now().UnixMilli(), Why: why}
 	state, _ := json.Marshal(conversationState{Conversation: id})
-	place, h, dir, last, most, store := a.place(s), a.host, a.workDir(), s.saved, a.cfg.MaxCheckpointBytes, a.cfg.Checkpoints
+	place, h, dir, last, w := a.place(s), a.host, a.workDir(), s.saved, a.checkpointWriter()
 	// The agent writes its transcript when it likes: one not there yet is said once,
 	// at an interval checkpoint, when it should have been written long since.
 	sayMissing := why == "interval" && !s.missingSaid
 	a.off(func(ctx context.Context) {
 		done := &checkpointDone{c: c, gen: s.gen, transcript: true}
 		path := t.Transcript(env(h), realDir(dir), id)
-		body, stamp, err := readTranscript(path, last, most)
+		body, stamp, err := readTranscript(path, last, w.most)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && !sayMissing:
 			done.unchanged = true
@@ -65,13 +65,8 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 		case body == nil:
 			done.unchanged = true
 		default:
-			ctx, cancel := context.WithTimeout(ctx, checkpointWrite)
-			defer cancel()
-			c.Bytes = int64(len(body) + len(state) + len(place))
 			done.stamp = stamp
-			if err := store.Put(ctx, c, map[string][]byte{"state": state, "transcript": body, "place": place}); err != nil {
-				done.err = fmt.Errorf("checkpoint not written: %w; the one before it stands", err)
-			}
+			done.err = w.write(ctx, c, map[string][]byte{"state": state, "transcript": body, "place": place})
 		}
 		a.send(done)
 	}, func() { a.send(&checkpointDone{c: c, gen: s.gen, transcript: true, err: errNodeStopping}) })

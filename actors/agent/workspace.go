@@ -138,8 +138,19 @@ func (a *Agent) openWorkspace(m *StartSession) {
 	a.wsState = wsOpening
 	p, session, attempt, from, host := a.cfg.Workspace, m.Session, m.Attempt, m.From, a.cfg.Sandbox
 	name := fmt.Sprintf("hosts.%s.%s.%d", a.host.Name, session, attempt)
+	var lost *wire.Checkpoint // the checkpoint whose workspace could not be put back
+	if r := m.Restored; r != nil && r.Workspace != nil && r.Checkpoint.Workspace != nil {
+		cw := r.Checkpoint.Workspace
+		from.Snapshot = &workspace.Snapshot{Base: cw.Base, Head: cw.Head, Commit: cw.Commit, Bundle: r.Workspace}
+		lost = &wire.Checkpoint{Session: session, Seq: r.Checkpoint.Seq, Why: "resume"}
+	}
 	a.off(func(context.Context) {
 		ws, err := p.Open(context.Background(), session, attempt, from)
+		if err != nil && from.Snapshot != nil {
+			a.send(&checkpointDone{c: lost, err: fmt.Errorf("the workspace of checkpoint %d was not put back: %w; the session goes on in a fresh checkout", lost.Seq, err)})
+			from.Snapshot = nil
+			ws, err = p.Open(context.Background(), session, attempt, from)
+		}
 		var sb *sandbox.Sandbox
 		if err == nil && host != nil {
 			var own []string

@@ -437,20 +437,19 @@ func (r *Router) onTaskResumed(m *taskResumed) {
 	r.enqueue(p, m.s)
 }
 
-// restorable is the latest checkpoint of session id of host h, with its agent's state
-// and transcript, or nil: the host keeps none, the session took none, or it could not
+// restorable is the latest checkpoint of session id of host h, with its agent's state,
+// its transcript and its workspace, or nil: the host keeps none, the session took none, or it could not
 // be read (said, and the session starts afresh, with its earlier attempts' answers).
 func (r *Router) restorable(ctx context.Context, h *config.Host, id string) *agent.Restored {
 	if r.cfg.Checkpoints == nil || !h.Checkpoint {
 		return nil
 	}
 	c, err := r.cfg.Checkpoints.Find(ctx, id, 0)
-	var state, transcript []byte
-	if err == nil {
-		state, err = r.cfg.Checkpoints.Part(ctx, c, "state")
-	}
-	if err == nil && slices.ContainsFunc(c.Parts, func(p wire.CheckpointPart) bool { return p.Name == "transcript" }) {
-		transcript, err = r.cfg.Checkpoints.Part(ctx, c, "transcript")
+	parts := map[string][]byte{"state": nil, "transcript": nil, "workspace": nil}
+	for name := range parts {
+		if err == nil && slices.ContainsFunc(c.Parts, func(p wire.CheckpointPart) bool { return p.Name == name }) {
+			parts[name], err = r.cfg.Checkpoints.Part(ctx, c, name)
+		}
 	}
 	switch {
 	case errors.Is(err, store.ErrNoCheckpoint):
@@ -459,7 +458,7 @@ func (r *Router) restorable(ctx context.Context, h *config.Host, id string) *age
 		r.cfg.Log.Warn("a session delivered again has a checkpoint that could not be read; it starts afresh, with its earlier attempts' answers", "session", id, "err", err)
 		return nil
 	}
-	return &agent.Restored{Checkpoint: c, State: state, Transcript: transcript}
+	return &agent.Restored{Checkpoint: c, State: parts["state"], Transcript: parts["transcript"], Workspace: parts["workspace"]}
 }
 
 // alreadyEnded acknowledges a delivery of a task that has already ended ok (where

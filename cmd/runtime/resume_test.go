@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,11 +103,11 @@ func TestFleetSessionResumesFromItsCheckpoint(t *testing.T) {
 	}
 }
 
-// claudeNode is a node's manifest running the real Claude Code against api, in a home
-// and a working directory of its own; bash is the rule for its Bash approvals ("" asks
-// nobody, who never answers).
-func claudeNode(t *testing.T, api *agenttest.Anthropic, bash string) (body, dir, config string) {
-	home, dir := t.TempDir(), t.TempDir()
+// claudeNode is a node's manifest running the real Claude Code against api, with a
+// home and a workspace dir of its own, each session in a worktree of repo; bash is the
+// rule for its Bash approvals ("" asks nobody, who never answers).
+func claudeNode(t *testing.T, api *agenttest.Anthropic, repo, bash string) (body, workspaces, config string) {
+	home, workspaces := t.TempDir(), t.TempDir()
 	config = filepath.Join(home, ".claude")
 	rules := `{ type = "approval", match = "^Write: ", answer = "yes" }`
 	if bash != "" {
@@ -116,6 +117,8 @@ func claudeNode(t *testing.T, api *agenttest.Anthropic, bash string) (body, dir,
 command = %q
 dialect = "claude-code"
 working_dir = %q
+workspace = "worktree"
+workspace_dir = %q
 stop_grace = "2s"
 question_timeout = "10m"
 checkpoint_interval = "1s"
@@ -130,7 +133,21 @@ match = "^Bash: "
 supervisor = %q
 [[routes]]
 supervisor = "ops"
-`, agenttest.Claude(t), dir, home, config, api.URL(), rules, map[bool]string{true: "ops", false: "nobody"}[bash != ""]), dir, config
+`, agenttest.Claude(t), repo, workspaces, home, config, api.URL(), rules, map[bool]string{true: "ops", false: "nobody"}[bash != ""]), workspaces, config
+}
+
+// gitRepo is a repository of one commit, the origin a fleet's workspaces check out.
+func gitRepo(t *testing.T) string {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "--quiet", "--initial-branch=main"}, {"commit", "--quiet", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
 }
 
 // TestFleetClaudeCodeResumesItsConversation: the real Claude Code writes a file in its
@@ -150,7 +167,8 @@ func TestFleetClaudeCodeResumesItsConversation(t *testing.T) {
 	nc, js := f.conn(t)
 	results := events[map[string]any](t, nc, wire.EventSubject("claude", "t-claude", "result"))
 	asked := events[map[string]any](t, nc, wire.EventSubject("claude", "t-claude", "approval"))
-	body1, dir1, _ := claudeNode(t, api, "")
+	repo := gitRepo(t)
+	body1, ws1, _ := claudeNode(t, api, repo, "")
 	victim := f.nodeWith(t, "agents1", body1)
 	submitTasks(t, js, "claude", "Write notes.txt, then touch second.txt.", "t-claude")
 	for bash := false; !bash; {
@@ -161,8 +179,8 @@ func TestFleetClaudeCodeResumesItsConversation(t *testing.T) {
 			t.Fatalf("Claude Code did not ask to run its second turn's command:\n%s\nthe model's last request: %s", victim.stderr, api.LastMessages())
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(dir1, "notes.txt")); err != nil || string(b) != "first turn\n" {
-		t.Fatalf("the first turn wrote %q (%v)", b, err)
+	if b, err := os.ReadFile(filepath.Join(ws1, "agents1", "claude", "work", "t-claude.0", "notes.txt")); err != nil || string(b) != "first turn\n" {
+		t.Fatalf("the first turn wrote %q in its checkout (%v)", b, err)
 	}
 	cps, err := store.OpenCheckpoints(context.Background(), js, 3)
 	if err != nil {
@@ -180,7 +198,7 @@ func TestFleetClaudeCodeResumesItsConversation(t *testing.T) {
 	})
 	kill(t, victim)
 
-	body2, _, config2 := claudeNode(t, api, "yes")
+	body2, ws2, config2 := claudeNode(t, api, repo, "yes")
 	agents2 := f.nodeWith(t, "agents2", body2)
 	select {
 	case res := <-results:
@@ -202,6 +220,7 @@ func TestFleetClaudeCodeResumesItsConversation(t *testing.T) {
 	if found, _ := filepath.Glob(filepath.Join(config2, "projects", "*", "*.jsonl")); len(found) == 0 {
 		t.Errorf("agents2's Claude Code keeps no transcript under %s", config2)
 	}
+
 	var resumed, ended, writes []wire.AuditRecord
 	proctest.EventuallyWithin(t, 30*time.Second, "the session's end in the audit", func() bool {
 		resumed, ended, writes = nil, nil, nil
@@ -226,5 +245,11 @@ func TestFleetClaudeCodeResumesItsConversation(t *testing.T) {
 	}
 	if len(writes) != 1 || writes[0].Node != "agents1" {
 		t.Errorf("the Write approval was answered %d times (%+v); want once, on agents1", len(writes), writes)
+	}
+	// The first turn's file came along in the checkout, and is on the session's branch
+	// as agents2 ended it.
+	show := exec.Command("git", "--git-dir="+filepath.Join(ws2, "agents2", "claude", "work", "mirror.git"), "show", "agentmux/t-claude:notes.txt")
+	if out, err := show.CombinedOutput(); err != nil || string(out) != "first turn\n" {
+		t.Errorf("notes.txt on the session's branch: %q (%v)\n%s", out, err, agents2.stderr)
 	}
 }
