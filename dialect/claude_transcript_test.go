@@ -15,7 +15,7 @@ func TestClaudeTranscriptWhereTheCLIKeepsIt(t *testing.T) {
 	long := "/work/" + strings.Repeat("verylongdirectoryname_", 10) + "é/ü"
 	for dir, want := range map[string]string{
 		"/tmp/x y/ws.é": "-tmp-x-y-ws--",
-		long: "-work" + strings.Repeat("-verylongdirectoryname", 8) + "-verylongdirectoryn-pkig6r",
+		long:            "-work" + strings.Repeat("-verylongdirectoryname", 8) + "-verylongdirectoryn-pkig6r",
 	} {
 		if got := claudeProject(dir); got != want {
 			t.Errorf("the project folder of %q is %q; want %q", dir, got, want)

@@ -11,15 +11,15 @@ import (
 type timerKind int
 
 const (
-	timerInit      timerKind = iota // init_ack must arrive
-	timerSession                    // the host's timeout
-	timerIdle                       // the host's idle_timeout
-	timerInterrupt                  // an interrupted session must end by itself
-	timerBudget                     // the session's wall budget
-	timerDrain                      // stdout must close after the process exited
-	timerTerm                       // stop ladder: SIGTERM to the group
-	timerKill                       // stop ladder: SIGKILL to the group
-	timerCheckpoint                 // the host's checkpoint_interval
+	timerInit       timerKind = iota // init_ack must arrive
+	timerSession                     // the host's timeout
+	timerIdle                        // the host's idle_timeout
+	timerInterrupt                   // an interrupted session must end by itself
+	timerBudget                      // the session's wall budget
+	timerDrain                       // stdout must close after the process exited
+	timerTerm                        // stop ladder: SIGTERM to the group
+	timerKill                        // stop ladder: SIGKILL to the group
+	timerCheckpoint                  // the host's checkpoint_interval
 )
 
 // after sends a timerFired to the actor after d. Timers are never reset in place: each
