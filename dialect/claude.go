@@ -313,12 +313,8 @@ func (c *claude) toolResults(l *claudeLine, raw []byte) ([]*protocol.Message, er
 		}
 		out = append(out, m)
 	}
-	if len(out) > 0 && c.conversation != "" { // a safe point: what the tools did is in
-		m, err := canonical(map[string]any{"type": "checkpoint", "state": map[string]string{"conversation": c.conversation}}, nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
+	if len(out) > 0 { // a safe point: what the tools did is in
+		out = append(out, checkpointMark(c.conversation)...)
 	}
 	return out, nil
 }

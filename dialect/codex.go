@@ -30,6 +30,7 @@ type codex struct {
 	withdrawn   map[string]bool
 	byRPC       map[string][]string     // the server request's id → canonical ids, for resolved
 	changing    map[string][]fileChange // a file change item's id → what it changes, until it completes
+	resume      string                  // the thread the next session goes on in (thread/resume)
 }
 
 type codexInput struct {
@@ -66,6 +67,7 @@ func (c *codex) SessionArgs(string) []string { return nil }
 
 func (c *codex) Prompt(p protocol.Prompt) []byte {
 	c.queued, c.lastMessage, c.trace = promptText(p), "", traceContext(p)
+	c.threadID, c.resume = "", resumedConversation(p) // a session's own thread
 	if !c.initialized {
 		return c.call("initialize", map[string]any{"clientInfo": map[string]any{"name": "agentmux", "version": "1"}})
 	}
@@ -92,9 +94,13 @@ func (c *codex) turn(text string) []byte {
 	return c.callWith("turn/start", map[string]any{"threadId": c.threadID, "input": []any{map[string]any{"type": "text", "text": text}}}, more)
 }
 
-// startThread starts the session's thread; "untrusted" makes Codex ask before anything
-// it does not trust, so supervisors decide.
+// startThread starts the session's thread, or resumes the one it goes on from;
+// "untrusted" makes Codex ask before anything it does not trust, so supervisors decide.
 func (c *codex) startThread() []byte {
+	if id := c.resume; id != "" {
+		c.resume = ""
+		return c.call("thread/resume", map[string]any{"threadId": id, "cwd": c.cwd, "approvalPolicy": "untrusted"})
+	}
 	return c.call("thread/start", map[string]any{"cwd": c.cwd, "approvalPolicy": "untrusted"})
 }
 
@@ -143,7 +149,7 @@ func (c *codex) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte
 		c.initialized = true
 		msgs, _, err := one(canonical(map[string]any{"type": "log", "message": "codex app-server initialized"}, raw))
 		return msgs, append(line(map[string]any{"method": "initialized"}), c.startThread()...), err
-	case "thread/start":
+	case "thread/start", "thread/resume":
 		var r struct {
 			Thread struct {
 				ID string `json:"id"`
@@ -216,7 +222,8 @@ func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []
 			fields = map[string]any{"type": "partial", "text": p.Item.Text}
 		case "commandExecution", "fileChange":
 			delete(c.changing, p.Item.ID)
-			fields = map[string]any{"type": "progress", "message": strings.TrimSpace(p.Item.Type + " " + p.Item.Status)}
+			msgs, _, err := one(canonical(map[string]any{"type": "progress", "message": strings.TrimSpace(p.Item.Type + " " + p.Item.Status)}, raw))
+			return append(msgs, checkpointMark(c.threadID)...), nil, err
 		default:
 			return nil, nil, nil
 		}

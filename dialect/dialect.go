@@ -71,6 +71,33 @@ type Transcripts interface {
 	Transcript(env []string, dir, id string) string
 }
 
+// checkpointMark is the canonical checkpoint a Transcripts dialect marks its agent's
+// safe point with: its state is the conversation's id. None before the agent said it.
+func checkpointMark(conversation string) []*protocol.Message {
+	if conversation == "" {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{"type": "checkpoint", "state": map[string]string{"conversation": conversation}})
+	m, err := protocol.Decode(b, protocol.PlainTextLog)
+	if err != nil {
+		return nil
+	}
+	return []*protocol.Message{m}
+}
+
+// resumedConversation is the conversation a resumed session's agent goes on in: its
+// checkpoint's state, as checkpointMark made it; "" for a session that starts afresh.
+func resumedConversation(p protocol.Prompt) string {
+	if p.Resume == nil {
+		return ""
+	}
+	var st struct {
+		Conversation string `json:"conversation"`
+	}
+	_ = json.Unmarshal(p.Resume.State, &st)
+	return st.Conversation
+}
+
 // Options are what a dialect takes from its host.
 type Options struct {
 	Dir string // where the process works (absolute)

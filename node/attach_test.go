@@ -197,7 +197,7 @@ func TestDrainHandsIdleAttachedSessionsOver(t *testing.T) {
 	// The grace is ten minutes; the test's wait, well under it.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := f.n.Drain(ctx, 10*time.Minute); err != nil {
+	if err := f.n.Drain(ctx, 10*time.Minute, false); err != nil {
 		t.Fatalf("the drain waited for an idle attached session: %v", err)
 	}
 	select {

@@ -179,7 +179,7 @@ func TestReadyzFailsWhileDraining(t *testing.T) {
 	results := make(chan *agent.Result, 1)
 	f.n.Submit("w", "", script(`{"sleep":"1s"}`, result), results)
 	drained := make(chan error, 1)
-	go func() { drained <- f.n.Drain(context.Background(), 10*time.Second) }()
+	go func() { drained <- f.n.Drain(context.Background(), 10*time.Second, false) }()
 	// /readyz turns the moment Drain is called; the router stops its consumers (and
 	// sets task_intake) when it takes the drain message.
 	proctest.Within(t, 5*time.Second, func() error {

@@ -486,11 +486,12 @@ func (n *Node) Run(ctx context.Context, host, session, prompt string) (*Result, 
 }
 
 // Drain stops taking tasks, hands queued ones back, lets running sessions finish
-// within grace and then hands the rest back (see router.Drain); it returns when no
-// session is left here, or ctx ends. Stop the node afterwards.
-func (n *Node) Drain(ctx context.Context, grace time.Duration) error {
+// within grace (or, with handover, hands each to another node at its next checkpoint)
+// and then hands the rest back (see router.Drain); it returns when no session is left
+// here, or ctx ends. Stop the node afterwards.
+func (n *Node) Drain(ctx context.Context, grace time.Duration, handover bool) error {
 	n.pulse.draining.Store(true)
-	res, err := n.engine.system.Root.RequestFuture(n.sessions.router, &router.Drain{Grace: grace}, ctlTimeout).Result()
+	res, err := n.engine.system.Root.RequestFuture(n.sessions.router, &router.Drain{Grace: grace, Handover: handover}, ctlTimeout).Result()
 	if err != nil {
 		return fmt.Errorf("node: drain: the router did not answer: %w", err)
 	}

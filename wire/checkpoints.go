@@ -49,6 +49,10 @@ type CheckpointWorkspace struct {
 	Commit string `json:"commit"`
 }
 
+// OutcomeHandedOver is the outcome of a session's attempt stopped at its checkpoint as
+// its node drained: its task goes on from that checkpoint on another node.
+const OutcomeHandedOver = "handed_over"
+
 // CheckpointPart is one object of a checkpoint: its name ("state"), size and SHA-256.
 type CheckpointPart struct {
 	Name   string `json:"name"`

@@ -39,10 +39,13 @@ func (p *Provider) Snapshot(ctx context.Context, ws *Workspace) (*Snapshot, erro
 		return nil, fmt.Errorf("workspace: read the checkout's HEAD: %w", err)
 	}
 	s := &Snapshot{Base: ws.Base, Head: strings.TrimSpace(head)}
-	// A scratch index, so that the agent's own (what it staged) is left as it is.
+	// A scratch index, so that the agent's own (what it staged) is left as it is: a copy
+	// of it, whose files' stat data spares hashing the files that did not change.
 	own := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := p.git.runWith(ctx, localTimeout, ws.Path, own, "read-tree", s.Head); err != nil {
-		return nil, fmt.Errorf("workspace: checkpoint: %w", err)
+	if err := p.copyIndex(ctx, ws, index); err != nil {
+		if _, err := p.git.runWith(ctx, localTimeout, ws.Path, own, "read-tree", s.Head); err != nil {
+			return nil, fmt.Errorf("workspace: checkpoint: %w", err)
+		}
 	}
 	if _, err := p.git.runWith(ctx, localTimeout, ws.Path, own, "add", "--all"); err != nil {
 		return nil, fmt.Errorf("workspace: checkpoint what the session changed: %w", err)
@@ -68,6 +71,19 @@ func (p *Provider) Snapshot(ctx context.Context, ws *Workspace) (*Snapshot, erro
 		return nil, fmt.Errorf("workspace: read the checkpoint's bundle: %w", err)
 	}
 	return s, nil
+}
+
+// copyIndex copies ws's own index to path.
+func (p *Provider) copyIndex(ctx context.Context, ws *Workspace, path string) error {
+	index, err := p.gitPath(ctx, ws, "index")
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(index)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }
 
 // gitPath is name's path in ws's own git directory (its worktree's, or its clone's).

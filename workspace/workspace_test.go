@@ -44,7 +44,7 @@ func repo(t *testing.T) string {
 	return dir
 }
 
-func write(t *testing.T, path, text string) {
+func write(t testing.TB, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func spec(mode, repo string) config.Workspace {
 	return config.Workspace{Mode: mode, Repo: repo, Branch: config.DefaultBranch, Keep: config.KeepOnFailure}
 }
 
-func provider(t *testing.T, s config.Workspace) *Provider {
+func provider(t testing.TB, s config.Workspace) *Provider {
 	t.Helper()
 	root, err := OpenRoot(filepath.Join(t.TempDir(), "ws", "node", "host"), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -269,6 +269,8 @@ func (a *Agent) Receive(c actor.Context) {
 		a.onModelCalled(m)
 	case *checkpointDone:
 		a.onCheckpointDone(m)
+	case *transcriptPlaced:
+		a.onTranscriptPlaced(m)
 	case *writeFailed:
 		a.onWriteFailed(m)
 	case *answerArrived:
@@ -287,6 +289,8 @@ func (a *Agent) Receive(c actor.Context) {
 		a.cfg.Routes, a.cfg.Promoted = m.Routes, m.Promoted
 	case *Shutdown:
 		a.shutdown(m.Reason)
+	case *Handover:
+		a.onHandover(m)
 	case *actor.Stopping:
 		a.forceStop()
 	}

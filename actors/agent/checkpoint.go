@@ -133,11 +133,18 @@ func (a *Agent) place(s *session) []byte {
 }
 
 // onCheckpointDone says whether a checkpoint was kept: an event of its session (which
-// may have ended meanwhile), a count, and a warning when it was not.
+// may have ended meanwhile), a count, and a warning when it was not. A session to be
+// handed over goes once its checkpoint is kept.
 func (a *Agent) onCheckpointDone(m *checkpointDone) {
-	if m.transcript && !a.onTranscriptDone(m) {
-		return
+	if !m.transcript || a.onTranscriptDone(m) {
+		a.tellCheckpoint(m)
 	}
+	if s := a.sess; s != nil && s.handover != "" && s.id == m.c.Session && m.err == nil && !s.saving && (!m.transcript || m.gen == s.gen) {
+		a.handOver(s)
+	}
+}
+
+func (a *Agent) tellCheckpoint(m *checkpointDone) {
 	c, typ, outcome := m.c, wire.EventCheckpointSaved, "saved"
 	ev := &wire.CheckpointSaved{Seq: c.Seq, Why: c.Why, Bytes: c.Bytes}
 	if m.err != nil {
@@ -201,4 +208,31 @@ func (a *Agent) sessionArgs(m *StartSession) []string {
 		return a.dialect.SessionArgs(a.resuming)
 	}
 	return a.dialect.SessionArgs(m.Resume)
+}
+
+// onHandover has the session handed to another node at its next safe point: at once,
+// for an agent whose conversation the node checkpoints; at its next checkpoint line,
+// for a native agent. One whose host keeps no checkpoints runs on.
+func (a *Agent) onHandover(m *Handover) {
+	s := a.sess
+	if s == nil || s.handover != "" || !a.host.Checkpoint || a.cfg.Checkpoints == nil {
+		return
+	}
+	switch t, ok := a.dialect.(dialect.Transcripts); {
+	case a.dialect.Canonical():
+		s.handover = m.Reason
+	case ok && t.Conversation() != "":
+		s.handover = m.Reason
+		a.checkpointTranscript(s, "handover")
+	}
+}
+
+// handOver ends session s, whose checkpoint was just kept, for another node to go on
+// from it: its process is stopped and its task handed back.
+func (a *Agent) handOver(s *session) {
+	a.log.Info("session handed to another node at its checkpoint", "session", s.id, "checkpoint", s.checkpoints, "why", s.handover)
+	if a.caps["interrupt"] {
+		a.proc.stdin.write(a.interruptLine(s.handover))
+	}
+	a.endSession(&Result{Error: "handed to another node at checkpoint " + fmt.Sprint(s.checkpoints) + ": " + s.handover, HandedOver: true}, false)
 }

@@ -94,6 +94,14 @@ type Shutdown struct {
 	Reason string
 }
 
+// Handover hands the running session to another node, as its node drains: it is
+// checkpointed at its next safe point (at once, for an agent whose conversation the node
+// keeps), then stopped, and it ends HandedOver, its task to run on from that checkpoint
+// elsewhere. A session that cannot be checkpointed runs on.
+type Handover struct {
+	Reason string
+}
+
 // SessionEnded tells the parent that a session ended. Reusable says whether the process
 // can take another session.
 type SessionEnded struct {
@@ -135,6 +143,9 @@ type Result struct {
 	// budget was raised, StartSession.Raises included.
 	BudgetExceeded bool
 	Raises         int
+	// HandedOver is set when the session was stopped to go on from its checkpoint on
+	// another node (Handover): its task goes back to the queue.
+	HandedOver bool
 	// Spend is what all its attempts cost, priced by the router as it ends.
 	Spend *wire.Spend
 }

@@ -49,6 +49,9 @@ type session struct {
 	again       string
 	saved       fileStamp
 	missingSaid bool
+	// handover is why the session goes to another node once its next checkpoint is
+	// kept ("": it stays).
+	handover string
 	budget      *budget         // nil: no budget
 	trace       context.Context // its span's, when traced (Config.Tracer)
 	span        trace.Span      // nil when not traced
@@ -106,6 +109,10 @@ func (a *Agent) startSession(m *StartSession) {
 	default:
 		a.report(&Result{Session: m.Session, Host: a.host.Name, Task: m.Task, Attempt: m.Attempt,
 			Error: "agent process is not available", Retryable: true}, m, false)
+		return
+	}
+	if id := resumable(a.dialect, m.Restored); id != "" && a.resuming != id {
+		a.placeTranscript(m, id) // on the running process: its transcript first
 		return
 	}
 	now := time.Now()

@@ -136,6 +136,36 @@ func (a *Agent) transcriptToPut(dir string) func() error {
 	return func() error { return putTranscript(t, e, dir, id, body) }
 }
 
+// transcriptPlaced is a session's transcript put in place for the running process to
+// resume it (err: not).
+type transcriptPlaced struct {
+	m   *StartSession
+	id  string
+	err error
+}
+
+// placeTranscript puts the transcript of m's checkpoint where the running process's
+// agent looks for conversation id, off the actor, then starts m.
+func (a *Agent) placeTranscript(m *StartSession, id string) {
+	t, body, e, dir := a.dialect.(dialect.Transcripts), m.Restored.Transcript, env(a.host), a.workDir()
+	a.off(func(context.Context) {
+		a.send(&transcriptPlaced{m: m, id: id, err: putTranscript(t, e, dir, id, body)})
+	}, func() { a.send(&transcriptPlaced{m: m, id: id, err: errNodeStopping}) })
+}
+
+// onTranscriptPlaced starts the session whose transcript was put in place; one that
+// could not be starts afresh, and its events say why.
+func (a *Agent) onTranscriptPlaced(m *transcriptPlaced) {
+	if m.err != nil {
+		a.onCheckpointDone(&checkpointDone{c: &wire.Checkpoint{Session: m.m.Session, Seq: m.m.Restored.Checkpoint.Seq, Why: "resume"},
+			err: fmt.Errorf("the conversation of checkpoint %d was not put back: %w; the session starts afresh, with its earlier attempts' answers", m.m.Restored.Checkpoint.Seq, m.err)})
+		m.m.Restored = nil
+	} else {
+		a.resuming = m.id
+	}
+	a.startSession(m.m)
+}
+
 // putTranscript writes a checkpoint's transcript where the agent, working in dir with
 // environment env, looks for conversation id.
 func putTranscript(t dialect.Transcripts, env []string, dir, id string, body []byte) error {

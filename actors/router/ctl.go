@@ -93,7 +93,7 @@ func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 
 // ServeControl answers agentmux.ctl.<node>.{list,interrupt,message,cancel,drain,undrain} for the
 // router. The request payload of interrupt and message is {"session": "...", "text":
-// "..."}; of drain {"grace_ms": N}.
+// "..."}; of drain {"grace_ms": N, "handover": true|false} (handover: true when left out).
 // Only a request a client published there is served (bus.CheckRequest); what the server
 // delivers to the subject instead (a stream's message, an API answer) is dropped.
 func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, node string, log *slog.Logger) ([]*nats.Subscription, error) {
@@ -121,15 +121,16 @@ func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, n
 	err := handle("list", func(*nats.Msg) any { return ask(&listRequest{}) })
 	if err == nil {
 		err = handle("drain", func(m *nats.Msg) any {
-			var req struct {
-				GraceMS int64 `json:"grace_ms"`
-			}
+			req := struct {
+				GraceMS  int64 `json:"grace_ms"`
+				Handover bool  `json:"handover"`
+			}{Handover: true}
 			if len(m.Data) > 0 {
 				if err := json.Unmarshal(m.Data, &req); err != nil || req.GraceMS < 0 {
-					return &ctlReply{Error: `want {"grace_ms": <milliseconds ≥ 0>}`}
+					return &ctlReply{Error: `want {"grace_ms": <milliseconds ≥ 0>, "handover": true|false}`}
 				}
 			}
-			return ask(&Drain{Grace: time.Duration(req.GraceMS) * time.Millisecond})
+			return ask(&Drain{Grace: time.Duration(req.GraceMS) * time.Millisecond, Handover: req.Handover})
 		})
 	}
 	if err == nil {

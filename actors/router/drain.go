@@ -4,15 +4,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/wire"
 )
 
 // Drain stops the node taking tasks: tasks still queued here go back to the work queue
 // at once, running sessions may finish within Grace, and then the rest are stopped and
-// their tasks handed back (Stopped is closed when no process is left). No task is
-// lost, and none runs to completion twice. The answer is a *wire.DrainReply.
+// their tasks handed back (Stopped is closed when no process is left). With Handover,
+// a running session that can be checkpointed goes at its next safe point, to go on from
+// there on another node, without waiting out the grace. No task is lost, and none runs
+// to completion twice. The answer is a *wire.DrainReply.
 type Drain struct {
-	Grace time.Duration
+	Grace    time.Duration
+	Handover bool
 }
 
 // Undrain makes a draining node take tasks again, while its running sessions have not
@@ -62,7 +66,7 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 	}
 	r.intakeStopped()
 	r.yieldRuns()
-	handed, running := 0, 0
+	handed, running, asked := 0, 0, 0
 	for _, p := range r.pools {
 		kept := p.queue[:0]
 		for _, s := range p.queue {
@@ -75,6 +79,14 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 		}
 		p.queue = kept
 		running += len(p.busy) + len(p.queue)
+		if m.Handover && p.host.Checkpoint && r.cfg.Checkpoints != nil {
+			for id, s := range p.busy {
+				if s.task != nil && s.start.Notify == nil { // a task, which another node can take (a run's stage hands itself on)
+					r.c.Send(p.procs[id], &agent.Handover{Reason: "its node drains"})
+					asked++
+				}
+			}
+		}
 	}
 	if first {
 		if running == 0 {
@@ -85,9 +97,12 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 			time.AfterFunc(grace, func() { system.Root.Send(self, &drainOver{grace: grace, drain: drain}) })
 		}
 	}
-	r.cfg.Log.Info("draining: no more tasks taken", "running", running, "handed_back", handed, "grace", m.Grace)
-	return &wire.DrainReply{OK: true, Running: running, HandedBack: handed,
-		Effect: fmt.Sprintf("draining: %d sessions may finish within %v, %d queued tasks handed back", running, m.Grace, handed)}
+	r.cfg.Log.Info("draining: no more tasks taken", "running", running, "handed_back", handed, "grace", m.Grace, "handover", asked)
+	effect := fmt.Sprintf("draining: %d sessions may finish within %v, %d queued tasks handed back", running, m.Grace, handed)
+	if asked > 0 {
+		effect += fmt.Sprintf("; %d go to another node at their next checkpoint, if they take one", asked)
+	}
+	return &wire.DrainReply{OK: true, Running: running, HandedBack: handed, Effect: effect}
 }
 
 // handBack returns a task that never started here to the work queue.

@@ -34,7 +34,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	res := cancelled(s, m.Result)
 	s.usage.Merge(res.Usage) // every attempt's model calls were paid for
 	switch {
-	case res.OK || r.stopping() || s.cancelled != "" || res.BudgetExceeded:
+	case res.OK || r.stopping() || s.cancelled != "" || res.BudgetExceeded || res.HandedOver:
 	case res.Retryable:
 		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
 		p.requeue(s, true)
@@ -62,6 +62,8 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	r.cfg.Metrics.SessionsActive.WithLabelValues(p.host.Name).Dec()
 	outcome := "ok"
 	switch {
+	case res.HandedOver:
+		outcome = wire.OutcomeHandedOver
 	case res.BudgetExceeded:
 		outcome = wire.OutcomeBudgetExceeded
 	case !res.OK:
@@ -90,12 +92,13 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace, rec.Spend = outcome, res.Error, ms, ended.Result, res.Workspace, spend
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	p.leave(s.start.Session)
-	if r.cfg.SessionEnded != nil && (res.OK || !r.stopping()) {
+	goesOn := !res.OK && (r.stopping() || res.HandedOver) // its task runs again elsewhere
+	if r.cfg.SessionEnded != nil && !goesOn {
 		session := res.Session
 		r.cfg.Routines.Go(func(ctx context.Context) { r.cfg.SessionEnded(ctx, session) })
 	}
 	if s.task != nil {
-		if res.OK || !r.stopping() {
+		if !goesOn {
 			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
 			r.ack(s.task, res.Session)
 			p.endedAt(res.Session, time.Now())

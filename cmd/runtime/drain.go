@@ -18,12 +18,13 @@ func drain(args []string, stdout, stderr io.Writer) int {
 	to := reachFlags(fs)
 	grace := fs.Duration("grace", defaultDrainGrace, "how long running sessions may finish before their tasks go back to the queue")
 	wait := fs.Bool("wait", false, "wait until no session is left on the node")
+	handover := fs.Bool("handover", true, "hand each running session that can be checkpointed to another node at its next checkpoint; false: let it finish within the grace")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "agentmux drain: want one node name: drain -c <manifest> <node> [--grace 30s] [--wait]; `agentmux nodes` lists them")
+		fmt.Fprintln(stderr, "agentmux drain: want one node name: drain -c <manifest> <node> [--grace 30s] [--handover=false] [--wait]; `agentmux nodes` lists them")
 		return exitUsage
 	}
 	node := pos[0]
@@ -32,7 +33,7 @@ func drain(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer c.close()
-	req, _ := json.Marshal(map[string]int64{"grace_ms": grace.Milliseconds()})
+	req, _ := json.Marshal(map[string]any{"grace_ms": grace.Milliseconds(), "handover": *handover})
 	reqCtx, cancelReq := c.timeout(clientTimeout)
 	defer cancelReq()
 	msg, err := c.nc.RequestWithContext(reqCtx, wire.CtlSubject(node, "drain"), req)

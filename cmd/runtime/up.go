@@ -32,6 +32,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 	hosts := fs.String("hosts", "", "run only these hosts (`a,b`); routes naming others are fine")
 	sups := fs.String("supervisors", "", "serve only these supervisors (`x,y`)")
 	grace := fs.Duration("grace", defaultDrainGrace, "on SIGTERM, how long running sessions may finish before their tasks go back to the queue")
+	handover := fs.Bool("handover", true, "on SIGTERM, hand each running session that can be checkpointed to another node at its next checkpoint, not waiting out the grace")
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
@@ -102,7 +103,7 @@ func up(args []string, stdout, stderr io.Writer) int {
 		case <-ctx.Done():
 		}
 	}()
-	if err := n.Drain(ctx, *grace); err != nil {
+	if err := n.Drain(ctx, *grace, *handover); err != nil {
 		log.Warn("drain", "err", err)
 	}
 	if err := n.Stop(ctx); err != nil {
