@@ -52,9 +52,9 @@ type session struct {
 	// handover is why the session goes to another node once its next checkpoint is
 	// kept ("": it stays).
 	handover string
-	budget      *budget         // nil: no budget
-	trace       context.Context // its span's, when traced (Config.Tracer)
-	span        trace.Span      // nil when not traced
+	budget   *budget         // nil: no budget
+	trace    context.Context // its span's, when traced (Config.Tracer)
+	span     trace.Span      // nil when not traced
 }
 
 // standing is an answer that stands for the same request later in its session.
