@@ -346,6 +346,8 @@ func (v *validator) host(section, manifestPath string, h *Host) {
 	if !v.written(at("checkpoint_interval")...) {
 		h.CheckpointInterval = Duration(DefaultCheckpointInterval) // 0 written: at safe points only
 	}
+	v.enum(at("on_limit"), &h.OnLimit, OnLimitPause, "an on_limit", OnLimitPause, OnLimitFail)
+	v.required(at("max_pause"), &h.MaxPause, DefaultMaxPause, "would fail every session at a usage limit; on_limit = \"fail\" says that")
 	switch {
 	case h.MaxLineBytes == 0:
 		h.MaxLineBytes = DefaultMaxLineBytes

@@ -333,7 +333,24 @@ type Sessions struct {
 	// conversation in a file (Claude Code) is checkpointed, besides its safe points;
 	// 0: at its safe points only.
 	CheckpointInterval Duration `toml:"checkpoint_interval"`
+	// OnLimit is what a session does when its provider says it is at a usage limit (a
+	// 429 whose reset is OnLimitWait or more ahead): OnLimitPause (the default) stops it
+	// at a checkpoint until the reset, freeing its slot; OnLimitFail leaves it to its
+	// agent. MaxPause bounds the pause: a reset further ahead fails the session.
+	OnLimit  string   `toml:"on_limit"`
+	MaxPause Duration `toml:"max_pause"`
 }
+
+// What a session does at a usage limit (Sessions.OnLimit).
+const (
+	OnLimitPause = "pause"
+	OnLimitFail  = "fail"
+	// OnLimitWait is the shortest wait a provider's 429 asks for that pauses a session: a
+	// shorter one its agent waits out itself, as it retries.
+	OnLimitWait = 10 * time.Second
+	// DefaultMaxPause is a host's max_pause.
+	DefaultMaxPause = 24 * time.Hour
+)
 
 // HostDerived is what Load makes of a host's table.
 type HostDerived struct {

@@ -14,8 +14,10 @@ type SessionPaused struct {
 	Spend   *Spend `json:"spend,omitempty"`
 	Budget  Limits `json:"budget"`
 	// Checkpoint, resumed: the checkpoint a session brought back on another node goes
-	// on from (its Reason says where it was taken).
-	Checkpoint int `json:"checkpoint,omitempty"`
+	// on from (its Reason says where it was taken); paused at a usage limit: the one it
+	// goes on from at Until (unix milliseconds).
+	Checkpoint int   `json:"checkpoint,omitempty"`
+	Until      int64 `json:"until,omitempty"`
 }
 
 // Limits is a session's budget as events and the audit give it; a zero field is no

@@ -53,6 +53,10 @@ type CheckpointWorkspace struct {
 // its node drained: its task goes on from that checkpoint on another node.
 const OutcomeHandedOver = "handed_over"
 
+// OutcomePaused is the outcome of a session's attempt stopped at its checkpoint at its
+// provider's usage limit: its task goes on from that checkpoint once the limit resets.
+const OutcomePaused = "paused"
+
 // CheckpointPart is one object of a checkpoint: its name ("state"), size and SHA-256.
 type CheckpointPart struct {
 	Name   string `json:"name"`

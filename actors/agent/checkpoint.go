@@ -139,8 +139,8 @@ func (a *Agent) onCheckpointDone(m *checkpointDone) {
 	if !m.transcript || a.onTranscriptDone(m) {
 		a.tellCheckpoint(m)
 	}
-	if s := a.sess; s != nil && s.handover != "" && s.id == m.c.Session && m.err == nil && !s.saving && (!m.transcript || m.gen == s.gen) {
-		a.handOver(s)
+	if s := a.sess; s != nil && s.leave != nil && s.id == m.c.Session && m.err == nil && !s.saving && (!m.transcript || m.gen == s.gen) {
+		a.goAway(s)
 	}
 }
 
@@ -208,31 +208,4 @@ func (a *Agent) sessionArgs(m *StartSession) []string {
 		return a.dialect.SessionArgs(a.resuming)
 	}
 	return a.dialect.SessionArgs(m.Resume)
-}
-
-// onHandover has the session handed to another node at its next safe point: at once,
-// for an agent whose conversation the node checkpoints; at its next checkpoint line,
-// for a native agent. One whose host keeps no checkpoints runs on.
-func (a *Agent) onHandover(m *Handover) {
-	s := a.sess
-	if s == nil || s.handover != "" || !a.host.Checkpoint || a.cfg.Checkpoints == nil {
-		return
-	}
-	switch t, ok := a.dialect.(dialect.Transcripts); {
-	case a.dialect.Canonical():
-		s.handover = m.Reason
-	case ok && t.Conversation() != "":
-		s.handover = m.Reason
-		a.checkpointTranscript(s, "handover")
-	}
-}
-
-// handOver ends session s, whose checkpoint was just kept, for another node to go on
-// from it: its process is stopped and its task handed back.
-func (a *Agent) handOver(s *session) {
-	a.log.Info("session handed to another node at its checkpoint", "session", s.id, "checkpoint", s.checkpoints, "why", s.handover)
-	if a.caps["interrupt"] {
-		a.proc.stdin.write(a.interruptLine(s.handover))
-	}
-	a.endSession(&Result{Error: "handed to another node at checkpoint " + fmt.Sprint(s.checkpoints) + ": " + s.handover, HandedOver: true}, false)
 }

@@ -18,6 +18,10 @@ import (
 type StartSession struct {
 	Session string
 	Task    string // the task id, when the session came from the work queue
+	// Requeue says that its task may go back to the work queue to go on from its
+	// checkpoint elsewhere or later: it may be handed over (Handover) or paused at a
+	// usage limit. A local submission, or a pipeline stage, runs to its end here.
+	Requeue bool
 	Prompt  string
 	// Resume continues an agent's earlier conversation: its session id, or "last"
 	// (dialects that can: Claude Code's --resume and --continue).
@@ -144,8 +148,11 @@ type Result struct {
 	BudgetExceeded bool
 	Raises         int
 	// HandedOver is set when the session was stopped to go on from its checkpoint on
-	// another node (Handover): its task goes back to the queue.
-	HandedOver bool
+	// another node (Handover): its task goes back to the queue. PausedUntil, when not
+	// zero, is when a session paused at its provider's usage limit goes on: its task
+	// goes back to the queue for then.
+	HandedOver  bool
+	PausedUntil time.Time
 	// Spend is what all its attempts cost, priced by the router as it ends.
 	Spend *wire.Spend
 }

@@ -93,6 +93,7 @@ func (a *Agent) onModelCalled(m *modelCalled) {
 	if c.Measured {
 		a.checkBudget(s)
 	}
+	a.atLimit(s, c.Status, c.RetryAfter, c.Connection)
 }
 
 // recordCall keeps a model call in the audit, as [gateway] record asks: a model.call

@@ -49,9 +49,9 @@ type session struct {
 	again       string
 	saved       fileStamp
 	missingSaid bool
-	// handover is why the session goes to another node once its next checkpoint is
-	// kept ("": it stays).
-	handover string
+	// leave is why and till when the session goes once its next checkpoint is kept
+	// (nil: it stays): to another node, or paused (leave.go).
+	leave *leaving
 	budget   *budget         // nil: no budget
 	trace    context.Context // its span's, when traced (Config.Tracer)
 	span     trace.Span      // nil when not traced

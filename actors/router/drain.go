@@ -81,7 +81,7 @@ func (r *Router) drain(m *Drain) *wire.DrainReply {
 		running += len(p.busy) + len(p.queue)
 		if m.Handover && p.host.Checkpoint && r.cfg.Checkpoints != nil {
 			for id, s := range p.busy {
-				if s.task != nil && s.start.Notify == nil { // a task, which another node can take (a run's stage hands itself on)
+				if s.start.Requeue { // a task, which another node can take (a run's stage hands itself on)
 					r.c.Send(p.procs[id], &agent.Handover{Reason: "its node drains"})
 					asked++
 				}

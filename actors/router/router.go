@@ -393,7 +393,7 @@ func (r *Router) onTask(m *taskArrived) {
 		return
 	}
 	by, claimed := queuedBy(m.msg.Subject(), task.By)
-	s := &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Prompt: task.Prompt,
+	s := &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Requeue: true, Prompt: task.Prompt,
 		Resume: task.Resume, By: by, ClaimedBy: claimed, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now(), Trace: taskTrace(m.msg)}}
 	if s.start.Attempt == 0 {
 		r.enqueue(p, s)
@@ -501,9 +501,18 @@ func firstAttempt(msg jetstream.Msg, retries int) int {
 	return int(meta.NumDelivered-1) * (retries + 1)
 }
 
-func (r *Router) nak(msg jetstream.Msg) {
-	if err := msg.Nak(); err != nil {
-		r.cfg.Log.Warn("return task to the queue", "err", err)
+func (r *Router) nak(msg jetstream.Msg) { r.nakFor(msg, 0) }
+
+// nakFor returns a task to the queue, to be delivered again after delay (≤ 0: at once).
+func (r *Router) nakFor(msg jetstream.Msg, delay time.Duration) {
+	var err error
+	if delay > 0 {
+		err = msg.NakWithDelay(delay)
+	} else {
+		err = msg.Nak()
+	}
+	if err != nil {
+		r.cfg.Log.Warn("return task to the queue", "err", err, "delay", delay)
 	}
 }
 

@@ -34,7 +34,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	res := cancelled(s, m.Result)
 	s.usage.Merge(res.Usage) // every attempt's model calls were paid for
 	switch {
-	case res.OK || r.stopping() || s.cancelled != "" || res.BudgetExceeded || res.HandedOver:
+	case res.OK || r.stopping() || s.cancelled != "" || res.BudgetExceeded || res.HandedOver || !res.PausedUntil.IsZero():
 	case res.Retryable:
 		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
 		p.requeue(s, true)
@@ -64,6 +64,8 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	switch {
 	case res.HandedOver:
 		outcome = wire.OutcomeHandedOver
+	case !res.PausedUntil.IsZero():
+		outcome = wire.OutcomePaused
 	case res.BudgetExceeded:
 		outcome = wire.OutcomeBudgetExceeded
 	case !res.OK:
@@ -92,7 +94,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace, rec.Spend = outcome, res.Error, ms, ended.Result, res.Workspace, spend
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	p.leave(s.start.Session)
-	goesOn := !res.OK && (r.stopping() || res.HandedOver) // its task runs again elsewhere
+	goesOn := !res.OK && (r.stopping() || res.HandedOver || !res.PausedUntil.IsZero()) // its task runs again, elsewhere or later
 	if r.cfg.SessionEnded != nil && !goesOn {
 		session := res.Session
 		r.cfg.Routines.Go(func(ctx context.Context) { r.cfg.SessionEnded(ctx, session) })
@@ -103,7 +105,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 			r.ack(s.task, res.Session)
 			p.endedAt(res.Session, time.Now())
 		} else {
-			r.nak(s.task) // another node runs it
+			r.nakFor(s.task, time.Until(res.PausedUntil)) // another node runs it, now or once the pause is over
 		}
 		if counted == nil {
 			r.release(p)
