@@ -51,10 +51,10 @@ type session struct {
 	missingSaid bool
 	// leave is why and till when the session goes once its next checkpoint is kept
 	// (nil: it stays): to another node, or paused (leave.go).
-	leave *leaving
-	budget   *budget         // nil: no budget
-	trace    context.Context // its span's, when traced (Config.Tracer)
-	span     trace.Span      // nil when not traced
+	leave  *leaving
+	budget *budget         // nil: no budget
+	trace  context.Context // its span's, when traced (Config.Tracer)
+	span   trace.Span      // nil when not traced
 }
 
 // standing is an answer that stands for the same request later in its session.
