@@ -16,7 +16,7 @@ type SessionMetrics struct {
 	SessionTokens   *prometheus.CounterVec // host, model, kind (input, output, cache_read, cache_write), outcome
 	SessionCost     *prometheus.CounterVec // host, model, outcome
 	Checkpoints     *prometheus.CounterVec // host, outcome (saved, failed)
-	Resumed         *prometheus.CounterVec // host, reason (redelivered)
+	Resumed         *prometheus.CounterVec // host, reason (redelivered, retried)
 	Paused          *prometheus.CounterVec // host, reason (limit)
 }
 
@@ -34,7 +34,7 @@ func newSessionMetrics(f *families) SessionMetrics {
 		SessionCost:     f.counter("cost_usd_total", "What the agents' model calls cost in US dollars, as the agents reported it or [pricing] priced it, counted as each session ends: by host, model and the session's outcome.", "host", "model", "outcome"),
 		Checkpoints:     f.counter("checkpoints_total", "Sessions' checkpoints, by outcome: saved, or failed (not kept: the one before stands).", "host", "outcome"),
 		Paused:          f.counter("sessions_paused_total", "Sessions paused at a checkpoint to go on later, by why: limit (their provider's usage limit, until its reset).", "host", "reason"),
-		Resumed:         f.counter("sessions_resumed_total", "Sessions brought back from their latest checkpoint, by why they had to be: redelivered (their node died, or drained past its grace).", "host", "reason"),
+		Resumed:         f.counter("sessions_resumed_total", "Sessions brought back from their latest checkpoint, by why they had to be: redelivered (their node died or drained, or they were paused) or retried (their attempt failed here).", "host", "reason"),
 		PipelineStages:  f.counter("pipeline_stages_total", "Pipeline stages ended, by outcome (ok, error; resumed: taken up again after the node running it was gone).", "pipeline", "stage", "outcome"),
 	}
 }

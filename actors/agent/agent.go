@@ -134,6 +134,10 @@ type Agent struct {
 	waiting   *StartSession   // arrived before the process was ready
 	waitTrace context.Context // the waiting session's span, begun before its process
 	waitSpan  trace.Span
+	// writing counts the checkpoints being written; finishing is the reason of a finish
+	// that waits for them (afterWrites).
+	writing   int
+	finishing string
 	// resuming is the conversation the waiting session's process starts resumed in,
 	// from its checkpoint's transcript (sessionArgs); "" when it starts afresh.
 	resuming  string
@@ -406,11 +410,32 @@ func (a *Agent) failWaiting(text string) {
 
 func (a *Agent) report(r *Result, start *StartSession, reusable bool) {
 	m := &SessionEnded{PID: a.self, Result: r, Reusable: reusable, Start: start}
-	if a.ws != nil && a.wsState != wsClosed {
-		a.held = append(a.held, m) // sent with what the workspace holds, once it is closed
+	if a.ws != nil && a.wsState != wsClosed || a.writing > 0 {
+		// Sent with what the workspace holds, once it is closed; and once its checkpoints
+		// are written, so that an attempt after it goes on from the latest.
+		a.held = append(a.held, m)
 		return
 	}
 	a.system.Root.Send(a.parent, m)
+}
+
+// afterWrites does what waited for the checkpoints being written: the agent's finish,
+// or, without a workspace, sending the sessions' ends held for them.
+func (a *Agent) afterWrites() {
+	if a.writing > 0 {
+		return
+	}
+	if reason := a.finishing; reason != "" {
+		a.finishing = ""
+		a.closeOrExit(reason)
+		return
+	}
+	if a.ws == nil {
+		for _, ended := range a.held {
+			a.system.Root.Send(a.parent, ended)
+		}
+		a.held = nil
+	}
 }
 
 func (a *Agent) onExited(m *processExited) {
@@ -495,10 +520,23 @@ func (a *Agent) finish(reason string) {
 	if a.requests != nil {
 		a.requests.Stop()
 	}
+	if a.writing > 0 {
+		a.finishing = reason // its checkpoints are written first, from its workspace
+		return
+	}
+	a.closeOrExit(reason)
+}
+
+// closeOrExit closes the workspace, after which AgentExited is sent, or sends it.
+func (a *Agent) closeOrExit(reason string) {
 	if a.ws != nil && a.wsState == wsOpen {
 		a.closeWorkspace(reason) // AgentExited follows its close
 		return
 	}
+	for _, ended := range a.held {
+		a.system.Root.Send(a.parent, ended)
+	}
+	a.held = nil
 	a.system.Root.Send(a.parent, &AgentExited{PID: a.self, Reason: reason})
 }
 

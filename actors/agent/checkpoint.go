@@ -36,6 +36,8 @@ type checkpointDone struct {
 	gen        uint64
 	stamp      fileStamp
 	unchanged  bool
+	// written is set for one that went to be written (Agent.writing counts them).
+	written bool
 }
 
 // onCheckpoint keeps a native agent's checkpoint of session s: its state and the
@@ -66,9 +68,10 @@ func (a *Agent) onCheckpoint(s *session, msg *protocol.Message) {
 	c.Seq = s.checkpoints
 	parts := map[string][]byte{"state": msg.State, "place": a.place(s)}
 	w := a.checkpointWriter()
+	a.writing++
 	a.off(func(ctx context.Context) {
-		a.send(&checkpointDone{c: c, err: w.write(ctx, c, parts)})
-	}, func() { a.send(&checkpointDone{c: c, err: errNodeStopping}) })
+		a.send(&checkpointDone{c: c, written: true, err: w.write(ctx, c, parts)})
+	}, func() { a.send(&checkpointDone{c: c, written: true, err: errNodeStopping}) })
 }
 
 // checkpointWriter writes the checkpoints of the running session: its parts, and its
@@ -139,6 +142,10 @@ func (a *Agent) onCheckpointDone(m *checkpointDone) {
 	if !m.transcript || a.onTranscriptDone(m) {
 		a.tellCheckpoint(m)
 	}
+	if m.written {
+		a.writing--
+		a.afterWrites()
+	}
 	if s := a.sess; s != nil && s.leave != nil && s.id == m.c.Session && m.err == nil && !s.saving && (!m.transcript || m.gen == s.gen) {
 		a.goAway(s)
 	}
@@ -177,7 +184,7 @@ func (a *Agent) restore(s *session, r *Restored) *protocol.Resume {
 	rec := a.record(s, wire.EventSessionResumed)
 	rec.Reason = why
 	a.cfg.Audit(wire.AuditID(s.id, s.start.Attempt, "resumed"), rec)
-	a.cfg.Metrics.Resumed.WithLabelValues(a.host.Name, "redelivered").Inc()
+	a.cfg.Metrics.Resumed.WithLabelValues(a.host.Name, r.Why).Inc()
 	a.log.Info("session brought back from its checkpoint", "session", s.id, "checkpoint", c.Seq, "from", c.Node)
 	note := fmt.Sprintf("This session was moved to another node and goes on from your checkpoint %d: what you did after it may not have finished.", c.Seq)
 	if !a.dialect.Canonical() {

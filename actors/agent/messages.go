@@ -171,6 +171,9 @@ type RequestRecord struct {
 // Restored is a session's checkpoint it is brought back from: the state its agent kept
 // there, its transcript and its workspace's bundle (nil: none).
 type Restored struct {
+	// Why the session is brought back: "redelivered" (its node died, drained, or it
+	// was paused) or "retried" (its attempt failed here).
+	Why        string
 	Checkpoint *wire.Checkpoint
 	State      json.RawMessage
 	Transcript []byte

@@ -53,8 +53,9 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 	// The agent writes its transcript when it likes: one not there yet is said once,
 	// at an interval checkpoint, when it should have been written long since.
 	sayMissing := why == "interval" && !s.missingSaid
+	a.writing++
 	a.off(func(ctx context.Context) {
-		done := &checkpointDone{c: c, gen: s.gen, transcript: true}
+		done := &checkpointDone{c: c, gen: s.gen, transcript: true, written: true}
 		path := t.Transcript(env(h), realDir(dir), id)
 		body, stamp, err := readTranscript(path, last, w.most)
 		switch {
@@ -69,7 +70,7 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 			done.err = w.write(ctx, c, map[string][]byte{"state": state, "transcript": body, "place": place})
 		}
 		a.send(done)
-	}, func() { a.send(&checkpointDone{c: c, gen: s.gen, transcript: true, err: errNodeStopping}) })
+	}, func() { a.send(&checkpointDone{c: c, gen: s.gen, transcript: true, written: true, err: errNodeStopping}) })
 }
 
 // everyInterval arms session s's next interval checkpoint, for an agent that keeps its

@@ -109,6 +109,13 @@ type (
 		restored *agent.Restored // nil: no checkpoint to go on from
 	}
 	progressTick struct{}
+	// retryRestored is a session to run again, with its latest checkpoint read.
+	retryRestored struct {
+		p        *pool
+		s        *session
+		res      *agent.Result // how the attempt before failed
+		restored *agent.Restored
+	}
 )
 
 // Props returns the props of a Router.
@@ -179,6 +186,8 @@ func (r *Router) Receive(c actor.Context) {
 		}
 	case *taskResumed:
 		r.onTaskResumed(m)
+	case *retryRestored:
+		r.onRetryRestored(m)
 	case *RunPipeline:
 		r.runPipeline(m)
 	case *pipeline.RunStage:
@@ -458,7 +467,7 @@ func (r *Router) restorable(ctx context.Context, h *config.Host, id string) *age
 		r.cfg.Log.Warn("a session delivered again has a checkpoint that could not be read; it starts afresh, with its earlier attempts' answers", "session", id, "err", err)
 		return nil
 	}
-	return &agent.Restored{Checkpoint: c, State: parts["state"], Transcript: parts["transcript"], Workspace: parts["workspace"]}
+	return &agent.Restored{Why: "redelivered", Checkpoint: c, State: parts["state"], Transcript: parts["transcript"], Workspace: parts["workspace"]}
 }
 
 // alreadyEnded acknowledges a delivery of a task that has already ended ok (where

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmux/agentmux/actors/agent"
 	"github.com/agentmux/agentmux/bus"
+	"github.com/agentmux/agentmux/internal/actorio"
 	"github.com/agentmux/agentmux/internal/retry"
 	"github.com/agentmux/agentmux/protocol"
 	"github.com/agentmux/agentmux/wire"
@@ -47,14 +48,43 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 		next.Attempt++
 		next.Previous = previousAttempt(s.start, res)
 		next.Retried = s.usage.Spend(r.cfg.Manifest.Pricing.Cost) // counts against its budget
+		next.Restored = nil
 		s.start = &next
 		s.started = false // the new attempt starts anew: event and audit
-		p.requeue(s, false)
-		r.dispatch(p)
+		r.retry(p, s, res)
 		return
 	}
 	r.finish(p, s, res)
 	r.dispatch(p)
+}
+
+// retry runs s again: from its latest checkpoint, read off the mailbox, when its host
+// keeps them; the session is held here meanwhile.
+func (r *Router) retry(p *pool, s *session, res *agent.Result) {
+	if r.cfg.Checkpoints == nil || !p.host.Checkpoint {
+		p.requeue(s, false)
+		r.dispatch(p)
+		return
+	}
+	host, id := p.host, s.start.Session
+	if !actorio.Do(r.cfg.Routines, actorio.Self(r.c), auditReadTimeout, func(ctx context.Context) any {
+		return &retryRestored{p: p, s: s, res: res, restored: r.restorable(ctx, host, id)}
+	}) {
+		r.finish(p, s, res) // the node stops: its task goes back to the queue
+	}
+}
+
+func (r *Router) onRetryRestored(m *retryRestored) {
+	if r.stopping() {
+		r.finish(m.p, m.s, m.res) // its task goes back to the queue
+		return
+	}
+	if m.restored != nil {
+		m.restored.Why = "retried"
+	}
+	m.s.start.Restored = m.restored
+	m.p.requeue(m.s, false)
+	r.dispatch(m.p)
 }
 
 // finish delivers a session's final result.

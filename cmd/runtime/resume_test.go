@@ -388,3 +388,39 @@ func TestFleetDrainHandsSessionsOver(t *testing.T) {
 		t.Errorf("resumed %+v; want once, on agents2", resumed)
 	}
 }
+
+// crasher is a native agent that takes a step, checkpoints it, and dies at once in its
+// first attempt; brought back, it says where it went on from.
+const crasher = `import json, sys
+msg = json.loads(sys.stdin.readline())
+r = msg.get("resume")
+if not r:
+    print(json.dumps({"type": "checkpoint", "state": {"done": [1]}}), flush=True)
+    sys.exit(3)
+print(json.dumps({"type": "result", "text": json.dumps({"from": r["checkpoint"], "done": r["state"]["done"] + [2]})}), flush=True)
+`
+
+// TestACrashedAttemptGoesOnFromItsCheckpoint: a native agent that checkpointed and then
+// crashed at once is retried (retries = 1) on the same node from that checkpoint, not
+// from the start: the attempt's end waits for its checkpoint to be written.
+func TestACrashedAttemptGoesOnFromItsCheckpoint(t *testing.T) {
+	t.Parallel()
+	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n[hosts.w]\ncommand = \"python3\"\nargs = [\"-c\", %q]\nretries = 1\n",
+		proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), crasher)
+	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up := startProc(t, exec.Command(os.Args[0], "up", "-c", manifest))
+	until(t, "agentmux up", up.stderr, "node up")
+	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-crash", "--follow", "w", "two steps")
+	if code := follow.wait(t, time.Minute); code != exitOK {
+		t.Fatalf("submit: exit %d\n%s%s\n%s", code, follow.stdout, follow.stderr, up.stderr)
+	}
+	var res struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(follow.stdout.String()), &res); err != nil || !strings.Contains(res.Text, `"from": 1`) || !strings.Contains(res.Text, `"done": [1, 2]`) {
+		t.Fatalf("result %s (%v); want the second attempt going on from checkpoint 1", follow.stdout, err)
+	}
+}
