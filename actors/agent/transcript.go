@@ -70,7 +70,9 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 			done.err = w.write(ctx, c, map[string][]byte{"state": state, "transcript": body, "place": place})
 		}
 		a.send(done)
-	}, func() { a.send(&checkpointDone{c: c, gen: s.gen, transcript: true, written: true, err: errNodeStopping}) })
+	}, func() {
+		a.send(&checkpointDone{c: c, gen: s.gen, transcript: true, written: true, err: errNodeStopping})
+	})
 }
 
 // everyInterval arms session s's next interval checkpoint, for an agent that keeps its
