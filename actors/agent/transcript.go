@@ -52,10 +52,10 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 	place, h, dir, last, w := a.place(s), a.host, a.workDir(), s.saved, a.checkpointWriter()
 	// The agent writes its transcript when it likes: one not there yet is said once,
 	// at an interval checkpoint, when it should have been written long since.
-	sayMissing := why == "interval" && !s.missingSaid
+	sayMissing, gen := why == "interval" && !s.missingSaid, s.gen
 	a.writing++
 	a.off(func(ctx context.Context) {
-		done := &checkpointDone{c: c, gen: s.gen, transcript: true, written: true}
+		done := &checkpointDone{c: c, gen: gen, transcript: true, written: true}
 		path := t.Transcript(env(h), realDir(dir), id)
 		body, stamp, err := readTranscript(path, last, w.most)
 		switch {
@@ -71,7 +71,7 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 		}
 		a.send(done)
 	}, func() {
-		a.send(&checkpointDone{c: c, gen: s.gen, transcript: true, written: true, err: errNodeStopping})
+		a.send(&checkpointDone{c: c, gen: gen, transcript: true, written: true, err: errNodeStopping})
 	})
 }
 
