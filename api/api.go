@@ -31,6 +31,7 @@ func (s *Server) Routes(m *http.ServeMux) {
 	m.HandleFunc("POST /v1/pending/{id}/answer", s.api(writers, s.answer))
 	m.HandleFunc("GET /v1/audit", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.SearchAudit(w, r) }))
 	m.HandleFunc("GET /v1/sessions/{id}/audit", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.Trail(w, r) }))
+	m.HandleFunc("GET /v1/sessions/{id}/checkpoints", s.api(readers, func(w http.ResponseWriter, r *http.Request, _ *caller) { s.Checkpoints(w, r) }))
 	m.HandleFunc("GET /v1/events", s.api(readers, s.streamEvents))
 	m.HandleFunc("POST /v1/tasks", s.api(writers, s.submit))
 	m.HandleFunc("POST /v1/hooks/claude-code", s.api(hooks, s.agentHook(config.AttachedClaudeCode)))

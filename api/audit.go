@@ -78,3 +78,24 @@ func (s *Server) Trail(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, records)
 }
+
+// Checkpoints lists a session's checkpoints (GET /v1/sessions/{id}/checkpoints, and the
+// console's): what its node kept to bring it back elsewhere, never their parts.
+func (s *Server) Checkpoints(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !wire.IsName(id) {
+		apiErrorf(w, http.StatusBadRequest, "invalid", "%q is not a session id", id)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
+	defer cancel()
+	list, err := store.ListCheckpoints(ctx, s.cfg.Conn, id)
+	if err != nil {
+		apiErrorf(w, http.StatusBadGateway, "unavailable", "%v", err)
+		return
+	}
+	if list == nil {
+		list = []*wire.Checkpoint{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}

@@ -204,6 +204,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /api/budgets/{host}/raise", s.raiseBudget)
 	m.HandleFunc("GET /api/audit", s.api.SearchAudit)
 	m.HandleFunc("GET /api/sessions/{id}", s.api.Trail)
+	m.HandleFunc("GET /api/sessions/{id}/checkpoints", s.api.Checkpoints)
 	m.HandleFunc("GET /api/sessions/{id}/stream", s.sessionStream)
 	s.api.Routes(m)
 	s.mux = m

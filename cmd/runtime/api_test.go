@@ -128,6 +128,7 @@ func TestAPITokensAndRoles(t *testing.T) {
 		{"GET", "/v1/pending", nil, []string{operatorToken, viewerToken}},
 		{"GET", "/v1/audit?since=1h", nil, []string{operatorToken, viewerToken}},
 		{"GET", "/v1/sessions/s-none/audit", nil, []string{operatorToken, viewerToken}},
+		{"GET", "/v1/sessions/s-none/checkpoints", nil, []string{operatorToken, viewerToken}},
 		{"POST", "/v1/tasks", task, []string{operatorToken}},
 		{"POST", "/v1/pending/h-none/answer", answer, []string{operatorToken}},
 		{"POST", "/v1/hooks/claude-code", hookInput, []string{operatorToken, hookToken}},

@@ -196,6 +196,7 @@ const consoleScript = `{"steps":[
  {"send":{"type":"question","id":"q1","kind":"select","question":"Which suite?","options":["unit","e2e"]}},
  {"send":{"type":"question","id":"q2","question":"Which branch?"}},
  {"send":{"type":"approval","id":"a2","description":"rm -rf build"}},
+ {"send":{"type":"checkpoint","state":{"asked":4}}},
  {"await":"*"},{"result":"done"}]}`
 
 // TestConsoleInChromium: requests appear on the page without a reload; Approve, an
@@ -318,6 +319,11 @@ func TestConsoleInChromium(t *testing.T) {
 		if !strings.Contains(trail, want) {
 			t.Errorf("the trail does not show %q:\n%s", want, trail)
 		}
+	}
+	// Its checkpoint: where it could be brought back from, never what it holds.
+	get(t, ctx, "the session's checkpoint", chromedp.Poll[bool](`document.querySelectorAll('#checkpoints tbody tr').length === 1`, chromedp.WithPollingTimeout(25*time.Second)))
+	if row := text(t, ctx, "#checkpoints tbody tr"); !strings.Contains(row, "agent") || !strings.Contains(row, "place, state") || strings.Contains(row, "asked") {
+		t.Errorf("the checkpoint's row: %q; want seq 1, taken at the agent's line, holding its place and state (not shown)", row)
 	}
 	// Its result, rendered: how it ended, its text, its other fields as a table.
 	get(t, ctx, "the session's result", chromedp.Poll[bool](`!document.getElementById("result-section").hidden`, chromedp.WithPollingTimeout(25*time.Second)))

@@ -682,6 +682,16 @@ async function loadTrail(id) {
   document.querySelector("#trail tbody").replaceChildren(...records.map(trailRow));
 }
 
+// loadCheckpoints lists the session's checkpoints: where it can be brought back from.
+async function loadCheckpoints(id) {
+  const r = await fetch("/api/sessions/" + encodeURIComponent(id) + "/checkpoints");
+  const list = r.ok ? await r.json() : [];
+  document.getElementById("checkpoints-section").hidden = list.length === 0;
+  document.querySelector("#checkpoints tbody").replaceChildren(...list.map((c) => el("tr", { "data-seq": String(c.seq) },
+    el("td", {}, String(c.seq)), el("td", {}, utc(c.time, true)), el("td", {}, String(c.attempt)), el("td", {}, c.node),
+    el("td", {}, c.why), el("td", {}, (c.parts || []).map((p) => p.name).join(", ")), el("td", {}, String(c.bytes)))));
+}
+
 // renderResult shows how a session ended, its result's text as text and its other
 // fields (a typed result's data too) as a table, not as raw JSON.
 function renderResult(ended) {
@@ -709,6 +719,8 @@ function openSession(id) {
   document.getElementById("session-id").textContent = id;
   document.getElementById("events").replaceChildren();
   document.querySelector("#trail tbody").replaceChildren();
+  document.querySelector("#checkpoints tbody").replaceChildren();
+  document.getElementById("checkpoints-section").hidden = true;
   if (sessionStream) sessionStream.close();
   sessionStream = new EventSource("/api/sessions/" + encodeURIComponent(id) + "/stream");
   // Each (re)connection sends the session's kept events first: start the list afresh.
@@ -717,9 +729,12 @@ function openSession(id) {
     const e = JSON.parse(m.data);
     document.getElementById("events").append(el("li", { "data-type": e.type }, utc(e.time, true) + " " + e.type + " " + JSON.stringify(e.data)));
     if (e.type === "session.ended") renderResult(e.data);
-    if (e.type === "request.answered" || e.type === "session.ended" || e.type === "session.started") loadTrail(id);
+    if (e.type === "request.answered" || e.type === "session.ended" || e.type === "session.started" ||
+      e.type === "session.resumed" || e.type === "session.paused") loadTrail(id);
+    if (e.type === "checkpoint.saved") loadCheckpoints(id);
   };
   loadTrail(id);
+  loadCheckpoints(id);
 }
 
 function route() {
