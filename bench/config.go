@@ -27,6 +27,8 @@ type Config struct {
 	Approvals    int           // per session
 	Think        time.Duration // between a session's requests
 	Unrouted     int           // per session: questions nobody answers, for default lateness
+	// Checkpoints per session, one after each request, each a state of CheckpointBytes.
+	Checkpoints, CheckpointBytes int
 
 	QuestionTimeout time.Duration     // host question_timeout, and the unrouted questions' timeout_ms
 	Agent           string            // AgentProcess or AgentInProc
@@ -136,7 +138,8 @@ func (c *Config) nodeModules() (string, error) {
 // plan is what every session's agent does.
 func (c *Config) plan() *sim.Load {
 	return &sim.Load{Progress: c.Progress, ProgressRate: c.ProgressRate, Questions: c.Questions, Approvals: c.Approvals,
-		Every: sim.Duration(c.Think), Unrouted: c.Unrouted, DefaultAfter: sim.Duration(c.QuestionTimeout)}
+		Every: sim.Duration(c.Think), Unrouted: c.Unrouted, DefaultAfter: sim.Duration(c.QuestionTimeout),
+		Checkpoints: c.Checkpoints, CheckpointBytes: c.CheckpointBytes}
 }
 
 // arrival is when session i is meant to start, after t0.

@@ -39,6 +39,7 @@ type ConfigEcho struct {
 	ProgressRate    float64 `json:"progress_rate"`
 	Questions       int     `json:"questions_per_session"`
 	Approvals       int     `json:"approvals_per_session"`
+	Checkpoints     int     `json:"checkpoints_per_session,omitempty"`
 	Unrouted        int     `json:"unrouted_per_session"`
 	ThinkMS         float64 `json:"think_ms"`
 	QuestionTimeout float64 `json:"question_timeout_ms"`
@@ -59,7 +60,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, progress Progress) (*R
 	rep := &Report{
 		Machine: Machine{Cores: runtime.NumCPU(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GoVersion: runtime.Version()},
 		Config: ConfigEcho{Sessions: c.Sessions, Rate: c.Rate, Progress: c.Progress, ProgressRate: c.ProgressRate, Questions: c.Questions,
-			Approvals: c.Approvals, Unrouted: c.Unrouted, ThinkMS: ms(c.Think.Microseconds()), QuestionTimeout: ms(c.QuestionTimeout.Microseconds()),
+			Approvals: c.Approvals, Checkpoints: c.Checkpoints, Unrouted: c.Unrouted, ThinkMS: ms(c.Think.Microseconds()), QuestionTimeout: ms(c.QuestionTimeout.Microseconds()),
 			Agent: c.Agent, NATS: natsName(c.NATSURL), Nodes: c.Nodes, Replicated: c.Replicated},
 	}
 	sys, err := runAgentmux(ctx, &c, log, progress)

@@ -23,6 +23,10 @@ type Load struct {
 	Unrouted     int      `json:"unrouted"`
 	DefaultAfter Duration `json:"default_after"`
 	Hold         Duration `json:"hold"` // stay in the session this long after the last line (idle sessions)
+	// Checkpoints are checkpoint lines, one after each request, each with a state of
+	// CheckpointBytes.
+	Checkpoints     int `json:"checkpoints"`
+	CheckpointBytes int `json:"checkpoint_bytes"`
 }
 
 // LoadReport is what a load session reports in its result, under "load".
@@ -89,6 +93,9 @@ func (l *Load) schedule(t0 time.Time) []event {
 	add('q', l.Questions)
 	add('a', l.Approvals)
 	add('u', l.Unrouted)
+	for i := range l.Checkpoints { // each just after a request: written while it waits
+		evs = append(evs, event{at: t0.Add(time.Duration(i+1)*time.Duration(l.Every) + time.Microsecond), kind: 'c', n: i + 1})
+	}
 	slices.SortStableFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
 	return evs
 }
@@ -140,7 +147,7 @@ func (a *agent) load(plan *Load) error {
 					rep.LagMaxUS = max(rep.LagMaxUS, now.Sub(e.at).Microseconds())
 					rep.ProgressEndNS = now.UnixNano()
 				}
-			} else {
+			} else if e.kind != 'c' { // a request
 				lag := time.Since(e.at).Microseconds()
 				rep.LagMaxUS = max(rep.LagMaxUS, lag)
 				rep.LagUS = append(rep.LagUS, lag)
@@ -232,6 +239,12 @@ func appendLoadLine(dst []byte, e event, plan *Load) []byte {
 		return fmt.Appendf(dst, `{"type":"question","id":"q%d","kind":"select","question":"Which suite should run for change %d?","options":["unit","e2e"]}`, e.n, e.n)
 	case 'a':
 		return fmt.Appendf(dst, `{"type":"approval","id":"a%d","description":"run make test for change %d"}`, e.n, e.n)
+	case 'c':
+		dst = fmt.Appendf(dst, `{"type":"checkpoint","state":{"step":%d,"notes":"`, e.n)
+		for range plan.CheckpointBytes {
+			dst = append(dst, 'x')
+		}
+		return append(dst, `"}}`...)
 	default:
 		return fmt.Appendf(dst, `{"type":"question","id":"u%d","question":"[unrouted] anyone there? %d","timeout_ms":%d}`, e.n, e.n, time.Duration(plan.DefaultAfter).Milliseconds())
 	}

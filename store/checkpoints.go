@@ -73,26 +73,35 @@ func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[str
 	return s.prune(ctx, c.Session, c.Seq)
 }
 
-// prune removes the checkpoints of session before the latest keep, latest being seq.
+// prune removes the checkpoint of session that latest, its newest, takes the place of
+// among the latest keep: the one keep before it, read by its key, not by listing the
+// session's (a checkpoint costs the same at the thousandth as at the first). One left
+// by a prune that failed goes at the bucket's max_age.
 func (s *Checkpoints) prune(ctx context.Context, session string, latest int) error {
-	old, err := s.list(ctx, session)
-	if err != nil {
-		return err
+	seq := latest - s.keep
+	if seq < 1 {
+		return nil
 	}
-	for _, c := range old {
-		if c.Seq > latest-s.keep {
-			continue
+	e, err := s.idx.Get(ctx, wire.CheckpointKey(session, seq))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("store: find an old checkpoint of session %s: %w", session, err)
+	}
+	var c wire.Checkpoint
+	if err := json.Unmarshal(e.Value(), &c); err != nil {
+		return fmt.Errorf("store: checkpoint %d of session %s is corrupt: %w", seq, session, err)
+	}
+	for _, p := range c.Parts {
+		if err := s.obj.Delete(ctx, wire.CheckpointObject(session, seq, p.Name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return fmt.Errorf("store: remove an old checkpoint of session %s: %w", session, err)
 		}
-		for _, p := range c.Parts {
-			if err := s.obj.Delete(ctx, wire.CheckpointObject(session, c.Seq, p.Name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-				return fmt.Errorf("store: remove an old checkpoint of session %s: %w", session, err)
-			}
-		}
-		// Not the bucket's purge, whose marker every later listing would read past: a
-		// session checkpointing for hours would list slower and slower.
-		if err := s.raw.Purge(ctx, jetstream.WithPurgeSubject("$KV."+wire.CheckpointIndexBucket+"."+wire.CheckpointKey(session, c.Seq))); err != nil {
-			return fmt.Errorf("store: unlist an old checkpoint of session %s: %w", session, err)
-		}
+	}
+	// Not the bucket's purge, whose marker every later listing would read past: a
+	// session checkpointing for hours would list slower and slower.
+	if err := s.raw.Purge(ctx, jetstream.WithPurgeSubject("$KV."+wire.CheckpointIndexBucket+"."+wire.CheckpointKey(session, seq))); err != nil {
+		return fmt.Errorf("store: unlist an old checkpoint of session %s: %w", session, err)
 	}
 	return nil
 }

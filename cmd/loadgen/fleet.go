@@ -24,6 +24,8 @@ func scenarioFlags(fs *flag.FlagSet, c *bench.Config) {
 	fs.IntVar(&c.Questions, "questions", c.Questions, "questions per session")
 	fs.IntVar(&c.Approvals, "approvals", c.Approvals, "approvals per session")
 	fs.IntVar(&c.Unrouted, "unrouted", c.Unrouted, "questions per session that nobody answers (default lateness)")
+	fs.IntVar(&c.Checkpoints, "checkpoints", c.Checkpoints, "checkpoint lines per session, one after each request (the node keeps each in its store)")
+	fs.IntVar(&c.CheckpointBytes, "checkpoint-bytes", 1024, "bytes of each checkpoint's state")
 	fs.DurationVar(&c.Think, "think", c.Think, "time between a session's requests")
 	fs.DurationVar(&c.QuestionTimeout, "question-timeout", c.QuestionTimeout, "question timeout (the unrouted questions' deadline)")
 	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "give up after this long (each fleet shape, with fleet)")
