@@ -61,27 +61,22 @@ func (s *Server) SearchAudit(w http.ResponseWriter, r *http.Request) {
 
 // Trail is a session's audit records.
 func (s *Server) Trail(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if !wire.IsName(id) {
-		apiErrorf(w, http.StatusBadRequest, "invalid", "%q is not a session id", id)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
-	defer cancel()
-	records, err := store.ReadAudit(ctx, s.cfg.JS, id)
-	if err != nil {
-		apiErrorf(w, http.StatusBadGateway, "unavailable", "%v", err)
-		return
-	}
-	if records == nil {
-		records = []*wire.AuditRecord{}
-	}
-	writeJSON(w, http.StatusOK, records)
+	ofSession(w, r, func(ctx context.Context, id string) ([]*wire.AuditRecord, error) {
+		return store.ReadAudit(ctx, s.cfg.JS, id)
+	})
 }
 
 // Checkpoints lists a session's checkpoints (GET /v1/sessions/{id}/checkpoints, and the
 // console's): what its node kept to bring it back elsewhere, never their parts.
 func (s *Server) Checkpoints(w http.ResponseWriter, r *http.Request) {
+	ofSession(w, r, func(ctx context.Context, id string) ([]*wire.Checkpoint, error) {
+		return store.ListCheckpoints(ctx, s.cfg.Conn, id)
+	})
+}
+
+// ofSession answers a GET of the session named in the path with what read finds of
+// it: a JSON array, empty when there is nothing.
+func ofSession[T any](w http.ResponseWriter, r *http.Request, read func(ctx context.Context, id string) ([]T, error)) {
 	id := r.PathValue("id")
 	if !wire.IsName(id) {
 		apiErrorf(w, http.StatusBadRequest, "invalid", "%q is not a session id", id)
@@ -89,13 +84,13 @@ func (s *Server) Checkpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), auditTimeout)
 	defer cancel()
-	list, err := store.ListCheckpoints(ctx, s.cfg.Conn, id)
+	list, err := read(ctx, id)
 	if err != nil {
 		apiErrorf(w, http.StatusBadGateway, "unavailable", "%v", err)
 		return
 	}
 	if list == nil {
-		list = []*wire.Checkpoint{}
+		list = []T{}
 	}
 	writeJSON(w, http.StatusOK, list)
 }
