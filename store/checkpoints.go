@@ -50,18 +50,21 @@ func OpenCheckpoints(ctx context.Context, js jetstream.JetStream, keep int) (*Ch
 }
 
 // Put records checkpoint c of its session with its parts (by name), then lists it, and
-// removes the session's checkpoints older than the latest keep. c's Parts and Bytes are
-// filled from parts.
+// removes the session's checkpoint that falls out of the latest keep. c's Parts and
+// Bytes are filled from parts. The parts are one object, one after another in the
+// order c.Parts lists them: a checkpoint is one object's write and one entry's.
 func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error {
 	c.Parts, c.Bytes = nil, 0
+	var obj []byte
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		data := parts[name]
 		sum := sha256.Sum256(data)
-		if _, err := s.obj.PutBytes(ctx, wire.CheckpointObject(c.Session, c.Seq, name), data); err != nil {
-			return fmt.Errorf("store: write part %s of checkpoint %d of session %s: %w", name, c.Seq, c.Session, err)
-		}
 		c.Parts = append(c.Parts, wire.CheckpointPart{Name: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
 		c.Bytes += int64(len(data))
+		obj = append(obj, data...)
+	}
+	if _, err := s.obj.PutBytes(ctx, wire.CheckpointObject(c.Session, c.Seq), obj); err != nil {
+		return fmt.Errorf("store: write checkpoint %d of session %s: %w", c.Seq, c.Session, err)
 	}
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -74,7 +77,7 @@ func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[str
 }
 
 // prune removes the checkpoint of session that latest, its newest, takes the place of
-// among the latest keep: the one keep before it, read by its key, not by listing the
+// among the latest keep: the one keep before it, by its names, not by listing the
 // session's (a checkpoint costs the same at the thousandth as at the first). One left
 // by a prune that failed goes at the bucket's max_age.
 func (s *Checkpoints) prune(ctx context.Context, session string, latest int) error {
@@ -82,21 +85,8 @@ func (s *Checkpoints) prune(ctx context.Context, session string, latest int) err
 	if seq < 1 {
 		return nil
 	}
-	e, err := s.idx.Get(ctx, wire.CheckpointKey(session, seq))
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("store: find an old checkpoint of session %s: %w", session, err)
-	}
-	var c wire.Checkpoint
-	if err := json.Unmarshal(e.Value(), &c); err != nil {
-		return fmt.Errorf("store: checkpoint %d of session %s is corrupt: %w", seq, session, err)
-	}
-	for _, p := range c.Parts {
-		if err := s.obj.Delete(ctx, wire.CheckpointObject(session, seq, p.Name)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			return fmt.Errorf("store: remove an old checkpoint of session %s: %w", session, err)
-		}
+	if err := s.obj.Delete(ctx, wire.CheckpointObject(session, seq)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return fmt.Errorf("store: remove an old checkpoint of session %s: %w", session, err)
 	}
 	// Not the bucket's purge, whose marker every later listing would read past: a
 	// session checkpointing for hours would list slower and slower.
@@ -128,18 +118,35 @@ func (s *Checkpoints) Find(ctx context.Context, session string, seq int) (*wire.
 
 // Part reads part name of checkpoint c, checked against the SHA-256 it was listed with.
 func (s *Checkpoints) Part(ctx context.Context, c *wire.Checkpoint, name string) ([]byte, error) {
-	i := slices.IndexFunc(c.Parts, func(p wire.CheckpointPart) bool { return p.Name == name })
-	if i < 0 {
+	if !slices.ContainsFunc(c.Parts, func(p wire.CheckpointPart) bool { return p.Name == name }) {
 		return nil, fmt.Errorf("%w: checkpoint %d of session %s has no part %q", ErrNoCheckpoint, c.Seq, c.Session, name)
 	}
-	data, err := s.obj.GetBytes(ctx, wire.CheckpointObject(c.Session, c.Seq, name))
+	parts, err := s.Parts(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("store: read part %s of checkpoint %d of session %s: %w", name, c.Seq, c.Session, err)
+		return nil, err
 	}
-	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != c.Parts[i].SHA256 {
-		return nil, fmt.Errorf("store: part %s of checkpoint %d of session %s is not what was written (its SHA-256 differs)", name, c.Seq, c.Session)
+	return parts[name], nil
+}
+
+// Parts reads checkpoint c's parts, each checked against the SHA-256 it was listed with.
+func (s *Checkpoints) Parts(ctx context.Context, c *wire.Checkpoint) (map[string][]byte, error) {
+	data, err := s.obj.GetBytes(ctx, wire.CheckpointObject(c.Session, c.Seq))
+	if err != nil {
+		return nil, fmt.Errorf("store: read checkpoint %d of session %s: %w", c.Seq, c.Session, err)
 	}
-	return data, nil
+	if int64(len(data)) != c.Bytes {
+		return nil, fmt.Errorf("store: checkpoint %d of session %s is %d bytes, not the %d it was listed with", c.Seq, c.Session, len(data), c.Bytes)
+	}
+	parts := make(map[string][]byte, len(c.Parts))
+	for _, p := range c.Parts {
+		part := data[:p.Bytes:p.Bytes]
+		data = data[p.Bytes:]
+		if sum := sha256.Sum256(part); hex.EncodeToString(sum[:]) != p.SHA256 {
+			return nil, fmt.Errorf("store: part %s of checkpoint %d of session %s is not what was written (its SHA-256 differs)", p.Name, c.Seq, c.Session)
+		}
+		parts[p.Name] = part
+	}
+	return parts, nil
 }
 
 // ListCheckpoints lists a session's checkpoints, oldest first, from the index, with

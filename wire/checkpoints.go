@@ -75,9 +75,10 @@ func padSeq(seq int) string {
 	return strings.Repeat("0", max(6-len(s), 0)) + s
 }
 
-// CheckpointObject is the name of a part of a checkpoint in CheckpointBucket.
-func CheckpointObject(session string, seq int, part string) string {
-	return session + "/" + padSeq(seq) + "/" + part
+// CheckpointObject is the name of a checkpoint in CheckpointBucket: one object, its
+// parts one after another in the order its index entry lists them.
+func CheckpointObject(session string, seq int) string {
+	return session + "/" + padSeq(seq)
 }
 
 // CheckpointExport asks a node for one part of a session's checkpoint: seq 0 is its

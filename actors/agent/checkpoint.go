@@ -19,8 +19,8 @@ type Checkpointer interface {
 	// Find is a session's checkpoint seq, its latest with 0 (an error wrapping
 	// store.ErrNoCheckpoint: none).
 	Find(ctx context.Context, session string, seq int) (*wire.Checkpoint, error)
-	// Part reads a part of a checkpoint.
-	Part(ctx context.Context, c *wire.Checkpoint, name string) ([]byte, error)
+	// Parts reads a checkpoint's parts, by name.
+	Parts(ctx context.Context, c *wire.Checkpoint) (map[string][]byte, error)
 }
 
 // checkpointWrite bounds a checkpoint's write to the store.

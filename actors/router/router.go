@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -454,11 +453,9 @@ func (r *Router) restorable(ctx context.Context, h *config.Host, id string) *age
 		return nil
 	}
 	c, err := r.cfg.Checkpoints.Find(ctx, id, 0)
-	parts := map[string][]byte{"state": nil, "transcript": nil, "workspace": nil}
-	for name := range parts {
-		if err == nil && slices.ContainsFunc(c.Parts, func(p wire.CheckpointPart) bool { return p.Name == name }) {
-			parts[name], err = r.cfg.Checkpoints.Part(ctx, c, name)
-		}
+	var parts map[string][]byte
+	if err == nil {
+		parts, err = r.cfg.Checkpoints.Parts(ctx, c)
 	}
 	switch {
 	case errors.Is(err, store.ErrNoCheckpoint):

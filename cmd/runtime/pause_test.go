@@ -59,14 +59,14 @@ env = { HOME = %q, CLAUDE_CONFIG_DIR = %q, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAF
 	}
 	submitTasks(t, js, "claude", "Say done.", "t-other")
 	var order []wire.SessionEnded
-	proctest.EventuallyWithin(t, 2*time.Minute, "both sessions' ends", func() bool {
+	for deadline := time.After(2 * time.Minute); !slices.ContainsFunc(order, func(e wire.SessionEnded) bool { return e.Session == "t-limited" && e.Outcome == "ok" }); {
 		select {
 		case e := <-ended:
 			order = append(order, e)
-		default:
+		case <-deadline:
+			t.Fatalf("the paused session did not end ok within 2 minutes; ends so far %+v:\n%s", order, up.stderr)
 		}
-		return slices.ContainsFunc(order, func(e wire.SessionEnded) bool { return e.Session == "t-limited" && e.Outcome == "ok" })
-	})
+	}
 	var outcomes []string
 	for _, e := range order {
 		outcomes = append(outcomes, e.Session+":"+e.Outcome)
@@ -75,19 +75,27 @@ env = { HOME = %q, CLAUDE_CONFIG_DIR = %q, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAF
 		t.Errorf("sessions ended %v; want %v: the paused one's slot ran the other meanwhile", outcomes, want)
 	}
 	var records []string
-	for _, r := range auditRecords(t, js) {
-		if r.Session != "t-limited" {
-			continue
+	var started time.Time
+	proctest.EventuallyWithin(t, 30*time.Second, "the second attempt's end in the audit", func() bool {
+		records = nil
+		for _, r := range auditRecords(t, js) {
+			if r.Session != "t-limited" {
+				continue
+			}
+			if r.Kind == wire.EventSessionPaused || r.Kind == "session.ended" {
+				records = append(records, fmt.Sprintf("%s/%d:%s", r.Kind, r.Attempt, r.Outcome))
+			}
+			if r.Kind == "session.started" && r.Attempt == 1 {
+				started = time.UnixMilli(r.Time)
+			}
 		}
-		if r.Kind == wire.EventSessionPaused || r.Kind == "session.ended" {
-			records = append(records, fmt.Sprintf("%s/%d:%s", r.Kind, r.Attempt, r.Outcome))
-		}
-		if r.Kind == "session.started" && r.Attempt == 1 && time.UnixMilli(r.Time).Before(until) {
-			t.Errorf("the paused session went on at %v, before its limit reset (%v)", time.UnixMilli(r.Time), until)
-		}
-	}
+		return slices.Contains(records, "session.ended/1:ok")
+	})
 	slices.Sort(records)
 	if want := []string{"session.ended/0:paused", "session.ended/1:ok", "session.paused/0:"}; !slices.Equal(records, want) {
 		t.Errorf("the audit of t-limited: %v; want %v", records, want)
+	}
+	if started.Before(until) {
+		t.Errorf("the paused session went on at %v, before its limit reset (%v)", started, until)
 	}
 }
