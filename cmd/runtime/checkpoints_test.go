@@ -29,23 +29,12 @@ print(json.dumps({"type": "result", "text": "done"}), flush=True)
 // one over max_checkpoint_bytes is not kept, and its session's events say why.
 func TestANativeAgentsCheckpoints(t *testing.T) {
 	t.Parallel()
-	m := fmt.Sprintf(`[nats]
-listen = "127.0.0.1:%d"
-store_dir = %q
-[metrics]
-addr = "127.0.0.1:0"
-[checkpoints]
+	manifest, _ := soloNode(t, fmt.Sprintf(`[checkpoints]
 max_checkpoint_bytes = 4096
 [hosts.w]
 command = "python3"
 args = ["-c", %q]
-`, proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), checkpointer)
-	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	up := startProc(t, exec.Command(os.Args[0], "up", "-c", manifest))
-	until(t, "agentmux up", up.stderr, "node up")
+`, checkpointer))
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-cp", "--follow", "w", "write the spec")
 	if code := follow.wait(t, time.Minute); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s%s", code, follow.stdout, follow.stderr)
@@ -100,4 +89,18 @@ args = ["-c", %q]
 		!strings.Contains(logs.stdout.String(), "max_checkpoint_bytes (4096)") {
 		t.Errorf("logs: exit %d\n%s\nwant a checkpoint.failed saying the state was over max_checkpoint_bytes", code, logs.stdout)
 	}
+}
+
+// soloNode starts `agentmux up` alone, on a manifest of its own: an embedded server on a
+// free port with a store of its own, then body.
+func soloNode(t *testing.T, body string) (manifest string, up *proc) {
+	t.Helper()
+	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n", proctest.FreePort(t), filepath.Join(t.TempDir(), "store")) + body
+	manifest = filepath.Join(t.TempDir(), "agentmux.toml")
+	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up = startProc(t, exec.Command(os.Args[0], "up", "-c", manifest))
+	until(t, "agentmux up", up.stderr, "node up")
+	return manifest, up
 }

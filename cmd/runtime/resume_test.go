@@ -405,14 +405,7 @@ print(json.dumps({"type": "result", "text": json.dumps({"from": r["checkpoint"],
 // from the start: the attempt's end waits for its checkpoint to be written.
 func TestACrashedAttemptGoesOnFromItsCheckpoint(t *testing.T) {
 	t.Parallel()
-	m := fmt.Sprintf("[nats]\nlisten = \"127.0.0.1:%d\"\nstore_dir = %q\n[metrics]\naddr = \"127.0.0.1:0\"\n[hosts.w]\ncommand = \"python3\"\nargs = [\"-c\", %q]\nretries = 1\n",
-		proctest.FreePort(t), filepath.Join(t.TempDir(), "store"), crasher)
-	manifest := filepath.Join(t.TempDir(), "agentmux.toml")
-	if err := os.WriteFile(manifest, []byte(m), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	up := startProc(t, exec.Command(os.Args[0], "up", "-c", manifest))
-	until(t, "agentmux up", up.stderr, "node up")
+	manifest, up := soloNode(t, fmt.Sprintf("[hosts.w]\ncommand = \"python3\"\nargs = [\"-c\", %q]\nretries = 1\n", crasher))
 	follow := runtimeProc(t, "submit", "-c", manifest, "--id", "t-crash", "--follow", "w", "two steps")
 	if code := follow.wait(t, time.Minute); code != exitOK {
 		t.Fatalf("submit: exit %d\n%s%s\n%s", code, follow.stdout, follow.stderr, up.stderr)
