@@ -30,6 +30,13 @@ type acp struct {
 	model       string         // the current session's model, for its usage
 	lastSession string         // the session of the last turn, for Continue
 	permissions map[string]*acpPermission
+
+	// keeps: the agent keeps its conversations where a node can carry them (claudeACP),
+	// so its safe points are marked with a checkpoint of conversation, the current
+	// session's (kept after its result).
+	keeps        bool
+	conversation string
+	resumed      acpResume
 }
 
 type acpPermission struct {
@@ -65,18 +72,20 @@ func (a *acp) Reusable() bool { return true }
 
 func (a *acp) Message(string) []byte { return nil }
 
-// SessionArgs: ACP sessions start in-band; resuming one (session/load) is not offered.
+// SessionArgs: ACP sessions start, and resume (session/resume, session/load), in-band.
 func (a *acp) SessionArgs(string) []string { return nil }
 
-// Prompt starts a session: initialize (once per process), session/new, session/prompt;
-// each step is sent when the previous one's response arrives.
+// Prompt starts a session: initialize (once per process), session/new (or, for a
+// session brought back, session/resume or session/load), session/prompt; each step is
+// sent when the previous one's response arrives.
 func (a *acp) Prompt(p protocol.Prompt) []byte {
-	a.queued, a.trace = promptText(p), traceContext(p)
+	a.queued, a.trace, a.conversation = promptText(p), traceContext(p), ""
+	a.resumed.begin(p)
 	if !a.initialized {
 		return a.call("initialize", map[string]any{"protocolVersion": 1,
 			"clientCapabilities": map[string]any{"fs": map[string]any{"readTextFile": false, "writeTextFile": false}, "terminal": false}})
 	}
-	return a.newSession()
+	return a.openSession()
 }
 
 // Continue prompts the last session again: session/prompt keeps its conversation.
@@ -85,7 +94,7 @@ func (a *acp) Continue(p protocol.Prompt) []byte {
 	if a.lastSession == "" {
 		return a.Prompt(protocol.Prompt{Text: text, Traceparent: p.Traceparent, Tracestate: p.Tracestate})
 	}
-	a.sessionID, a.trace = a.lastSession, traceContext(p)
+	a.sessionID, a.conversation, a.trace = a.lastSession, a.lastSession, traceContext(p)
 	return a.prompt(text)
 }
 
@@ -99,8 +108,13 @@ func (a *acp) prompt(text string) []byte {
 	return a.call("session/prompt", params)
 }
 
-func (a *acp) newSession() []byte {
-	return a.call("session/new", map[string]any{"cwd": a.cwd, "mcpServers": []any{}})
+// opened prompts session id, just opened, with the queued prompt.
+func (a *acp) opened(id, model, said string, raw []byte) ([]*protocol.Message, []byte, error) {
+	a.sessionID, a.conversation, a.model = id, id, model
+	prompt := a.prompt(a.queued)
+	a.queued = ""
+	msgs, _, err := one(canonical(map[string]any{"type": "progress", "message": said, "session_id": id}, raw))
+	return msgs, prompt, err
 }
 
 // Interrupt cancels the turn and, as ACP requires of a client that cancels, answers
@@ -141,6 +155,9 @@ func (a *acp) Decode(data []byte) ([]*protocol.Message, []byte, error) {
 // response handles the answer to one of our calls.
 func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, error) {
 	method := a.answered(m)
+	if m.Error != nil && (method == "session/resume" || method == "session/load") {
+		return a.notResumed(method, m, raw)
+	}
 	if m.Error != nil {
 		msg, err := canonical(map[string]any{"type": "error", "message": fmt.Sprintf("acp %s: %s (%d)", method, m.Error.Message, m.Error.Code)}, raw)
 		return one(msg, err)
@@ -148,9 +165,10 @@ func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, 
 	switch method {
 	case "initialize":
 		a.initialized = true
+		a.resumed.offered(m.Result)
 		msg, err := canonical(map[string]any{"type": "log", "message": "acp agent initialized"}, raw)
 		msgs, _, err := one(msg, err)
-		return msgs, a.newSession(), err
+		return msgs, a.openSession(), err
 	case "session/new":
 		var r struct {
 			SessionID string `json:"sessionId"`
@@ -159,12 +177,9 @@ func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, 
 			} `json:"models"`
 		}
 		_ = json.Unmarshal(m.Result, &r)
-		a.sessionID, a.model = r.SessionID, r.Models.CurrentModelID
-		prompt := a.prompt(a.queued)
-		a.queued = ""
-		msg, err := canonical(map[string]any{"type": "progress", "message": "acp session " + r.SessionID, "session_id": r.SessionID}, raw)
-		msgs, _, err := one(msg, err)
-		return msgs, prompt, err
+		return a.opened(r.SessionID, r.Models.CurrentModelID, "acp session "+r.SessionID, raw)
+	case "session/resume", "session/load":
+		return a.reopened(method, m.Result, raw)
 	case "session/prompt":
 		var r struct {
 			StopReason string          `json:"stopReason"`
@@ -196,6 +211,9 @@ func (a *acp) response(m *rpcMessage, raw []byte) ([]*protocol.Message, []byte, 
 
 // notification turns session/update into partials and progress.
 func (a *acp) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, error) {
+	if a.resumed.replaying(m) {
+		return nil, nil
+	}
 	if m.Method != "session/update" {
 		msg, err := canonical(map[string]any{"type": "acp." + strings.ReplaceAll(m.Method, "/", ".")}, raw)
 		msgs, _, err := one(msg, err)
@@ -226,6 +244,13 @@ func (a *acp) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, erro
 		fields = map[string]any{"type": "progress", "message": "thinking"}
 	case "tool_call", "tool_call_update":
 		fields = map[string]any{"type": "progress", "message": strings.TrimSpace(u.Title + " " + u.Status)}
+		if a.keeps && u.SessionUpdate == "tool_call_update" && (u.Status == "completed" || u.Status == "failed") {
+			msg, err := canonical(fields, raw)
+			if err != nil {
+				return nil, err
+			}
+			return append([]*protocol.Message{msg}, checkpointMark(a.conversation)...), nil // a tool's result in: a safe point
+		}
 	case "plan":
 		fields = map[string]any{"type": "progress", "message": "plan updated"}
 	case "usage_update":

@@ -101,6 +101,8 @@ func resumedConversation(p protocol.Prompt) string {
 // Options are what a dialect takes from its host.
 type Options struct {
 	Dir string // where the process works (absolute)
+	// Command is the process's program: an ACP agent is known by it (StateOf).
+	Command string
 	// The canonical protocol's: the host's params (its init), whether the agent reads
 	// its prompts as plain text, and what its plain-text output lines are.
 	Params    json.RawMessage
@@ -116,7 +118,12 @@ func New(name string, o Options) (Dialect, error) {
 	case ClaudeCode:
 		return newClaude(), nil
 	case ACP:
-		return newACP(o.Dir), nil
+		a := newACP(o.Dir)
+		if acpAgent(o.Command) == claudeAgentACP {
+			a.keeps = true
+			return claudeACP{a}, nil
+		}
+		return a, nil
 	case Codex:
 		return newCodex(o.Dir), nil
 	}

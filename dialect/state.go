@@ -48,8 +48,8 @@ func StateOf(name, command string, getenv func(string) string, home string) Stat
 	case Codex:
 		return codex()
 	case ACP:
-		switch strings.TrimSuffix(filepath.Base(command), ".js") {
-		case "claude-agent-acp":
+		switch acpAgent(command) {
+		case claudeAgentACP:
 			return claude()
 		case "gemini":
 			return State{Dirs: []string{filepath.Join(home, ".gemini")}}
@@ -71,4 +71,12 @@ func StateOf(name, command string, getenv func(string) string, home string) Stat
 		return s
 	}
 	return State{}
+}
+
+// claudeAgentACP is the command of the ACP agent that wraps Claude Code.
+const claudeAgentACP = "claude-agent-acp"
+
+// acpAgent is the name an ACP agent is known by: its command's, without a .js.
+func acpAgent(command string) string {
+	return strings.TrimSuffix(filepath.Base(command), ".js")
 }

@@ -173,7 +173,7 @@ func (a *Agent) workDir() string {
 
 // newDialect makes the host's dialect for an agent started in dir.
 func (a *Agent) newDialect(dir string) error {
-	d, err := dialect.New(a.host.Dialect, dialect.Options{Dir: dir, Params: a.host.ParamsJSON,
+	d, err := dialect.New(a.host.Dialect, dialect.Options{Dir: dir, Command: a.host.Command, Params: a.host.ParamsJSON,
 		TextInput: a.host.InputFormat == "text", PlainText: plainText(a.host)})
 	if err != nil {
 		return err

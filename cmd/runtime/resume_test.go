@@ -163,18 +163,23 @@ func gitRepo(t *testing.T) string {
 	return dir
 }
 
-// TestFleetVendorAgentsResumeTheirConversation: the real Claude Code, and the real
-// Codex, write a file in their first turn, then wait on an approval nobody gives; the
-// node is killed with SIGKILL (Claude Code's), or drained with SIGTERM and a grace of
-// ten minutes (Codex's), which hands the session over at once. The node that takes the task, sharing no directory with
-// the first but the repository, puts the checkpointed transcript where its agent looks
-// and resumes the conversation, in a checkout holding what the first turn wrote: the
-// model's next request carries the first turn and the note that the session moved, the
-// file is not written again, and the session ends ok once, its audit saying it resumed
-// and its branch holding the file.
+// TestFleetVendorAgentsResumeTheirConversation: the real Claude Code, the real
+// claude-agent-acp (an ACP agent, over session/resume) and the real Codex write a file
+// in their first turn, then wait on an approval nobody gives; the node is killed with
+// SIGKILL (Claude Code's), or drained with SIGTERM and a grace of ten minutes (the
+// others'), which hands the session over at once. The node that takes the task,
+// sharing no directory with the first but the repository, puts the checkpointed
+// transcript where its agent looks and resumes the conversation, in a checkout holding
+// what the first turn wrote: the model's next request carries the first turn and the
+// note that the session moved, the file is not written again, and the session ends ok
+// once, its audit saying it resumed and its branch holding the file.
 func TestFleetVendorAgentsResumeTheirConversation(t *testing.T) {
 	t.Parallel()
 	anthropic := agenttest.NewAnthropic(t,
+		[]agenttest.Block{{Tool: "Write", Input: map[string]any{"file_path": "notes.txt", "content": "first turn\n"}}},
+		[]agenttest.Block{{Tool: "Bash", Input: map[string]any{"command": "touch second.txt", "description": "second turn"}}},
+		[]agenttest.Block{{Text: "resumed and done"}})
+	viaACP := agenttest.NewAnthropic(t,
 		[]agenttest.Block{{Tool: "Write", Input: map[string]any{"file_path": "notes.txt", "content": "first turn\n"}}},
 		[]agenttest.Block{{Tool: "Bash", Input: map[string]any{"command": "touch second.txt", "description": "second turn"}}},
 		[]agenttest.Block{{Text: "resumed and done"}})
@@ -188,6 +193,14 @@ func TestFleetVendorAgentsResumeTheirConversation(t *testing.T) {
 		},
 		approve: "^Write: ", toolResult: `"tool_result"`,
 		lastRequest: func() string { return string(anthropic.LastMessages()) }, firstTurn: `"name":"Write"`, config: ".claude/projects/*",
+	}, {
+		host: "acp",
+		table: func(t *testing.T, _, _, home string) string {
+			return fmt.Sprintf("[hosts.acp]\ncommand = %q\ndialect = \"acp\"\nenv = { HOME = %q, CLAUDE_CONFIG_DIR = %q, ANTHROPIC_BASE_URL = %q, ANTHROPIC_API_KEY = \"sk-test\", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC = \"1\", DISABLE_TELEMETRY = \"1\", DISABLE_AUTOUPDATER = \"1\" }\n",
+				agenttest.NPMAgent(t, "@agentclientprotocol/claude-agent-acp", agenttest.ACPVersion, "claude-agent-acp"), home, filepath.Join(home, ".claude"), viaACP.URL())
+		},
+		approve: `notes\.txt`, toolResult: `"tool_result"`,
+		lastRequest: func() string { return string(viaACP.LastMessages()) }, firstTurn: `"name":"Write"`, config: ".claude/projects/*", drain: true,
 	}, {
 		host: "codex",
 		table: func(t *testing.T, _, _, home string) string {
@@ -257,7 +270,8 @@ func (m moving) resumes(t *testing.T) {
 	}
 	select {
 	case res := <-results:
-		if fmt.Sprint(res["text"]) != "resumed and done" {
+		// An ACP agent's text comes in its partials; its result says how the turn ended.
+		if fmt.Sprint(res["text"]) != "resumed and done" && (m.host != "acp" || res["stop_reason"] != "end_turn") {
 			t.Errorf("result %v", res)
 		}
 	case <-time.After(3 * time.Minute):
