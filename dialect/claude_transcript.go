@@ -13,7 +13,9 @@ func (c *claude) Conversation() string { return c.conversation }
 // Transcript is where Claude Code keeps conversation id: under its config dir
 // (CLAUDE_CONFIG_DIR, or ~/.claude), in projects/<dir, every character but a letter or
 // digit a '-'>/<id>.jsonl, a name longer than 200 cut there and told apart by a hash.
-func (c *claude) Transcript(env []string, dir, id string) string { return claudeTranscript(env, dir, id) }
+func (c *claude) Transcript(env []string, dir, id string) string {
+	return claudeTranscript(env, dir, id)
+}
 
 func claudeTranscript(env []string, dir, id string) string {
 	return filepath.Join(claudeConfigDir(env), "projects", claudeProject(dir), id+".jsonl")
