@@ -53,7 +53,7 @@ const responseTTL = 24 * time.Hour
 
 // readable are the streams and buckets operators and viewers may read.
 var readable = []string{wire.AuditStream, wire.TaskStream, wire.EventStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket, "KV_" + wire.PipelineBucket,
-	"KV_" + wire.SpendBucket, "KV_" + wire.PromotionsBucket, "KV_" + wire.CheckpointIndexBucket}
+	"KV_" + wire.SpendBucket, "KV_" + wire.PromotionsBucket, "KV_" + wire.CheckpointIndexBucket, "KV_" + wire.PausedBucket}
 
 // readStream is what reading a stream takes: its info, message gets (scan) and direct
 // gets (a bucket's key). No consumer: its creator would choose where it delivers, and
@@ -125,7 +125,7 @@ func PermissionsFor(u User) Permissions {
 
 // CtlVerbs are the control requests a node answers on agentmux.ctl.<node>.<verb>.
 func CtlVerbs() []string {
-	return []string{"list", "interrupt", "message", "cancel", "drain", "undrain", "workspaces", "workspace-diff", "workspace-clean"}
+	return []string{"list", "interrupt", "message", "cancel", "pause", "resume", "drain", "undrain", "workspaces", "workspace-diff", "workspace-clean"}
 }
 
 // forServer turns the permissions into the server's subject permissions; an empty list allows

@@ -154,7 +154,10 @@ func (v *view) onEvent(subject string, data []byte) {
 	case wire.EventSessionPaused:
 		var e wire.SessionPaused
 		if json.Unmarshal(data, &e) == nil {
-			s.Paused = e.Reason
+			s.Paused = "spent " + e.Reason // at its budget
+			if e.Until > 0 {               // at its usage limit, or by hand: till when
+				s.Paused = fmt.Sprintf("until %s: %s", time.UnixMilli(e.Until).UTC().Format(time.RFC3339), e.Reason)
+			}
 		}
 	case wire.EventSessionResumed:
 		s.Paused = ""
@@ -162,7 +165,10 @@ func (v *view) onEvent(subject string, data []byte) {
 		var e wire.SessionEnded
 		if json.Unmarshal(data, &e) == nil {
 			s.Node, s.Attempt, s.State, s.Error, s.Duration, s.Ended, s.Spend = e.Node, e.Attempt, e.Outcome, e.Error, e.Duration, now, e.Spend
-			s.Pipeline, s.Stage, s.Paused = e.Pipeline, e.Stage, ""
+			s.Pipeline, s.Stage = e.Pipeline, e.Stage
+			if e.Outcome != wire.OutcomePaused {
+				s.Paused = ""
+			}
 		}
 		v.pruneSessions()
 	}

@@ -17,7 +17,8 @@ type SessionMetrics struct {
 	SessionCost     *prometheus.CounterVec // host, model, outcome
 	Checkpoints     *prometheus.CounterVec // host, outcome (saved, failed)
 	Resumed         *prometheus.CounterVec // host, reason (redelivered, retried)
-	Paused          *prometheus.CounterVec // host, reason (limit)
+	Paused          *prometheus.CounterVec // host, reason (limit, hand)
+	PausedNow       *prometheus.GaugeVec   // host, reason: the fleet's, as this node sees them
 }
 
 func newSessionMetrics(f *families) SessionMetrics {
@@ -33,7 +34,8 @@ func newSessionMetrics(f *families) SessionMetrics {
 		SessionTokens:   f.counter("tokens_total", "Tokens the agents' model calls used, as the agents reported them, counted as each session ends: by host, model, kind (input, output, cache_read, cache_write) and the session's outcome.", "host", "model", "kind", "outcome"),
 		SessionCost:     f.counter("cost_usd_total", "What the agents' model calls cost in US dollars, as the agents reported it or [pricing] priced it, counted as each session ends: by host, model and the session's outcome.", "host", "model", "outcome"),
 		Checkpoints:     f.counter("checkpoints_total", "Sessions' checkpoints, by outcome: saved, or failed (not kept: the one before stands).", "host", "outcome"),
-		Paused:          f.counter("sessions_paused_total", "Sessions paused at a checkpoint to go on later, by why: limit (their provider's usage limit, until its reset).", "host", "reason"),
+		Paused:          f.counter("sessions_paused_total", "Sessions paused at a checkpoint to go on later, by why: limit (their provider's usage limit, until its reset), hand (agentmux pause).", "host", "reason"),
+		PausedNow:       f.gauge("sessions_paused", "Sessions of the fleet paused now, by why (limit, hand): every node reports the fleet's, so aggregate with max, not sum.", "host", "reason"),
 		Resumed:         f.counter("sessions_resumed_total", "Sessions brought back from their latest checkpoint, by why they had to be: redelivered (their node died or drained, or they were paused) or retried (their attempt failed here).", "host", "reason"),
 		PipelineStages:  f.counter("pipeline_stages_total", "Pipeline stages ended, by outcome (ok, error; resumed: taken up again after the node running it was gone).", "pipeline", "stage", "outcome"),
 	}

@@ -116,6 +116,7 @@ type Node struct {
 	workspaces workspaces  // the hosts' workspaces and the conflict radar (workspaces.go)
 	standing   standing    // people's answers for a session or a host (grants.go)
 	promotions promotions  // the shadows promoted fleet-wide (promote.go)
+	pauses     pauses      // the fleet's paused sessions (paused.go)
 	deciders   deciders    // this node's members of supervisors, and its notifiers
 	sessions   sessions    // the router and what runs sessions with it
 	pulse      pulse       // the heartbeat and the metrics server (heartbeat.go)
@@ -314,7 +315,8 @@ func (n *Node) startRouter(ctx context.Context, opts Options) error {
 		Gateway: n.sessions.models, Record: opts.Manifest.Gateway.Record, Exchange: n.audit.exchange,
 		Checkpoints: n.sessions.checkpoints, MaxCheckpointBytes: opts.Manifest.Checkpoints.MaxCheckpointBytes})
 	rcfg := router.Config{Env: env, Manifest: opts.Manifest, Hosts: n.conf.roles.hosts, Stopped: n.sessions.stopped,
-		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar}
+		InProc: n.attachSources(opts), Sandboxes: n.sandboxes.set, Workspaces: n.workspaceProviders(), Radar: n.workspaces.radar,
+		Paused: n.pauses.store}
 	rcfg.SessionEnded = func(ctx context.Context, session string) {
 		if n.standing.grants == nil {
 			return

@@ -54,6 +54,8 @@ func (n *Node) services(opts Options) []service {
 		{name: "reclaim", start: n.reclaimWorkspaces},
 		{name: "gateway", start: func(context.Context) error { return n.startGateway(opts) }, stop: n.stopGateway},
 		{name: "checkpoints", start: func(context.Context) error { return n.openCheckpoints() }},
+		{name: "paused", start: func(context.Context) error { return n.openPaused() },
+			stop: func(context.Context) error { n.closePaused(); return nil }},
 		{name: "radar", start: func(context.Context) error {
 			if err := n.watchConflicts(); err != nil {
 				return fmt.Errorf("node: the conflict radar: %w", err)

@@ -211,6 +211,10 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		TTL:         d.checkpoints.MaxAge,
 		Storage:     jetstream.FileStorage,
 	}, {
+		Bucket:      wire.PausedBucket,
+		Description: "agentmux paused sessions: why and until when each waits (agentmux sessions, pause, resume)",
+		Storage:     jetstream.FileStorage,
+	}, {
 		Bucket:      wire.NodesBucket,
 		Description: "agentmux nodes: each one's heartbeat, hosts and supervisors (agentmux nodes)",
 		TTL:         nodesTTL,

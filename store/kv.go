@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -116,6 +117,27 @@ func watchBucketSynced(ctx context.Context, kv jetstream.KeyValue, each func(jet
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// watchMap calls each with kv's entries by key, decoded (an entry decode returns nil
+// for is left out): once with those kv holds now, before watchMap returns, then after
+// each change, on a goroutine that ends with ctx. each gets a new map every time.
+func watchMap[T any](ctx context.Context, kv jetstream.KeyValue, decode func(key string, value []byte) *T, each func(map[string]*T)) error {
+	entries := map[string]*T{}
+	synced := false
+	return watchBucketSynced(ctx, kv, func(e jetstream.KeyValueEntry) {
+		if v := decode(e.Key(), e.Value()); v != nil && e.Operation() == jetstream.KeyValuePut {
+			entries[e.Key()] = v
+		} else {
+			delete(entries, e.Key())
+		}
+		if synced {
+			each(maps.Clone(entries))
+		}
+	}, func() {
+		synced = true
+		each(maps.Clone(entries))
+	})
 }
 
 // startWatch starts watchBucket's goroutine; once each has had the entries the bucket

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,22 +31,7 @@ func OpenPromotions(ctx context.Context, js jetstream.JetStream) (*Promotions, e
 // now, before Watch returns, then after each change, on a goroutine that ends with ctx.
 // each gets a new map every time. A value that is not a promotion is left out.
 func (p *Promotions) Watch(ctx context.Context, each func(map[string]*wire.Promotion)) error {
-	standing := map[string]*wire.Promotion{}
-	synced := false
-	err := watchBucketSynced(ctx, p.kv, func(e jetstream.KeyValueEntry) {
-		if pr := promotionOf(e.Key(), e.Value()); pr != nil && e.Operation() == jetstream.KeyValuePut {
-			standing[e.Key()] = pr
-		} else {
-			delete(standing, e.Key())
-		}
-		if synced {
-			each(maps.Clone(standing))
-		}
-	}, func() {
-		synced = true
-		each(maps.Clone(standing))
-	})
-	if err != nil {
+	if err := watchMap(ctx, p.kv, promotionOf, each); err != nil {
 		return fmt.Errorf("store: watch the promotions: %w", err)
 	}
 	return nil

@@ -19,8 +19,8 @@
 //	agentmux.revoke.<user>.<grant id>         request/reply: a person revokes a grant
 //
 // and the KV buckets agentmux_pending (requests waiting for people), agentmux_nodes
-// (heartbeats), agentmux_pipelines (runs) and agentmux_memory (llm supervisors'
-// exchanges). README.md's "NATS subject API" gives every payload.
+// (heartbeats), agentmux_pipelines (runs), agentmux_paused (paused sessions) and
+// agentmux_memory (llm supervisors' exchanges). README.md's "NATS subject API" gives every payload.
 //
 // Each noun keeps its subjects and payloads in a file of its own: tasks.go, events.go,
 // asks.go, audit.go, pending.go (what waits for people and their answers), grants.go,

@@ -122,7 +122,8 @@ type SessionRow struct {
 	Error    string `json:"error,omitempty"`
 	Pipeline string `json:"pipeline,omitempty"`
 	Stage    string `json:"stage,omitempty"`
-	// Paused, while the session is paused at its budget, is the limits it reached.
+	// Paused, while the session is paused, is why: at its budget, "spent " and the
+	// limits it reached; at its usage limit or by hand, "until <time>: " and why.
 	Paused string `json:"paused,omitempty"`
 	Last   string `json:"last"` // the type of its last event
 	LastAt int64  `json:"last_at"`

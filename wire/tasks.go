@@ -20,6 +20,13 @@ type Task struct {
 	// By is who queued it (an API token's name, the CLI's user), recorded with the
 	// session's start in the audit.
 	By string `json:"by,omitempty"`
+	// Attempt, on a task `agentmux resume` queued again, is its first attempt: after the
+	// session's earlier ones, which it goes on from. Fresh starts it from no checkpoint.
+	Attempt int  `json:"attempt,omitempty"`
+	Fresh   bool `json:"fresh,omitempty"`
+	// Unpaused marks the task queued in place of a paused session's waiting one: it runs
+	// only once the session's PausedSession names it (its Copy).
+	Unpaused bool `json:"unpaused,omitempty"`
 }
 
 // TaskSubject is host's queue as subjects name it: where a task was queued by a

@@ -294,7 +294,7 @@ func (a *Agent) Receive(c actor.Context) {
 	case *Shutdown:
 		a.shutdown(m.Reason)
 	case *Handover:
-		a.onHandover(m)
+		respond(c, a.onHandover(m))
 	case *actor.Stopping:
 		a.forceStop()
 	}
@@ -483,7 +483,9 @@ func (a *Agent) maybeGone() {
 	if a.sess != nil {
 		a.log.WarnContext(a.traceCtx(), "agent exited in a session", "pid", a.pid(), "session", a.sess.id, "err", text)
 	}
-	if s := a.sess; s != nil {
+	if s := a.sess; s != nil && s.leave != nil && s.leave.reason == wire.PausedAtLimit {
+		a.goAway(s) // it gave up at its limit: paused, from its latest checkpoint
+	} else if s != nil {
 		// A reused process that died before it said anything of this session: the
 		// session never really ran, so the router runs it again on a fresh process.
 		retry := a.served > 1 && s.lines == 0 && (s.sink == nil || s.sink.lines.Load() == 0)

@@ -148,7 +148,7 @@ func (a *Agent) onCheckpointDone(m *checkpointDone) {
 	}
 	// A session leaves once its checkpoint is kept; one paused at its limit leaves even
 	// when it was not (its agent is stuck there; the checkpoint before stands).
-	if s := a.sess; s != nil && s.leave != nil && s.id == m.c.Session && (m.err == nil || !s.leave.until.IsZero()) &&
+	if s := a.sess; s != nil && s.leave != nil && s.id == m.c.Session && (m.err == nil || s.leave.reason == wire.PausedAtLimit) &&
 		!s.saving && (!m.transcript || m.gen == s.gen) {
 		a.goAway(s)
 	}

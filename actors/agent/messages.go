@@ -101,9 +101,12 @@ type Shutdown struct {
 // Handover hands the running session to another node, as its node drains: it is
 // checkpointed at its next safe point (at once, for an agent whose conversation the node
 // keeps), then stopped, and it ends HandedOver, its task to run on from that checkpoint
-// elsewhere. A session that cannot be checkpointed runs on.
+// elsewhere. A session that cannot be checkpointed runs on. With Until, the session is
+// paused by hand instead (agentmux pause), to go on then or when resumed; the answer,
+// to a sender, is a *wire.Delivery.
 type Handover struct {
 	Reason string
+	Until  time.Time
 }
 
 // SessionEnded tells the parent that a session ended. Reusable says whether the process
@@ -148,11 +151,11 @@ type Result struct {
 	BudgetExceeded bool
 	Raises         int
 	// HandedOver is set when the session was stopped to go on from its checkpoint on
-	// another node (Handover): its task goes back to the queue. PausedUntil, when not
-	// zero, is when a session paused at its provider's usage limit goes on: its task
-	// goes back to the queue for then.
-	HandedOver  bool
-	PausedUntil time.Time
+	// another node (Handover): its task goes back to the queue. Paused, when set, is
+	// why and until when the session is paused (at its provider's usage limit, or by
+	// hand): its task goes back to the queue for then.
+	HandedOver bool
+	Paused     *wire.PausedSession
 	// Spend is what all its attempts cost, priced by the router as it ends.
 	Spend *wire.Spend
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -20,9 +21,10 @@ const ctlTimeout = 2 * time.Second
 type (
 	listRequest struct{}
 	ctlSession  struct {
-		verb    string // interrupt, message or cancel
+		verb    string // interrupt, message, cancel or pause
 		session string
 		text    string
+		until   time.Time // pause: till when (zero: the host's max_pause)
 	}
 	ctlReply struct {
 		OK     bool   `json:"ok"`
@@ -66,7 +68,7 @@ func (r *Router) list() []wire.SessionInfo {
 	return out
 }
 
-// ctlSession hands an interrupt or message to the session's agent, which answers the
+// ctlSession hands an interrupt, a message or a pause to the session's agent, which answers the
 // requester; it returns a reply only when no agent runs the session. A cancel the
 // router carries out itself (cancel.go).
 func (r *Router) ctlSession(m *ctlSession) *ctlReply {
@@ -80,9 +82,19 @@ func (r *Router) ctlSession(m *ctlSession) *ctlReply {
 			}
 			// The agent answers the control request itself: only it knows its capabilities.
 			pid := p.procs[id]
-			if m.verb == "interrupt" {
+			switch m.verb {
+			case "pause":
+				until := m.until
+				if until.IsZero() {
+					until = time.Now().Add(p.host.MaxPause.D())
+				}
+				if limit := time.Now().Add(p.host.MaxPause.D()); until.After(limit) {
+					return &ctlReply{Error: fmt.Sprintf("host %s's sessions may be paused for %v at most (max_pause); pause it for less", p.host.Name, p.host.MaxPause.D())}
+				}
+				r.c.RequestWithCustomSender(pid, &agent.Handover{Reason: m.text, Until: until}, r.c.Sender())
+			case "interrupt":
 				r.c.RequestWithCustomSender(pid, &agent.Interrupt{Reason: m.text}, r.c.Sender())
-			} else {
+			default:
 				r.c.RequestWithCustomSender(pid, &agent.SendMessage{Text: m.text}, r.c.Sender())
 			}
 			return nil
@@ -136,16 +148,23 @@ func ServeControl(nc *nats.Conn, system *actor.ActorSystem, router *actor.PID, n
 	if err == nil {
 		err = handle("undrain", func(*nats.Msg) any { return ask(&Undrain{}) })
 	}
-	for _, verb := range []string{"interrupt", "message", "cancel"} {
+	for _, verb := range []string{"interrupt", "message", "cancel", "pause"} {
 		if err != nil {
 			break
 		}
 		err = handle(verb, func(m *nats.Msg) any {
-			var req struct{ Session, Text string }
-			if err := json.Unmarshal(m.Data, &req); err != nil || req.Session == "" {
-				return &ctlReply{Error: `want {"session": "<id>", "text": "…"}`}
+			var req struct {
+				Session, Text string
+				UntilMS       int64 `json:"until_ms"`
 			}
-			return ask(&ctlSession{verb: verb, session: req.Session, text: req.Text})
+			if err := json.Unmarshal(m.Data, &req); err != nil || req.Session == "" {
+				return &ctlReply{Error: `want {"session": "<id>", "text": "…"} (pause: and "until_ms", unix ms)`}
+			}
+			c := &ctlSession{verb: verb, session: req.Session, text: req.Text}
+			if req.UntilMS > 0 {
+				c.until = time.UnixMilli(req.UntilMS)
+			}
+			return ask(c)
 		})
 	}
 	return subs, err

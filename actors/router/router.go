@@ -85,6 +85,8 @@ type Config struct {
 	// Daily holds a host's queued tasks while it is over its daily budget; nil: no
 	// daily budget.
 	Daily Gate
+	// Paused keeps the fleet's paused sessions; nil: not kept (no JetStream).
+	Paused *store.Paused
 }
 
 // Submit runs a session on a host. Start.Reply receives the final Result.
@@ -106,6 +108,7 @@ type (
 		records  []*wire.AuditRecord
 		err      error
 		restored *agent.Restored // nil: no checkpoint to go on from
+		paused   pauseVerdict    // whether a paused session's task runs (paused.go)
 	}
 	progressTick struct{}
 	// retryRestored is a session to run again, with its latest checkpoint read.
@@ -158,6 +161,9 @@ type session struct {
 	cancelled string
 	// usage is what the session's attempts so far cost, as the agent reported it.
 	usage wire.Tally
+	// unpaused: its task is the copy `agentmux resume` queued of a paused session's,
+	// whose entry it removes once it has ended (paused.go).
+	unpaused bool
 }
 
 func newRouter(cfg Config) *Router {
@@ -196,11 +202,11 @@ func (r *Router) Receive(c actor.Context) {
 	case *agent.SessionEnded:
 		r.onSessionEnded(m)
 	case *agent.AgentExited:
-		r.onAgentGone(m.PID)
+		r.onAgentGone(m.PID, true)
 		c.Stop(m.PID)
 	case *actor.Terminated:
 		if !r.onRunGone(m.Who) {
-			r.onAgentGone(m.Who)
+			r.onAgentGone(m.Who, false)
 		}
 	case *progressTick:
 		r.onProgressTick()
@@ -402,29 +408,44 @@ func (r *Router) onTask(m *taskArrived) {
 	}
 	by, claimed := queuedBy(m.msg.Subject(), task.By)
 	s := &session{host: m.host, task: m.msg, start: &agent.StartSession{Session: id, Task: task.ID, Requeue: true, Prompt: task.Prompt,
-		Resume: task.Resume, By: by, ClaimedBy: claimed, Attempt: firstAttempt(m.msg, p.host.Retries), Started: time.Now(), Trace: taskTrace(m.msg)}}
+		Resume: task.Resume, By: by, ClaimedBy: claimed, Attempt: task.Attempt + firstAttempt(m.msg, p.host.Retries), Started: time.Now(), Trace: taskTrace(m.msg)}}
 	if s.start.Attempt == 0 {
 		r.enqueue(p, s)
 		return
 	}
-	if p.endedHere(id) {
+	if task.Attempt == 0 && p.endedHere(id) { // one resumed by hand goes on after its end
 		r.alreadyEnded(p, m.msg, id, "here")
 		return
 	}
-	// Delivered again: its node died or handed it back. Its earlier attempts' answers,
-	// from the audit, go with it, so nobody is asked the same thing twice, and it goes on
-	// from its latest checkpoint, if it has one.
+	// Delivered again: its node died or handed it back, its pause is over, or it was
+	// resumed by hand. Its earlier attempts' answers, from the audit, go with it, so
+	// nobody is asked the same thing twice, and it goes on from its latest checkpoint,
+	// if it has one (unless it starts afresh).
 	p.hold(id)
-	host := p.host
+	host, fresh := p.host, task.Fresh
+	s.unpaused = task.Unpaused
 	actorio.Do(r.cfg.Routines, actorio.Self(r.c), auditReadTimeout, func(ctx context.Context) any {
+		if v := r.pauseOver(ctx, id, m.msg, task.Unpaused); v != runs {
+			return &taskResumed{s: s, paused: v}
+		}
 		records, err := r.readAudit(ctx, id)
-		return &taskResumed{s: s, records: records, err: err, restored: r.restorable(ctx, host, id)}
+		m := &taskResumed{s: s, records: records, err: err}
+		if !fresh {
+			m.restored = r.restorable(ctx, host, id)
+		}
+		return m
 	})
 }
 
 // onTaskResumed queues a task delivered again, told of its earlier attempts.
 func (r *Router) onTaskResumed(m *taskResumed) {
 	p := r.pools[m.s.host]
+	if m.paused != runs {
+		p.leave(m.s.start.Session)
+		r.pausedTask(m.s, m.paused)
+		r.release(p)
+		return
+	}
 	if !r.taking() {
 		p.leave(m.s.start.Session)
 		r.nak(m.s.task)

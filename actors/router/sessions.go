@@ -35,7 +35,7 @@ func (r *Router) onSessionEnded(m *agent.SessionEnded) {
 	res := cancelled(s, m.Result)
 	s.usage.Merge(res.Usage) // every attempt's model calls were paid for
 	switch {
-	case res.OK || r.stopping() || s.cancelled != "" || res.BudgetExceeded || res.HandedOver || !res.PausedUntil.IsZero():
+	case res.OK || r.stopping() || s.cancelled != "" || res.BudgetExceeded || res.HandedOver || res.Paused != nil:
 	case res.Retryable:
 		r.cfg.Log.Info("session's process was gone before it started; running it on a fresh process", "session", res.Session)
 		p.requeue(s, true)
@@ -94,7 +94,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	switch {
 	case res.HandedOver:
 		outcome = wire.OutcomeHandedOver
-	case !res.PausedUntil.IsZero():
+	case res.Paused != nil:
 		outcome = wire.OutcomePaused
 	case res.BudgetExceeded:
 		outcome = wire.OutcomeBudgetExceeded
@@ -124,7 +124,7 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 	rec.Outcome, rec.Error, rec.Duration, rec.Value, rec.Workspace, rec.Spend = outcome, res.Error, ms, ended.Result, res.Workspace, spend
 	r.cfg.Audit(wire.AuditID(res.Session, s.start.Attempt, "ended"), rec)
 	p.leave(s.start.Session)
-	goesOn := !res.OK && (r.stopping() || res.HandedOver || !res.PausedUntil.IsZero()) // its task runs again, elsewhere or later
+	goesOn := !res.OK && (r.stopping() || res.HandedOver || res.Paused != nil) // its task runs again, elsewhere or later
 	if r.cfg.SessionEnded != nil && !goesOn {
 		session := res.Session
 		r.cfg.Routines.Go(func(ctx context.Context) { r.cfg.SessionEnded(ctx, session) })
@@ -134,8 +134,12 @@ func (r *Router) finish(p *pool, s *session, res *agent.Result) {
 			r.cfg.Metrics.Tasks.WithLabelValues(p.host.Name, outcome).Inc()
 			r.ack(s.task, res.Session)
 			p.endedAt(res.Session, time.Now())
+			r.unpausedEnded(s)
+		} else if res.Paused == nil {
+			r.nakFor(s.task, 0) // another node runs it now
 		} else {
-			r.nakFor(s.task, time.Until(res.PausedUntil)) // another node runs it, now or once the pause is over
+			r.nakFor(s.task, time.Until(time.UnixMilli(res.Paused.Until))) // once the pause is over
+			r.recordPause(s, res.Paused)
 		}
 		if counted == nil {
 			r.release(p)
@@ -233,15 +237,21 @@ func (r *Router) publish(host, session, typ string, v interface{ AppendJSON([]by
 	}
 }
 
-// onAgentGone forgets an agent process; a session it still held (the actor failed)
-// ends with an error.
-func (r *Router) onAgentGone(pid *actor.PID) {
+// onAgentGone forgets an agent process. A session it still held ends with an error when
+// the actor failed; when its process exited (AgentExited), the session was handed to it
+// after it went (an agent reports each session's end before its exit), never ran there,
+// and runs on a fresh process.
+func (r *Router) onAgentGone(pid *actor.PID, exited bool) {
 	for _, p := range r.pools {
 		s, ours := p.gone(pid)
 		if !ours {
 			continue
 		}
-		if s != nil {
+		switch {
+		case s != nil && exited && !r.stopping():
+			r.cfg.Log.Info("session handed to a process that had just exited; running it on a fresh process", "session", s.start.Session)
+			p.requeue(s, true)
+		case s != nil:
 			r.finish(p, s, cancelled(s, &agent.Result{Session: s.start.Session, Host: p.host.Name, Task: s.start.Task,
 				Error: "agent actor stopped unexpectedly", Duration: time.Since(s.start.Started)}))
 		}

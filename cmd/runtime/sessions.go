@@ -21,6 +21,17 @@ import (
 type liveSession struct {
 	wire.SessionInfo
 	Node string `json:"node"`
+	// Paused is why and until when a paused session waits (no node runs it: Node is
+	// where it paused).
+	Paused *wire.PausedSession `json:"paused,omitempty"`
+}
+
+// stateInWords is s's state in words: a paused one's till when and why.
+func stateInWords(s liveSession) string {
+	if s.Paused == nil || s.State != "paused" {
+		return s.State
+	}
+	return fmt.Sprintf("paused until %s (%s)", time.UnixMilli(s.Paused.Until).UTC().Format(time.RFC3339), s.Paused.Reason)
 }
 
 // fleetSessions asks every live node for its sessions, all at once. Nodes that did not
@@ -106,15 +117,15 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	to := reachFlags(fs)
 	host := fs.String("host", "", "only this `host`'s sessions")
 	node := fs.String("node", "", "only the sessions of this `node`")
-	state := fs.String("state", "", "only sessions in this `state`: running, queued, or ended (from the audit: ended within --since, 1h unless given)")
+	state := fs.String("state", "", "only sessions in this `state`: running, queued, paused, or ended (from the audit: ended within --since, 1h unless given)")
 	sinceFlag := fs.String("since", "", "only sessions asked for (ended, with --state ended) since this `time`: a duration before now (10m, 1d) or an RFC 3339 time")
 	out := newOutputFlags(fs)
 	if _, err := parse(fs, args); err != nil {
 		return usageError(stderr, err)
 	}
 	form, err := out.form()
-	if err == nil && *state != "" && *state != "running" && *state != "queued" && *state != "ended" {
-		err = fmt.Errorf("--state %q: want running, queued or ended", *state)
+	if err == nil && *state != "" && *state != "running" && *state != "queued" && *state != "paused" && *state != "ended" {
+		err = fmt.Errorf("--state %q: want running, queued, paused or ended", *state)
 	}
 	var since time.Duration // 0: no bound
 	if from, perr := store.ParseTimeBound(*sinceFlag, time.Now()); err == nil && perr != nil {
@@ -136,10 +147,15 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 		return endedSessions(c, *host, *node, since, form, stdout, stderr)
 	}
 	all, silent, err := fleetSessions(ctx, c)
+	var paused []liveSession
+	if err == nil {
+		paused, err = pausedSessions(ctx, c)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux sessions:", c.explain(err))
 		return exitError
 	}
+	all = append(all, paused...)
 	// A node that did not answer makes the listing partial: it is printed, and the exit
 	// code says it is not the whole fleet's.
 	done := exitOK
@@ -158,7 +174,7 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 		return max(jsonLines(stdout, list), done)
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no session is running or queued")
+		fmt.Fprintln(stdout, "no session is running, queued or paused")
 		return done
 	}
 	header := []string{"SESSION", "HOST", "NODE", "STATE", "AGE"}
@@ -167,7 +183,7 @@ func sessions(args []string, stdout, stderr io.Writer) int {
 	}
 	rows := make([][]string, 0, len(list))
 	for _, s := range list {
-		row := []string{s.Session, s.Host, s.Node, s.State, (time.Duration(s.AgeMS) * time.Millisecond).Round(time.Second).String()}
+		row := []string{s.Session, s.Host, s.Node, stateInWords(s), (time.Duration(s.AgeMS) * time.Millisecond).Round(time.Second).String()}
 		if form == outWide {
 			row = append(row, dash(s.Task), strconv.Itoa(s.Attempt))
 		}

@@ -617,7 +617,7 @@ function renderSessions() {
     el("td", {}, el("a", { href: "#/session/" + s.id }, s.id)),
     el("td", {}, s.host + (s.stage ? ` (${s.pipeline}/${s.stage})` : "")),
     el("td", {}, s.node || ""),
-    el("td", { class: "state-" + (s.paused ? "paused" : s.state) }, s.paused ? "paused: spent " + s.paused : s.state + (s.error ? ": " + s.error : "")),
+    el("td", { class: "state-" + (s.paused ? "paused" : s.state) }, s.paused ? "paused: " + s.paused : s.state + (s.error ? ": " + s.error : "")),
     s.state === "running" ? el("td", { class: "duration", "data-started": String(s.started) }, seconds(Date.now() - s.started))
       : el("td", { class: "duration" }, seconds(s.duration_ms || 0)),
     el("td", { class: "cost", title: spendText(s.spend) }, s.spend ? "$" + s.spend.cost_usd.toFixed(4) + (s.spend.unpriced ? "+" : "") : ""),
