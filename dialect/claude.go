@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -162,6 +163,11 @@ func (c *claude) decode(raw []byte) ([]*protocol.Message, error) {
 			return nil, err
 		}
 		return []*protocol.Message{m}, nil
+	}
+	if l.Type == "rate_limit_event" || l.Subtype == "api_retry" {
+		if m, err := claudeLimit(&l, raw, time.Now()); m != nil || err != nil {
+			return []*protocol.Message{m}, err
+		}
 	}
 	switch l.Type {
 	case "system":

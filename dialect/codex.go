@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -31,6 +32,7 @@ type codex struct {
 	byRPC       map[string][]string     // the server request's id → canonical ids, for resolved
 	changing    map[string][]fileChange // a file change item's id → what it changes, until it completes
 	resume      string                  // the thread the next session goes on in (thread/resume)
+	limitResets int64                   // when its account's limits reset, unix seconds, once it said
 }
 
 type codexInput struct {
@@ -229,6 +231,14 @@ func (c *codex) notification(m *rpcMessage, raw []byte) ([]*protocol.Message, []
 		}
 	case "serverRequest/resolved":
 		return c.resolved(p.RequestID, raw), nil, nil
+	case "account/rateLimits/updated":
+		c.codexRateLimits(m.Params)
+		fields = map[string]any{"type": "log", "message": "codex account/rateLimits/updated"}
+	case "error":
+		if limit, err := c.codexLimit(m.Params, raw, time.Now()); limit != nil || err != nil {
+			return []*protocol.Message{limit}, nil, err
+		}
+		fields = map[string]any{"type": "log", "message": "codex error"}
 	case "thread/tokenUsage/updated":
 		return one(c.usage(m.Params, raw))
 	case "turn/completed":

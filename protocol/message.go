@@ -110,6 +110,7 @@ type Message struct {
 	Capabilities []string
 	Usage        *Usage          // a usage line's
 	State        json.RawMessage // a checkpoint's
+	RetryAfter   int64           // a limit's retry_after_ms
 }
 
 // EffectiveKind is the kind the answer is validated against.
@@ -201,7 +202,7 @@ func Decode(line []byte, plain PlainText) (*Message, error) {
 func canonical(name string) Type {
 	switch t := Type(name); t {
 	case TypeProgress, TypeLog, TypePartial, TypeHeartbeat, TypeQuestion, TypeApproval,
-		TypeToolCall, TypeResult, TypeError, TypeInitAck, TypeUsage, TypeCheckpoint:
+		TypeToolCall, TypeResult, TypeError, TypeInitAck, TypeUsage, TypeCheckpoint, TypeLimit:
 		return t
 	}
 	return TypeUnhandled
@@ -263,6 +264,13 @@ func (m *Message) fill(w *wire) error {
 			return err
 		}
 		m.State = state
+	}
+	if m.Type == TypeLimit {
+		wait, err := limitWait(m.Raw)
+		if err != nil {
+			return err
+		}
+		m.RetryAfter = wait
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/protocol"
@@ -64,10 +65,18 @@ func (a *Agent) onLine(msg *protocol.Message) {
 	case protocol.TypeResult:
 		a.publishOn(s, string(msg.Type), msg.Raw)
 		a.onResult(s, msg)
+	case protocol.TypeLimit:
+		a.publishOn(s, string(msg.Type), msg.Raw)
+		a.limited(s, time.Duration(msg.RetryAfter)*time.Millisecond, fmt.Sprintf("usage limit: host %s's agent says to wait %v: %s",
+			a.host.Name, (time.Duration(msg.RetryAfter)*time.Millisecond).Round(time.Second), msg.Message))
 	case protocol.TypeError:
 		a.publishOn(s, string(msg.Type), msg.Raw)
 		if s.budget != nil && s.budget.interrupted {
 			a.turnEnded(s) // the turn interrupted for a pause: the session waits
+			return
+		}
+		if l := s.leave; l != nil && l.reason == wire.PausedAtLimit {
+			a.goAway(s) // the agent gave up at its limit: paused, from its latest checkpoint
 			return
 		}
 		text := msg.Message
