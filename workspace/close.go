@@ -175,14 +175,23 @@ func (p *Provider) remove(ctx context.Context, ws *Workspace) {
 	if ws.Mode != config.WorkspaceWorktree {
 		return
 	}
+	if p.pruneWorktrees(ctx) {
+		p.collect(ctx)
+	}
+}
+
+// pruneWorktrees drops the mirror's notes of removed worktrees; false when there is no
+// mirror.
+func (p *Provider) pruneWorktrees(ctx context.Context) bool {
 	p.root.mu.Lock()
 	defer p.root.mu.Unlock()
 	if _, err := os.Stat(p.root.mirror()); err != nil {
-		return
+		return false
 	}
 	if _, err := p.git.run(ctx, localTimeout, "", "--git-dir="+p.root.mirror(), "worktree", "prune"); err != nil {
 		p.root.log.Warn("the mirror's worktrees were not pruned; the node prunes them when it starts again", "err", err)
 	}
+	return true
 }
 
 // Size is how many bytes the files under dir take, its links not followed; 0 when it

@@ -33,6 +33,9 @@ type Root struct {
 	dir string
 	log *slog.Logger
 	mu  sync.Mutex // held by the commands that write the mirror's refs and worktrees
+	// collected is when the mirror's unreachable objects were last collected (gc.go);
+	// under mu.
+	collected collection
 }
 
 // OpenRoot opens (making it if need be) the root at dir.

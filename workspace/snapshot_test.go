@@ -2,7 +2,9 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -105,4 +107,45 @@ func containsAll(s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestTheMirrorDropsSupersededCheckpoints: the checkpoint commits a worktree's session
+// wrote, each superseding the last, are collected from the mirror once the worktree is
+// removed.
+func TestTheMirrorDropsSupersededCheckpoints(t *testing.T) {
+	src := repo(t)
+	ctx := context.Background()
+	p := provider(t, spec(config.WorkspaceWorktree, src))
+	p.root.collected = collection{grace: "now"}
+	ws, err := p.Open(ctx, "s-gc", 0, From{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var commits []string
+	for i := range 3 {
+		write(t, filepath.Join(ws.Path, "step.txt"), fmt.Sprintf("step %d\n", i))
+		s, err := p.Snapshot(ctx, ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		commits = append(commits, s.Commit)
+	}
+	mirror := p.root.mirror()
+	exists := func(commit string) bool {
+		return exec.Command("git", "--git-dir="+mirror, "cat-file", "-e", commit).Run() == nil
+	}
+	for _, c := range commits {
+		if !exists(c) {
+			t.Fatalf("checkpoint commit %s is not in the mirror before the collection", c)
+		}
+	}
+	p.Discard(ctx, ws)
+	for _, c := range commits {
+		if exists(c) {
+			t.Errorf("checkpoint commit %s is still in the mirror after its worktree went", c)
+		}
+	}
+	if !exists(ws.Base) {
+		t.Errorf("the base %s went with the checkpoints", ws.Base)
+	}
 }
