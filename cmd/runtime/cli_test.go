@@ -67,7 +67,7 @@ type proc struct {
 }
 
 // runtimeProc starts `runtime args…` as a real process.
-func runtimeProc(t *testing.T, args ...string) *proc {
+func runtimeProc(t testing.TB, args ...string) *proc {
 	t.Helper()
 	return startProc(t, exec.Command(os.Args[0], args...))
 }
@@ -75,7 +75,7 @@ func runtimeProc(t *testing.T, args ...string) *proc {
 // startProc starts cmd, which runs this binary as `runtime`, and stops it at cleanup.
 // A node it starts as root (up, run) has its manifest's agents run as root
 // (agentsAsRoot).
-func startProc(t *testing.T, cmd *exec.Cmd) *proc {
+func startProc(t testing.TB, cmd *exec.Cmd) *proc {
 	t.Helper()
 	if len(cmd.Args) > 1 && cmd.Args[0] == os.Args[0] && (cmd.Args[1] == "up" || cmd.Args[1] == "run") {
 		if i := slices.Index(cmd.Args, "-c"); i > 0 && i+1 < len(cmd.Args) {
@@ -110,7 +110,7 @@ var userKey = regexp.MustCompile(`^\s*user\s*=`)
 // "root" when the tests run as root (as in CI), where a node refuses an agent with no
 // user: what a test's agents may do is its sandbox's to decide, as it is for a node run
 // as a user. The tests that play a root node's agents say who they run as themselves.
-func agentsAsRoot(t *testing.T, path string) {
+func agentsAsRoot(t testing.TB, path string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		return
@@ -155,13 +155,13 @@ func (p *proc) wait(t *testing.T, d time.Duration) int {
 }
 
 // until polls out until it contains want, for up to 20 s.
-func until(t *testing.T, what string, out *syncBuffer, want string) {
+func until(t testing.TB, what string, out *syncBuffer, want string) {
 	t.Helper()
 	untilWithin(t, what, out, want, 20*time.Second)
 }
 
 // untilWithin polls out until it contains want, for up to d.
-func untilWithin(t *testing.T, what string, out *syncBuffer, want string, d time.Duration) {
+func untilWithin(t testing.TB, what string, out *syncBuffer, want string, d time.Duration) {
 	t.Helper()
 	proctest.Within(t, d, func() error {
 		if strings.Contains(out.String(), want) {

@@ -40,13 +40,13 @@ type fleet struct {
 
 // startFleet starts the three servers and writes the fleet manifest with body (hosts,
 // supervisors, routes) after its [nats] table.
-func startFleet(t *testing.T, body string) *fleet {
+func startFleet(t testing.TB, body string) *fleet {
 	t.Helper()
 	return startFleetOn(t, "127.0.0.1", body)
 }
 
 // startFleetOn is startFleet with the servers' client listeners on host.
-func startFleetOn(t *testing.T, host, body string) *fleet {
+func startFleetOn(t testing.TB, host, body string) *fleet {
 	t.Helper()
 	f := &fleet{dir: t.TempDir()}
 	client, cluster := []int{proctest.FreePort(t), proctest.FreePort(t), proctest.FreePort(t)}, []int{proctest.FreePort(t), proctest.FreePort(t), proctest.FreePort(t)}
@@ -98,11 +98,11 @@ command = "true"
 }
 
 // server starts (or restarts, on its store) the i-th NATS server.
-func (f *fleet) server(t *testing.T, i int) *proc {
+func (f *fleet) server(t testing.TB, i int) *proc {
 	return runtimeProc(t, "up", "-c", f.configs[i], "--name", f.names[i], "--no-hosts", "--no-supervisors", "--log", "info")
 }
 
-func (f *fleet) write(t *testing.T, name, text string) string {
+func (f *fleet) write(t testing.TB, name, text string) string {
 	t.Helper()
 	path := filepath.Join(f.dir, name)
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
@@ -112,19 +112,19 @@ func (f *fleet) write(t *testing.T, name, text string) string {
 }
 
 // node starts `agentmux up` on the fleet's manifest with role flags.
-func (f *fleet) node(t *testing.T, name string, flags ...string) *proc {
+func (f *fleet) node(t testing.TB, name string, flags ...string) *proc {
 	t.Helper()
 	return f.nodeOn(t, f.manifest, name, flags...)
 }
 
 // nodeWith starts `agentmux up` on a manifest of its own: the fleet's connection, then
 // body.
-func (f *fleet) nodeWith(t *testing.T, name, body string) *proc {
+func (f *fleet) nodeWith(t testing.TB, name, body string) *proc {
 	t.Helper()
 	return f.nodeOn(t, f.write(t, name+".toml", f.header+body), name)
 }
 
-func (f *fleet) nodeOn(t *testing.T, manifest, name string, flags ...string) *proc {
+func (f *fleet) nodeOn(t testing.TB, manifest, name string, flags ...string) *proc {
 	t.Helper()
 	p := runtimeProc(t, append([]string{"up", "-c", manifest, "--name", name, "--log", "info"}, flags...)...)
 	// Within the time a node gives the cluster itself: on 2 loaded cores, with the rest
@@ -134,7 +134,7 @@ func (f *fleet) nodeOn(t *testing.T, manifest, name string, flags ...string) *pr
 }
 
 // conn is a client connection to the fleet, as the CLI makes one.
-func (f *fleet) conn(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+func (f *fleet) conn(t testing.TB) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	id := bus.Identity{User: "fleet", Password: os.Getenv("AGENTMUX_TEST_FLEET_PASSWORD")}
 	nc, err := bus.Connect(bus.Client{URL: strings.Join(f.urls, ","), Name: "fleet-test", Identity: id}, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
@@ -150,7 +150,7 @@ func (f *fleet) conn(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 }
 
 // submit queues tasks as `agentmux submit` does, all at once from the test's connection.
-func submitTasks(t *testing.T, js jetstream.JetStream, host, prompt string, ids ...string) {
+func submitTasks(t testing.TB, js jetstream.JetStream, host, prompt string, ids ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -163,7 +163,7 @@ func submitTasks(t *testing.T, js jetstream.JetStream, host, prompt string, ids 
 }
 
 // events decodes every event on subject into a channel, until the test ends.
-func events[T any](t *testing.T, nc *nats.Conn, subject string) <-chan T {
+func events[T any](t testing.TB, nc *nats.Conn, subject string) <-chan T {
 	t.Helper()
 	out := make(chan T, 1024)
 	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
@@ -186,7 +186,7 @@ func events[T any](t *testing.T, nc *nats.Conn, subject string) <-chan T {
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
-func kill(t *testing.T, p *proc) {
+func kill(t testing.TB, p *proc) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func kill(t *testing.T, p *proc) {
 // the cluster does when it reads the killed node's connection closed. Until then a
 // request a server hands to the dead node's queue subscription is lost; on a loaded
 // machine a server can take a moment to get there.
-func (f *fleet) forgotten(t *testing.T, node string) {
+func (f *fleet) forgotten(t testing.TB, node string) {
 	t.Helper()
 	id := bus.Identity{User: "fleet", Password: os.Getenv("AGENTMUX_TEST_FLEET_PASSWORD")}
 	for i, url := range f.urls {
@@ -217,7 +217,7 @@ func (f *fleet) forgotten(t *testing.T, node string) {
 // auditRecords reads every audit record of the fleet, by sequence; it fails the test
 // when the stream cannot be read within 45 s (a server just killed may have led it, and
 // on a loaded machine the election takes its time).
-func auditRecords(t *testing.T, js jetstream.JetStream) []wire.AuditRecord {
+func auditRecords(t testing.TB, js jetstream.JetStream) []wire.AuditRecord {
 	t.Helper()
 	var out []wire.AuditRecord
 	var err error
