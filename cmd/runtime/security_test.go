@@ -391,6 +391,31 @@ func TestSecureRoles(t *testing.T) {
 			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "interrupt"), []byte(`{"session":"t-none"}`))
 			return err
 		}},
+		{"pause a session", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "pause"), []byte(`{"session":"t-none"}`))
+			return err
+		}},
+		{"resume a session", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "resume"), []byte(`{"session":"t-none"}`))
+			return err
+		}},
+		{"list the paused sessions", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := store.ReadPaused(ctx, nc)
+			return err
+		}},
+		{"mark a session paused", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// A forged entry would have a resume queue a task of the forger's choosing.
+			_, err := js.Publish(ctx, "$KV."+wire.PausedBucket+".t-none", []byte(`{"session":"t-none","host":"w","seq":1,"subject":"agentmux.task.w"}`))
+			return err
+		}},
+		{"forge a checkpoint", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// A forged checkpoint would bring a session back in a state of the forger's.
+			_, err := js.Publish(ctx, "$KV."+wire.CheckpointIndexBucket+".t-none.000009", []byte(`{"session":"t-none","seq":9,"host":"w","parts":[{"name":"state","bytes":2}]}`))
+			if err == nil {
+				_, err = js.Publish(ctx, "$O."+wire.CheckpointBucket+".C.forged", []byte(`{}`))
+			}
+			return err
+		}},
 	}
 	for _, user := range []string{"machine", "ops", "view", "pager", "desk"} {
 		for _, op := range ops {
