@@ -24,8 +24,7 @@ type Checkpoints struct {
 	nc   *nats.Conn
 	obj  jetstream.ObjectStore
 	idx  jetstream.KeyValue
-	raw  jetstream.Stream // the index's stream: an old entry is purged from it, leaving no marker to read past
-	keep int              // the latest of each session kept
+	keep int // the latest of each session kept
 }
 
 // ErrNoCheckpoint is a session, or a seq of one, with no checkpoint.
@@ -42,17 +41,14 @@ func OpenCheckpoints(ctx context.Context, js jetstream.JetStream, keep int) (*Ch
 	if err != nil {
 		return nil, fmt.Errorf("store: open the checkpoints' index: %w", err)
 	}
-	raw, err := js.Stream(ctx, "KV_"+wire.CheckpointIndexBucket)
-	if err != nil {
-		return nil, fmt.Errorf("store: open the checkpoints' index: %w", err)
-	}
-	return &Checkpoints{nc: js.Conn(), obj: obj, idx: idx, raw: raw, keep: max(keep, 1)}, nil
+	return &Checkpoints{nc: js.Conn(), obj: obj, idx: idx, keep: max(keep, 1)}, nil
 }
 
-// Put records checkpoint c of its session with its parts (by name), then lists it, and
-// removes the session's checkpoint that falls out of the latest keep. c's Parts and
-// Bytes are filled from parts. The parts are one object, one after another in the
-// order c.Parts lists them: a checkpoint is one object's write and one entry's.
+// Put records checkpoint c of its session with its parts (by name), then lists it, in
+// its slot (wire.CheckpointSlot): the session's checkpoint that falls out of the latest
+// keep is replaced by the writes. c's Parts and Bytes are filled from parts. The parts
+// are one object, one after another in the order c.Parts lists them: a checkpoint is
+// one object's write and one entry's.
 func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error {
 	c.Parts, c.Bytes = nil, 0
 	var obj []byte
@@ -63,35 +59,17 @@ func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[str
 		c.Bytes += int64(len(data))
 		obj = append(obj, data...)
 	}
-	if _, err := s.obj.PutBytes(ctx, wire.CheckpointObject(c.Session, c.Seq), obj); err != nil {
+	slot := wire.CheckpointSlot(c.Seq, s.keep)
+	c.Object = wire.CheckpointObject(c.Session, slot)
+	if _, err := s.obj.PutBytes(ctx, c.Object, obj); err != nil {
 		return fmt.Errorf("store: write checkpoint %d of session %s: %w", c.Seq, c.Session, err)
 	}
 	data, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	if _, err := s.idx.Put(ctx, wire.CheckpointKey(c.Session, c.Seq), data); err != nil {
+	if _, err := s.idx.Put(ctx, wire.CheckpointKey(c.Session, slot), data); err != nil {
 		return fmt.Errorf("store: list checkpoint %d of session %s: %w", c.Seq, c.Session, err)
-	}
-	return s.prune(ctx, c.Session, c.Seq)
-}
-
-// prune removes the checkpoint of session that latest, its newest, takes the place of
-// among the latest keep: the one keep before it, by its names, not by listing the
-// session's (a checkpoint costs the same at the thousandth as at the first). One left
-// by a prune that failed goes at the bucket's max_age.
-func (s *Checkpoints) prune(ctx context.Context, session string, latest int) error {
-	seq := latest - s.keep
-	if seq < 1 {
-		return nil
-	}
-	if err := s.obj.Delete(ctx, wire.CheckpointObject(session, seq)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-		return fmt.Errorf("store: remove an old checkpoint of session %s: %w", session, err)
-	}
-	// Not the bucket's purge, whose marker every later listing would read past: a
-	// session checkpointing for hours would list slower and slower.
-	if err := s.raw.Purge(ctx, jetstream.WithPurgeSubject("$KV."+wire.CheckpointIndexBucket+"."+wire.CheckpointKey(session, seq))); err != nil {
-		return fmt.Errorf("store: unlist an old checkpoint of session %s: %w", session, err)
 	}
 	return nil
 }
@@ -130,7 +108,7 @@ func (s *Checkpoints) Part(ctx context.Context, c *wire.Checkpoint, name string)
 
 // Parts reads checkpoint c's parts, each checked against the SHA-256 it was listed with.
 func (s *Checkpoints) Parts(ctx context.Context, c *wire.Checkpoint) (map[string][]byte, error) {
-	data, err := s.obj.GetBytes(ctx, wire.CheckpointObject(c.Session, c.Seq))
+	data, err := s.obj.GetBytes(ctx, c.Object)
 	if err != nil {
 		return nil, fmt.Errorf("store: read checkpoint %d of session %s: %w", c.Seq, c.Session, err)
 	}

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/agentmux/agentmux/protocol"
 )
@@ -22,10 +21,12 @@ const (
 )
 
 // Checkpoint is one checkpoint of a session, as the index lists it under
-// CheckpointKey(session, seq).
+// CheckpointKey(session, its slot).
 type Checkpoint struct {
 	Session string `json:"session"`
 	Seq     int    `json:"seq"` // its session's first is 1
+	// Object names its parts' object in CheckpointBucket (CheckpointObject).
+	Object  string `json:"object"`
 	Host    string `json:"host"`
 	Node    string `json:"node"`
 	Attempt int    `json:"attempt"`
@@ -64,21 +65,21 @@ type CheckpointPart struct {
 	SHA256 string `json:"sha256"`
 }
 
-// CheckpointKey is a checkpoint's key in the index: <session>.<seq>, its seq padded so
-// that the keys of a session sort as they were taken.
-func CheckpointKey(session string, seq int) string {
-	return session + "." + padSeq(seq)
+// CheckpointSlot is where checkpoint seq of a session that keeps its latest keep goes:
+// seq mod keep. A checkpoint takes the place of the one keep before it, which goes with
+// the write: no checkpoint costs a removal.
+func CheckpointSlot(seq, keep int) int { return seq % max(keep, 1) }
+
+// CheckpointKey is the key in the index of a session's checkpoint in slot
+// (CheckpointSlot): <session>.<slot>.
+func CheckpointKey(session string, slot int) string {
+	return session + "." + strconv.Itoa(slot)
 }
 
-func padSeq(seq int) string {
-	s := strconv.Itoa(seq)
-	return strings.Repeat("0", max(6-len(s), 0)) + s
-}
-
-// CheckpointObject is the name of a checkpoint in CheckpointBucket: one object, its
-// parts one after another in the order its index entry lists them.
-func CheckpointObject(session string, seq int) string {
-	return session + "/" + padSeq(seq)
+// CheckpointObject is the name in CheckpointBucket of a session's checkpoint in slot:
+// one object, its parts one after another in the order its index entry lists them.
+func CheckpointObject(session string, slot int) string {
+	return session + "/" + strconv.Itoa(slot)
 }
 
 // CheckpointExport asks a node for one part of a session's checkpoint: seq 0 is its
