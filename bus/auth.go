@@ -53,17 +53,20 @@ const responseTTL = 24 * time.Hour
 
 // readable are the streams and buckets operators and viewers may read.
 var readable = []string{wire.AuditStream, wire.TaskStream, wire.EventStream, "KV_" + wire.PendingBucket, "KV_" + wire.NodesBucket, "KV_" + wire.PipelineBucket,
-	"KV_" + wire.SpendBucket, "KV_" + wire.PromotionsBucket, "KV_" + wire.CheckpointIndexBucket, "KV_" + wire.PausedBucket}
+	"KV_" + wire.SpendBucket, "KV_" + wire.PromotionsBucket, "KV_" + wire.CheckpointIndexBucket}
 
 // readStream is what reading a stream takes: its info, message gets (scan) and direct
-// gets (a bucket's key). No consumer: its creator would choose where it delivers, and
-// the server does not check that the creator may receive there (CheckRequest).
+// gets of a subject's last message (a bucket's key), and for the history of events,
+// batched direct gets (store.scanDirect). No consumer: its creator would choose where
+// it delivers, and the server does not check that the creator may receive there
+// (CheckRequest). Each subject counts: in operator mode a user's permissions travel in
+// its JWT, whose CONNECT line a server caps at 4 KiB.
 func readStream(stream string) []string {
-	return []string{
-		"$JS.API.STREAM.INFO." + stream,
-		"$JS.API.STREAM.MSG.GET." + stream,
-		"$JS.API.DIRECT.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>",
+	out := []string{"$JS.API.STREAM.INFO." + stream, "$JS.API.STREAM.MSG.GET." + stream, "$JS.API.DIRECT.GET." + stream + ".>"}
+	if stream == wire.EventStream {
+		out = append(out, "$JS.API.DIRECT.GET."+stream)
 	}
+	return out
 }
 
 // PermissionsFor returns what u may do: docs/security.md shows the same table.
@@ -105,9 +108,9 @@ func PermissionsFor(u User) Permissions {
 			}
 			g.Publish = append(g.Publish, queue, "$JS.API.STREAM.MSG.DELETE."+wire.TaskStream, wire.RespondSubject(u.Name, ">"), wire.RevokeSubject(u.Name, ">"),
 				wire.RulesChangeSubject("*", u.Name), wire.BudgetRaiseSubject("*", u.Name), wire.ShadowPromoteSubject("*", u.Name))
-			for _, verb := range CtlVerbs() {
-				g.Publish = append(g.Publish, wire.CtlSubject("*", verb))
-			}
+			// Every control verb (CtlVerbs), as one wildcard: a user's permissions travel
+			// in its JWT in operator mode, whose CONNECT line the server caps at 4 KiB.
+			g.Publish = append(g.Publish, wire.CtlSubject("*", "*"))
 		}
 		return g
 	case RoleSupervisor:
@@ -125,7 +128,7 @@ func PermissionsFor(u User) Permissions {
 
 // CtlVerbs are the control requests a node answers on agentmux.ctl.<node>.<verb>.
 func CtlVerbs() []string {
-	return []string{"list", "interrupt", "message", "cancel", "pause", "resume", "drain", "undrain", "workspaces", "workspace-diff", "workspace-clean"}
+	return []string{"list", "interrupt", "message", "cancel", "pause", "resume", "paused", "drain", "undrain", "workspaces", "workspace-diff", "workspace-clean"}
 }
 
 // forServer turns the permissions into the server's subject permissions; an empty list allows

@@ -58,7 +58,9 @@ func TestRolesAllowing(t *testing.T) {
 		{"ops", true, wire.RevokeSubject("alice", "g-h-1"), []Role{RoleNode, RoleConsole}}, // revoked as another: the console only
 		{"pager", false, wire.AskSubject("oncall"), []Role{RoleNode}},                      // supervisors are named per user
 		{"x", true, "$JS.API.STREAM.PURGE." + wire.AuditStream, []Role{RoleNode}},
-		{"x", true, "$JS.API.DIRECT.GET." + wire.AuditStream, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		{"x", true, "$JS.API.DIRECT.GET." + wire.AuditStream + ".agentmux.audit.w.s-1", []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}},
+		{"x", true, "$JS.API.DIRECT.GET." + wire.EventStream, []Role{RoleNode, RoleOperator, RoleViewer, RoleConsole}}, // batched: the history
+		{"x", true, "$JS.API.DIRECT.GET." + wire.AuditStream, []Role{RoleNode}},
 		// Readers make no consumers: a consumer's creator says where it delivers.
 		{"x", true, "$JS.API.CONSUMER.CREATE." + wire.AuditStream, []Role{RoleNode}},
 		{"x", true, "$JS.API.CONSUMER.DURABLE.CREATE." + wire.AuditStream + ".d", []Role{RoleNode}},

@@ -1,16 +1,20 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/agentmux/agentmux/bus"
 	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 )
@@ -22,8 +26,9 @@ const pausedSweep = time.Minute
 // pauses is the fleet's paused sessions as this node keeps them: the store the router
 // records them in, and the watch that keeps agentmux_sessions_paused.
 type pauses struct {
-	store *store.Paused
-	stop  context.CancelFunc
+	store  *store.Paused
+	stop   context.CancelFunc
+	latest atomic.Pointer[map[string]*wire.PausedSession] // as the watch last saw them
 }
 
 // openPaused opens the fleet's paused sessions, keeps agentmux_sessions_paused from
@@ -36,9 +41,10 @@ func (n *Node) openPaused() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	watch, stop := context.WithCancel(context.Background())
-	n.pauses = pauses{store: st, stop: stop}
+	n.pauses.store, n.pauses.stop = st, stop
 	gauge := n.Metrics.PausedNow
 	err = st.Watch(watch, func(paused map[string]*wire.PausedSession) {
+		n.pauses.latest.Store(&paused)
 		gauge.Reset()
 		for _, p := range paused {
 			if p.Running == "" {
@@ -62,24 +68,22 @@ func (n *Node) openPaused() error {
 			}
 		}
 	})
-	subject := wire.CtlSubject(n.Name, "resume")
-	sub, err := n.Bus.Conn.Subscribe(subject, func(m *nats.Msg) {
-		if err := bus.CheckRequest(m, subject); err != nil {
-			n.log.Warn("control request refused", "err", err)
-			return
-		}
-		n.engine.routines.Go(func(ctx context.Context) {
-			ctx, cancel := context.WithTimeout(ctx, ctlTimeout)
-			defer cancel()
-			data, _ := json.Marshal(n.resumeSession(ctx, m.Data))
-			_ = m.Respond(data) // the requester times out on its own if this fails
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("node: serve %s: %w", subject, err)
+	if err := n.serveCtl("resume", ctlTimeout, func(ctx context.Context, data []byte) any { return n.resumeSession(ctx, data) }); err != nil {
+		return err
 	}
-	n.control.subs = append(n.control.subs, sub)
-	return nil
+	return n.serveCtl("paused", ctlTimeout, func(context.Context, []byte) any { return n.pausedList() })
+}
+
+// pausedList is the fleet's paused sessions, longest paused first.
+func (n *Node) pausedList() []*wire.PausedSession {
+	out := []*wire.PausedSession{}
+	if m := n.pauses.latest.Load(); m != nil {
+		out = slices.AppendSeq(out, maps.Values(*m))
+	}
+	slices.SortFunc(out, func(a, b *wire.PausedSession) int {
+		return cmp.Or(cmp.Compare(a.Since, b.Since), strings.Compare(a.Session, b.Session))
+	})
+	return out
 }
 
 func (n *Node) closePaused() {
@@ -226,8 +230,8 @@ func (n *Node) queueAgain(ctx context.Context, subject string, header nats.Heade
 func (n *Node) sweepPaused(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, ctlTimeout)
 	defer cancel()
-	list, err := store.ReadPaused(ctx, n.Bus.Conn)
-	if err != nil || len(list) == 0 {
+	list := n.pausedList()
+	if len(list) == 0 {
 		return
 	}
 	tasks, err := n.Bus.JS.Stream(ctx, wire.TaskStream)

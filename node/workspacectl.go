@@ -22,32 +22,38 @@ const workspaceCtlTimeout = 2 * time.Minute
 // holds), .workspace-diff and .workspace-clean, each on a goroutine of its own: a git
 // command may take its time.
 func (n *Node) serveWorkspaces() error {
-	handle := func(verb string, fn func(ctx context.Context, data []byte) *wire.WorkspaceReply) error {
-		subject := wire.CtlSubject(n.Name, verb)
-		sub, err := n.Bus.Conn.Subscribe(subject, func(m *nats.Msg) {
-			if err := bus.CheckRequest(m, subject); err != nil {
-				n.log.Warn("control request refused", "err", err)
-				return
-			}
-			n.engine.routines.Go(func(ctx context.Context) {
-				ctx, cancel := context.WithTimeout(ctx, workspaceCtlTimeout)
-				defer cancel()
-				data, _ := json.Marshal(fn(ctx, m.Data))
-				_ = m.Respond(data) // the requester times out on its own if this fails
-			})
-		})
-		if err == nil {
-			n.control.subs = append(n.control.subs, sub)
+	for verb, fn := range map[string]func(ctx context.Context, data []byte) *wire.WorkspaceReply{
+		"workspaces": n.listWorkspaces, "workspace-diff": n.diffWorkspace, "workspace-clean": n.cleanWorkspaces,
+	} {
+		if err := n.serveCtl(verb, workspaceCtlTimeout, func(ctx context.Context, data []byte) any { return fn(ctx, data) }); err != nil {
+			return err
 		}
-		return err
 	}
-	if err := handle("workspaces", n.listWorkspaces); err != nil {
-		return err
+	return nil
+}
+
+// serveCtl answers agentmux.ctl.<node>.<verb> with what fn returns, as JSON, each
+// request on a goroutine of its own, within timeout. Only a request a client published
+// there is served (bus.CheckRequest).
+func (n *Node) serveCtl(verb string, timeout time.Duration, fn func(ctx context.Context, data []byte) any) error {
+	subject := wire.CtlSubject(n.Name, verb)
+	sub, err := n.Bus.Conn.Subscribe(subject, func(m *nats.Msg) {
+		if err := bus.CheckRequest(m, subject); err != nil {
+			n.log.Warn("control request refused", "err", err)
+			return
+		}
+		n.engine.routines.Go(func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			data, _ := json.Marshal(fn(ctx, m.Data))
+			_ = m.Respond(data) // the requester times out on its own if this fails
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("node: serve %s: %w", subject, err)
 	}
-	if err := handle("workspace-diff", n.diffWorkspace); err != nil {
-		return err
-	}
-	return handle("workspace-clean", n.cleanWorkspaces)
+	n.control.subs = append(n.control.subs, sub)
+	return nil
 }
 
 func (n *Node) providers() map[string]*workspace.Provider {

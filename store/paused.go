@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmux/agentmux/wire"
@@ -94,21 +92,4 @@ func (p *Paused) Watch(ctx context.Context, each func(map[string]*wire.PausedSes
 		return fmt.Errorf("store: watch the paused sessions: %w", err)
 	}
 	return nil
-}
-
-// ReadPaused reads the sessions paused, with what a reader of the bus may do
-// (scanBucket).
-func ReadPaused(ctx context.Context, nc *nats.Conn) ([]wire.PausedSession, error) {
-	var out []wire.PausedSession
-	err := scanBucket(ctx, nc, wire.PausedBucket, func(_ string, value []byte, _ time.Time) error {
-		var s wire.PausedSession
-		if json.Unmarshal(value, &s) == nil {
-			out = append(out, s)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: read the paused sessions: %w", err)
-	}
-	return out, nil
 }

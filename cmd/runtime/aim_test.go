@@ -113,8 +113,8 @@ func TestSecureReadersCannotAimTheBus(t *testing.T) {
 		nc, _, _ := s.conn(t, user)
 		for _, target := range targets {
 			for _, req := range []struct{ subject, body string }{
-				{"$JS.API.DIRECT.GET.KV_" + wire.NodesBucket, `{"last_by_subj":"$KV.` + wire.NodesBucket + "." + secureNodeName + `"}`},
-				{"$JS.API.DIRECT.GET.KV_" + wire.PendingBucket, `{"last_by_subj":"$KV.` + wire.PendingBucket + "." + id + `"}`},
+				{"$JS.API.DIRECT.GET.KV_" + wire.NodesBucket + ".$KV." + wire.NodesBucket + "." + secureNodeName, ``},
+				{"$JS.API.DIRECT.GET.KV_" + wire.PendingBucket + ".$KV." + wire.PendingBucket + "." + id, ``},
 				{"$JS.API.STREAM.INFO." + wire.AuditStream, ``},
 				{"$JS.API.STREAM.MSG.GET." + wire.TaskStream, `{"seq":1}`},
 				{"$JS.API.INFO", ``},

@@ -685,7 +685,7 @@ func TestSteeringTheFleetFromTheCLI(t *testing.T) {
 	if code != exitOK || len(listed) != 1 || listed[0]["session"] != "t-long-1" || listed[0]["node"] != "steer" || listed[0]["state"] != "running" {
 		t.Fatalf("sessions -o json: exit %d\n%s%s", code, out, stderr)
 	}
-	if code, out, _ := cli("sessions", "--state", "queued"); code != exitOK || !strings.Contains(out, "no session is running or queued") {
+	if code, out, _ := cli("sessions", "--state", "queued"); code != exitOK || !strings.Contains(out, "no session is running, queued or paused") {
 		t.Errorf("sessions --state queued: exit %d\n%s", code, out)
 	}
 	code, out, stderr = cli("tasks", "-o", "wide")
@@ -718,7 +718,7 @@ func TestSteeringTheFleetFromTheCLI(t *testing.T) {
 		return code == exitOK && regexp.MustCompile(`t-long-1\s+w\s+steer\s+ended ok.*\s-\s+-\s`).MatchString(out) &&
 			regexp.MustCompile(`t-next\s+w\s+steer\s+ended ok.*\$0\.0123\s+1500\s`).MatchString(out)
 	})
-	if code, _, stderr := cli("sessions", "--state", "done"); code != exitUsage || !strings.Contains(stderr, `--state "done": want running, queued or ended`) {
+	if code, _, stderr := cli("sessions", "--state", "done"); code != exitUsage || !strings.Contains(stderr, `--state "done": want running, queued, paused or ended`) {
 		t.Errorf("sessions --state done: exit %d %s", code, stderr)
 	}
 	hold := runtimeProc(t, "submit", "-c", manifest, "--id", "t-hold", "w", pendingScript, "--follow")

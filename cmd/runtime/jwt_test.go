@@ -106,6 +106,32 @@ func (o *operatorMode) creds(t *testing.T, name string, role bus.Role) string {
 	return path
 }
 
+// TestEveryRoleFitsAConnectLine: a user's JWT, which carries its role's permissions,
+// travels in its CONNECT line, which a server refuses past its max_control_line (4 KiB
+// unless configured): every role's, with a long name, leaves room for the rest of the
+// line. The operator's grew past it once, and its users could not connect.
+func TestEveryRoleFitsAConnectLine(t *testing.T) {
+	account, _ := newKeys(t, nkeys.CreateAccount)
+	for _, role := range []bus.Role{bus.RoleNode, bus.RoleOperator, bus.RoleViewer, bus.RoleSupervisor, bus.RoleConsole, bus.RoleLocal} {
+		_, upub := newKeys(t, nkeys.CreateUser)
+		uc := jwt.NewUserClaims(upub)
+		uc.Name = strings.Repeat("n", 32)
+		g := bus.PermissionsFor(bus.User{Name: uc.Name, Role: role, Supervisors: []string{"oncall", "reviewer"}, Tools: []string{"deploy"}})
+		uc.Pub.Allow.Add(g.Publish...)
+		uc.Sub.Allow.Add(g.Subscribe...)
+		token, err := uc.Encode(account)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("role %s: a JWT of %d bytes", role, len(token))
+		// The rest of the line: the nonce's signature (86 bytes), the user's public key
+		// (56), the client's name, version and flags: some 350 bytes.
+		if most := 4096 - 512; len(token) > most {
+			t.Errorf("role %s's JWT is %d bytes, over %d: its users' CONNECT would pass the server's 4 KiB line; fold its subjects into wildcards", role, len(token), most)
+		}
+	}
+}
+
 // TestOperatorMode: a node and the CLI on a server in operator mode, each with
 // the .creds of a user whose JWT carries its role's permissions: a person's answer is
 // recorded as the JWT's user, and a viewer is refused a submit.
@@ -127,11 +153,18 @@ func TestOperatorMode(t *testing.T) {
 	follow.Env = opsEnv
 	session := startProc(t, follow)
 	var id string
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Log(up.stderr.String(), "\n", last, "\n", session.stderr.String())
+		}
+	}()
 	proctest.EventuallyWithin(t, 20*time.Second, "the request waiting for a person", func() bool {
 		p := exec.Command(os.Args[0], "pending", "-c", manifest)
 		p.Env = opsEnv
 		out := startProc(t, p)
 		out.wait(t, 30*time.Second)
+		last = out.stdout.String() + out.stderr.String()
 		for _, line := range strings.Split(out.stdout.String(), "\n") {
 			if f := strings.Fields(line); len(f) > 3 && f[3] == "t-jwt" {
 				id = f[0]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -123,7 +124,7 @@ func resume(args []string, stdout, stderr io.Writer) int {
 // pausedOrNamed is the paused session id names, or starts with; else id itself (a
 // failed session, which the node finds in the audit).
 func pausedOrNamed(ctx context.Context, c *busClient, id string) (string, error) {
-	paused, err := store.ReadPaused(ctx, c.nc)
+	paused, err := readPaused(ctx, c)
 	if err != nil {
 		return "", err
 	}
@@ -156,9 +157,26 @@ func anyLiveNode(ctx context.Context, c *busClient) (string, error) {
 	return "", fmt.Errorf("no node is up: start one (`agentmux up`), and it takes the request")
 }
 
+// readPaused asks a live node for the fleet's paused sessions (agentmux.ctl.<node>.paused).
+func readPaused(ctx context.Context, c *busClient) ([]wire.PausedSession, error) {
+	node, err := anyLiveNode(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := c.nc.RequestWithContext(ctx, wire.CtlSubject(node, "paused"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("node %s did not say which sessions are paused: %w", node, err)
+	}
+	var out []wire.PausedSession
+	if err := json.Unmarshal(msg.Data, &out); err != nil {
+		return nil, fmt.Errorf("node %s answered %q, which is not a list of paused sessions", node, msg.Data)
+	}
+	return out, nil
+}
+
 // pausedSessions are the fleet's paused sessions as the sessions listing shows them.
 func pausedSessions(ctx context.Context, c *busClient) ([]liveSession, error) {
-	paused, err := store.ReadPaused(ctx, c.nc)
+	paused, err := readPaused(ctx, c)
 	if err != nil {
 		return nil, err
 	}

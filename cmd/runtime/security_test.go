@@ -399,8 +399,13 @@ func TestSecureRoles(t *testing.T) {
 			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "resume"), []byte(`{"session":"t-none"}`))
 			return err
 		}},
-		{"list the paused sessions", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
-			_, err := store.ReadPaused(ctx, nc)
+		{"list the paused sessions", []string{"machine", "ops"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := nc.RequestWithContext(ctx, wire.CtlSubject(secureNodeName, "paused"), nil)
+			return err
+		}},
+		{"read the paused sessions' bucket", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// Through a node only: each readable stream's subjects lengthen a reader's JWT.
+			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+wire.PausedBucket, []byte(`{"last_by_subj":"$KV.agentmux_paused.t-none"}`))
 			return err
 		}},
 		{"mark a session paused", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
