@@ -34,8 +34,11 @@ func raiseThenRefuse(t *testing.T, pending *store.PendingStore, session string, 
 	var asked []string
 	for i, value := range []string{`"yes"`, `"no"`} {
 		var p *wire.PendingRequest
-		proctest.Within(t, time.Minute, func() error {
-			p = waitPending(t, pending, session)
+		proctest.Within(t, time.Minute, func() (err error) {
+			// A minute: under load, an agent CLI takes its time to start and to ask.
+			if p, err = pendingOf(pending, session); err != nil {
+				return err
+			}
 			if p.Request != fmt.Sprintf("budget-%d", i+1) {
 				return fmt.Errorf("waiting for budget-%d; %s waits", i+1, p.Request)
 			}

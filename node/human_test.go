@@ -33,20 +33,25 @@ supervisor = "gate"
 func waitPending(t *testing.T, pending *store.PendingStore, session string) *wire.PendingRequest {
 	t.Helper()
 	var found *wire.PendingRequest
-	proctest.Within(t, 10*time.Second, func() error {
-		list, err := pending.List(context.Background())
-		if err != nil {
-			return err
-		}
-		for _, p := range list {
-			if p.Session == session {
-				found = p
-				return nil
-			}
-		}
-		return fmt.Errorf("no request of %s is waiting for a person (%d are)", session, len(list))
+	proctest.Within(t, 10*time.Second, func() (err error) {
+		found, err = pendingOf(pending, session)
+		return err
 	})
 	return found
+}
+
+// pendingOf is a request of session waiting for a person, or an error saying none is.
+func pendingOf(pending *store.PendingStore, session string) (*wire.PendingRequest, error) {
+	list, err := pending.List(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range list {
+		if p.Session == session {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("no request of %s is waiting for a person (%d are)", session, len(list))
 }
 
 func pendingStore(t *testing.T, f *fixture) *store.PendingStore {
