@@ -1,8 +1,11 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/agentmux/agentmux/internal/rawjson"
 )
 
 // TypeCheckpoint is a native agent's checkpoint: {"type":"checkpoint","state":{…}}, what
@@ -10,16 +13,44 @@ import (
 // The node keeps the latest of each session; the state is handed back when it resumes.
 const TypeCheckpoint Type = "checkpoint"
 
-// checkpointState is the state of a checkpoint line: any JSON value but null.
-func checkpointState(raw []byte) (json.RawMessage, error) {
-	var w struct {
-		State json.RawMessage `json:"state"`
-	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, err
-	}
-	if len(w.State) == 0 || string(w.State) == "null" {
+// checkpointState is the state of a checkpoint line, as its decoding read it: any JSON
+// value but null.
+func checkpointState(state json.RawMessage) (json.RawMessage, error) {
+	if len(state) == 0 || string(state) == "null" {
 		return nil, errors.New(`a checkpoint needs a "state": what the agent needs to go on where it stopped`)
 	}
-	return w.State, nil
+	return state, nil
+}
+
+// decodeCheckpointFast decodes a checkpoint line of a type and a state alone in one pass
+// that checks the line and walks its top-level keys: a state may weigh megabytes, which
+// the full decoder would read three times. It reports false for any other line (another
+// key, a duplicate, an escape, a null state), which the full decoder then judges; the two
+// agree on every line it accepts (FuzzDecodeFast checks).
+func decodeCheckpointFast(obj []byte) (*Message, bool) {
+	var typ, state []byte
+	walked := rawjson.Fields(obj, func(key, value []byte) bool {
+		switch string(key) {
+		case "type":
+			if typ != nil || !oneOf(value, TypeCheckpoint) {
+				return false
+			}
+			typ = value
+		case "state":
+			if state != nil {
+				return false
+			}
+			state = value
+		default:
+			return false
+		}
+		return true
+	})
+	if !walked || state == nil || string(state) == "null" {
+		return nil, false
+	}
+	if name, _, ok := rawjson.PlainString(typ, 0); !ok || len(typ) == 0 || Type(name) != TypeCheckpoint {
+		return nil, false
+	}
+	return &Message{Type: TypeCheckpoint, Name: string(TypeCheckpoint), Raw: bytes.Clone(obj), State: bytes.Clone(state)}, true
 }

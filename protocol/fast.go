@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/agentmux/agentmux/internal/rawjson"
@@ -50,8 +51,8 @@ func scanFast(obj []byte) (t Type, text []byte, ok bool) {
 	walked := rawjson.Fields(obj, func(key, value []byte) bool {
 		switch string(key) {
 		case "type":
-			if typ != nil {
-				return false // a duplicate: the full decoder reports it
+			if typ != nil || !oneOf(value, TypeProgress, TypeLog, TypeHeartbeat, TypePartial) {
+				return false // a duplicate (the full decoder reports it), or another type's line: no need to read on
 			}
 			typ = value
 		case "text":
@@ -91,6 +92,13 @@ func scanFast(obj []byte) (t Type, text []byte, ok bool) {
 		return TypePartial, text, true
 	}
 	return "", nil, false
+}
+
+// oneOf reports whether a type's raw value may be one of types: false only when it is a
+// plain string that is none of them, so that a walk for some types stops at another's.
+func oneOf(value []byte, types ...Type) bool {
+	name, _, ok := rawjson.PlainString(value, 0)
+	return !ok || slices.Contains(types, Type(name))
 }
 
 // foldsToKnown reports whether key is a field of the full decoder in other letter case

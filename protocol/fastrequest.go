@@ -36,8 +36,8 @@ func (r *fastRequest) field(key, value []byte) bool {
 	m, str := r.m, r.c.String
 	switch string(key) {
 	case "type":
-		if r.typ != nil {
-			return false // a duplicate: the full decoder reports it
+		if r.typ != nil || !oneOf(value, TypeQuestion, TypeApproval, TypeToolCall) {
+			return false // a duplicate (the full decoder reports it), or not a request
 		}
 		r.typ = value
 	case "id":

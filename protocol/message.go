@@ -156,6 +156,7 @@ type wire struct {
 	Schema       json.RawMessage   `json:"schema"`
 	TimeoutMS    *float64          `json:"timeout_ms"`
 	Capabilities []string          `json:"capabilities"`
+	State        json.RawMessage   `json:"state"` // a checkpoint's: read once, with the rest
 }
 
 // Decode turns one line into a Message. A line that is not a JSON object with a string
@@ -173,6 +174,9 @@ func Decode(line []byte, plain PlainText) (*Message, error) {
 		return m, nil
 	}
 	if m, ok := decodeRequestFast(trimmed); ok {
+		return m, nil
+	}
+	if m, ok := decodeCheckpointFast(trimmed); ok {
 		return m, nil
 	}
 	var w wire
@@ -259,7 +263,7 @@ func (m *Message) fill(w *wire) error {
 		m.Usage = u
 	}
 	if m.Type == TypeCheckpoint {
-		state, err := checkpointState(m.Raw)
+		state, err := checkpointState(w.State)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -178,6 +179,8 @@ func FuzzDecodeFast(f *testing.F) {
 		`{"type":"tool_call","tool":"lookup","args":{"user":"ana"},"timeout_ms":null,"x":1}`, `{"type":"question","question":""}`,
 		`{"type":"question","question":"a","Question":"b"}`, `{"type":"question","question":"a","options":[{"label":""}]}`,
 		`{"type":"question","question":"a","timeout_ms":-1}`, `{"type":"question","question":"a","multi":true,"multi":null}`,
+		`{"type":"checkpoint","state":{"step":2,"notes":["a","}"]}}`, `{"state":"s","type":"checkpoint"}`, `{"type":"checkpoint","state":null}`,
+		`{"type":"checkpoint","state":1,"state":2}`, `{"type":"checkpoint","State":1}`, `{"type":"checkpoint","state":[1,}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -201,6 +204,15 @@ func FuzzDecodeFast(f *testing.F) {
 				t.Fatalf("%q:\nfast %+v\nfull %+v", line, req, full)
 			}
 		}
+		if cp, ok := decodeCheckpointFast(trimmed); ok {
+			full, err := decodeFull(t, trimmed)
+			if err != nil {
+				t.Fatalf("the checkpoint path accepted %q, the full decoder says %v", line, err)
+			}
+			if !reflect.DeepEqual(cp, full) {
+				t.Fatalf("%q:\nfast %+v\nfull %+v", line, cp, full)
+			}
+		}
 		fast, ok := decodeFast(trimmed)
 		if !ok {
 			return
@@ -213,4 +225,17 @@ func FuzzDecodeFast(f *testing.F) {
 			t.Fatalf("%q: fast %+v, full %+v", line, fast, full)
 		}
 	})
+}
+
+// BenchmarkDecodeCheckpoint is what reading a native agent's checkpoint line of a 16 KiB
+// state costs.
+func BenchmarkDecodeCheckpoint(b *testing.B) {
+	line := []byte(`{"type":"checkpoint","state":{"notes":"` + strings.Repeat("the spec says so; ", 16<<10/18) + `","step":3}}`)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if m, err := Decode(line, PlainTextResult); err != nil || len(m.State) < 16<<10 {
+			b.Fatal(m, err)
+		}
+	}
 }
