@@ -17,15 +17,28 @@ import (
 	"github.com/agentmux/agentmux/wire"
 )
 
-// Checkpoints keeps sessions' checkpoints: their parts as objects of the checkpoint
-// bucket, each listed in the index. Nodes alone write and read them: a part may hold
-// what an agent knows (its state, later its transcript), secrets included.
+// Checkpoints keeps sessions' checkpoints: their parts as one entry of the data bucket
+// when they fit in a message, else as one object of the checkpoint bucket, each listed
+// in the index. Nodes alone write and read them: a part may hold what an agent knows
+// (its state, its transcript), secrets included.
 type Checkpoints struct {
 	nc   *nats.Conn
+	data jetstream.KeyValue
 	obj  jetstream.ObjectStore
 	idx  jetstream.KeyValue
 	keep int // the latest of each session kept
+	// entryMax is the most a checkpoint's parts may weigh to be one entry of data: one
+	// publish, where an object is four requests (its info, its chunks, its metadata,
+	// the purge of the chunks it replaces).
+	entryMax int
 }
+
+// checkpointEntryMax caps a checkpoint kept as one message, below the server's
+// max_payload (less room for the publish's headers).
+const (
+	checkpointEntryMax = 1 << 20
+	publishHeadroom    = 4 << 10
+)
 
 // ErrNoCheckpoint is a session, or a seq of one, with no checkpoint.
 var ErrNoCheckpoint = errors.New("store: no such checkpoint")
@@ -37,31 +50,48 @@ func OpenCheckpoints(ctx context.Context, js jetstream.JetStream, keep int) (*Ch
 	if err != nil {
 		return nil, fmt.Errorf("store: open the checkpoints: %w", err)
 	}
+	data, err := js.KeyValue(ctx, wire.CheckpointDataBucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: open the checkpoints' data: %w", err)
+	}
 	idx, err := js.KeyValue(ctx, wire.CheckpointIndexBucket)
 	if err != nil {
 		return nil, fmt.Errorf("store: open the checkpoints' index: %w", err)
 	}
-	return &Checkpoints{nc: js.Conn(), obj: obj, idx: idx, keep: max(keep, 1)}, nil
+	nc := js.Conn()
+	return &Checkpoints{nc: nc, data: data, obj: obj, idx: idx, keep: max(keep, 1),
+		entryMax: min(checkpointEntryMax, int(nc.MaxPayload())-publishHeadroom)}, nil
 }
 
 // Put records checkpoint c of its session with its parts (by name), then lists it, in
 // its slot (wire.CheckpointSlot): the session's checkpoint that falls out of the latest
 // keep is replaced by the writes. c's Parts and Bytes are filled from parts. The parts
-// are one object, one after another in the order c.Parts lists them: a checkpoint is
-// one object's write and one entry's.
+// are written one after another in the order c.Parts lists them, as one entry of the
+// data bucket when they fit in a message (c.Entry), else as one object (c.Object): a
+// small checkpoint is two publishes. A slot's entry and object are each replaced by the
+// next write of their kind; a session whose checkpoints change kind keeps at most one
+// stale copy per slot, until max_age.
 func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error {
 	c.Parts, c.Bytes = nil, 0
-	var obj []byte
+	var body []byte
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		data := parts[name]
 		sum := sha256.Sum256(data)
 		c.Parts = append(c.Parts, wire.CheckpointPart{Name: name, Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
 		c.Bytes += int64(len(data))
-		obj = append(obj, data...)
+		body = append(body, data...)
 	}
 	slot := wire.CheckpointSlot(c.Seq, s.keep)
-	c.Object = wire.CheckpointObject(c.Session, slot)
-	if _, err := s.obj.PutBytes(ctx, c.Object, obj); err != nil {
+	c.Entry, c.Object = "", ""
+	var err error
+	if len(body) <= s.entryMax {
+		c.Entry = wire.CheckpointKey(c.Session, slot)
+		_, err = s.data.Put(ctx, c.Entry, body)
+	} else {
+		c.Object = wire.CheckpointObject(c.Session, slot)
+		_, err = s.obj.PutBytes(ctx, c.Object, body)
+	}
+	if err != nil {
 		return fmt.Errorf("store: write checkpoint %d of session %s: %w", c.Seq, c.Session, err)
 	}
 	data, err := json.Marshal(c)
@@ -108,7 +138,7 @@ func (s *Checkpoints) Part(ctx context.Context, c *wire.Checkpoint, name string)
 
 // Parts reads checkpoint c's parts, each checked against the SHA-256 it was listed with.
 func (s *Checkpoints) Parts(ctx context.Context, c *wire.Checkpoint) (map[string][]byte, error) {
-	data, err := s.obj.GetBytes(ctx, c.Object)
+	data, err := s.read(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("store: read checkpoint %d of session %s: %w", c.Seq, c.Session, err)
 	}
@@ -125,6 +155,18 @@ func (s *Checkpoints) Parts(ctx context.Context, c *wire.Checkpoint) (map[string
 		parts[p.Name] = part
 	}
 	return parts, nil
+}
+
+// read is checkpoint c's parts together, from its entry or its object.
+func (s *Checkpoints) read(ctx context.Context, c *wire.Checkpoint) ([]byte, error) {
+	if c.Entry == "" {
+		return s.obj.GetBytes(ctx, c.Object)
+	}
+	e, err := s.data.Get(ctx, c.Entry)
+	if err != nil {
+		return nil, err
+	}
+	return e.Value(), nil
 }
 
 // ListCheckpoints lists a session's checkpoints, oldest first, from the index, with

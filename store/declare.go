@@ -207,8 +207,14 @@ func (d declarer) all(ctx context.Context, replicas int) error {
 		Storage:     jetstream.FileStorage,
 	}, {
 		Bucket:      wire.CheckpointIndexBucket,
-		Description: "agentmux checkpoints: each session's, listed (agentmux checkpoints); their parts are in the object store " + wire.CheckpointBucket,
+		Description: "agentmux checkpoints: each session's, listed (agentmux checkpoints); their parts are in " + wire.CheckpointDataBucket + " or the object store " + wire.CheckpointBucket,
 		TTL:         d.checkpoints.MaxAge,
+		Storage:     jetstream.FileStorage,
+	}, {
+		Bucket:      wire.CheckpointDataBucket,
+		Description: "agentmux checkpoints' parts that fit in one message: what brings a session back on another node; nodes alone read them",
+		TTL:         d.checkpoints.MaxAge,
+		MaxBytes:    d.checkpoints.MaxBytes,
 		Storage:     jetstream.FileStorage,
 	}, {
 		Bucket:      wire.PausedBucket,

@@ -7,12 +7,14 @@ import (
 )
 
 // The checkpoints of sessions: what a node records at a session's safe points to bring
-// it back on another node. The parts (an agent's state, later its transcript and its
-// workspace) are objects of CheckpointBucket, which nodes write and only nodes read
-// (they may hold secrets: operators export them through a node, on
-// CheckpointExportSubject); CheckpointIndexBucket lists them, for readers too.
+// it back on another node. The parts (an agent's state, its transcript, its workspace)
+// are one entry of CheckpointDataBucket when they fit in one message, else one object
+// of CheckpointBucket; nodes alone write and read both (they may hold secrets:
+// operators export them through a node, on CheckpointExportSubject).
+// CheckpointIndexBucket lists them, for readers too.
 const (
 	CheckpointBucket      = "agentmux_checkpoints"
+	CheckpointDataBucket  = "agentmux_checkpoint_data"
 	CheckpointIndexBucket = "agentmux_checkpoint_index"
 	// CheckpointExportSubject is where a node (queue group agentmux-checkpoints) sends an
 	// operator a checkpoint's part: CheckpointExport, answered by CheckpointChunk
@@ -25,8 +27,10 @@ const (
 type Checkpoint struct {
 	Session string `json:"session"`
 	Seq     int    `json:"seq"` // its session's first is 1
-	// Object names its parts' object in CheckpointBucket (CheckpointObject).
-	Object  string `json:"object"`
+	// Entry is the key of its parts in CheckpointDataBucket, or Object their object's
+	// name in CheckpointBucket (both CheckpointKey and CheckpointObject of its slot).
+	Entry   string `json:"entry,omitempty"`
+	Object  string `json:"object,omitempty"`
 	Host    string `json:"host"`
 	Node    string `json:"node"`
 	Attempt int    `json:"attempt"`
@@ -77,7 +81,9 @@ func CheckpointKey(session string, slot int) string {
 }
 
 // CheckpointObject is the name in CheckpointBucket of a session's checkpoint in slot:
-// one object, its parts one after another in the order its index entry lists them.
+// one object, its parts one after another in the order its index entry lists them. A
+// checkpoint that fits in one message is an entry of CheckpointDataBucket instead, under
+// its CheckpointKey, laid out alike.
 func CheckpointObject(session string, slot int) string {
 	return session + "/" + strconv.Itoa(slot)
 }

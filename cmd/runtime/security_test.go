@@ -293,6 +293,11 @@ func TestSecureRoles(t *testing.T) {
 			_, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.OBJ_"+wire.CheckpointBucket, []byte(`{"last_by_subj":"$O.agentmux_checkpoints.M.none"}`))
 			return err
 		}},
+		{"read a small checkpoint's parts", []string{"machine"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			// They are one entry of the data bucket, as closed as the objects.
+			_, err := nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET.KV_"+wire.CheckpointDataBucket+".$KV."+wire.CheckpointDataBucket+".t-none.0", nil)
+			return err
+		}},
 		{"read pending requests", []string{"machine", "ops", "view", "desk"}, nil, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 			pending, err := store.OpenPending(ctx, js, nc)
 			if err != nil {
@@ -419,6 +424,10 @@ func TestSecureRoles(t *testing.T) {
 			if err == nil {
 				_, err = js.Publish(ctx, "$O."+wire.CheckpointBucket+".C.forged", []byte(`{}`))
 			}
+			return err
+		}},
+		{"forge a small checkpoint's parts", nil, []string{"machine"}, func(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+			_, err := js.Publish(ctx, "$KV."+wire.CheckpointDataBucket+".t-none.0", []byte(`{"step":"the forger's"}`))
 			return err
 		}},
 	}
