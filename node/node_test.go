@@ -227,6 +227,40 @@ supervisor = "default"
 	}
 }
 
+// TestACheckpointNotTakenIsNotPublished: a reader of the events never sees a
+// checkpoint's state, even from a host that does not declare checkpoints (its line is
+// unhandled, published without the state); one the session takes is not published at
+// all.
+func TestACheckpointNotTakenIsNotPublished(t *testing.T) {
+	f := start(t, simHost("w", `messages = ["progress"]`)+simHost("keeps", ""))
+	sub, err := f.n.Bus.Conn.SubscribeSync(wire.AllEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	f.run("w", script(send(`{"type":"checkpoint","state":{"token":"SECRET-unhandled"}}`), result))
+	f.run("keeps", script(send(`{"type":"checkpoint","state":{"token":"SECRET-kept"}}`), result))
+	var withheld, ended int
+	for ended < 2 {
+		m, err := sub.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("the events of both sessions: %v (%d ended)", err, ended)
+		}
+		if strings.Contains(string(m.Data), "SECRET") {
+			t.Fatalf("a reader of the events sees a checkpoint's state on %s: %s", m.Subject, m.Data)
+		}
+		if strings.HasSuffix(m.Subject, ":unhandled") && strings.Contains(string(m.Data), "withheld") {
+			withheld++
+		}
+		if strings.HasSuffix(m.Subject, "."+wire.EventSessionEnded) {
+			ended++
+		}
+	}
+	if withheld != 1 {
+		t.Errorf("%d unhandled checkpoint events saying their state was withheld; want the one of the host that does not declare checkpoints", withheld)
+	}
+}
+
 // answerer is a supervisor written against the public subject API, as any language would.
 func answerer(t *testing.T, nc *nats.Conn, name string, handle func(*wire.Ask, *nats.Msg)) {
 	t.Helper()

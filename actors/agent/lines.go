@@ -19,7 +19,7 @@ func (a *Agent) onLine(msg *protocol.Message) {
 	}
 	s := a.sess
 	if s == nil {
-		a.publish("_", string(msg.Type), msg.Raw)
+		a.publish("_", string(msg.Type), shown(msg))
 		if msg.Type.IsTerminal() || msg.Type.IsRequest() {
 			a.log.Warn("agent sent a message outside any session; dropped", "pid", a.pid(), "type", msg.Type)
 		}
@@ -172,7 +172,7 @@ func (a *Agent) onRawLine(line []byte) {
 // nobody is asked for.
 func (a *Agent) unhandled(s *session, msg *protocol.Message) {
 	a.cfg.Metrics.Unhandled.WithLabelValues(a.host.Name).Inc()
-	a.publishOn(s, string(protocol.TypeUnhandled), msg.Raw)
+	a.publishOn(s, string(protocol.TypeUnhandled), shown(msg))
 	if !msg.Type.IsRequest() {
 		return
 	}
@@ -180,4 +180,13 @@ func (a *Agent) unhandled(s *session, msg *protocol.Message) {
 	a.cfg.Audit(p.audit+".request", a.requestRecord(s, p))
 	a.respond(s, p, p.def, protocol.OutcomeInvalid, "runtime",
 		fmt.Sprintf("host %q does not declare %s in its messages; the request was not routed", a.host.Name, msg.Type))
+}
+
+// shown is what readers of the events see of a line the session does not take: all of
+// it, but a checkpoint's state, which is for nodes alone wherever it is sent.
+func shown(msg *protocol.Message) []byte {
+	if msg.Type != protocol.TypeCheckpoint {
+		return msg.Raw
+	}
+	return []byte(`{"type":"checkpoint","state":"withheld: a checkpoint's state is for nodes alone"}`)
 }
