@@ -97,7 +97,10 @@ func (n *Node) closePaused() {
 func (n *Node) resumeSession(ctx context.Context, data []byte) *wire.Delivery {
 	var req wire.ResumeRequest
 	if err := json.Unmarshal(data, &req); err != nil || req.Session == "" {
-		return &wire.Delivery{Error: `want {"session": "<id>", "fresh": true|false, "by": "<who>"}`}
+		return &wire.Delivery{Error: `want {"session": "<id>", "fresh": true|false, "node": "<this node, or none>", "by": "<who>"}`}
+	}
+	if req.Node != "" && req.Node != n.Name {
+		return &wire.Delivery{Error: fmt.Sprintf("this is node %s: ask node %s to resume a session on it (agentmux.ctl.%s.resume)", n.Name, req.Node, req.Node)}
 	}
 	entry, rev, err := n.pauses.store.Get(ctx, req.Session)
 	switch {
@@ -132,6 +135,9 @@ func (n *Node) unpause(ctx context.Context, entry *wire.PausedSession, rev uint6
 		return &wire.Delivery{Error: "the paused session's task is not a task: " + err.Error()}
 	}
 	task.Attempt, task.Fresh, task.Unpaused = entry.Attempt+1, req.Fresh, true
+	if d := n.aim(&task, entry.Host, req); d != nil {
+		return d
+	}
 	copyID := fmt.Sprintf("%s.resume.%d", entry.Session, rev)
 	ack, err := n.queueAgain(ctx, entry.Subject, waiting.Header, copyID, &task)
 	if err != nil {
@@ -154,7 +160,7 @@ func (n *Node) unpause(ctx context.Context, entry *wire.PausedSession, rev uint6
 		from = "afresh"
 	}
 	n.log.Info("paused session resumed by hand", "session", entry.Session, "by", req.By, "fresh", req.Fresh)
-	return &wire.Delivery{OK: true, Effect: fmt.Sprintf("queued again on host %s to go on now, %s (it was paused until %s: %s)", entry.Host, from,
+	return &wire.Delivery{OK: true, Effect: fmt.Sprintf("queued again on host %s%s to go on now, %s (it was paused until %s: %s)", entry.Host, aimedAt(req), from,
 		time.UnixMilli(entry.Until).UTC().Format(time.RFC3339), entry.Why)}
 }
 
@@ -195,6 +201,9 @@ func (n *Node) resumeFailed(ctx context.Context, req wire.ResumeRequest) *wire.D
 		return &wire.Delivery{Error: fmt.Sprintf("session %s's prompt was cut to fit the audit: submit its task again", req.Session)}
 	}
 	task := &wire.Task{ID: req.Session, Host: started.Host, Prompt: started.Text, By: started.By, Attempt: last + 1, Fresh: req.Fresh}
+	if d := n.aim(task, started.Host, req); d != nil {
+		return d
+	}
 	if _, err := n.queueAgain(ctx, wire.TaskSubjectBy(started.Host, started.By), nil, fmt.Sprintf("%s.resume.a%d", req.Session, last+1), task); err != nil {
 		return &wire.Delivery{Error: err.Error()}
 	}
@@ -203,7 +212,29 @@ func (n *Node) resumeFailed(ctx context.Context, req wire.ResumeRequest) *wire.D
 	if req.Fresh {
 		from = "afresh"
 	}
-	return &wire.Delivery{OK: true, Effect: fmt.Sprintf("queued again on host %s as attempt %d, %s (it had ended %s: %s)", started.Host, last+1, from, ended.Outcome, ended.Error)}
+	return &wire.Delivery{OK: true, Effect: fmt.Sprintf("queued again on host %s%s as attempt %d, %s (it had ended %s: %s)", started.Host, aimedAt(req), last+1, from, ended.Outcome, ended.Error)}
+}
+
+// aim makes task this node's to take (for wire.TaskAimedFor), when req asks for it
+// here; a refusal when this node does not run its host.
+func (n *Node) aim(task *wire.Task, host string, req wire.ResumeRequest) *wire.Delivery {
+	if req.Node == "" {
+		return nil
+	}
+	if _, ok := n.served().hosts[host]; !ok {
+		return &wire.Delivery{Error: fmt.Sprintf("node %s does not run host %s (it runs %s): resume it on a node that does, or on any (no --node)",
+			n.Name, host, cmp.Or(strings.Join(n.Hosts(), ", "), "none"))}
+	}
+	task.Node = n.Name
+	return nil
+}
+
+// aimedAt says where a resume goes, for its effect: "" on any node.
+func aimedAt(req wire.ResumeRequest) string {
+	if req.Node == "" {
+		return ""
+	}
+	return fmt.Sprintf(" for node %s (any node of the host takes it if that one has not within %v)", req.Node, wire.TaskAimedFor)
 }
 
 // queueAgain publishes task to subject, with the headers of the task it stands for

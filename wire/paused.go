@@ -36,10 +36,11 @@ type PausedSession struct {
 }
 
 // ResumeRequest asks a node (agentmux.ctl.<node>.resume) to have a paused or failed
-// session go on now: from its latest checkpoint, or afresh (Fresh). By is who asks, as
-// the requester claims it.
+// session go on now: from its latest checkpoint, or afresh (Fresh); on the node asked
+// when Node names it (Task.Node). By is who asks, as the requester claims it.
 type ResumeRequest struct {
 	Session string `json:"session"`
 	Fresh   bool   `json:"fresh,omitempty"`
+	Node    string `json:"node,omitempty"`
 	By      string `json:"by,omitempty"`
 }

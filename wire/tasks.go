@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nuid"
 )
@@ -27,7 +28,16 @@ type Task struct {
 	// Unpaused marks the task queued in place of a paused session's waiting one: it runs
 	// only once the session's PausedSession names it (its Copy).
 	Unpaused bool `json:"unpaused,omitempty"`
+	// Node, on a task `agentmux resume --node` queued, is the node it is for: other
+	// nodes leave it in the queue for TaskAimedFor after it was queued, and any node of
+	// its host takes it after (that node was full, or went).
+	Node string `json:"node,omitempty"`
 }
+
+// TaskAimedFor is how long a task for a node (Task.Node) is that node's alone: long
+// enough for a node with a free slot, short enough that one full, or gone, does not
+// keep it. It counts from the task's time in the queue, whatever the task says.
+const TaskAimedFor = time.Minute
 
 // TaskSubject is host's queue as subjects name it: where a task was queued by a
 // client that vouched for nobody (TaskSubjectBy), whose queuer is only a claim.

@@ -20,6 +20,19 @@ import (
 // pauseRecheck is how soon a copy whose entry is not yet handed to it is delivered again.
 const pauseRecheck = time.Second
 
+// aimRecheck is how soon a task for another node (wire.Task.Node) is delivered again.
+const aimRecheck = time.Second
+
+// forAnother reports a task resumed on another node by hand that is still that node's
+// to take at now: queued less than wire.TaskAimedFor before (wire.Task.Node).
+func (r *Router) forAnother(task *wire.Task, msg jetstream.Msg, now time.Time) bool {
+	if task.Node == "" || task.Node == r.cfg.Node {
+		return false
+	}
+	meta, err := msg.Metadata()
+	return err == nil && now.Sub(meta.Timestamp) < wire.TaskAimedFor
+}
+
 // pauseVerdict is what becomes of a delivery of a task whose session may be paused.
 type pauseVerdict int
 

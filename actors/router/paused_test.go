@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"testing"
 	"time"
@@ -106,5 +107,42 @@ func TestWhichDeliveryOfAPausedSessionRuns(t *testing.T) {
 	}
 	if v := r.pauseOver(ctx, "t-none", waiting, false); v != runs {
 		t.Errorf("a task of a session not paused: %v; want it to run", v)
+	}
+}
+
+// TestATaskForANodeIsItsForAMinute: a task resumed on a node by hand (wire.Task.Node) is
+// left to that node by the others for a minute from its time in the queue, whatever
+// the task says, and taken by any after.
+func TestATaskForANodeIsItsForAMinute(t *testing.T) {
+	b := bustest.Open(t, "aim-test", slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if _, err := b.JS.Publish(ctx, wire.TaskSubject("w"), []byte(`{"id":"t-aim","prompt":"p","node":"n2","node_until":99999999999999}`)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.JS.CreateConsumer(ctx, wire.TaskStream, jetstream.ConsumerConfig{FilterSubject: wire.TaskSubject("w"), AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task wire.Task
+	if err := json.Unmarshal(msg.Data(), &task); err != nil {
+		t.Fatal(err)
+	}
+	on := func(node string) *Router { return &Router{cfg: Config{Env: &agent.Env{Node: node}}} }
+	now := time.Now()
+	for _, c := range []struct {
+		node string
+		at   time.Time
+		want bool
+	}{{"n1", now, true}, {"n1", now.Add(wire.TaskAimedFor - time.Second), true}, {"n2", now, false}, {"n1", now.Add(wire.TaskAimedFor + time.Second), false}} {
+		if got := on(c.node).forAnother(&task, msg, c.at); got != c.want {
+			t.Errorf("on %s, %v after: for another node %v; want %v", c.node, c.at.Sub(now).Round(time.Second), got, c.want)
+		}
+	}
+	if got := on("n1").forAnother(&wire.Task{ID: "t-any", Prompt: "p"}, msg, now); got {
+		t.Error("a task for no node is left to another")
 	}
 }

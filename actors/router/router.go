@@ -395,6 +395,11 @@ func (r *Router) onTask(m *taskArrived) {
 		r.release(p)
 		return
 	}
+	if r.forAnother(&task, m.msg, time.Now()) {
+		r.nakFor(m.msg, aimRecheck)
+		r.release(p)
+		return
+	}
 	id := task.ID
 	if id == "" {
 		id = wire.NewSessionID()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentmux/agentmux/internal/agenttest"
 	"github.com/agentmux/agentmux/internal/proctest"
+	"github.com/agentmux/agentmux/store"
 	"github.com/agentmux/agentmux/wire"
 	"github.com/chromedp/chromedp"
 )
@@ -258,4 +260,64 @@ func scrape(t *testing.T, addr string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// TestFleetResumeOnTheNodeNamed: `agentmux resume --node` has a paused session go on on
+// the node named, though that node is busy and the other node of its host has fifteen
+// free slots: the session waits for the node named, and goes on there once its slot is
+// free. A node that is not up, or does not run the host, is refused with what to do,
+// and the session stays paused.
+func TestFleetResumeOnTheNodeNamed(t *testing.T) {
+	t.Parallel()
+	host := func(pool int) string {
+		return fmt.Sprintf("[hosts.w]\ncommand = \"python3\"\nargs = [\"-c\", %q]\nstop_grace = \"2s\"\npool = %d\n", counter, pool)
+	}
+	f := startFleet(t, host(16))
+	nc, js := f.conn(t)
+	cli := func(args ...string) (int, string) {
+		code, out, errOut := runCLI(append(args[:1:1], append([]string{"-c", f.manifest}, args[1:]...)...)...)
+		return code, out + errOut
+	}
+	checkpointed := func(id string) {
+		proctest.EventuallyWithin(t, time.Minute, id+"'s second checkpoint", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			list, err := store.ListCheckpoints(ctx, nc, id)
+			return err == nil && len(list) >= 2
+		})
+	}
+	paused := func(id string) {
+		if code, out := cli("pause", id, "--for", "1h"); code != exitOK {
+			t.Fatalf("pause %s: %d %s", id, code, out)
+		}
+		proctest.EventuallyWithin(t, 30*time.Second, id+" paused", func() bool {
+			_, out := cli("sessions", "--state", "paused", "-o", "json")
+			return strings.Contains(out, `"session":"`+id+`"`)
+		})
+	}
+	// narrow's one slot runs t-busy; wide, up after, runs t-aim.
+	f.nodeWith(t, "narrow", host(1))
+	submitTasks(t, js, "w", "count", "t-busy")
+	checkpointed("t-busy")
+	f.node(t, "wide")
+	submitTasks(t, js, "w", "count", "t-aim")
+	checkpointed("t-aim")
+	paused("t-aim")
+	for node, refusal := range map[string]string{"gone": "node gone is not up; these are: ", "nats1": "node nats1 does not run host w (it runs none)"} {
+		if code, out := cli("resume", "t-aim", "--node", node); code == exitOK || !strings.Contains(out, refusal) {
+			t.Errorf("resume --node %s: %d %s; want it refused: %s", node, code, out, refusal)
+		}
+	}
+	if _, out := cli("sessions", "--state", "paused", "-o", "json"); !strings.Contains(out, `"session":"t-aim"`) {
+		t.Fatalf("after the refused resumes, t-aim is not paused:\n%s", out)
+	}
+	if code, out := cli("resume", "t-aim", "--node", "narrow"); code != exitOK || !strings.Contains(out, "queued again on host w for node narrow") {
+		t.Fatalf("resume --node narrow: %d %s", code, out)
+	}
+	// Left to wide, t-aim would go on at once; it waits for narrow's slot.
+	paused("t-busy")
+	ended := sessionEnds(t, cli, "t-aim", 2)
+	if ended[0].Outcome != wire.OutcomePaused || ended[0].Node != "wide" || ended[1].Outcome != "ok" || ended[1].Node != "narrow" {
+		t.Errorf("ended %s on %s, then %s on %s; want paused on wide, then ok on narrow", ended[0].Outcome, ended[0].Node, ended[1].Outcome, ended[1].Node)
+	}
 }

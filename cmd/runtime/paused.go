@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/agentmux/agentmux/store"
@@ -66,17 +68,19 @@ func pause(args []string, stdout, stderr io.Writer) int {
 }
 
 // resume has a paused session go on now, or a failed one again, from its latest
-// checkpoint (or afresh, --fresh), on whichever node takes its task.
+// checkpoint (or afresh, --fresh), on whichever node takes its task, or on --node if it
+// takes it within a minute.
 func resume(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("resume", stdout, stderr)
 	to := reachFlags(fs)
 	fresh := fs.Bool("fresh", false, "start it over, not from its latest checkpoint (its workspace from its base)")
+	on := fs.String("node", "", "go on on this node (`agentmux nodes`), if it takes it within a minute; then on any node of its host")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return usageError(stderr, err)
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "agentmux resume: want a paused or failed session's id: resume -c <manifest> <session> [--fresh]")
+		fmt.Fprintln(stderr, "agentmux resume: want a paused or failed session's id: resume -c <manifest> <session> [--fresh] [--node name]")
 		return exitUsage
 	}
 	c, code := to.client("resume", stderr)
@@ -107,12 +111,12 @@ func resume(args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 	}
-	node, err := anyLiveNode(ctx, c)
+	node, err := liveNode(ctx, c, *on)
 	if err != nil {
 		fmt.Fprintln(stderr, "agentmux resume:", c.explain(err))
 		return exitError
 	}
-	effect, err := ctl(ctx, c, node, "resume", &wire.ResumeRequest{Session: id, Fresh: *fresh, By: who})
+	effect, err := ctl(ctx, c, node, "resume", &wire.ResumeRequest{Session: id, Fresh: *fresh, Node: *on, By: who})
 	if err != nil {
 		fmt.Fprintf(stderr, "agentmux resume: %v\n", err)
 		return exitError
@@ -140,7 +144,10 @@ func pausedOrNamed(ctx context.Context, c *busClient, id string) (string, error)
 }
 
 // anyLiveNode is the name of a node that is up: the one a fleet-wide request goes to.
-func anyLiveNode(ctx context.Context, c *busClient) (string, error) {
+func anyLiveNode(ctx context.Context, c *busClient) (string, error) { return liveNode(ctx, c, "") }
+
+// liveNode is name when that node is up, or, for no name, any node that is.
+func liveNode(ctx context.Context, c *busClient, name string) (string, error) {
 	nodes, err := store.OpenNodes(ctx, c.js)
 	if err != nil {
 		return "", err
@@ -149,10 +156,17 @@ func anyLiveNode(ctx context.Context, c *busClient) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var up []string
 	for _, n := range list {
-		if n.Alive(now) {
+		if n.Alive(now) && (name == "" || n.Name == name) {
 			return n.Name, nil
 		}
+		if n.Alive(now) {
+			up = append(up, n.Name)
+		}
+	}
+	if name != "" {
+		return "", fmt.Errorf("node %s is not up; these are: %s (`agentmux nodes`)", name, cmp.Or(strings.Join(up, ", "), "none"))
 	}
 	return "", fmt.Errorf("no node is up: start one (`agentmux up`), and it takes the request")
 }
