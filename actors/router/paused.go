@@ -17,8 +17,23 @@ import (
 // (its Copy); the waiting task, when it comes, is then superseded. The entry is the
 // lock: the delivery that runs the session removes it, from the revision it read.
 
-// pauseRecheck is how soon a copy whose entry is not yet handed to it is delivered again.
-const pauseRecheck = time.Second
+// pauseRecheck is how soon a copy whose entry is not yet handed to it is delivered again
+// the first time, doubled each time after up to pauseRecheckMost: the entry is handed
+// over within moments, unless the node that queued the copy went first, and then the
+// copy waits for the waiting task's time (up to max_pause), which supersedes it.
+const (
+	pauseRecheck     = time.Second
+	pauseRecheckMost = time.Minute
+)
+
+// recheckAfter is how soon a copy delivered the nth time is delivered again.
+func recheckAfter(n uint64) time.Duration {
+	d := pauseRecheck
+	for ; n > 1 && d < pauseRecheckMost; n-- {
+		d *= 2
+	}
+	return min(d, pauseRecheckMost)
+}
 
 // aimRecheck is how soon a task for another node (wire.Task.Node) is delivered again.
 const aimRecheck = time.Second
@@ -134,7 +149,11 @@ func (r *Router) unpausedEnded(s *session) {
 // pausedTask settles a delivery of a paused session's task that does not run.
 func (r *Router) pausedTask(s *session, v pauseVerdict) {
 	if v == notYet {
-		r.nakFor(s.task, pauseRecheck)
+		var n uint64
+		if meta, err := s.task.Metadata(); err == nil {
+			n = meta.NumDelivered
+		}
+		r.nakFor(s.task, recheckAfter(n))
 		return
 	}
 	r.cfg.Log.Info("a paused session's waiting task is superseded by its resume; dropped", "session", s.start.Session)

@@ -146,3 +146,13 @@ func TestATaskForANodeIsItsForAMinute(t *testing.T) {
 		t.Error("a task for no node is left to another")
 	}
 }
+
+// TestACopyWaitsLongerEachTime: a copy whose entry is not handed to it comes back after
+// a second, then twice as long each time, up to a minute.
+func TestACopyWaitsLongerEachTime(t *testing.T) {
+	for n, want := range map[uint64]time.Duration{0: time.Second, 1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 7: time.Minute, 1000: time.Minute} {
+		if got := recheckAfter(n); got != want {
+			t.Errorf("delivered %d times: again after %v; want %v", n, got, want)
+		}
+	}
+}
