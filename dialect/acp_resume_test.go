@@ -95,9 +95,9 @@ func TestACPStartsAfreshWhatItCannotResume(t *testing.T) {
 		t.Errorf("the fresh session's prompt: %s", turn)
 	}
 
-	g, _ := New(ACP, Options{Dir: "/repo", Command: "gemini"})
+	g, _ := New(ACP, Options{Dir: "/repo", Command: "qwen"})
 	if _, ok := g.(Transcripts); ok {
-		t.Error("Gemini CLI's dialect claims to carry its transcripts")
+		t.Error("Qwen Code's dialect claims to carry its transcripts")
 	}
 	g.Prompt(resumedPrompt("s-5"))
 	if _, next := acpDecode(t, g, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{}}}`); !strings.Contains(next, `"method":"session/new"`) {

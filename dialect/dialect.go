@@ -71,6 +71,13 @@ type Transcripts interface {
 	Transcript(env []string, dir, id string) string
 }
 
+// TranscriptPlacer is a Transcripts dialect whose agent finds a transcript put back
+// only with more beside it: Place readies that for the transcript of an agent working
+// in dir (its real path) about to be written at path, its folder made.
+type TranscriptPlacer interface {
+	Place(env []string, dir, path string) error
+}
+
 // checkpointMark is the canonical checkpoint a Transcripts dialect marks its agent's
 // safe point with: its state is the conversation's id. None before the agent said it.
 func checkpointMark(conversation string) []*protocol.Message {
@@ -119,9 +126,13 @@ func New(name string, o Options) (Dialect, error) {
 		return newClaude(), nil
 	case ACP:
 		a := newACP(o.Dir)
-		if acpAgent(o.Command) == claudeAgentACP {
+		switch acpAgent(o.Command) {
+		case claudeAgentACP:
 			a.keeps = true
 			return claudeACP{a}, nil
+		case "gemini":
+			a.keeps = true
+			return geminiACP{a}, nil
 		}
 		return a, nil
 	case Codex:

@@ -19,7 +19,7 @@ type State struct {
 // StateOf is the state of the CLI of dialect name, run as command: Claude Code's
 // CLAUDE_CONFIG_DIR, else ~/.claude and ~/.claude.json; Codex's CODEX_HOME, else
 // ~/.codex. An ACP agent's is its CLI's, known by the command's name (claude-agent-acp:
-// Claude Code's; gemini: ~/.gemini; qwen: ~/.qwen; opencode: its XDG directories;
+// Claude Code's; gemini: ~/.gemini, ~ being GEMINI_CLI_HOME if set; qwen: ~/.qwen; opencode: its XDG directories;
 // copilot: COPILOT_HOME, else ~/.copilot, and its cache), or, for another, Claude Code's or Gemini
 // CLI's, guessed. The native protocol's agent keeps none known here.
 func StateOf(name, command string, getenv func(string) string, home string) State {
@@ -52,6 +52,9 @@ func StateOf(name, command string, getenv func(string) string, home string) Stat
 		case claudeAgentACP:
 			return claude()
 		case "gemini":
+			if d := getenv("GEMINI_CLI_HOME"); d != "" {
+				return State{Dirs: []string{filepath.Join(d, ".gemini")}}
+			}
 			return State{Dirs: []string{filepath.Join(home, ".gemini")}}
 		case "qwen":
 			return State{Dirs: []string{filepath.Join(home, ".qwen")}}

@@ -20,6 +20,7 @@ func TestStateOf(t *testing.T) {
 		{Codex, "codex", map[string]string{"CODEX_HOME": "/x"}, State{Dirs: []string{"/x"}}},
 		{ACP, "/n/.bin/claude-agent-acp", map[string]string{"CLAUDE_CONFIG_DIR": "/c"}, State{Dirs: []string{"/c"}}},
 		{ACP, "/n/.bin/gemini", nil, State{Dirs: []string{"/h/.gemini"}}},
+		{ACP, "/n/.bin/gemini", map[string]string{"GEMINI_CLI_HOME": "/g"}, State{Dirs: []string{"/g/.gemini"}}},
 		{ACP, "qwen", nil, State{Dirs: []string{"/h/.qwen"}}},
 		{ACP, "opencode", map[string]string{"XDG_DATA_HOME": "/d"}, State{Dirs: []string{"/d/opencode", "/h/.config/opencode", "/h/.local/state/opencode", "/h/.cache/opencode"}}},
 		{ACP, "copilot", map[string]string{"COPILOT_HOME": "/p"}, State{Dirs: []string{"/p", "/h/.cache/copilot"}}},

@@ -176,6 +176,11 @@ func putTranscript(t dialect.Transcripts, env []string, dir, id string, body []b
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("agent: the resumed conversation's folder: %w", err)
 	}
+	if p, ok := t.(dialect.TranscriptPlacer); ok {
+		if err := p.Place(env, realDir(dir), path); err != nil {
+			return fmt.Errorf("agent: ready the resumed conversation's place: %w", err)
+		}
+	}
 	if err := os.WriteFile(path, body, 0o600); err != nil {
 		return fmt.Errorf("agent: write the resumed conversation's transcript: %w", err)
 	}

@@ -121,6 +121,8 @@ type moving struct {
 	config      string
 	// drain moves it with SIGTERM, the node handing it over at once; else SIGKILL.
 	drain bool
+	// acp: its text comes in its partials, and its result says how the turn ended.
+	acp bool
 }
 
 // node is the manifest of a node running m, and its workspace dir and home.
@@ -164,9 +166,10 @@ func gitRepo(t *testing.T) string {
 }
 
 // TestFleetVendorAgentsResumeTheirConversation: the real Claude Code, the real
-// claude-agent-acp (an ACP agent, over session/resume) and the real Codex write a file
+// claude-agent-acp (an ACP agent, over session/resume), the real Gemini CLI (ACP, over
+// session/load) and the real Codex write a file
 // in their first turn, then wait on an approval nobody gives; the node is killed with
-// SIGKILL (Claude Code's), or drained with SIGTERM and a grace of ten minutes (the
+// SIGKILL (Claude Code's and the Gemini CLI's), or drained with SIGTERM and a grace of ten minutes (the
 // others'), which hands the session over at once. The node that takes the task,
 // sharing no directory with the first but the repository, puts the checkpointed
 // transcript where its agent looks and resumes the conversation, in a checkout holding
@@ -183,6 +186,10 @@ func TestFleetVendorAgentsResumeTheirConversation(t *testing.T) {
 		[]agenttest.Block{{Tool: "Write", Input: map[string]any{"file_path": "notes.txt", "content": "first turn\n"}}},
 		[]agenttest.Block{{Tool: "Bash", Input: map[string]any{"command": "touch second.txt", "description": "second turn"}}},
 		[]agenttest.Block{{Text: "resumed and done"}})
+	gemini := agenttest.NewGeminiAPI(t,
+		agenttest.Call{Name: "run_shell_command", Args: map[string]any{"command": "printf 'first turn\\n' > notes.txt", "description": "first turn"}},
+		agenttest.Call{Name: "run_shell_command", Args: map[string]any{"command": "touch second.txt", "description": "second turn"}},
+		agenttest.Call{Text: "resumed and done"})
 	responses := agenttest.NewResponses(t, agenttest.Exec("printf 'first turn\\n' > notes.txt"), agenttest.Exec("touch second.txt"),
 		agenttest.Call{Text: "resumed and done"})
 	for _, m := range []moving{{
@@ -200,7 +207,15 @@ func TestFleetVendorAgentsResumeTheirConversation(t *testing.T) {
 				agenttest.NPMAgent(t, "@agentclientprotocol/claude-agent-acp", agenttest.ACPVersion, "claude-agent-acp"), home, filepath.Join(home, ".claude"), viaACP.URL())
 		},
 		approve: `notes\.txt`, toolResult: `"tool_result"`,
-		lastRequest: func() string { return string(viaACP.LastMessages()) }, firstTurn: `"name":"Write"`, config: ".claude/projects/*", drain: true,
+		lastRequest: func() string { return string(viaACP.LastMessages()) }, firstTurn: `"name":"Write"`, config: ".claude/projects/*", drain: true, acp: true,
+	}, {
+		host: "gemini",
+		table: func(t *testing.T, _, _, home string) string {
+			return fmt.Sprintf("[hosts.gemini]\ncommand = %q\nargs = [\"--acp\"]\ndialect = \"acp\"\nenv = { HOME = %q, GOOGLE_GEMINI_BASE_URL = %q, GEMINI_API_KEY = \"test-key\", GEMINI_CLI_NO_RELAUNCH = \"true\" }\n",
+				agenttest.Gemini(t), home, gemini.URL())
+		},
+		approve: "printf 'first turn", toolResult: `"functionResponse"`,
+		lastRequest: gemini.LastContents, firstTurn: `printf 'first turn`, config: ".gemini/tmp/*/chats", acp: true,
 	}, {
 		host: "codex",
 		table: func(t *testing.T, _, _, home string) string {
@@ -271,7 +286,7 @@ func (m moving) resumes(t *testing.T) {
 	select {
 	case res := <-results:
 		// An ACP agent's text comes in its partials; its result says how the turn ended.
-		if fmt.Sprint(res["text"]) != "resumed and done" && (m.host != "acp" || res["stop_reason"] != "end_turn") {
+		if fmt.Sprint(res["text"]) != "resumed and done" && (!m.acp || res["stop_reason"] != "end_turn") {
 			t.Errorf("result %v", res)
 		}
 	case <-time.After(3 * time.Minute):

@@ -121,6 +121,15 @@ func (f *GeminiAPI) serve(w http.ResponseWriter, r *http.Request) {
 	writeJSONBody(w, resp)
 }
 
+// LastContents is the latest main request's contents, as JSON: the conversation the
+// model was given.
+func (f *GeminiAPI) LastContents() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b, _ := json.Marshal(f.last)
+	return string(b)
+}
+
 // Output returns what the model was told of its n-th function call (the
 // functionResponse the CLI sent back), in the latest request of the conversation.
 func (f *GeminiAPI) Output(n int) string {
