@@ -52,5 +52,7 @@ func decodeCheckpointFast(obj []byte) (*Message, bool) {
 	if name, _, ok := rawjson.PlainString(typ, 0); !ok || len(typ) == 0 || Type(name) != TypeCheckpoint {
 		return nil, false
 	}
-	return &Message{Type: TypeCheckpoint, Name: string(TypeCheckpoint), Raw: bytes.Clone(obj), State: bytes.Clone(state)}, true
+	// The state is a part of the line's copy (Fields gives values as parts of obj).
+	raw, at := bytes.Clone(obj), cap(obj)-cap(state)
+	return &Message{Type: TypeCheckpoint, Name: string(TypeCheckpoint), Raw: raw, State: raw[at : at+len(state) : at+len(state)]}, true
 }

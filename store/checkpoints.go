@@ -73,7 +73,11 @@ func OpenCheckpoints(ctx context.Context, js jetstream.JetStream, keep int) (*Ch
 // stale copy per slot, until max_age.
 func (s *Checkpoints) Put(ctx context.Context, c *wire.Checkpoint, parts map[string][]byte) error {
 	c.Parts, c.Bytes = nil, 0
-	var body []byte
+	size := 0
+	for _, data := range parts {
+		size += len(data)
+	}
+	body := make([]byte, 0, size)
 	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		data := parts[name]
 		sum := sha256.Sum256(data)

@@ -10,7 +10,8 @@ import (
 const maxDepth = 10000
 
 // Fields calls each with the key and raw value of every top-level field of the object
-// obj, in order, and reports whether obj is valid JSON whose fields it walked to the
+// obj, in order (each value a part of obj, obj[i:j], so that cap(obj)-cap(value) is its
+// offset), and reports whether obj is valid JSON whose fields it walked to the
 // end: false when obj is not valid JSON (json.Valid), not an object, a key holds an
 // escape, or each returned false, which stops the walk. A caller then leaves obj to
 // encoding/json. One pass both checks and walks.
