@@ -182,7 +182,7 @@ func (a *Agent) restore(s *session, r *Restored) *protocol.Resume {
 		return nil
 	}
 	s.checkpoints = c.Seq
-	why := fmt.Sprintf("brought back from checkpoint %d, taken on %s in attempt %d", c.Seq, c.Node, c.Attempt)
+	why := fmt.Sprintf("brought back on %s from checkpoint %d, taken on %s in attempt %d", a.cfg.Node, c.Seq, c.Node, c.Attempt)
 	a.publishOn(s, wire.EventSessionResumed, a.encode(&wire.SessionPaused{Reason: why, Checkpoint: c.Seq}))
 	rec := a.record(s, wire.EventSessionResumed)
 	rec.Reason = why

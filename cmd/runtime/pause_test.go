@@ -198,6 +198,18 @@ func TestAPausedSessionGoesOnWhenResumed(t *testing.T) {
 	if err := json.Unmarshal([]byte(resultText(t, string(ended[1].Value))), &told); err != nil || told.From < 2 || told.Checkpoint != told.From || told.Done != told.From+3 {
 		t.Errorf("the resumed agent said %+v (%v); want it to go on from its checkpoint, the second or later, and count three more", told, err)
 	}
+	// Where it went on, in its logs and on its page: the resume's node and checkpoint.
+	resumed := regexp.MustCompile(`brought back on (\S+) from checkpoint \d+, taken on (\S+) in attempt 0`)
+	if _, out := cli("logs", "t-hand"); !strings.Contains(out, "session.resumed") || !resumed.MatchString(out) {
+		t.Errorf("agentmux logs does not say where t-hand went on:\n%s", out)
+	}
+	do(t, page, "open t-hand's page", chromedp.Evaluate[chromedp.Void](`location.hash = "#/session/t-hand"`), chromedp.WaitVisible(chromedp.CSS("#session")))
+	row := get(t, page, "t-hand's resume in its trail", chromedp.Poll[string](
+		`(r => r ? r.textContent : false)(document.querySelector('#trail tr[data-kind="session.resumed"]'))`, chromedp.WithPollingTimeout(25*time.Second)))
+	node := get(t, page, "the resume's node", chromedp.Evaluate[string](`document.querySelector('#trail tr[data-kind="session.resumed"] td.node').textContent`))
+	if m := resumed.FindStringSubmatch(row); m == nil || node == "" || m[1] != node {
+		t.Errorf("t-hand's trail shows its resume as %q on node %q; want where it was brought back, on that node", row, node)
+	}
 	proctest.EventuallyWithin(t, 30*time.Second, "nothing paused", func() bool {
 		_, out := cli("sessions", "-o", "json")
 		m := scrape(t, metrics)

@@ -638,10 +638,10 @@ let sessionStream = null;
 function trailRow(r) {
   let text = r.text || "";
   if (r.value !== undefined && r.value !== null) text = (text ? text + " → " : "") + show(r.value);
-  if (r.reason && r.kind === "answer") text += " — " + r.reason;
+  if (r.reason) text = text ? text + " — " + r.reason : r.reason; // an answer's, a resume's, a pause's
   if (r.error) text = (text ? text + " " : "") + r.error;
   return el("tr", { "data-kind": r.kind },
-    el("td", {}, utc(r.time, true)), el("td", {}, String(r.attempt)), el("td", {}, r.kind),
+    el("td", {}, utc(r.time, true)), el("td", {}, String(r.attempt)), el("td", { class: "node" }, r.node || ""), el("td", {}, r.kind),
     el("td", {}, r.request || ""), el("td", {}, text), el("td", {}, r.outcome || ""),
     el("td", {}, r.decider ? r.decider + (r.claimed ? ` (claims ${r.claimed})` : "") : ""),
     el("td", {}, r.latency_ms ? r.latency_ms.toFixed(1) + " ms" : ""));
@@ -668,7 +668,7 @@ async function searchAudit(form) {
     const row = trailRow(rec);
     const link = el("a", { href: "#/session/" + encodeURIComponent(rec.session) }, rec.session);
     row.cells[1].replaceWith(el("td", { class: "session" }, link)); // the attempt's cell holds the session here
-    row.cells[7].remove(); // no latency column
+    row.cells[8].remove(); // no latency column
     return row;
   }));
   table.hidden = res.records.length === 0;
