@@ -215,9 +215,11 @@ func (n *Node) resumeFailed(ctx context.Context, req wire.ResumeRequest) *wire.D
 	return &wire.Delivery{OK: true, Effect: fmt.Sprintf("queued again on host %s%s as attempt %d, %s (it had ended %s: %s)", started.Host, aimedAt(req), last+1, from, ended.Outcome, ended.Error)}
 }
 
-// aim makes task this node's to take (for wire.TaskAimedFor), when req asks for it
-// here; a refusal when this node does not run its host.
+// aim makes task this node's to take (for wire.TaskAimedFor) when req asks for it here,
+// and any node's when it does not, whatever node an earlier resume aimed it at; a
+// refusal when this node does not run its host.
 func (n *Node) aim(task *wire.Task, host string, req wire.ResumeRequest) *wire.Delivery {
+	task.Node = req.Node // resumeSession refused another node's
 	if req.Node == "" {
 		return nil
 	}
@@ -225,7 +227,6 @@ func (n *Node) aim(task *wire.Task, host string, req wire.ResumeRequest) *wire.D
 		return &wire.Delivery{Error: fmt.Sprintf("node %s does not run host %s (it runs %s): resume it on a node that does, or on any (no --node)",
 			n.Name, host, cmp.Or(strings.Join(n.Hosts(), ", "), "none"))}
 	}
-	task.Node = n.Name
 	return nil
 }
 
