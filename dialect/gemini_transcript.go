@@ -109,11 +109,12 @@ func markedFor(p, dir string, unmarked bool) bool {
 // sameDir reports whether path names dir, a real path: the CLI records the path it was
 // given, links and all.
 func sameDir(path, dir string) bool {
-	return filepath.Clean(path) == dir || realDir(path) == dir
+	return filepath.Clean(path) == dir || RealDir(path) == dir
 }
 
-// realDir is dir with its links resolved, or dir as it is when it cannot be.
-func realDir(dir string) string {
+// RealDir is dir with its links resolved, as an agent's own working directory reads
+// (the dir Transcripts take), or dir cleaned when it cannot be.
+func RealDir(dir string) string {
 	if r, err := filepath.EvalSymlinks(dir); err == nil {
 		return r
 	}

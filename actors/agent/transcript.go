@@ -56,7 +56,7 @@ func (a *Agent) checkpointTranscript(s *session, why string) {
 	a.writing++
 	a.off(func(ctx context.Context) {
 		done := &checkpointDone{c: c, gen: gen, transcript: true, written: true}
-		path := t.Transcript(env(h), realDir(dir), id)
+		path := t.Transcript(env(h), dialect.RealDir(dir), id)
 		body, stamp, err := readTranscript(path, last, w.most)
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && !sayMissing:
@@ -172,12 +172,13 @@ func (a *Agent) onTranscriptPlaced(m *transcriptPlaced) {
 // putTranscript writes a checkpoint's transcript where the agent, working in dir with
 // environment env, looks for conversation id.
 func putTranscript(t dialect.Transcripts, env []string, dir, id string, body []byte) error {
-	path := t.Transcript(env, realDir(dir), id)
+	dir = dialect.RealDir(dir)
+	path := t.Transcript(env, dir, id)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("agent: the resumed conversation's folder: %w", err)
 	}
 	if p, ok := t.(dialect.TranscriptPlacer); ok {
-		if err := p.Place(env, realDir(dir), path); err != nil {
+		if err := p.Place(env, dir, path); err != nil {
 			return fmt.Errorf("agent: ready the resumed conversation's place: %w", err)
 		}
 	}
@@ -185,12 +186,4 @@ func putTranscript(t dialect.Transcripts, env []string, dir, id string, body []b
 		return fmt.Errorf("agent: write the resumed conversation's transcript: %w", err)
 	}
 	return nil
-}
-
-// realDir is dir with its links resolved, as the agent's own working directory reads.
-func realDir(dir string) string {
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		return r
-	}
-	return dir
 }
